@@ -1,0 +1,131 @@
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "command_runner.h"
+#include "commands.h"
+#include "summary_json.h"
+#include "terminal_progress.h"
+#include "zkdv/store/database.h"
+
+namespace zkdv::cli {
+
+namespace {
+
+enum class FileKind { Tape, Case, Other };
+
+FileKind sniff(const std::string& path)
+{
+    std::ifstream file(path, std::ios::binary);
+    if (!file)
+        throw UsageError("cannot open " + path + ": " + std::strerror(errno));
+    char head[16] = {};
+    file.read(head, sizeof head);
+    if (std::memcmp(head, "ZKDVTAPE", 8) == 0)
+        return FileKind::Tape;
+    if (std::memcmp(head, "SQLite format 3", 16) == 0)
+        return FileKind::Case;
+    return FileKind::Other;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+}
+
+int tapeInfo(const std::string& path, bool json, bool quiet)
+{
+    TerminalProgress progress(!quiet);
+    ScanOptions options;
+    options.progress = &progress;
+    TapeSummary summary = scanTape(path, nullptr, options);
+    progress.finish();
+    if (json) {
+        nlohmann::json out = {{"kind", "tape"}, {"tape", summaryJson(summary)}};
+        out["root"] = summary.root ? rootJson(*summary.root) : nlohmann::json(nullptr);
+        std::printf("%s\n", out.dump(2).c_str());
+        return kExitOk;
+    }
+    std::printf("tape %s\n  %s\n  chain head %s\n", path.c_str(), summaryLine(summary).c_str(), toHex(summary.chainHead).c_str());
+    if (!summary.root)
+        return kExitOk;
+    const RootRecord& root = *summary.root;
+    std::printf("producer   %s %s (torch %s, %s)\n", root.producerName.c_str(), root.producerVersion.c_str(), root.torchVersion.c_str(),
+                root.device.c_str());
+    std::printf("program    %s %s, %s\n", root.programKind.c_str(), toHex(root.programSha256).c_str(),
+                root.programEmbedded ? "embedded" : "supplied separately");
+    std::printf("optimizer  %s\n", root.optimizerContract.c_str());
+    for (std::size_t g = 0; g < root.optimizerGroups.size(); ++g)
+        std::printf("  group %zu: %zu parameters, %s\n", g, root.optimizerGroups[g].parameters.size(), root.optimizerGroups[g].optionsJson.c_str());
+    std::printf("model      %zu parameters, %zu buffers\n", root.parameters.size(), root.buffers.size());
+    for (const TensorSpec& spec : root.parameters)
+        std::printf("  parameter %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());
+    for (const TensorSpec& spec : root.buffers)
+        std::printf("  buffer    %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());
+    std::printf("snapshots  every %d transactions\n", root.snapshotInterval);
+    std::printf("sampling   update check %g, state check %g, seed %llu\n", root.updateCheckProbability, root.stateCheckProbability,
+                static_cast<unsigned long long>(root.samplingSeed));
+    std::printf("pipeline   max in flight %d, overlap %s\n", root.maxInFlight, root.overlap.c_str());
+    std::printf("metadata   %s\n", root.metadataJson.c_str());
+    return kExitOk;
+}
+
+int caseInfo(const std::string& path, bool json)
+{
+    CaseStore store(path, CaseStore::Access::ReadOnly);
+    std::vector<CaseTape> tapes = store.tapes();
+    auto countOf = [&](const char* sql) { return store.database().queryInt64(sql).value_or(0); };
+    const std::int64_t deltas = countOf("SELECT count(*) FROM transactions WHERE has_deltas");
+    const std::int64_t digests = countOf("SELECT count(*) FROM transactions WHERE has_state_digest");
+    const std::int64_t runs = countOf("SELECT count(*) FROM replay_runs");
+    if (json) {
+        nlohmann::json out = {{"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
+                              {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}, {"replay_runs", runs}};
+        for (const CaseTape& tape : tapes)
+            out["tapes"].push_back(caseTapeJson(tape));
+        std::printf("%s\n", out.dump(2).c_str());
+        return kExitOk;
+    }
+    std::printf("case %s: %zu tape%s, %lld replay runs\n", path.c_str(), tapes.size(), tapes.size() == 1 ? "" : "s",
+                static_cast<long long>(runs));
+    for (const CaseTape& tape : tapes) {
+        std::printf("tape %lld  %s\n", static_cast<long long>(tape.id), tape.path.c_str());
+        std::printf("  status %s, %llu transactions, %llu snapshots, %llu bytes%s\n", tape.status.c_str(),
+                    static_cast<unsigned long long>(tape.transactionCount), static_cast<unsigned long long>(tape.snapshotCount),
+                    static_cast<unsigned long long>(tape.size), tape.embedded ? ", payloads embedded" : "");
+        std::printf("  file sha256 %s\n  chain head  %s\n", tape.fileSha256.c_str(), tape.chainHead.c_str());
+        std::printf("  producer %s; optimizer %s; snapshots every %d\n", tape.producer.c_str(), tape.optimizerContract.c_str(),
+                    tape.snapshotInterval);
+        std::printf("  program %s %s (%s)\n", tape.programKind.c_str(), tape.programSha256.c_str(),
+                    tape.programPresent ? "present in the case" : "missing: supply the program file");
+    }
+    std::printf("sampled checks: %lld transactions with full deltas, %lld with a state digest\n", static_cast<long long>(deltas),
+                static_cast<long long>(digests));
+    return kExitOk;
+}
+
+}  // namespace
+
+int runInfo(int argc, char** argv)
+{
+    ArgumentParser parser("zkdv-audit info TAPE|CASE [--json]",
+                          "Describes a tape (status, producer, model layout, optimizer, program, sampling policy)\n"
+                          "or an audit case (its tapes, programs and replay runs).");
+    parser.setPositionals("TAPE|CASE", "a tape (*.zkdv) or a case (*.zkaudit)", 1, false);
+    parser.addFlag("json", "print JSON on stdout");
+    parser.addFlag("quiet", "no progress on stderr");
+    return runCommand("info", parser, argc, argv, [&]() {
+        const std::string& path = parser.positionals().front();
+        switch (sniff(path)) {
+        case FileKind::Tape: return tapeInfo(path, parser.has("json"), parser.has("quiet"));
+        case FileKind::Case: return caseInfo(path, parser.has("json"));
+        case FileKind::Other: break;
+        }
+        throw UsageError(path + " is neither a ZKDV tape nor an audit case");
+    });
+}
+
+}  // namespace zkdv::cli

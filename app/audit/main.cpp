@@ -1,0 +1,55 @@
+// zkdv-audit: the headless twin of the ZKDV workstation.
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+#include "zkdv/version.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: zkdv-audit COMMAND [ARGS] [--help]
+
+Checks that a model was trained the way its trainer claims, from the verification
+tape ZKDV recorded around the training steps.
+
+commands:
+  verify TAPE                        check framing, hash chain, record order and seal
+  info TAPE|CASE                     describe a tape or an audit case
+  ingest FILE... --case CASE         load tapes (and sealed program files) into a case
+  demo --out FILE                    write an example tape from a small training run
+
+Run 'zkdv-audit COMMAND --help' for a command's options.
+Exit status: 0 ok, 1 a check failed, 2 usage error or unreadable input.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    using namespace zkdv::cli;
+    if (argc < 2) {
+        std::fputs(kUsage, stderr);
+        return kExitUsage;
+    }
+    const std::string command = argv[1];
+    if (command == "--help" || command == "-h" || command == "help") {
+        std::fputs(kUsage, stdout);
+        return kExitOk;
+    }
+    if (command == "--version") {
+        std::printf("zkdv-audit %s\n", zkdv::kVersion);
+        return kExitOk;
+    }
+    if (command == "verify")
+        return runVerify(argc, argv);
+    if (command == "info")
+        return runInfo(argc, argv);
+    if (command == "ingest")
+        return runIngest(argc, argv);
+    if (command == "demo")
+        return runDemo(argc, argv);
+    std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
+    return kExitUsage;
+}

@@ -1,0 +1,87 @@
+#include "summary_json.h"
+
+namespace zkdv::cli {
+
+using nlohmann::json;
+
+nlohmann::json summaryJson(const TapeSummary& summary)
+{
+    json out = {
+        {"path", summary.path},
+        {"status", std::string(tapeStatusName(summary.status))},
+        {"complete", summary.complete()},
+        {"format", std::to_string(summary.formatMajor) + "." + std::to_string(summary.formatMinor)},
+        {"file_size", summary.fileSize},
+        {"valid_bytes", summary.validBytes},
+        {"records", summary.recordCount},
+        {"transactions", summary.transactionCount},
+        {"snapshots", summary.snapshotCount},
+        {"skipped_unknown_records", summary.unknownRecordCount},
+        {"chain_head", toHex(summary.chainHead)},
+    };
+    if (summary.fileSha256)
+        out["file_sha256"] = toHex(*summary.fileSha256);
+    if (summary.problem)
+        out["problem"] = {{"record", summary.problem->recordIndex},
+                          {"byte_offset", summary.problem->byteOffset},
+                          {"message", summary.problem->message}};
+    else
+        out["problem"] = nullptr;
+    return out;
+}
+
+nlohmann::json rootJson(const RootRecord& root)
+{
+    auto specs = [](const std::vector<TensorSpec>& list) {
+        json array = json::array();
+        for (const TensorSpec& spec : list)
+            array.push_back({{"name", spec.name}, {"shape", spec.shape}, {"dtype", std::string(dtypeName(spec.dtype))}});
+        return array;
+    };
+    json groups = json::array();
+    for (const OptimizerGroup& group : root.optimizerGroups)
+        groups.push_back({{"parameters", group.parameters}, {"options", json::parse(group.optionsJson)}});
+    return {
+        {"producer", {{"name", root.producerName}, {"version", root.producerVersion}, {"torch_version", root.torchVersion}, {"device", root.device}}},
+        {"model", {{"parameters", specs(root.parameters)}, {"buffers", specs(root.buffers)}}},
+        {"optimizer", {{"contract", root.optimizerContract}, {"groups", groups}}},
+        {"program", {{"kind", root.programKind}, {"sha256", toHex(root.programSha256)}, {"embedded", root.programEmbedded}, {"entry", root.programEntry}}},
+        {"replay_snapshot_interval", root.snapshotInterval},
+        {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}}},
+        {"max_in_flight", root.maxInFlight},
+        {"overlap", root.overlap},
+        {"metadata", json::parse(root.metadataJson)},
+    };
+}
+
+nlohmann::json caseTapeJson(const CaseTape& tape)
+{
+    return {
+        {"id", tape.id},
+        {"path", tape.path},
+        {"file_sha256", tape.fileSha256},
+        {"chain_head", tape.chainHead},
+        {"size", tape.size},
+        {"status", tape.status},
+        {"producer", tape.producer},
+        {"optimizer", tape.optimizerContract},
+        {"program", {{"sha256", tape.programSha256}, {"kind", tape.programKind}, {"present", tape.programPresent}}},
+        {"replay_snapshot_interval", tape.snapshotInterval},
+        {"records", tape.recordCount},
+        {"transactions", tape.transactionCount},
+        {"snapshots", tape.snapshotCount},
+        {"embedded", tape.embedded},
+        {"ingested_at", tape.ingestedAt},
+    };
+}
+
+std::string summaryLine(const TapeSummary& summary)
+{
+    std::string line = std::string(tapeStatusName(summary.status)) + ", " + std::to_string(summary.transactionCount) + " transactions, " +
+                       std::to_string(summary.snapshotCount) + " snapshots, " + std::to_string(summary.recordCount) + " records";
+    if (summary.problem)
+        line += "\n  " + summary.problem->describe();
+    return line;
+}
+
+}  // namespace zkdv::cli

@@ -1,0 +1,19 @@
+#pragma once
+// JSON and text renderings of a tape scan, shared by verify, info and ingest.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "zkdv/store/case_store.h"
+#include "zkdv/tape/tape_scanner.h"
+
+namespace zkdv::cli {
+
+nlohmann::json summaryJson(const TapeSummary& summary);
+nlohmann::json rootJson(const RootRecord& root);
+nlohmann::json caseTapeJson(const CaseTape& tape);
+// "sealed, 2000 transactions, 167 snapshots, 2169 records" or the problem.
+std::string summaryLine(const TapeSummary& summary);
+
+}  // namespace zkdv::cli

@@ -1,0 +1,43 @@
+#include <cstdio>
+
+#include "command_runner.h"
+#include "commands.h"
+#include "summary_json.h"
+#include "terminal_progress.h"
+
+namespace zkdv::cli {
+
+int runVerify(int argc, char** argv)
+{
+    ArgumentParser parser("zkdv-audit verify TAPE [--json] [--sha256]",
+                          "Checks a tape's framing, header checks, record digests, hash chain, record order,\n"
+                          "payload structure and seal. Exit 0 when the tape is sealed and intact, 1 when it is\n"
+                          "damaged, truncated or unsealed (the first problem is named with record index and\n"
+                          "byte offset), 2 when it cannot be read or is not a tape.");
+    parser.setPositionals("TAPE", "the tape file (*.zkdv)", 1, false);
+    parser.addFlag("json", "print the result as JSON on stdout");
+    parser.addFlag("sha256", "also compute the SHA-256 of the whole file");
+    parser.addFlag("quiet", "no progress on stderr");
+    return runCommand("verify", parser, argc, argv, [&]() {
+        TerminalProgress progress(!parser.has("quiet"));
+        ScanOptions options;
+        options.progress = &progress;
+        options.computeFileSha256 = parser.has("sha256");
+        const std::string& path = parser.positionals().front();
+        TapeSummary summary = scanTape(path, nullptr, options);
+        progress.finish();
+        if (parser.has("json")) {
+            std::printf("%s\n", summaryJson(summary).dump(2).c_str());
+        } else {
+            std::printf("%s: %s\n", path.c_str(), summaryLine(summary).c_str());
+            std::printf("  chain head %s\n", toHex(summary.chainHead).c_str());
+            if (summary.fileSha256)
+                std::printf("  file sha256 %s\n", toHex(*summary.fileSha256).c_str());
+            if (summary.status == TapeStatus::Unsealed)
+                std::printf("  the tape has no seal: the recorder is still writing it or stopped without sealing\n");
+        }
+        return summary.complete() ? kExitOk : kExitCheckFailed;
+    });
+}
+
+}  // namespace zkdv::cli

@@ -1,0 +1,26 @@
+#pragma once
+// The case file's SQLite schema: its version and the forward migrations that reach it.
+
+#include <cstdint>
+
+namespace zkdv {
+
+class Database;
+
+// The case file's schema: its version and the forward migrations that reach it.
+// docs/case-schema.md describes every table and the versioning policy.
+class CaseSchema {
+public:
+    // PRAGMA application_id of every ZKDV case: 'ZKDV' in ASCII.
+    static constexpr std::int32_t kApplicationId = 0x5A4B4456;
+
+    static int latestVersion();
+    // Brings a case to latestVersion() inside one transaction. Throws zkdv::Error with a
+    // clear message when the file's PRAGMA user_version is newer than latestVersion(),
+    // or when the file is not a ZKDV case (an SQLite file with tables but user_version 0 and
+    // no ZKDV application id); upgrade() writes nothing to such files.
+    // A case already at latestVersion() needs no write, so read-only connections may call this.
+    static void upgrade(Database& db);
+};
+
+}  // namespace zkdv

@@ -1,0 +1,101 @@
+#pragma once
+// An audit case: one SQLite file (*.zkaudit) holding ingested tapes, programs and, later,
+// replay results. Every reader and writer of a case goes through this class.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkdv/tape/tape_scanner.h"
+#include "zkdv/util/progress.h"
+
+namespace zkdv {
+
+class Database;
+
+// A tape that could not be ingested (corrupt, or incomplete without permission); the case
+// is unchanged.
+class IngestError : public Error {
+public:
+    IngestError(const std::string& message, std::optional<TapeSummary> summary)
+        : Error(message), summary_(std::move(summary)) {}
+    const std::optional<TapeSummary>& summary() const { return summary_; }
+
+private:
+    std::optional<TapeSummary> summary_;
+};
+
+struct IngestOptions {
+    bool embed = false;            // copy every record payload into the case
+    bool allowIncomplete = false;  // accept truncated and unsealed tapes (their readable part)
+    ProgressSink* progress = nullptr;
+};
+
+struct IngestResult {
+    std::int64_t tapeId = 0;
+    bool alreadyPresent = false;  // the same file (by SHA-256) was ingested before: nothing changed
+    TapeSummary summary;
+};
+
+// One ingested tape, as the case lists it.
+struct CaseTape {
+    std::int64_t id = 0;
+    std::string path;
+    std::string fileSha256;
+    std::string chainHead;
+    std::uint64_t size = 0;
+    std::string status;
+    std::string producer;
+    std::string optimizerContract;
+    std::string programSha256;
+    std::string programKind;
+    bool programPresent = false;  // the program's bytes are in the case (embedded or supplied)
+    int snapshotInterval = 0;
+    std::uint64_t recordCount = 0;
+    std::uint64_t transactionCount = 0;
+    std::uint64_t snapshotCount = 0;
+    bool embedded = false;
+    std::string ingestedAt;
+    std::string rootJson;
+};
+
+struct ProgramFileResult {
+    std::string sha256;
+    std::vector<std::int64_t> matchingTapes;
+    bool alreadyPresent = false;
+};
+
+class CaseStore {
+public:
+    enum class Access { ReadOnly, ReadWrite };
+
+    // Opens (ReadWrite creates when missing) and brings the schema up to date. Throws
+    // DatabaseError/Error with the path when the file is not a case or is too new.
+    CaseStore(const std::string& path, Access access);
+    ~CaseStore();
+    CaseStore(const CaseStore&) = delete;
+    CaseStore& operator=(const CaseStore&) = delete;
+
+    // Verifies and ingests one tape in a single transaction. Throws IngestError when the
+    // tape is corrupt (or incomplete without allowIncomplete), NotATapeError/IoError when
+    // it cannot be read; in every failure the case is left as it was.
+    IngestResult ingestTape(const std::string& tapePath, const IngestOptions& options = {});
+
+    // Stores a sealed program file supplied apart from its tape. Throws Error when its
+    // digest matches no tape in the case.
+    ProgramFileResult addProgramFile(const std::string& programPath);
+
+    std::vector<CaseTape> tapes();
+    std::optional<CaseTape> tape(std::int64_t id);
+
+    const std::string& path() const { return path_; }
+    Database& database() { return *db_; }
+
+private:
+    std::string path_;
+    std::unique_ptr<Database> db_;
+};
+
+}  // namespace zkdv

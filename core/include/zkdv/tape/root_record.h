@@ -1,0 +1,65 @@
+#pragma once
+// The root record: what was trained, how, and with which sealed program (spec section 3).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zkdv/tape/dtype.h"
+#include "zkdv/util/byte_span.h"
+#include "zkdv/util/sha256.h"
+
+namespace zkdv {
+
+struct TensorSpec {
+    std::string name;
+    std::vector<std::int64_t> shape;
+    DType dtype = DType::F32;
+
+    std::int64_t elementCount() const;
+    std::uint64_t byteSize() const;
+};
+
+struct OptimizerGroup {
+    std::vector<std::string> parameters;
+    std::string optionsJson;  // the group's static options as a JSON object
+};
+
+struct RootRecord {
+    std::string prover = "whitebox-torch";
+    int formatMajor = 1;
+    int formatMinor = 0;
+
+    std::string producerName;
+    std::string producerVersion;
+    std::string torchVersion;
+    std::string device = "cpu";
+
+    std::vector<TensorSpec> parameters;
+    std::vector<TensorSpec> buffers;
+
+    std::string optimizerContract;
+    std::vector<OptimizerGroup> optimizerGroups;
+
+    std::string programKind = "torchscript";
+    Digest programSha256{};
+    bool programEmbedded = true;
+    std::string programEntry = "training_step";
+
+    int snapshotInterval = 12;
+    double stateCheckProbability = 0.0;
+    double updateCheckProbability = 0.0;
+    std::uint64_t samplingSeed = 0;
+    int maxInFlight = 2;
+    std::string overlap = "unchecked";
+    std::string metadataJson = "{}";
+
+    std::string toJson() const;
+    // Parses and validates a root payload; FormatError says which member is wrong.
+    static RootRecord parse(ByteSpan payload);
+
+    // Position of a parameter in the layout, or -1.
+    int parameterIndex(const std::string& name) const;
+};
+
+}  // namespace zkdv

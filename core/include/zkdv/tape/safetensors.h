@@ -1,0 +1,86 @@
+#pragma once
+// Strict reading and writing of safetensors blobs, the only tensor encoding in a tape.
+//
+// Layout (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+// length N, N bytes of UTF-8 JSON, then the data buffer. The JSON object maps tensor
+// names to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the
+// data buffer) plus an optional "__metadata__" object of string values.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zkdv/tape/dtype.h"
+#include "zkdv/util/byte_span.h"
+
+namespace zkdv {
+
+// One tensor inside a parsed blob; data points into the blob (not owned).
+struct TensorView {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<std::int64_t> shape;
+    ByteSpan data;
+
+    std::int64_t elementCount() const;
+};
+
+// A parsed, validated, non-owning view of one safetensors blob.
+class SafetensorsView {
+public:
+    // Largest header accepted, as in the reference implementation.
+    static constexpr std::uint64_t kMaxHeaderSize = 100u * 1024u * 1024u;
+
+    // Parses and validates `blob`; throws FormatError (offset relative to the blob) when
+    // the header length is out of range, the JSON is invalid or not UTF-8, a key repeats,
+    // a dtype is unknown, a shape is negative or overflows, data_offsets are reversed, out
+    // of the buffer, overlapping or leave holes, or shape x dtype size != byte length.
+    static SafetensorsView parse(ByteSpan blob);
+
+    // Tensors in the order of their data offsets.
+    const std::vector<TensorView>& tensors() const { return tensors_; }
+    // nullptr when absent.
+    const TensorView* find(std::string_view name) const;
+    const std::map<std::string, std::string, std::less<>>& metadata() const { return metadata_; }
+    // "" when absent.
+    std::string_view metadataValue(std::string_view key) const;
+    // Offset of the data buffer inside the blob (8 + header length).
+    std::uint64_t dataOffset() const { return dataOffset_; }
+
+private:
+    std::vector<TensorView> tensors_;
+    std::map<std::string, std::string, std::less<>> metadata_;
+    std::uint64_t dataOffset_ = 0;
+};
+
+// Builds one blob. Tensor bytes are referenced, not copied: they must stay alive until
+// the blob has been written. Tensors are laid out in the order they were added.
+class SafetensorsBuilder {
+public:
+    void setMetadata(std::string key, std::string value);
+    // data.size must equal product(shape) * dtypeSize(dtype); throws Error otherwise or
+    // when the name repeats or is "__metadata__".
+    void add(std::string name, DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
+
+    // The 8-byte length prefix and JSON header, padded with spaces to a multiple of 8.
+    std::vector<std::uint8_t> header() const;
+    // The pieces of the blob in order: header() then each tensor's bytes. `headerStorage`
+    // keeps the header alive for the returned spans.
+    std::vector<ByteSpan> pieces(std::vector<std::uint8_t>& headerStorage) const;
+    std::uint64_t serializedSize() const;
+    std::vector<std::uint8_t> toBytes() const;
+
+private:
+    struct Entry {
+        std::string name;
+        DType dtype;
+        std::vector<std::int64_t> shape;
+        ByteSpan data;
+    };
+    std::vector<Entry> entries_;
+    std::map<std::string, std::string> metadata_;
+};
+
+}  // namespace zkdv

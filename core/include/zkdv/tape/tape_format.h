@@ -1,0 +1,38 @@
+#pragma once
+// Constants of the tape format (docs/tape-format.md), shared by the writer and the reader.
+
+#include <cstdint>
+#include <string_view>
+
+namespace zkdv::tape {
+
+inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
+inline constexpr std::uint16_t kMajorVersion = 1;
+inline constexpr std::uint16_t kMinorVersion = 0;
+inline constexpr std::size_t kFileHeaderSize = 16;
+inline constexpr std::size_t kFrameHeaderSize = 56;
+inline constexpr std::size_t kDigestSize = 32;
+inline constexpr std::uint32_t kFlagCritical = 1u;
+inline constexpr std::uint32_t kKnownFlags = kFlagCritical;
+inline constexpr int kDefaultSnapshotInterval = 12;
+
+enum class RecordType : std::uint32_t {
+    Root = 1,
+    Program = 2,
+    Snapshot = 3,
+    Transaction = 4,
+    Seal = 5,
+};
+
+// "root", "program", …; "unknown" for types this build does not know.
+std::string_view recordTypeName(std::uint32_t type);
+bool isKnownRecordType(std::uint32_t type);
+
+// Zero padding after a payload of `length` bytes so the next frame starts 8-aligned.
+inline constexpr std::uint64_t paddingFor(std::uint64_t length) { return (8 - length % 8) % 8; }
+inline constexpr std::uint64_t frameSize(std::uint64_t payloadLength)
+{
+    return kFrameHeaderSize + payloadLength + paddingFor(payloadLength) + kDigestSize;
+}
+
+}  // namespace zkdv::tape

@@ -1,0 +1,96 @@
+#pragma once
+// The one tape reader: walks a memory-mapped tape once, checking framing, digests, the
+// hash chain, record order and payloads, and hands each valid record to a visitor.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "zkdv/tape/root_record.h"
+#include "zkdv/tape/seal_record.h"
+#include "zkdv/tape/snapshot_record.h"
+#include "zkdv/tape/transaction_record.h"
+#include "zkdv/util/byte_span.h"
+#include "zkdv/util/error.h"
+#include "zkdv/util/progress.h"
+#include "zkdv/util/sha256.h"
+
+namespace zkdv {
+
+enum class TapeStatus { Sealed, Unsealed, Truncated, Corrupt };
+std::string_view tapeStatusName(TapeStatus status);  // "sealed", "unsealed", "truncated", "corrupt"
+
+// The file is not a tape at all (wrong magic, unsupported major version, too short to
+// tell). Distinct from a damaged tape, which scans to a Corrupt summary.
+class NotATapeError : public FormatError {
+public:
+    using FormatError::FormatError;
+};
+
+// The first thing wrong with a tape: which record, where in the file, what and why.
+struct TapeProblem {
+    std::uint64_t recordIndex = 0;  // the record at fault (the one that would come next when truncated)
+    std::uint64_t byteOffset = 0;   // file offset of the field at fault
+    std::string message;            // says what was expected and what was found
+
+    std::string describe() const;   // "record 17 at byte 40312: …"
+};
+
+// Where one record sits and what it holds; payload points into the mapped file.
+struct RecordLocation {
+    std::uint64_t index = 0;
+    std::uint32_t type = 0;
+    std::uint64_t offset = 0;  // start of the frame
+    std::uint64_t frameSize = 0;
+    ByteSpan payload;
+    Digest digest{};
+};
+
+struct TapeSummary {
+    std::string path;
+    TapeStatus status = TapeStatus::Corrupt;
+    std::uint16_t formatMajor = 0;
+    std::uint16_t formatMinor = 0;
+    std::uint64_t fileSize = 0;
+    std::uint64_t validBytes = 0;  // end of the last whole valid record
+    std::uint64_t recordCount = 0; // whole valid records
+    std::uint64_t transactionCount = 0;
+    std::uint64_t snapshotCount = 0;
+    std::uint64_t unknownRecordCount = 0;  // non-critical records of later minor versions, skipped
+    Digest chainHead{};
+    std::optional<Digest> fileSha256;  // when ScanOptions::computeFileSha256
+    std::optional<TapeProblem> problem;
+    std::optional<RootRecord> root;
+    std::optional<SealRecord> seal;
+    std::optional<Digest> embeddedProgramSha256;
+
+    bool complete() const { return status == TapeStatus::Sealed; }
+};
+
+// Receives every valid record, in file order, after its digest and chain link were
+// checked. The views are valid only during the call. Throwing stops the scan.
+class TapeVisitor {
+public:
+    virtual ~TapeVisitor() = default;
+    virtual void onRoot(const RootRecord&, const RecordLocation&) {}
+    virtual void onProgram(const RecordLocation&) {}
+    virtual void onSnapshot(const SnapshotRecord&, const RecordLocation&) {}
+    virtual void onTransaction(const TransactionRecord&, const RecordLocation&) {}
+    virtual void onSeal(const SealRecord&, const RecordLocation&) {}
+};
+
+struct ScanOptions {
+    bool computeFileSha256 = false;
+    ProgressSink* progress = nullptr;  // reports bytes; may cancel (OperationCancelled)
+    unsigned hashThreads = 0;          // 0: as many as the machine has, at most 4
+    // Stop after the root (and program) record: enough for a quick look at a tape.
+    bool headerOnly = false;
+};
+
+// Scans the tape at `path`. Damage is reported in the summary (Corrupt/Truncated with a
+// problem), not thrown; throws IoError when the file cannot be read, NotATapeError when
+// it is not a tape, OperationCancelled when the progress sink asks to stop.
+TapeSummary scanTape(const std::string& path, TapeVisitor* visitor = nullptr, const ScanOptions& options = {});
+
+}  // namespace zkdv

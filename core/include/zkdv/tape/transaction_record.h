@@ -1,0 +1,71 @@
+#pragma once
+// One optimizer step as recorded in a transaction record (spec section 5): a parsed view
+// into the record's safetensors payload, and the builder that writes one.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkdv/tape/safetensors.h"
+#include "zkdv/util/sha256.h"
+
+namespace zkdv {
+
+struct RootRecord;
+
+// Tensors point into the payload they were parsed from.
+struct TransactionRecord {
+    std::uint64_t index = 0;
+    std::uint64_t wallTimeNs = 0;
+    std::optional<Digest> stateDigest;
+    double loss = 0.0;  // the loss widened to double (exact for every floating dtype)
+    const TensorView* lossTensor = nullptr;
+    std::vector<const TensorView*> batch;
+    std::vector<const TensorView*> optimizerValues;  // "optimizer/<option>", F64 [groups]
+    std::vector<double> updateL2;                    // per layout parameter
+    std::vector<double> updateMaxAbs;                // per layout parameter
+    std::vector<const TensorView*> deltas;           // per layout parameter, or empty
+
+    // The first group's value of `option` ("lr"), if recorded.
+    std::optional<double> optimizerValue(const std::string& option) const;
+    double updateNorm() const;  // L2 norm over all parameters' updates
+
+    // Checks the payload against the spec and the tape's root (layout sizes, delta shapes
+    // and dtypes); throws FormatError with the offset inside the payload.
+    static TransactionRecord parse(const SafetensorsView& view, const RootRecord& root);
+};
+
+// Writes the safetensors payload of a transaction record.
+class TransactionRecordBuilder {
+public:
+    TransactionRecordBuilder(std::uint64_t index, std::uint64_t wallTimeNs);
+    void setStateDigest(const Digest& digest);
+    // Tensor bytes are referenced, not copied; keep them alive until the record is written.
+    void setLoss(DType dtype, ByteSpan scalar);
+    void addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
+    void setOptimizerValue(const std::string& option, const std::vector<double>& perGroup);
+    void setUpdateFingerprints(std::vector<double> l2, std::vector<double> maxAbs);
+    void addDelta(const std::string& parameter, DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
+
+    // The record's payload, tensors in the spec's order; valid while this builder lives.
+    SafetensorsBuilder blob() const;
+
+private:
+    struct Tensor {
+        std::string name;
+        DType dtype;
+        std::vector<std::int64_t> shape;
+        ByteSpan data;
+    };
+    std::uint64_t index_;
+    std::uint64_t wallTimeNs_;
+    std::optional<Digest> stateDigest_;
+    std::optional<Tensor> loss_;
+    std::vector<Tensor> batch_;
+    std::vector<std::pair<std::string, std::vector<double>>> optimizerValues_;
+    std::vector<double> l2_, maxAbs_;
+    std::vector<Tensor> deltas_;
+};
+
+}  // namespace zkdv

@@ -1,0 +1,38 @@
+#pragma once
+// A read-only memory map of a whole file whose pages can be handed back as reading moves on,
+// so resident memory stays bounded however large the file is.
+
+#include <cstdint>
+#include <string>
+
+#include "zkdv/util/byte_span.h"
+
+namespace zkdv {
+
+class MappedFile {
+public:
+    // Throws IoError naming the path and the system's reason.
+    explicit MappedFile(const std::string& path);
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const std::string& path() const { return path_; }
+    std::uint64_t size() const { return size_; }
+    ByteSpan bytes() const { return ByteSpan(data_, size_); }
+    ByteSpan bytes(std::uint64_t offset, std::uint64_t length) const { return ByteSpan(data_ + offset, length); }
+
+    // Drops the pages wholly inside [offset, offset + length) from this process's resident
+    // set; they stay in the page cache and fault back in if read again.
+    void release(std::uint64_t offset, std::uint64_t length) const;
+    // Maps the pages of [offset, offset + length) in one call ahead of reading them, which
+    // is far cheaper than taking their page faults one by one.
+    void prefetch(std::uint64_t offset, std::uint64_t length) const;
+
+private:
+    std::string path_;
+    const std::uint8_t* data_ = nullptr;
+    std::uint64_t size_ = 0;
+};
+
+}  // namespace zkdv

@@ -1,0 +1,249 @@
+#include "zkdv/store/case_schema.h"
+
+#include <cstdio>
+#include <iterator>
+#include <string>
+
+#include "zkdv/store/database.h"
+#include "zkdv/util/error.h"
+#include "zkdv/version.h"
+
+namespace zkdv {
+
+namespace {
+
+// One step forward: the script takes a case at the previous entry's version (0 for an empty
+// file) to `version`. Entries are only ever appended; a released script never changes,
+// because cases in the field were built by it.
+struct Migration {
+    int version;
+    const char* script;
+};
+
+static_assert(CaseSchema::kApplicationId == 1514882134, "migration 1 spells the application id out");
+
+const Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE case_info(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE tapes(
+    id INTEGER PRIMARY KEY,
+    file_sha256 TEXT NOT NULL UNIQUE,
+    chain_head TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK(status IN ('sealed','unsealed','truncated')),
+    format_major INTEGER NOT NULL,
+    format_minor INTEGER NOT NULL,
+    root_json TEXT NOT NULL,
+    producer TEXT,
+    optimizer_contract TEXT,
+    snapshot_interval INTEGER,
+    program_sha256 TEXT,
+    program_kind TEXT,
+    record_count INTEGER NOT NULL,
+    transaction_count INTEGER NOT NULL,
+    snapshot_count INTEGER NOT NULL,
+    embedded INTEGER NOT NULL DEFAULT 0,
+    ingested_at TEXT NOT NULL
+);
+
+CREATE TABLE tensors(
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK(kind IN ('parameter','buffer')),
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    PRIMARY KEY(tape_id, kind, position)
+);
+
+CREATE TABLE optimizer_groups(
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    group_index INTEGER NOT NULL,
+    options TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    PRIMARY KEY(tape_id, group_index)
+);
+
+CREATE TABLE programs(
+    sha256 TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    source TEXT NOT NULL CHECK(source IN ('embedded','file')),
+    path TEXT,
+    tape_id INTEGER REFERENCES tapes(id) ON DELETE SET NULL,
+    record_offset INTEGER,
+    content BLOB
+);
+
+CREATE TABLE transactions(
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    segment INTEGER NOT NULL,
+    loss REAL,
+    lr REAL,
+    update_norm REAL,
+    max_update REAL,
+    fingerprints BLOB,
+    has_deltas INTEGER NOT NULL,
+    has_state_digest INTEGER NOT NULL,
+    state_digest BLOB,
+    wall_time_ns INTEGER,
+    record_index INTEGER NOT NULL,
+    record_offset INTEGER NOT NULL,
+    record_length INTEGER NOT NULL,
+    record_digest BLOB NOT NULL,
+    PRIMARY KEY(tape_id, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE snapshots(
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    before_transaction INTEGER NOT NULL,
+    record_index INTEGER NOT NULL,
+    record_offset INTEGER NOT NULL,
+    record_length INTEGER NOT NULL,
+    record_digest BLOB NOT NULL,
+    PRIMARY KEY(tape_id, before_transaction)
+) WITHOUT ROWID;
+
+CREATE TABLE payloads(
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    record_index INTEGER NOT NULL,
+    content BLOB NOT NULL,
+    PRIMARY KEY(tape_id, record_index)
+);
+
+CREATE TABLE replay_runs(
+    id INTEGER PRIMARY KEY,
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    device TEXT NOT NULL,
+    libtorch_version TEXT,
+    zkdv_version TEXT,
+    selection_spec TEXT NOT NULL,
+    seed INTEGER,
+    tolerance TEXT,
+    threads INTEGER,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL CHECK(status IN ('running','finished','cancelled','failed'))
+);
+
+CREATE TABLE verdicts(
+    run_id INTEGER NOT NULL REFERENCES replay_runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    verdict TEXT NOT NULL CHECK(verdict IN ('exact','within-tolerance','diverged','unverifiable')),
+    detail TEXT,
+    PRIMARY KEY(run_id, idx)
+) WITHOUT ROWID;
+
+CREATE INDEX verdicts_by_idx ON verdicts(idx);
+
+CREATE TABLE metrics(
+    run_id INTEGER NOT NULL REFERENCES replay_runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    tensor TEXT NOT NULL,
+    slot TEXT NOT NULL,
+    max_abs REAL,
+    rel_l2 REAL,
+    cosine REAL,
+    max_ulp REAL,
+    mean_ulp REAL,
+    nan_mismatches INTEGER,
+    inf_mismatches INTEGER,
+    ulp_histogram BLOB,
+    PRIMARY KEY(run_id, idx, tensor, slot)
+) WITHOUT ROWID;
+
+PRAGMA application_id = 1514882134;
+)sql"},
+};
+
+// What the file says about itself, read before anything is written to it.
+struct FileState {
+    int version = 0;
+    std::int64_t applicationId = 0;
+    std::int64_t schemaObjects = 0;
+};
+
+FileState readState(Database& db)
+{
+    FileState state;
+    state.version = db.userVersion();
+    state.applicationId = db.queryInt64("PRAGMA application_id").value_or(0);
+    state.schemaObjects = db.queryInt64("SELECT count(*) FROM sqlite_master").value_or(0);
+    return state;
+}
+
+std::string hex32(std::int64_t value)
+{
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "0x%08X", static_cast<unsigned>(static_cast<std::uint32_t>(value)));
+    return buffer;
+}
+
+// Throws unless `state` is an empty file or a ZKDV case this build can read.
+void requireUpgradable(const FileState& state, const std::string& path)
+{
+    const bool empty = state.version == 0 && state.applicationId == 0 && state.schemaObjects == 0;
+    if (empty)
+        return;
+    if (state.applicationId != CaseSchema::kApplicationId) {
+        std::string owner = state.applicationId == 0
+            ? "it has no ZKDV application id"
+            : "its application id " + hex32(state.applicationId) + " belongs to another program";
+        throw Error(path + " is not a ZKDV case: an SQLite database whose schema ZKDV did not create ("
+                    + owner + ", user_version " + std::to_string(state.version)
+                    + "); refusing to use it as a case");
+    }
+    if (state.version > CaseSchema::latestVersion())
+        throw Error("case " + path + " uses schema version " + std::to_string(state.version)
+                    + ", newer than this build of ZKDV understands (up to "
+                    + std::to_string(CaseSchema::latestVersion()) + "); open it with a newer zkdv");
+    if (state.version < 1)  // migration 1 sets the id and the version in one transaction
+        throw Error("case " + path + " carries the ZKDV application id but no schema version; "
+                    "it is damaged, refusing to use it");
+}
+
+}  // namespace
+
+int CaseSchema::latestVersion()
+{
+    return std::end(kMigrations)[-1].version;
+}
+
+void CaseSchema::upgrade(Database& db)
+{
+    // Checked outside a transaction first so that an up-to-date case needs no write lock
+    // (read-only connections) and a refused file never sees a BEGIN.
+    FileState state = readState(db);
+    requireUpgradable(state, db.path());
+    if (state.version == latestVersion())
+        return;
+
+    SqlTransaction transaction(db);
+    // Another process may have upgraded the file between the check and the write lock.
+    state = readState(db);
+    requireUpgradable(state, db.path());
+    if (state.version == latestVersion())
+        return;
+
+    for (const Migration& migration : kMigrations) {
+        if (migration.version > state.version)
+            db.exec(migration.script);
+    }
+    if (state.version == 0) {
+        Statement info = db.prepare(
+            "INSERT INTO case_info(key, value) VALUES"
+            " ('created_by', ?1), ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))");
+        const std::string createdBy = std::string("zkdv ") + kVersion;
+        info.bind(1, std::string_view(createdBy)).run();
+    }
+    db.setUserVersion(latestVersion());
+    transaction.commit();
+}
+
+}  // namespace zkdv

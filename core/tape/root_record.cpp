@@ -1,0 +1,235 @@
+#include "zkdv/tape/root_record.h"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "zkdv/util/error.h"
+
+namespace zkdv {
+
+namespace {
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& message) { throw FormatError("root record: " + message, 0); }
+
+const json& member(const json& object, const char* name, const char* where)
+{
+    auto it = object.find(name);
+    if (it == object.end())
+        fail(std::string("missing member ") + where + "." + name);
+    return *it;
+}
+
+std::string stringMember(const json& object, const char* name, const char* where)
+{
+    const json& value = member(object, name, where);
+    if (!value.is_string())
+        fail(std::string(where) + "." + name + " must be a string, found " + value.type_name());
+    return value.get<std::string>();
+}
+
+std::int64_t integerMember(const json& object, const char* name, const char* where, std::int64_t min)
+{
+    const json& value = member(object, name, where);
+    if (!value.is_number_integer())
+        fail(std::string(where) + "." + name + " must be an integer, found " + value.dump());
+    std::int64_t number = value.get<std::int64_t>();
+    if (number < min)
+        fail(std::string(where) + "." + name + " must be at least " + std::to_string(min) + ", found " + std::to_string(number));
+    return number;
+}
+
+double probabilityMember(const json& object, const char* name)
+{
+    const json& value = member(object, name, "sampling");
+    if (!value.is_number())
+        fail(std::string("sampling.") + name + " must be a number, found " + value.dump());
+    double p = value.get<double>();
+    if (!(p >= 0.0 && p <= 1.0))
+        fail(std::string("sampling.") + name + " must lie in [0, 1], found " + value.dump());
+    return p;
+}
+
+json specsToJson(const std::vector<TensorSpec>& specs)
+{
+    json array = json::array();
+    for (const TensorSpec& spec : specs)
+        array.push_back({{"name", spec.name}, {"shape", spec.shape}, {"dtype", std::string(dtypeName(spec.dtype))}});
+    return array;
+}
+
+std::vector<TensorSpec> specsFromJson(const json& array, const char* where)
+{
+    if (!array.is_array())
+        fail(std::string(where) + " must be an array");
+    std::vector<TensorSpec> specs;
+    for (std::size_t i = 0; i < array.size(); ++i) {
+        const json& item = array[i];
+        std::string at = std::string(where) + "[" + std::to_string(i) + "]";
+        if (!item.is_object())
+            fail(at + " must be an object");
+        TensorSpec spec;
+        spec.name = stringMember(item, "name", at.c_str());
+        if (spec.name.empty())
+            fail(at + ".name is empty");
+        std::string dtype = stringMember(item, "dtype", at.c_str());
+        auto parsed = dtypeFromName(dtype);
+        if (!parsed)
+            fail(at + ".dtype: unknown dtype \"" + dtype + "\"");
+        spec.dtype = *parsed;
+        const json& shape = member(item, "shape", at.c_str());
+        if (!shape.is_array())
+            fail(at + ".shape must be an array");
+        for (const json& dim : shape) {
+            if (!dim.is_number_integer() || dim.get<std::int64_t>() < 0)
+                fail(at + ".shape holds " + dim.dump() + ", expected non-negative integers");
+            spec.shape.push_back(dim.get<std::int64_t>());
+        }
+        std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(spec.dtype));
+        for (std::int64_t dim : spec.shape)
+            if (__builtin_mul_overflow(bytes, dim, &bytes))
+                fail(at + ".shape is too large: its byte size overflows 64 bits");
+        specs.push_back(std::move(spec));
+    }
+    return specs;
+}
+}  // namespace
+
+std::int64_t TensorSpec::elementCount() const
+{
+    std::int64_t count = 1;
+    for (std::int64_t dim : shape)
+        count *= dim;
+    return count;
+}
+
+std::uint64_t TensorSpec::byteSize() const { return static_cast<std::uint64_t>(elementCount()) * dtypeSize(dtype); }
+
+int RootRecord::parameterIndex(const std::string& name) const
+{
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+        if (parameters[i].name == name)
+            return static_cast<int>(i);
+    return -1;
+}
+
+std::string RootRecord::toJson() const
+{
+    json groups = json::array();
+    for (const OptimizerGroup& group : optimizerGroups)
+        groups.push_back({{"parameters", group.parameters}, {"options", json::parse(group.optionsJson)}});
+    json root = {
+        {"prover", prover},
+        {"format", {{"major", formatMajor}, {"minor", formatMinor}}},
+        {"producer", {{"name", producerName}, {"version", producerVersion}, {"torch_version", torchVersion}, {"device", device}}},
+        {"model", {{"parameters", specsToJson(parameters)}, {"buffers", specsToJson(buffers)}}},
+        {"optimizer", {{"contract", optimizerContract}, {"groups", groups}}},
+        {"program", {{"kind", programKind}, {"sha256", toHex(programSha256)}, {"embedded", programEmbedded}, {"entry", programEntry}}},
+        {"replay_snapshot_interval", snapshotInterval},
+        {"sampling", {{"state_check_probability", stateCheckProbability}, {"update_check_probability", updateCheckProbability}, {"seed", samplingSeed}}},
+        {"max_in_flight", maxInFlight},
+        {"overlap", overlap},
+        {"metadata", json::parse(metadataJson)},
+    };
+    return root.dump();
+}
+
+RootRecord RootRecord::parse(ByteSpan payload)
+{
+    json root;
+    try {
+        root = json::parse(payload.begin(), payload.end());
+    } catch (const json::parse_error& error) {
+        throw FormatError(std::string("root record is not valid JSON: ") + error.what(), error.byte);
+    }
+    if (!root.is_object())
+        fail("expected a JSON object");
+
+    RootRecord record;
+    record.prover = stringMember(root, "prover", "root");
+    if (record.prover != "whitebox-torch")
+        fail("prover: expected \"whitebox-torch\", found \"" + record.prover + "\"");
+    const json& format = member(root, "format", "root");
+    record.formatMajor = static_cast<int>(integerMember(format, "major", "format", 0));
+    record.formatMinor = static_cast<int>(integerMember(format, "minor", "format", 0));
+
+    const json& producer = member(root, "producer", "root");
+    record.producerName = stringMember(producer, "name", "producer");
+    record.producerVersion = stringMember(producer, "version", "producer");
+    record.torchVersion = stringMember(producer, "torch_version", "producer");
+    record.device = stringMember(producer, "device", "producer");
+
+    const json& model = member(root, "model", "root");
+    record.parameters = specsFromJson(member(model, "parameters", "model"), "model.parameters");
+    record.buffers = specsFromJson(member(model, "buffers", "model"), "model.buffers");
+    std::set<std::string> names;
+    for (const auto* list : {&record.parameters, &record.buffers})
+        for (const TensorSpec& spec : *list)
+            if (!names.insert(spec.name).second)
+                fail("model layout names \"" + spec.name + "\" twice");
+
+    const json& optimizer = member(root, "optimizer", "root");
+    record.optimizerContract = stringMember(optimizer, "contract", "optimizer");
+    const json& groups = member(optimizer, "groups", "optimizer");
+    if (!groups.is_array() || groups.empty())
+        fail("optimizer.groups must be a non-empty array");
+    std::set<std::string> covered;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        std::string at = "optimizer.groups[" + std::to_string(g) + "]";
+        const json& group = groups[g];
+        const json& params = member(group, "parameters", at.c_str());
+        const json& options = member(group, "options", at.c_str());
+        if (!params.is_array() || !options.is_object())
+            fail(at + " needs a parameters array and an options object");
+        OptimizerGroup parsed;
+        for (const json& name : params) {
+            if (!name.is_string())
+                fail(at + ".parameters holds a non-string");
+            std::string text = name.get<std::string>();
+            if (record.parameterIndex(text) < 0)
+                fail(at + " names \"" + text + "\", which is not a layout parameter");
+            if (!covered.insert(text).second)
+                fail("parameter \"" + text + "\" belongs to two optimizer groups");
+            parsed.parameters.push_back(text);
+        }
+        parsed.optionsJson = options.dump();
+        record.optimizerGroups.push_back(std::move(parsed));
+    }
+    if (covered.size() != record.parameters.size())
+        fail("optimizer groups cover " + std::to_string(covered.size()) + " of the " + std::to_string(record.parameters.size()) +
+             " layout parameters; they must cover all of them");
+
+    const json& program = member(root, "program", "root");
+    record.programKind = stringMember(program, "kind", "program");
+    std::string digest = stringMember(program, "sha256", "program");
+    auto parsedDigest = digestFromHex(digest);
+    if (!parsedDigest)
+        fail("program.sha256 must be 64 hex digits, found \"" + digest + "\"");
+    record.programSha256 = *parsedDigest;
+    const json& embedded = member(program, "embedded", "program");
+    if (!embedded.is_boolean())
+        fail("program.embedded must be true or false");
+    record.programEmbedded = embedded.get<bool>();
+    record.programEntry = stringMember(program, "entry", "program");
+
+    record.snapshotInterval = static_cast<int>(integerMember(root, "replay_snapshot_interval", "root", 1));
+    const json& sampling = member(root, "sampling", "root");
+    record.stateCheckProbability = probabilityMember(sampling, "state_check_probability");
+    record.updateCheckProbability = probabilityMember(sampling, "update_check_probability");
+    const json& seed = member(sampling, "seed", "sampling");
+    if (!seed.is_number_integer())
+        fail("sampling.seed must be an integer");
+    record.samplingSeed = seed.is_number_unsigned() ? seed.get<std::uint64_t>() : static_cast<std::uint64_t>(seed.get<std::int64_t>());
+    record.maxInFlight = static_cast<int>(integerMember(root, "max_in_flight", "root", 1));
+    record.overlap = stringMember(root, "overlap", "root");
+    auto metadata = root.find("metadata");
+    if (metadata != root.end()) {
+        if (!metadata->is_object())
+            fail("metadata must be an object");
+        record.metadataJson = metadata->dump();
+    }
+    return record;
+}
+
+}  // namespace zkdv

@@ -1,0 +1,503 @@
+#include "zkdv/tape/tape_scanner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "zkdv/tape/safetensors.h"
+#include "zkdv/tape/tape_format.h"
+#include "zkdv/util/crc32.h"
+#include "zkdv/util/little_endian.h"
+#include "zkdv/util/mapped_file.h"
+
+namespace zkdv {
+
+std::string_view tapeStatusName(TapeStatus status)
+{
+    switch (status) {
+    case TapeStatus::Sealed: return "sealed";
+    case TapeStatus::Unsealed: return "unsealed";
+    case TapeStatus::Truncated: return "truncated";
+    case TapeStatus::Corrupt: return "corrupt";
+    }
+    return "corrupt";
+}
+
+std::string TapeProblem::describe() const
+{
+    return "record " + std::to_string(recordIndex) + " at byte " + std::to_string(byteOffset) + ": " + message;
+}
+
+namespace {
+
+// Frames are hashed in batches of about this many bytes, while the previous batch is checked.
+constexpr std::uint64_t kBatchBytes = 32u << 20;
+constexpr std::size_t kBatchFrames = 16384;
+// Frames larger than this hand their pages back while being hashed.
+constexpr std::uint64_t kLargeFrame = 64u << 20;
+constexpr std::uint64_t kHashChunk = 16u << 20;
+
+struct Frame {
+    std::uint64_t offset = 0;
+    std::uint32_t type = 0;
+    std::uint32_t flags = 0;
+    std::uint64_t length = 0;
+    std::uint64_t size = 0;
+    Digest computed{};
+};
+
+struct Batch {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    std::vector<Frame> frames;
+    // A framing problem right after the last frame of this batch, and what it means.
+    std::optional<TapeProblem> stop;
+    TapeStatus stopStatus = TapeStatus::Corrupt;
+    std::vector<std::future<void>> hashing;
+};
+
+std::string hex32(std::uint32_t value)
+{
+    char text[11];
+    std::snprintf(text, sizeof text, "0x%08x", value);
+    return text;
+}
+
+class Scanner {
+public:
+    Scanner(const std::string& path, TapeVisitor* visitor, const ScanOptions& options)
+        : file_(path), visitor_(visitor), options_(options)
+    {
+        summary_.path = path;
+        summary_.fileSize = file_.size();
+        unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+        threads_ = options.hashThreads ? options.hashThreads : std::min(hardware, 4u);
+    }
+
+    TapeSummary run()
+    {
+        readFileHeader();
+        std::uint64_t offset = tape::kFileHeaderSize;
+        std::optional<Batch> pending = collect(offset);
+        while (pending) {
+            std::optional<Batch> next;
+            if (!pending->stop && offset < file_.size() && !options_.headerOnly)
+                next = collect(offset);
+            for (auto& task : pending->hashing)
+                task.get();
+            bool carryOn = process(*pending);
+            file_.release(pending->begin, pending->end - pending->begin);
+            if (options_.progress) {
+                options_.progress->report(pending->end, file_.size(), "verifying");
+                if (options_.progress->cancelRequested()) {
+                    drain(next);
+                    throw OperationCancelled();
+                }
+            }
+            if (!carryOn) {
+                drain(next);
+                break;
+            }
+            pending = std::move(next);
+        }
+        finish();
+        return std::move(summary_);
+    }
+
+private:
+    static void drain(std::optional<Batch>& batch)
+    {
+        if (!batch)
+            return;
+        for (auto& task : batch->hashing)
+            if (task.valid())
+                task.wait();
+    }
+
+    void readFileHeader()
+    {
+        ByteSpan bytes = file_.bytes();
+        const std::size_t known = std::min<std::uint64_t>(bytes.size, sizeof tape::kMagic);
+        if (std::memcmp(bytes.data, tape::kMagic, known) != 0 || bytes.size == 0) {
+            std::size_t at = 0;
+            while (at < known && bytes.data[at] == static_cast<std::uint8_t>(tape::kMagic[at]))
+                ++at;
+            throw NotATapeError(file_.path() + " is not a ZKDV tape: expected the magic \"ZKDVTAPE\"" +
+                                    (bytes.size == 0 ? std::string(", found an empty file") : ""),
+                                at);
+        }
+        if (bytes.size < tape::kFileHeaderSize) {
+            summary_.status = TapeStatus::Truncated;
+            summary_.problem = TapeProblem{0, bytes.size, "file ends inside the 16-byte file header"};
+            stopped_ = true;
+            return;
+        }
+        summary_.formatMajor = readLittleEndian<std::uint16_t>(bytes.data + 8);
+        summary_.formatMinor = readLittleEndian<std::uint16_t>(bytes.data + 10);
+        if (summary_.formatMajor != tape::kMajorVersion)
+            throw NotATapeError(file_.path() + ": tape format major version " + std::to_string(summary_.formatMajor) +
+                                    " is not supported (this build reads version " + std::to_string(tape::kMajorVersion) + ")",
+                                8);
+        std::uint32_t reserved = readLittleEndian<std::uint32_t>(bytes.data + 12);
+        if (reserved != 0) {
+            corrupt(0, 12, "file header reserved field must be 0, found " + hex32(reserved));
+            return;
+        }
+        previous_ = Sha256::of(bytes.sub(0, tape::kFileHeaderSize));
+        summary_.validBytes = tape::kFileHeaderSize;
+        if (options_.computeFileSha256)
+            fileHasher_.emplace();
+    }
+
+    // Reads frame headers from `offset` on until the batch is full, the file ends or a
+    // frame header is unusable, and starts hashing the frames found.
+    std::optional<Batch> collect(std::uint64_t& offset)
+    {
+        if (stopped_)
+            return std::nullopt;
+        Batch batch;
+        batch.begin = offset;
+        batch.end = offset;
+        const std::uint64_t size = file_.size();
+        file_.prefetch(offset, kBatchBytes);
+        std::uint64_t index = nextIndex_;
+        while (offset < size && batch.end - batch.begin < kBatchBytes && batch.frames.size() < kBatchFrames) {
+            const std::uint64_t remaining = size - offset;
+            if (remaining < tape::kFrameHeaderSize) {
+                batch.stop = TapeProblem{index, offset,
+                                         "file ends inside the record's 56-byte frame header (" + std::to_string(remaining) + " bytes present)"};
+                batch.stopStatus = TapeStatus::Truncated;
+                break;
+            }
+            const std::uint8_t* header = file_.bytes().data + offset;
+            Frame frame;
+            frame.offset = offset;
+            frame.type = readLittleEndian<std::uint32_t>(header);
+            frame.flags = readLittleEndian<std::uint32_t>(header + 4);
+            frame.length = readLittleEndian<std::uint64_t>(header + 8);
+            std::uint32_t storedCheck = readLittleEndian<std::uint32_t>(header + 16);
+            std::uint32_t computedCheck = crc32(ByteSpan(header, 16));
+            if (storedCheck != computedCheck) {
+                batch.stop = TapeProblem{index, offset + 16,
+                                         "frame header check failed: stored " + hex32(storedCheck) + ", computed " + hex32(computedCheck) +
+                                             " (type, flags or length were altered)"};
+                break;
+            }
+            if (frame.flags & ~tape::kKnownFlags) {
+                batch.stop = TapeProblem{index, offset + 4, "unknown frame flags " + hex32(frame.flags)};
+                break;
+            }
+            std::uint32_t reserved = readLittleEndian<std::uint32_t>(header + 20);
+            if (reserved != 0) {
+                batch.stop = TapeProblem{index, offset + 20, "frame reserved field must be 0, found " + hex32(reserved)};
+                break;
+            }
+            if (frame.length > remaining || tape::frameSize(frame.length) > remaining) {
+                batch.stop = TapeProblem{index, offset,
+                                         "file ends inside the record: its frame needs " + std::to_string(tape::frameSize(frame.length)) +
+                                             " bytes, " + std::to_string(remaining) + " remain"};
+                batch.stopStatus = TapeStatus::Truncated;
+                break;
+            }
+            frame.size = tape::frameSize(frame.length);
+            offset += frame.size;
+            batch.end = offset;
+            batch.frames.push_back(frame);
+            ++index;
+        }
+        if (batch.stop)
+            stopped_ = true;
+        startHashing(batch);
+        return batch;
+    }
+
+    void startHashing(Batch& batch)
+    {
+        const MappedFile& file = file_;
+        if (fileHasher_) {
+            // The whole-file digest is sequential: each batch's part waits for the one before.
+            std::uint64_t from = fileHashedTo_;
+            std::uint64_t to = batch.stop || batch.end >= file.size() ? file.size() : batch.end;
+            fileHashedTo_ = to;
+            auto before = previousFileHash_;
+            Sha256* hasher = &*fileHasher_;
+            previousFileHash_ = std::async(std::launch::async, [&file, hasher, from, to, before]() {
+                if (before.valid())
+                    before.get();
+                for (std::uint64_t at = from; at < to; at += kHashChunk)
+                    hasher->update(file.bytes(at, std::min(kHashChunk, to - at)));
+            }).share();
+            batch.hashing.emplace_back(std::async(std::launch::deferred, [done = previousFileHash_]() { done.get(); }));
+        }
+        if (batch.frames.empty())
+            return;
+        const unsigned workers = std::max(1u, threads_ - (fileHasher_ ? 1u : 0u));
+        const std::uint64_t share = (batch.end - batch.begin) / workers + 1;
+        std::size_t first = 0;
+        for (unsigned w = 0; w < workers && first < batch.frames.size(); ++w) {
+            std::size_t last = first;
+            std::uint64_t bytes = 0;
+            while (last < batch.frames.size() && (bytes < share || last == first))
+                bytes += batch.frames[last++].size;
+            if (w + 1 == workers)
+                last = batch.frames.size();
+            Frame* frames = batch.frames.data();
+            batch.hashing.emplace_back(std::async(std::launch::async, [&file, frames, first, last]() {
+                Sha256 hasher;
+                for (std::size_t i = first; i < last; ++i)
+                    frames[i].computed = digestFrame(file, frames[i], hasher);
+            }));
+            first = last;
+        }
+    }
+
+    static Digest digestFrame(const MappedFile& file, const Frame& frame, Sha256& hasher)
+    {
+        const std::uint64_t covered = frame.size - tape::kDigestSize;
+        if (covered <= kLargeFrame)
+            return Sha256::of(file.bytes(frame.offset, covered));
+        for (std::uint64_t at = 0; at < covered; at += kHashChunk) {
+            std::uint64_t length = std::min(kHashChunk, covered - at);
+            hasher.update(file.bytes(frame.offset + at, length));
+            file.release(frame.offset + at, length);
+        }
+        return hasher.finish();
+    }
+
+    // Checks the batch's frames in order; false once the scan must stop.
+    bool process(const Batch& batch)
+    {
+        for (const Frame& frame : batch.frames) {
+            if (!processFrame(frame))
+                return false;
+            if (options_.headerOnly && headerDone())
+                return false;
+        }
+        if (batch.stop) {
+            if (sealed_)
+                corrupt(nextIndex_, batch.stop->byteOffset, std::to_string(file_.size() - summary_.validBytes) + " bytes follow the seal");
+            else {
+                summary_.problem = batch.stop;
+                summary_.status = batch.stopStatus;
+            }
+            return false;
+        }
+        return true;
+    }
+
+    bool headerDone() const { return root_ && (!root_->programEmbedded || nextIndex_ >= 2); }
+
+    void corrupt(std::uint64_t index, std::uint64_t offset, std::string message)
+    {
+        summary_.status = TapeStatus::Corrupt;
+        summary_.problem = TapeProblem{index, offset, std::move(message)};
+        stopped_ = true;
+    }
+
+    bool processFrame(const Frame& frame)
+    {
+        const std::uint64_t index = nextIndex_;
+        const std::uint8_t* base = file_.bytes().data + frame.offset;
+        const std::uint64_t digestOffset = frame.offset + frame.size - tape::kDigestSize;
+        Digest stored;
+        std::memcpy(stored.data(), file_.bytes().data + digestOffset, stored.size());
+        if (stored != frame.computed) {
+            corrupt(index, digestOffset,
+                    "record digest mismatch: stored " + toHex(stored) + ", computed " + toHex(frame.computed) + " (the record's bytes were altered)");
+            return false;
+        }
+        Digest link;
+        std::memcpy(link.data(), base + 24, link.size());
+        if (link != previous_) {
+            corrupt(index, frame.offset + 24,
+                    "hash chain broken: previous digest expected " + toHex(previous_) + ", found " + toHex(link) +
+                        " (a record was removed, inserted or reordered before this one)");
+            return false;
+        }
+        if (sealed_) {
+            corrupt(index, frame.offset, "a " + std::string(tape::recordTypeName(frame.type)) + " record follows the seal");
+            return false;
+        }
+
+        RecordLocation location;
+        location.index = index;
+        location.type = frame.type;
+        location.offset = frame.offset;
+        location.frameSize = frame.size;
+        location.payload = file_.bytes(frame.offset + tape::kFrameHeaderSize, frame.length);
+        location.digest = frame.computed;
+        const std::uint64_t payloadOffset = frame.offset + tape::kFrameHeaderSize;
+        try {
+            checkRecord(frame, location);
+        } catch (const NotATapeError&) {
+            throw;
+        } catch (const FormatError& error) {
+            corrupt(index, payloadOffset + error.offset(), error.detail());
+            return false;
+        } catch (const RecordOrderError& error) {
+            corrupt(index, frame.offset, error.what());
+            return false;
+        }
+        previous_ = frame.computed;
+        ++nextIndex_;
+        summary_.recordCount = nextIndex_;
+        summary_.validBytes = frame.offset + frame.size;
+        summary_.chainHead = frame.computed;
+        return true;
+    }
+
+    struct RecordOrderError : Error {
+        using Error::Error;
+    };
+
+    void checkRecord(const Frame& frame, const RecordLocation& location)
+    {
+        const std::uint64_t index = location.index;
+        const auto type = static_cast<tape::RecordType>(frame.type);
+        if (!tape::isKnownRecordType(frame.type)) {
+            if (frame.flags & tape::kFlagCritical)
+                throw RecordOrderError("unknown critical record type " + std::to_string(frame.type) +
+                                       " (written by a newer ZKDV; this build cannot skip it)");
+            ++summary_.unknownRecordCount;
+            return;
+        }
+        if (index == 0 && type != tape::RecordType::Root)
+            throw RecordOrderError("record 0 must be the root record, found a " + std::string(tape::recordTypeName(frame.type)) + " record");
+        if (root_ && root_->programEmbedded && index == 1 && type != tape::RecordType::Program)
+            throw RecordOrderError("the root says the program is embedded, so record 1 must be the program record, found a " +
+                                   std::string(tape::recordTypeName(frame.type)) + " record");
+        switch (type) {
+        case tape::RecordType::Root: {
+            if (index != 0)
+                throw RecordOrderError("only record 0 may be a root record");
+            RootRecord root = RootRecord::parse(location.payload);
+            if (root.formatMajor != summary_.formatMajor || root.formatMinor != summary_.formatMinor)
+                throw RecordOrderError("root says format " + std::to_string(root.formatMajor) + "." + std::to_string(root.formatMinor) +
+                                       " but the file header says " + std::to_string(summary_.formatMajor) + "." +
+                                       std::to_string(summary_.formatMinor));
+            root_ = std::move(root);
+            summary_.root = root_;
+            if (visitor_)
+                visitor_->onRoot(*root_, location);
+            break;
+        }
+        case tape::RecordType::Program: {
+            if (index != 1 || !root_->programEmbedded)
+                throw RecordOrderError("a program record may only be record 1, and only when the root says the program is embedded");
+            Digest digest = Sha256::of(location.payload);
+            if (digest != root_->programSha256)
+                throw RecordOrderError("embedded program digest " + toHex(digest) + " does not match the root's program.sha256 " +
+                                       toHex(root_->programSha256));
+            summary_.embeddedProgramSha256 = digest;
+            if (visitor_)
+                visitor_->onProgram(location);
+            break;
+        }
+        case tape::RecordType::Snapshot: {
+            SafetensorsView view = SafetensorsView::parse(location.payload);
+            SnapshotRecord snapshot = SnapshotRecord::parse(view, *root_);
+            const std::uint64_t expected = summary_.transactionCount;
+            if (snapshot.beforeTransaction != expected || expected % static_cast<std::uint64_t>(root_->snapshotInterval) != 0 ||
+                lastSnapshot_ == static_cast<std::int64_t>(expected))
+                throw RecordOrderError("snapshot before transaction " + std::to_string(snapshot.beforeTransaction) +
+                                       " is out of place: after " + std::to_string(expected) + " transactions with interval " +
+                                       std::to_string(root_->snapshotInterval) +
+                                       (expected % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 &&
+                                                lastSnapshot_ != static_cast<std::int64_t>(expected)
+                                            ? ", the snapshot expected here is before transaction " + std::to_string(expected)
+                                            : ", no snapshot belongs here"));
+            lastSnapshot_ = static_cast<std::int64_t>(expected);
+            ++summary_.snapshotCount;
+            if (visitor_)
+                visitor_->onSnapshot(snapshot, location);
+            break;
+        }
+        case tape::RecordType::Transaction: {
+            SafetensorsView view = SafetensorsView::parse(location.payload);
+            TransactionRecord transaction = TransactionRecord::parse(view, *root_);
+            const std::uint64_t expected = summary_.transactionCount;
+            if (transaction.index != expected)
+                throw RecordOrderError("transaction index " + std::to_string(transaction.index) + " out of sequence: expected " +
+                                       std::to_string(expected));
+            if (expected % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 && lastSnapshot_ != static_cast<std::int64_t>(expected))
+                throw RecordOrderError("transaction " + std::to_string(expected) + " must be preceded by the snapshot before it (interval " +
+                                       std::to_string(root_->snapshotInterval) + ")");
+            ++summary_.transactionCount;
+            if (visitor_)
+                visitor_->onTransaction(transaction, location);
+            break;
+        }
+        case tape::RecordType::Seal: {
+            SealRecord seal = SealRecord::parse(location.payload);
+            auto mismatch = [](const char* what, std::uint64_t found, std::uint64_t counted) {
+                return RecordOrderError(std::string("seal counts ") + std::to_string(found) + " " + what + ", but the tape holds " +
+                                        std::to_string(counted));
+            };
+            if (seal.records != index)
+                throw mismatch("records", seal.records, index);
+            if (seal.transactions != summary_.transactionCount)
+                throw mismatch("transactions", seal.transactions, summary_.transactionCount);
+            if (seal.snapshots != summary_.snapshotCount)
+                throw mismatch("snapshots", seal.snapshots, summary_.snapshotCount);
+            if (seal.chainHead != previous_)
+                throw RecordOrderError("seal chain_head " + toHex(seal.chainHead) + " differs from the digest of the last record " +
+                                       toHex(previous_));
+            const std::uint64_t n = summary_.transactionCount;
+            if (n % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 && lastSnapshot_ != static_cast<std::int64_t>(n))
+                throw RecordOrderError("the tape ends after " + std::to_string(n) + " transactions without the snapshot of that state");
+            sealed_ = true;
+            summary_.seal = seal;
+            if (visitor_)
+                visitor_->onSeal(seal, location);
+            break;
+        }
+        }
+    }
+
+    void finish()
+    {
+        if (previousFileHash_.valid()) {
+            previousFileHash_.get();
+            // A scan that stopped early still reports the digest of the whole file.
+            for (std::uint64_t at = fileHashedTo_; at < file_.size(); at += kHashChunk) {
+                std::uint64_t length = std::min(kHashChunk, file_.size() - at);
+                fileHasher_->update(file_.bytes(at, length));
+                file_.release(at, length);
+            }
+            summary_.fileSha256 = fileHasher_->finish();
+        }
+        if (summary_.problem)
+            return;
+        if (sealed_)
+            summary_.status = TapeStatus::Sealed;
+        else
+            summary_.status = TapeStatus::Unsealed;
+    }
+
+    MappedFile file_;
+    TapeVisitor* visitor_;
+    ScanOptions options_;
+    unsigned threads_ = 1;
+    TapeSummary summary_;
+    Digest previous_{};
+    std::uint64_t nextIndex_ = 0;
+    std::optional<RootRecord> root_;
+    std::int64_t lastSnapshot_ = -1;
+    bool sealed_ = false;
+    bool stopped_ = false;
+    std::optional<Sha256> fileHasher_;
+    std::uint64_t fileHashedTo_ = 0;
+    std::shared_future<void> previousFileHash_;
+};
+
+}  // namespace
+
+TapeSummary scanTape(const std::string& path, TapeVisitor* visitor, const ScanOptions& options)
+{
+    Scanner scanner(path, visitor, options);
+    return scanner.run();
+}
+
+}  // namespace zkdv

@@ -1,0 +1,189 @@
+#include "zkdv/tape/transaction_record.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "zkdv/tape/root_record.h"
+#include "zkdv/tape/scalar_value.h"
+#include "zkdv/util/error.h"
+
+namespace zkdv {
+
+namespace {
+[[noreturn]] void fail(const std::string& message) { throw FormatError("transaction record: " + message, 0); }
+
+std::uint64_t decimalMetadata(const SafetensorsView& view, std::string_view key)
+{
+    std::string_view text = view.metadataValue(key);
+    std::uint64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size())
+        fail("metadata \"" + std::string(key) + "\" must be a decimal integer, found \"" + std::string(text) + "\"");
+    return value;
+}
+
+bool startsWith(std::string_view text, std::string_view prefix)
+{
+    return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::vector<double> float64Vector(const TensorView& tensor, std::size_t expected)
+{
+    if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || static_cast<std::size_t>(tensor.shape[0]) != expected)
+        fail(tensor.name + ": expected F64 [" + std::to_string(expected) + "]");
+    std::vector<double> values(expected);
+    if (expected)
+        std::memcpy(values.data(), tensor.data.data, expected * sizeof(double));
+    return values;
+}
+}  // namespace
+
+std::optional<double> TransactionRecord::optimizerValue(const std::string& option) const
+{
+    for (const TensorView* tensor : optimizerValues)
+        if (tensor->name.size() == option.size() + 10 && tensor->name.compare(10, std::string::npos, option) == 0 && tensor->data.size >= 8) {
+            double value;
+            std::memcpy(&value, tensor->data.data, sizeof value);
+            return value;
+        }
+    return std::nullopt;
+}
+
+double TransactionRecord::updateNorm() const
+{
+    double sum = 0.0;
+    for (double l2 : updateL2)
+        sum += l2 * l2;
+    return std::sqrt(sum);
+}
+
+TransactionRecord TransactionRecord::parse(const SafetensorsView& view, const RootRecord& root)
+{
+    if (view.metadataValue("zkdv.record") != "transaction")
+        fail("metadata \"zkdv.record\" must be \"transaction\", found \"" + std::string(view.metadataValue("zkdv.record")) + "\"");
+    TransactionRecord record;
+    record.index = decimalMetadata(view, "index");
+    record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
+    std::string_view digest = view.metadataValue("state_digest");
+    if (!digest.empty()) {
+        record.stateDigest = digestFromHex(digest);
+        if (!record.stateDigest)
+            fail("metadata \"state_digest\" must be 64 hex digits");
+    }
+
+    const std::size_t parameterCount = root.parameters.size();
+    const std::size_t groupCount = root.optimizerGroups.size();
+    const bool tolerateUnknown = root.formatMinor > 0;
+    const TensorView* l2 = nullptr;
+    const TensorView* maxAbs = nullptr;
+    std::vector<const TensorView*> deltas(parameterCount, nullptr);
+    std::size_t deltaCount = 0;
+
+    for (const TensorView& tensor : view.tensors()) {
+        const std::string& name = tensor.name;
+        if (name == "loss") {
+            if (!isFloatingPoint(tensor.dtype) || !tensor.shape.empty())
+                fail("loss: expected a floating-point scalar of shape []");
+            record.lossTensor = &tensor;
+            record.loss = scalarToDouble(tensor.dtype, tensor.data.data);
+        } else if (startsWith(name, "batch/")) {
+            std::size_t position = 0;
+            std::string_view digits(name.data() + 6, name.size() - 6);
+            auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), position);
+            if (digits.empty() || error != std::errc() || end != digits.data() + digits.size())
+                fail(name + ": batch tensors are named batch/<number>");
+            if (record.batch.size() <= position)
+                record.batch.resize(position + 1, nullptr);
+            record.batch[position] = &tensor;
+        } else if (startsWith(name, "optimizer/")) {
+            if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || static_cast<std::size_t>(tensor.shape[0]) != groupCount)
+                fail(name + ": expected F64 [" + std::to_string(groupCount) + "] (one value per optimizer group)");
+            record.optimizerValues.push_back(&tensor);
+        } else if (name == "update/l2") {
+            l2 = &tensor;
+        } else if (name == "update/max_abs") {
+            maxAbs = &tensor;
+        } else if (startsWith(name, "delta/")) {
+            int position = root.parameterIndex(name.substr(6));
+            if (position < 0)
+                fail(name + ": not a layout parameter");
+            const TensorSpec& spec = root.parameters[static_cast<std::size_t>(position)];
+            if (tensor.dtype != spec.dtype || tensor.shape != spec.shape)
+                fail(name + ": dtype and shape must match the layout parameter");
+            deltas[static_cast<std::size_t>(position)] = &tensor;
+            ++deltaCount;
+        } else if (!tolerateUnknown) {
+            fail("unexpected tensor \"" + name + "\"");
+        }
+    }
+    if (!record.lossTensor)
+        fail("missing tensor \"loss\"");
+    if (!l2 || !maxAbs)
+        fail("missing tensor \"" + std::string(l2 ? "update/max_abs" : "update/l2") + "\"");
+    record.updateL2 = float64Vector(*l2, parameterCount);
+    record.updateMaxAbs = float64Vector(*maxAbs, parameterCount);
+    for (std::size_t i = 0; i < record.batch.size(); ++i)
+        if (!record.batch[i])
+            fail("batch tensors must be numbered without gaps; batch/" + std::to_string(i) + " is missing");
+    if (deltaCount != 0 && deltaCount != parameterCount)
+        fail("deltas recorded for " + std::to_string(deltaCount) + " of " + std::to_string(parameterCount) +
+             " parameters; a sampled update check records all of them");
+    if (deltaCount)
+        record.deltas = std::move(deltas);
+    return record;
+}
+
+TransactionRecordBuilder::TransactionRecordBuilder(std::uint64_t index, std::uint64_t wallTimeNs)
+    : index_(index), wallTimeNs_(wallTimeNs)
+{
+}
+
+void TransactionRecordBuilder::setStateDigest(const Digest& digest) { stateDigest_ = digest; }
+
+void TransactionRecordBuilder::setLoss(DType dtype, ByteSpan scalar) { loss_ = Tensor{"loss", dtype, {}, scalar}; }
+
+void TransactionRecordBuilder::addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data)
+{
+    batch_.push_back(Tensor{"batch/" + std::to_string(batch_.size()), dtype, std::move(shape), data});
+}
+
+void TransactionRecordBuilder::setOptimizerValue(const std::string& option, const std::vector<double>& perGroup)
+{
+    optimizerValues_.emplace_back("optimizer/" + option, perGroup);
+}
+
+void TransactionRecordBuilder::setUpdateFingerprints(std::vector<double> l2, std::vector<double> maxAbs)
+{
+    l2_ = std::move(l2);
+    maxAbs_ = std::move(maxAbs);
+}
+
+void TransactionRecordBuilder::addDelta(const std::string& parameter, DType dtype, std::vector<std::int64_t> shape, ByteSpan data)
+{
+    deltas_.push_back(Tensor{"delta/" + parameter, dtype, std::move(shape), data});
+}
+
+SafetensorsBuilder TransactionRecordBuilder::blob() const
+{
+    if (!loss_)
+        throw Error("transaction " + std::to_string(index_) + " has no loss");
+    SafetensorsBuilder blob;
+    blob.setMetadata("zkdv.record", "transaction");
+    blob.setMetadata("index", std::to_string(index_));
+    blob.setMetadata("wall_time_ns", std::to_string(wallTimeNs_));
+    if (stateDigest_)
+        blob.setMetadata("state_digest", toHex(*stateDigest_));
+    blob.add(loss_->name, loss_->dtype, loss_->shape, loss_->data);
+    for (const Tensor& tensor : batch_)
+        blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
+    for (const auto& [name, values] : optimizerValues_)
+        blob.add(name, DType::F64, {static_cast<std::int64_t>(values.size())}, ByteSpan(values.data(), values.size() * sizeof(double)));
+    blob.add("update/l2", DType::F64, {static_cast<std::int64_t>(l2_.size())}, ByteSpan(l2_.data(), l2_.size() * sizeof(double)));
+    blob.add("update/max_abs", DType::F64, {static_cast<std::int64_t>(maxAbs_.size())}, ByteSpan(maxAbs_.data(), maxAbs_.size() * sizeof(double)));
+    for (const Tensor& tensor : deltas_)
+        blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
+    return blob;
+}
+
+}  // namespace zkdv

@@ -1,0 +1,88 @@
+#include "zkdv/util/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "zkdv/util/error.h"
+
+namespace zkdv {
+
+namespace {
+std::string systemError(const std::string& what, const std::string& path)
+{
+    return what + " " + path + ": " + std::strerror(errno);
+}
+
+std::uint64_t pageSize()
+{
+    static const std::uint64_t size = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    return size;
+}
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path) : path_(path)
+{
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw IoError(systemError("cannot open", path));
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+        int saved = errno;
+        ::close(fd);
+        errno = saved;
+        throw IoError(systemError("cannot stat", path));
+    }
+    if (S_ISDIR(info.st_mode)) {
+        ::close(fd);
+        throw IoError("cannot read " + path + ": it is a directory");
+    }
+    size_ = static_cast<std::uint64_t>(info.st_size);
+    if (size_ > 0) {
+        void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (mapped == MAP_FAILED) {
+            int saved = errno;
+            ::close(fd);
+            errno = saved;
+            throw IoError(systemError("cannot map", path));
+        }
+        data_ = static_cast<const std::uint8_t*>(mapped);
+        ::madvise(mapped, size_, MADV_SEQUENTIAL);
+    }
+    ::close(fd);
+}
+
+MappedFile::~MappedFile()
+{
+    if (data_)
+        ::munmap(const_cast<std::uint8_t*>(data_), size_);
+}
+
+void MappedFile::prefetch(std::uint64_t offset, std::uint64_t length) const
+{
+#ifndef MADV_POPULATE_READ
+    constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older kernels answer EINVAL and we fault as usual
+#endif
+    if (!data_ || length == 0 || offset >= size_)
+        return;
+    std::uint64_t first = offset / pageSize() * pageSize();
+    std::uint64_t end = std::min(size_, offset + length);
+    ::madvise(const_cast<std::uint8_t*>(data_) + first, end - first, MADV_POPULATE_READ);
+}
+
+void MappedFile::release(std::uint64_t offset, std::uint64_t length) const
+{
+    if (!data_ || length == 0 || offset >= size_)
+        return;
+    std::uint64_t end = std::min(size_, offset + length);
+    std::uint64_t first = (offset + pageSize() - 1) / pageSize() * pageSize();
+    std::uint64_t last = end == size_ ? (end + pageSize() - 1) / pageSize() * pageSize() : end / pageSize() * pageSize();
+    if (last > first)
+        ::madvise(const_cast<std::uint8_t*>(data_) + first, last - first, MADV_DONTNEED);
+}
+
+}  // namespace zkdv

@@ -1,0 +1,139 @@
+// Benchmark of verify and ingest on a large tape: throughput against a plain SHA-256 of
+// the same file, peak memory of each command, side by side in one run.
+//
+//   bench_tape [--transactions N] [--batch-size B] [--dir DIR] [--runs R]
+//
+// Each measured command runs as a child process, so its peak RSS is its own.
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/tape/tape_scanner.h"
+
+namespace {
+
+struct Measurement {
+    double seconds = 0;
+    long peakRssKiB = 0;
+    int exitCode = 0;
+};
+
+Measurement runChild(const std::vector<std::string>& command)
+{
+    std::vector<char*> argv;
+    for (const std::string& part : command)
+        argv.push_back(const_cast<char*>(part.c_str()));
+    argv.push_back(nullptr);
+    auto start = std::chrono::steady_clock::now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv(argv[0], argv.data());
+        std::perror("execv");
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    wait4(pid, &status, 0, &usage);
+    Measurement m;
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    m.peakRssKiB = usage.ru_maxrss;
+    m.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    return m;
+}
+
+std::string findProgram(const char* name)
+{
+    for (const char* dir : {"/usr/bin", "/bin"}) {
+        std::string path = std::string(dir) + "/" + name;
+        if (access(path.c_str(), X_OK) == 0)
+            return path;
+    }
+    return name;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::uint64_t transactions = 1000000;
+    int batchSize = 20;
+    int runs = 3;
+    std::string dir = std::filesystem::temp_directory_path() / "zkdv-bench";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string flag = argv[i];
+        if (flag == "--transactions")
+            transactions = std::stoull(argv[i + 1]);
+        else if (flag == "--batch-size")
+            batchSize = std::stoi(argv[i + 1]);
+        else if (flag == "--dir")
+            dir = argv[i + 1];
+        else if (flag == "--runs")
+            runs = std::stoi(argv[i + 1]);
+    }
+    std::filesystem::create_directories(dir);
+    const std::string tape = dir + "/bench-" + std::to_string(transactions) + "-" + std::to_string(batchSize) + ".zkdv";
+    if (!std::filesystem::exists(tape)) {
+        std::fprintf(stderr, "writing %s ...\n", tape.c_str());
+        zkdv::SyntheticDemoOptions options;
+        options.steps = transactions;
+        options.batchSize = batchSize;
+        options.overwrite = true;
+        auto start = std::chrono::steady_clock::now();
+        auto result = zkdv::writeSyntheticDemoTape(tape + ".part", options);
+        std::filesystem::rename(tape + ".part", tape);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr, "wrote %.2f GB in %.1f s\n", static_cast<double>(result.bytes) / 1e9, seconds);
+    }
+    const double gigabytes = static_cast<double>(std::filesystem::file_size(tape)) / 1e9;
+    const std::string audit = ZKDV_AUDIT_EXECUTABLE;
+    const std::string caseFile = dir + "/bench.zkaudit";
+
+    struct Row {
+        const char* name;
+        std::vector<std::string> command;
+        bool freshCase;
+        std::vector<Measurement> samples;
+    };
+    std::vector<Row> rows = {
+        {"sha256sum (one core, reference)", {findProgram("sha256sum"), tape}, false, {}},
+        {"zkdv-audit verify", {audit, "verify", "--quiet", tape}, false, {}},
+        {"zkdv-audit verify --sha256", {audit, "verify", "--quiet", "--sha256", tape}, false, {}},
+        {"zkdv-audit ingest (new case)", {audit, "ingest", "--quiet", "--case", caseFile, tape}, true, {}},
+    };
+    // Warm the page cache so every command reads from memory, as all later runs do.
+    runChild(rows[0].command);
+    for (int run = 0; run < runs; ++run)
+        for (Row& row : rows) {
+            if (row.freshCase)
+                for (const char* suffix : {"", "-wal", "-shm"})
+                    std::filesystem::remove(caseFile + suffix);
+            row.samples.push_back(runChild(row.command));
+        }
+
+    std::printf("tape: %s, %.3f GB, %llu transactions; %d runs each, median shown\n", tape.c_str(), gigabytes,
+                static_cast<unsigned long long>(transactions), runs);
+    std::printf("%-34s %9s %9s %11s %10s %5s\n", "command", "seconds", "GB/s", "vs sha256", "peak RSS", "exit");
+    double reference = 0;
+    for (Row& row : rows) {
+        std::sort(row.samples.begin(), row.samples.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
+        const Measurement& median = row.samples[row.samples.size() / 2];
+        long peak = 0;
+        for (const Measurement& m : row.samples)
+            peak = std::max(peak, m.peakRssKiB);
+        if (reference == 0)
+            reference = median.seconds;
+        std::printf("%-34s %9.3f %9.3f %10.2fx %7ld MB %5d\n", row.name, median.seconds, gigabytes / median.seconds,
+                    reference / median.seconds, peak / 1024, median.exitCode);
+    }
+    return 0;
+}

@@ -1,0 +1,577 @@
+// Tape writer and reader: round trips, exhaustive damage, truncation, record order.
+
+#include <QtTest>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "temp_dir.h"
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/tape/root_record.h"
+#include "zkdv/tape/scalar_value.h"
+#include "zkdv/tape/snapshot_record.h"
+#include "zkdv/tape/state_digest.h"
+#include "zkdv/tape/tape_scanner.h"
+#include "zkdv/tape/tape_writer.h"
+#include "zkdv/tape/transaction_record.h"
+#include "zkdv/util/little_endian.h"
+
+using namespace zkdv;
+
+namespace {
+
+std::vector<std::uint8_t> readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeAll(const std::string& path, const std::vector<std::uint8_t>& bytes, std::size_t length)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(length));
+}
+
+// Remembers where every record lies and what the visitor saw.
+struct RecordingVisitor : TapeVisitor {
+    std::vector<RecordLocation> records;
+    std::vector<std::uint64_t> transactionIndexes;
+    std::vector<double> losses;
+    std::vector<std::vector<std::uint8_t>> batchBytes;  // of the last transaction
+    std::vector<std::string> batchDtypes;
+    std::vector<std::vector<double>> l2;
+    std::vector<bool> hasDeltas;
+    std::vector<std::optional<Digest>> stateDigests;
+    std::vector<std::uint64_t> snapshotPositions;
+    std::vector<std::vector<std::string>> snapshotNames;
+    std::vector<std::uint8_t> program;
+    std::optional<RootRecord> root;
+    bool sealSeen = false;
+
+    void keep(const RecordLocation& location)
+    {
+        RecordLocation copy = location;
+        copy.payload = ByteSpan();
+        records.push_back(copy);
+    }
+    void onRoot(const RootRecord& r, const RecordLocation& l) override
+    {
+        root = r;
+        keep(l);
+    }
+    void onProgram(const RecordLocation& l) override
+    {
+        program.assign(l.payload.begin(), l.payload.end());
+        keep(l);
+    }
+    void onSnapshot(const SnapshotRecord& s, const RecordLocation& l) override
+    {
+        snapshotPositions.push_back(s.beforeTransaction);
+        std::vector<std::string> names;
+        for (auto* list : {&s.parameters, &s.buffers, &s.stateSlots})
+            for (const TensorView* t : *list)
+                names.push_back(t->name);
+        snapshotNames.push_back(names);
+        keep(l);
+    }
+    void onTransaction(const TransactionRecord& t, const RecordLocation& l) override
+    {
+        transactionIndexes.push_back(t.index);
+        losses.push_back(t.loss);
+        batchBytes.clear();
+        batchDtypes.clear();
+        for (const TensorView* b : t.batch) {
+            batchBytes.emplace_back(b->data.begin(), b->data.end());
+            batchDtypes.emplace_back(dtypeName(b->dtype));
+        }
+        l2.push_back(t.updateL2);
+        hasDeltas.push_back(!t.deltas.empty());
+        stateDigests.push_back(t.stateDigest);
+        keep(l);
+    }
+    void onSeal(const SealRecord&, const RecordLocation& l) override
+    {
+        sealSeen = true;
+        keep(l);
+    }
+};
+
+RootRecord smallRoot(const std::string& programBytes)
+{
+    RootRecord root;
+    root.producerName = "test";
+    root.producerVersion = "1";
+    root.torchVersion = "none";
+    root.parameters = {{"layer.weight", {2, 3}, DType::F32}, {"layer.bias", {2}, DType::F32}};
+    root.buffers = {{"count", {}, DType::I64}};
+    root.optimizerContract = "SGD";
+    root.optimizerGroups = {{{"layer.weight"}, R"({"lr":0.1})"}, {{"layer.bias"}, R"({"lr":0.2})"}};
+    root.programSha256 = Sha256::of(ByteSpan(std::string_view(programBytes)));
+    root.snapshotInterval = 2;
+    root.metadataJson = R"({"note":"ünïcode ✓"})";
+    return root;
+}
+
+// Writes a snapshot of a state whose values are derived from `k`.
+void writeSnapshot(TapeWriter& writer, std::uint64_t k)
+{
+    static std::vector<float> weight(6), bias(2);
+    static std::int64_t count;
+    for (std::size_t i = 0; i < weight.size(); ++i)
+        weight[i] = static_cast<float>(k) + 0.5f * static_cast<float>(i);
+    bias = {static_cast<float>(k), -static_cast<float>(k)};
+    count = static_cast<std::int64_t>(k);
+    SafetensorsBuilder blob;
+    blob.setMetadata("zkdv.record", "snapshot");
+    blob.setMetadata("before_transaction", std::to_string(k));
+    blob.add(parameterTensorName("layer.weight"), DType::F32, {2, 3}, ByteSpan(weight.data(), 24));
+    blob.add(parameterTensorName("layer.bias"), DType::F32, {2}, ByteSpan(bias.data(), 8));
+    blob.add(bufferTensorName("count"), DType::I64, {}, ByteSpan(&count, 8));
+    if (k > 0) {
+        blob.add(stateTensorName("layer.weight", "momentum_buffer"), DType::F32, {2, 3}, ByteSpan(weight.data(), 24));
+        blob.add(stateTensorName("layer.bias", "momentum_buffer"), DType::F32, {2}, ByteSpan(bias.data(), 8));
+    }
+    std::vector<std::uint8_t> header;
+    writer.append(tape::RecordType::Snapshot, blob.pieces(header));
+}
+
+}  // namespace
+
+class TestTape : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void roundTripEveryRecordTypeAndDtype_data();
+    void roundTripEveryRecordTypeAndDtype();
+    void stateDigestFollowsTheSpec();
+    void everySingleByteFlipIsDetectedAndLocated();
+    void everyTruncationIsReportedNeverComplete();
+    void removedReorderedOrInsertedRecordsBreakTheChain();
+    void recordOrderIsEnforced();
+    void unknownRecordTypes();
+    void notATapeAndUnsupportedVersion();
+    void writerRefusesExistingPathWithoutOverwrite();
+    void bytesAfterTheSealAreCorruption();
+    void fileSha256MatchesAStraightHash();
+
+private:
+    test::TempDir dir_;
+};
+
+void TestTape::roundTripEveryRecordTypeAndDtype_data()
+{
+    QTest::addColumn<int>("lossDtype");
+    QTest::newRow("F32 loss") << static_cast<int>(DType::F32);
+    QTest::newRow("F64 loss") << static_cast<int>(DType::F64);
+    QTest::newRow("F16 loss") << static_cast<int>(DType::F16);
+    QTest::newRow("BF16 loss") << static_cast<int>(DType::BF16);
+}
+
+void TestTape::roundTripEveryRecordTypeAndDtype()
+{
+    QFETCH(int, lossDtype);
+    const DType lossType = static_cast<DType>(lossDtype);
+    const std::string path = dir_.file("roundtrip-" + std::to_string(lossDtype) + ".zkdv");
+    const std::string program = "program bytes \x01\x02\x00 end";
+    RootRecord root = smallRoot(program);
+
+    // One batch tensor of every dtype, with bytes that differ per transaction.
+    const std::vector<DType> dtypes = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                                       DType::I32, DType::I16, DType::I8, DType::U8, DType::Bool};
+    std::vector<std::vector<std::uint8_t>> lastBatch;
+    std::vector<double> expectedLosses;
+    std::vector<Digest> stateDigests;
+    {
+        TapeWriter writer(path);
+        std::string rootJson = root.toJson();
+        writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+        writer.append(tape::RecordType::Program, ByteSpan(std::string_view(program)));
+        for (std::uint64_t t = 0; t < 5; ++t) {
+            if (t % 2 == 0)
+                writeSnapshot(writer, t);
+            TransactionRecordBuilder record(t, 1000 + t);
+            // Loss values exactly representable in every float dtype.
+            double lossValue = 2.0 - 0.25 * static_cast<double>(t);
+            std::vector<std::uint8_t> lossBytes(8);
+            if (lossType == DType::F64)
+                std::memcpy(lossBytes.data(), &lossValue, 8);
+            else if (lossType == DType::F32) {
+                float f = static_cast<float>(lossValue);
+                std::memcpy(lossBytes.data(), &f, 4);
+            } else if (lossType == DType::BF16) {
+                float f = static_cast<float>(lossValue);
+                std::uint32_t bits;
+                std::memcpy(&bits, &f, 4);
+                writeLittleEndian<std::uint16_t>(lossBytes.data(), static_cast<std::uint16_t>(bits >> 16));
+            } else {  // F16: 2.0 - 0.25t for t < 5 has an exact half encoding
+                std::uint16_t half = 0;
+                for (std::uint32_t candidate = 0; candidate < 0x7c00; ++candidate)
+                    if (halfToFloat(static_cast<std::uint16_t>(candidate)) == static_cast<float>(lossValue)) {
+                        half = static_cast<std::uint16_t>(candidate);
+                        break;
+                    }
+                writeLittleEndian<std::uint16_t>(lossBytes.data(), half);
+            }
+            lossBytes.resize(dtypeSize(lossType));
+            record.setLoss(lossType, ByteSpan(lossBytes));
+            expectedLosses.push_back(lossValue);
+
+            lastBatch.clear();
+            for (std::size_t d = 0; d < dtypes.size(); ++d) {
+                std::vector<std::uint8_t> bytes(3 * dtypeSize(dtypes[d]));
+                for (std::size_t b = 0; b < bytes.size(); ++b)
+                    bytes[b] = dtypes[d] == DType::Bool ? static_cast<std::uint8_t>((b + t) % 2) : static_cast<std::uint8_t>(b * 7 + t + d);
+                lastBatch.push_back(bytes);
+            }
+            for (std::size_t d = 0; d < dtypes.size(); ++d)
+                record.addBatchTensor(dtypes[d], {3}, ByteSpan(lastBatch[d]));
+            record.setOptimizerValue("lr", {0.1, 0.2});
+            record.setUpdateFingerprints({0.5 * static_cast<double>(t), 1.0}, {0.25, 0.125});
+            std::vector<float> deltaWeight(6, -0.5f), deltaBias(2, 0.25f);
+            if (t == 3) {
+                record.addDelta("layer.weight", DType::F32, {2, 3}, ByteSpan(deltaWeight.data(), 24));
+                record.addDelta("layer.bias", DType::F32, {2}, ByteSpan(deltaBias.data(), 8));
+            }
+            Digest digest = Sha256::of(ByteSpan(std::string_view("state " + std::to_string(t))));
+            stateDigests.push_back(digest);
+            if (t == 1)
+                record.setStateDigest(digest);
+            SafetensorsBuilder blob = record.blob();
+            std::vector<std::uint8_t> header;
+            writer.append(tape::RecordType::Transaction, blob.pieces(header));
+        }
+        writer.seal();
+    }
+
+    RecordingVisitor visitor;
+    TapeSummary summary = scanTape(path, &visitor);
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "not sealed");
+    QCOMPARE(summary.transactionCount, std::uint64_t(5));
+    QCOMPARE(summary.snapshotCount, std::uint64_t(3));
+    QCOMPARE(summary.recordCount, std::uint64_t(2 + 5 + 3 + 1));
+    QVERIFY(visitor.sealSeen);
+    QVERIFY(visitor.root);
+    QCOMPARE(visitor.root->toJson(), root.toJson());
+    QCOMPARE(visitor.root->metadataJson, root.metadataJson);
+    QCOMPARE(std::string(visitor.program.begin(), visitor.program.end()), program);
+    QCOMPARE(visitor.transactionIndexes, (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+    QCOMPARE(visitor.losses, expectedLosses);
+    QCOMPARE(visitor.batchBytes, lastBatch);
+    QCOMPARE(visitor.batchDtypes.size(), dtypes.size());
+    for (std::size_t d = 0; d < dtypes.size(); ++d)
+        QCOMPARE(visitor.batchDtypes[d], std::string(dtypeName(dtypes[d])));
+    QCOMPARE(visitor.l2[4], (std::vector<double>{2.0, 1.0}));
+    QCOMPARE(visitor.hasDeltas, (std::vector<bool>{false, false, false, true, false}));
+    QVERIFY(!visitor.stateDigests[0]);
+    QVERIFY(visitor.stateDigests[1] && *visitor.stateDigests[1] == stateDigests[1]);
+    QCOMPARE(visitor.snapshotPositions, (std::vector<std::uint64_t>{0, 2, 4}));
+    QCOMPARE(visitor.snapshotNames[1].back(), std::string("state/layer.bias/momentum_buffer"));
+    QCOMPARE(summary.chainHead, visitor.records.back().digest);
+}
+
+void TestTape::stateDigestFollowsTheSpec()
+{
+    // name NUL dtype NUL u32 rank, i64 dims, u64 byte length, data — built by hand here.
+    const float values[2] = {1.0f, -2.0f};
+    StateDigest digest;
+    digest.add("param/w", DType::F32, {2}, ByteSpan(values, sizeof values));
+    std::vector<std::uint8_t> manual;
+    for (char c : std::string("param/w"))
+        manual.push_back(static_cast<std::uint8_t>(c));
+    manual.push_back(0);
+    for (char c : std::string("F32"))
+        manual.push_back(static_cast<std::uint8_t>(c));
+    manual.push_back(0);
+    std::uint8_t number[8];
+    writeLittleEndian<std::uint32_t>(number, 1);
+    manual.insert(manual.end(), number, number + 4);
+    writeLittleEndian<std::int64_t>(number, 2);
+    manual.insert(manual.end(), number, number + 8);
+    writeLittleEndian<std::uint64_t>(number, 8);
+    manual.insert(manual.end(), number, number + 8);
+    const auto* raw = reinterpret_cast<const std::uint8_t*>(values);
+    manual.insert(manual.end(), raw, raw + 8);
+    QCOMPARE(toHex(digest.finish()), toHex(Sha256::of(ByteSpan(manual))));
+}
+
+namespace {
+std::string smallDemoTape(const std::string& path)
+{
+    SyntheticDemoOptions options;
+    options.steps = 3;
+    options.batchSize = 2;
+    options.features = 2;
+    options.classes = 2;
+    options.snapshotInterval = 2;
+    options.updateCheckProbability = 0.5;
+    options.stateCheckProbability = 0.5;
+    options.overwrite = true;
+    writeSyntheticDemoTape(path, options);
+    return path;
+}
+}  // namespace
+
+void TestTape::everySingleByteFlipIsDetectedAndLocated()
+{
+    const std::string original = smallDemoTape(dir_.file("flip-original.zkdv"));
+    RecordingVisitor layout;
+    QVERIFY(scanTape(original, &layout).status == TapeStatus::Sealed);
+    const std::vector<std::uint8_t> bytes = readAll(original);
+    auto recordAt = [&](std::uint64_t offset) -> std::int64_t {
+        for (const RecordLocation& r : layout.records)
+            if (offset >= r.offset && offset < r.offset + r.frameSize)
+                return static_cast<std::int64_t>(r.index);
+        return -1;
+    };
+
+    const std::string damaged = dir_.file("flip.zkdv");
+    ScanOptions options;
+    options.hashThreads = 1;
+    int checked = 0;
+    for (std::size_t offset = 0; offset < bytes.size(); ++offset) {
+        std::vector<std::uint8_t> copy = bytes;
+        copy[offset] ^= static_cast<std::uint8_t>(1u << (offset % 8));
+        writeAll(damaged, copy, copy.size());
+        try {
+            TapeSummary summary = scanTape(damaged, nullptr, options);
+            QVERIFY2(summary.status != TapeStatus::Sealed, qPrintable(QStringLiteral("flip at byte %1 went unnoticed").arg(offset)));
+            QVERIFY2(summary.problem, qPrintable(QStringLiteral("flip at byte %1 has no problem").arg(offset)));
+            const std::int64_t expected = offset < tape::kFileHeaderSize ? 0 : recordAt(offset);
+            QVERIFY2(static_cast<std::int64_t>(summary.problem->recordIndex) == expected,
+                     qPrintable(QStringLiteral("flip at byte %1 (record %2) reported as %3").arg(offset).arg(expected).arg(
+                         QString::fromStdString(summary.problem->describe()))));
+            if (offset >= tape::kFileHeaderSize) {
+                const RecordLocation& record = layout.records[static_cast<std::size_t>(expected)];
+                QVERIFY(summary.problem->byteOffset >= record.offset && summary.problem->byteOffset < record.offset + record.frameSize);
+            }
+        } catch (const NotATapeError& error) {
+            QVERIFY2(offset < 10, qPrintable(QStringLiteral("flip at byte %1 called not a tape").arg(offset)));
+            QCOMPARE(error.offset() <= offset, true);
+        }
+        ++checked;
+    }
+    QCOMPARE(checked, static_cast<int>(bytes.size()));
+}
+
+void TestTape::everyTruncationIsReportedNeverComplete()
+{
+    const std::string original = smallDemoTape(dir_.file("cut-original.zkdv"));
+    RecordingVisitor layout;
+    QVERIFY(scanTape(original, &layout).status == TapeStatus::Sealed);
+    const std::vector<std::uint8_t> bytes = readAll(original);
+    const std::string cut = dir_.file("cut.zkdv");
+    ScanOptions options;
+    options.hashThreads = 1;
+    for (std::size_t length = 0; length < bytes.size(); ++length) {
+        writeAll(cut, bytes, length);
+        if (length == 0) {
+            QVERIFY_THROWS_EXCEPTION(NotATapeError, scanTape(cut, nullptr, options));
+            continue;
+        }
+        TapeSummary summary = scanTape(cut, nullptr, options);
+        QVERIFY2(summary.status != TapeStatus::Sealed && summary.status != TapeStatus::Corrupt,
+                 qPrintable(QStringLiteral("cut at %1: %2").arg(length).arg(QString::fromLatin1(tapeStatusName(summary.status).data()))));
+        std::uint64_t whole = 0;
+        for (const RecordLocation& r : layout.records)
+            if (r.offset + r.frameSize <= length)
+                ++whole;
+        QCOMPARE(summary.recordCount, whole);
+        const bool onBoundary = length == tape::kFileHeaderSize || (whole > 0 && layout.records[whole - 1].offset + layout.records[whole - 1].frameSize == length);
+        QCOMPARE(summary.status, onBoundary ? TapeStatus::Unsealed : TapeStatus::Truncated);
+        if (!onBoundary)
+            QCOMPARE(summary.problem->recordIndex, whole);
+    }
+}
+
+void TestTape::removedReorderedOrInsertedRecordsBreakTheChain()
+{
+    const std::string original = smallDemoTape(dir_.file("chain-original.zkdv"));
+    RecordingVisitor layout;
+    QVERIFY(scanTape(original, &layout).status == TapeStatus::Sealed);
+    const std::vector<std::uint8_t> bytes = readAll(original);
+    auto frame = [&](std::size_t index) {
+        const RecordLocation& r = layout.records[index];
+        return std::vector<std::uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(r.offset),
+                                         bytes.begin() + static_cast<std::ptrdiff_t>(r.offset + r.frameSize));
+    };
+    auto assemble = [&](const std::vector<std::size_t>& order) {
+        std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + tape::kFileHeaderSize);
+        for (std::size_t index : order) {
+            auto f = frame(index);
+            out.insert(out.end(), f.begin(), f.end());
+        }
+        return out;
+    };
+    const std::size_t n = layout.records.size();
+    std::vector<std::size_t> all(n);
+    for (std::size_t i = 0; i < n; ++i)
+        all[i] = i;
+
+    struct Case {
+        const char* name;
+        std::vector<std::size_t> order;
+        std::uint64_t expectedRecord;
+    };
+    std::vector<Case> cases;
+    auto removed = all;
+    removed.erase(removed.begin() + 4);
+    cases.push_back({"removed", removed, 4});
+    auto swapped = all;
+    std::swap(swapped[4], swapped[5]);
+    cases.push_back({"reordered", swapped, 4});
+    auto inserted = all;
+    inserted.insert(inserted.begin() + 5, 4);
+    cases.push_back({"duplicated", inserted, 5});
+    for (const Case& c : cases) {
+        std::vector<std::uint8_t> tape = assemble(c.order);
+        const std::string path = dir_.file(std::string(c.name) + ".zkdv");
+        writeAll(path, tape, tape.size());
+        TapeSummary summary = scanTape(path);
+        QCOMPARE(summary.status, TapeStatus::Corrupt);
+        QCOMPARE(summary.problem->recordIndex, c.expectedRecord);
+        QVERIFY2(summary.problem->message.find("hash chain broken") != std::string::npos, summary.problem->message.c_str());
+    }
+}
+
+void TestTape::recordOrderIsEnforced()
+{
+    const std::string program = "p";
+    RootRecord root = smallRoot(program);
+    const std::string rootJson = root.toJson();
+    auto transaction = [](std::uint64_t index) {
+        static float loss = 1.0f;
+        TransactionRecordBuilder record(index, 1);
+        record.setLoss(DType::F32, ByteSpan(&loss, 4));
+        record.setOptimizerValue("lr", {0.1, 0.2});
+        record.setUpdateFingerprints({0.0, 0.0}, {0.0, 0.0});
+        return record.blob().toBytes();
+    };
+    struct Case {
+        const char* name;
+        std::function<void(TapeWriter&)> write;
+        std::string expected;
+    };
+    std::vector<Case> cases = {
+        {"transaction before its snapshot", [&](TapeWriter& w) { w.append(tape::RecordType::Transaction, transaction(0)); },
+         "must be preceded by the snapshot"},
+        {"index out of sequence",
+         [&](TapeWriter& w) {
+             writeSnapshot(w, 0);
+             w.append(tape::RecordType::Transaction, transaction(1));
+         },
+         "out of sequence: expected 0"},
+        {"snapshot out of place",
+         [&](TapeWriter& w) {
+             writeSnapshot(w, 0);
+             w.append(tape::RecordType::Transaction, transaction(0));
+             writeSnapshot(w, 1);
+         },
+         "snapshot before transaction 1 is out of place"},
+        {"missing program", [&](TapeWriter& w) { writeSnapshot(w, 0); }, "record 1 must be the program record"},
+    };
+    for (const Case& c : cases) {
+        const std::string path = dir_.file(std::string("order-") + c.name + ".zkdv");
+        {
+            TapeWriter writer(path, TapeWriter::OpenMode::Overwrite);
+            writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+            if (std::string(c.name) != "missing program")
+                writer.append(tape::RecordType::Program, ByteSpan(std::string_view(program)));
+            c.write(writer);
+            writer.seal();
+        }
+        TapeSummary summary = scanTape(path);
+        QCOMPARE(summary.status, TapeStatus::Corrupt);
+        QVERIFY2(summary.problem->message.find(c.expected) != std::string::npos, (std::string(c.name) + ": " + summary.problem->message).c_str());
+    }
+}
+
+void TestTape::unknownRecordTypes()
+{
+    const std::string program = "p";
+    const std::string rootJson = smallRoot(program).toJson();
+    for (bool critical : {false, true}) {
+        const std::string path = dir_.file(critical ? "unknown-critical.zkdv" : "unknown.zkdv");
+        {
+            TapeWriter writer(path, TapeWriter::OpenMode::Overwrite);
+            writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+            writer.append(tape::RecordType::Program, ByteSpan(std::string_view(program)));
+            writeSnapshot(writer, 0);
+            writer.appendRaw(77, critical ? tape::kFlagCritical : 0, {ByteSpan(std::string_view("from the future"))});
+            writer.seal();
+        }
+        TapeSummary summary = scanTape(path);
+        if (critical) {
+            QCOMPARE(summary.status, TapeStatus::Corrupt);
+            QCOMPARE(summary.problem->recordIndex, std::uint64_t(3));
+            QVERIFY(summary.problem->message.find("unknown critical record type 77") != std::string::npos);
+        } else {
+            QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
+            QCOMPARE(summary.unknownRecordCount, std::uint64_t(1));
+        }
+    }
+}
+
+void TestTape::notATapeAndUnsupportedVersion()
+{
+    const std::string text = dir_.file("notes.txt");
+    writeAll(text, std::vector<std::uint8_t>{'h', 'e', 'l', 'l', 'o', '\n'}, 6);
+    QVERIFY_THROWS_EXCEPTION(NotATapeError, scanTape(text));
+    const std::string missing = dir_.file("missing.zkdv");
+    QVERIFY_THROWS_EXCEPTION(IoError, scanTape(missing));
+    QVERIFY_THROWS_EXCEPTION(IoError, scanTape(dir_.path()));
+
+    const std::string original = smallDemoTape(dir_.file("version.zkdv"));
+    std::vector<std::uint8_t> bytes = readAll(original);
+    writeLittleEndian<std::uint16_t>(bytes.data() + 8, 2);
+    writeAll(original, bytes, bytes.size());
+    try {
+        scanTape(original);
+        QFAIL("a major version 2 tape was accepted");
+    } catch (const NotATapeError& error) {
+        QVERIFY(std::string(error.what()).find("major version 2 is not supported") != std::string::npos);
+    }
+}
+
+void TestTape::writerRefusesExistingPathWithoutOverwrite()
+{
+    const std::string path = smallDemoTape(dir_.file("existing.zkdv"));
+    const std::vector<std::uint8_t> before = readAll(path);
+    try {
+        TapeWriter writer(path);
+        QFAIL("an existing tape was replaced");
+    } catch (const IoError& error) {
+        QVERIFY(std::string(error.what()).find("already exists") != std::string::npos);
+    }
+    QVERIFY(readAll(path) == before);
+    SyntheticDemoOptions options;
+    options.steps = 1;
+    QVERIFY_THROWS_EXCEPTION(IoError, writeSyntheticDemoTape(path, options));
+    QVERIFY(readAll(path) == before);
+}
+
+void TestTape::bytesAfterTheSealAreCorruption()
+{
+    const std::string path = smallDemoTape(dir_.file("trailing.zkdv"));
+    std::vector<std::uint8_t> bytes = readAll(path);
+    const std::size_t sealedSize = bytes.size();
+    bytes.insert(bytes.end(), 100, 0);
+    writeAll(path, bytes, bytes.size());
+    TapeSummary summary = scanTape(path);
+    QCOMPARE(summary.status, TapeStatus::Corrupt);
+    QVERIFY2(summary.problem->message.find("follow the seal") != std::string::npos, summary.problem->message.c_str());
+    QCOMPARE(summary.validBytes, std::uint64_t(sealedSize));
+}
+
+void TestTape::fileSha256MatchesAStraightHash()
+{
+    const std::string path = smallDemoTape(dir_.file("sha.zkdv"));
+    ScanOptions options;
+    options.computeFileSha256 = true;
+    TapeSummary summary = scanTape(path, nullptr, options);
+    QVERIFY(summary.fileSha256);
+    QCOMPARE(toHex(*summary.fileSha256), toHex(Sha256::of(ByteSpan(readAll(path)))));
+}
+
+QTEST_GUILESS_MAIN(TestTape)
+#include "test_tape.moc"
