@@ -161,7 +161,6 @@ private:
         batch.begin = offset;
         batch.end = offset;
         const std::uint64_t size = file_.size();
-        file_.prefetch(offset, kBatchBytes);
         std::uint64_t index = nextIndex_;
         while (offset < size && batch.end - batch.begin < kBatchBytes && batch.frames.size() < kBatchFrames) {
             const std::uint64_t remaining = size - offset;
@@ -204,7 +203,7 @@ private:
             frame.size = tape::frameSize(frame.length);
             offset += frame.size;
             batch.end = offset;
-            batch.frames.push_back(frame);
+            batch.frames.push_back(std::move(frame));
             ++index;
         }
         if (batch.stop)

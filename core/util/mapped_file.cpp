@@ -62,18 +62,6 @@ MappedFile::~MappedFile()
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
 }
 
-void MappedFile::prefetch(std::uint64_t offset, std::uint64_t length) const
-{
-#ifndef MADV_POPULATE_READ
-    constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older kernels answer EINVAL and we fault as usual
-#endif
-    if (!data_ || length == 0 || offset >= size_)
-        return;
-    std::uint64_t first = offset / pageSize() * pageSize();
-    std::uint64_t end = std::min(size_, offset + length);
-    ::madvise(const_cast<std::uint8_t*>(data_) + first, end - first, MADV_POPULATE_READ);
-}
-
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const
 {
     if (!data_ || length == 0 || offset >= size_)

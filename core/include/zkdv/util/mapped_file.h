@@ -25,9 +25,6 @@ public:
     // Drops the pages wholly inside [offset, offset + length) from this process's resident
     // set; they stay in the page cache and fault back in if read again.
     void release(std::uint64_t offset, std::uint64_t length) const;
-    // Maps the pages of [offset, offset + length) in one call ahead of reading them, which
-    // is far cheaper than taking their page faults one by one.
-    void prefetch(std::uint64_t offset, std::uint64_t length) const;
 
 private:
     std::string path_;

@@ -1,0 +1,418 @@
+// Runs the real zkdv-audit executable and checks its exit codes, messages and JSON output.
+
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "temp_dir.h"
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/tape/tape_format.h"
+#include "zkdv/tape/tape_scanner.h"
+#include "zkdv/util/sha256.h"
+
+using namespace zkdv;
+
+namespace {
+
+constexpr int kSteps = 30;
+
+std::vector<std::uint8_t> readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeAll(const std::string& path, const std::vector<std::uint8_t>& bytes, std::size_t length)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(length));
+}
+
+struct Result {
+    int exitCode = -1;
+    bool crashed = true;
+    QString out;
+    QString err;
+    QString all() const { return out + err; }
+    QString describe() const
+    {
+        return QStringLiteral("exit %1%2\n--- stdout ---\n%3\n--- stderr ---\n%4")
+            .arg(exitCode)
+            .arg(crashed ? QStringLiteral(" (crashed or timed out)") : QString())
+            .arg(out, err);
+    }
+};
+
+Result runAudit(const QStringList& arguments)
+{
+    QProcess process;
+    process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
+    process.setArguments(arguments);
+    process.setProcessChannelMode(QProcess::SeparateChannels);
+    process.start();
+    Result result;
+    if (!process.waitForStarted(30000))
+        return result;
+    process.closeWriteChannel();
+    const bool finished = process.waitForFinished(300000);
+    result.out = QString::fromUtf8(process.readAllStandardOutput());
+    result.err = QString::fromUtf8(process.readAllStandardError());
+    if (!finished) {
+        process.kill();
+        process.waitForFinished();
+        return result;
+    }
+    result.crashed = process.exitStatus() != QProcess::NormalExit;
+    result.exitCode = process.exitCode();
+    return result;
+}
+
+QJsonObject jsonObject(const QString& text)
+{
+    QJsonParseError error{};
+    QJsonDocument document = QJsonDocument::fromJson(text.toUtf8(), &error);
+    if (error.error != QJsonParseError::NoError || !document.isObject())
+        return QJsonObject{{QStringLiteral("<invalid>"), text}};
+    return document.object();
+}
+
+// Where every record of a tape lies.
+struct LayoutVisitor : TapeVisitor {
+    std::vector<RecordLocation> transactions;
+    void onTransaction(const TransactionRecord&, const RecordLocation& l) override
+    {
+        RecordLocation copy = l;
+        copy.payload = ByteSpan(static_cast<const std::uint8_t*>(nullptr), l.payload.size);
+        transactions.push_back(copy);
+    }
+};
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void exitCodesAndMessages_data();
+    void exitCodesAndMessages();
+    void verifyJson_data();
+    void verifyJson();
+    void corruptTapeIsLocated();
+    void demoRefusesToReplaceAFile();
+    void demoWritesAVerifiableTape();
+    void ingestAndInfo();
+    void infoJson_data();
+    void infoJson();
+
+private:
+    // Substitutes {name} placeholders with the fixture paths.
+    QString expand(QString text) const
+    {
+        for (const auto& [name, value] : fixtures_)
+            text.replace(QLatin1Char('{') + name + QLatin1Char('}'), value);
+        return text;
+    }
+    QStringList expand(const QStringList& list) const
+    {
+        QStringList expanded;
+        for (const QString& item : list)
+            expanded << expand(item);
+        return expanded;
+    }
+    QString path(const std::string& name) const { return QString::fromStdString(dir_.file(name)); }
+
+    test::TempDir dir_;
+    std::map<QString, QString> fixtures_;
+    std::uint64_t corruptRecord_ = 0;
+    std::string goodSha256_;
+};
+
+void TestCli::initTestCase()
+{
+    QVERIFY2(QFileInfo(QStringLiteral(ZKDV_AUDIT_EXECUTABLE)).isExecutable(), ZKDV_AUDIT_EXECUTABLE);
+
+    SyntheticDemoOptions options;
+    options.steps = kSteps;
+    options.batchSize = 4;
+    options.snapshotInterval = 12;
+    options.updateCheckProbability = 0.3;
+    options.stateCheckProbability = 0.3;
+    const std::string good = dir_.file("good.zkdv");
+    writeSyntheticDemoTape(good, options);
+    const std::vector<std::uint8_t> bytes = readAll(good);
+    goodSha256_ = toHex(Sha256::of(ByteSpan(bytes)));
+
+    LayoutVisitor layout;
+    QCOMPARE(scanTape(good, &layout).status, TapeStatus::Sealed);
+    QCOMPARE(layout.transactions.size(), std::size_t(kSteps));
+
+    // One flipped byte in the payload of transaction 13.
+    const RecordLocation& victim = layout.transactions[13];
+    corruptRecord_ = victim.index;
+    std::vector<std::uint8_t> corrupt = bytes;
+    corrupt[victim.offset + tape::kFrameHeaderSize + victim.payload.size / 2] ^= 0x04;
+    writeAll(dir_.file("corrupt.zkdv"), corrupt, corrupt.size());
+
+    // Cut in the middle of transaction 20's record.
+    const RecordLocation& cut = layout.transactions[20];
+    writeAll(dir_.file("truncated.zkdv"), bytes, static_cast<std::size_t>(cut.offset + cut.frameSize / 2));
+
+    const std::string text = "these are notes, not a tape\n";
+    writeAll(dir_.file("notes.txt"), std::vector<std::uint8_t>(text.begin(), text.end()), text.size());
+
+    fixtures_ = {
+        {QStringLiteral("good"), path("good.zkdv")},
+        {QStringLiteral("corrupt"), path("corrupt.zkdv")},
+        {QStringLiteral("truncated"), path("truncated.zkdv")},
+        {QStringLiteral("text"), path("notes.txt")},
+        {QStringLiteral("missing"), path("does-not-exist.zkdv")},
+        {QStringLiteral("new"), path("never-written.zkdv")},
+        {QStringLiteral("case"), path("usage.zkaudit")},
+    };
+}
+
+void TestCli::exitCodesAndMessages_data()
+{
+    QTest::addColumn<QStringList>("arguments");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("inStdout");  // empty: not checked
+    QTest::addColumn<QString>("inStderr");  // empty: not checked
+
+    QTest::newRow("--help") << QStringList{"--help"} << 0 << "usage:" << "";
+    QTest::newRow("-h") << QStringList{"-h"} << 0 << "usage:" << "";
+    QTest::newRow("verify --help") << QStringList{"verify", "--help"} << 0 << "usage: zkdv-audit verify" << "";
+    QTest::newRow("info --help") << QStringList{"info", "--help"} << 0 << "usage: zkdv-audit info" << "";
+    QTest::newRow("ingest --help") << QStringList{"ingest", "--help"} << 0 << "usage: zkdv-audit ingest" << "";
+    QTest::newRow("demo --help") << QStringList{"demo", "--help"} << 0 << "usage: zkdv-audit demo" << "";
+    QTest::newRow("no arguments") << QStringList{} << 2 << "" << "usage:";
+    QTest::newRow("unknown command") << QStringList{"frobnicate"} << 2 << "" << "unknown command \"frobnicate\"";
+    QTest::newRow("unknown option, verify") << QStringList{"verify", "{good}", "--bogus"} << 2 << "" << "--bogus";
+    QTest::newRow("unknown option, demo") << QStringList{"demo", "--out", "{new}", "--frob=1"} << 2 << "" << "--frob";
+    QTest::newRow("unknown short option") << QStringList{"info", "-z", "{good}"} << 2 << "" << "-z";
+    QTest::newRow("verify without a tape") << QStringList{"verify"} << 2 << "" << "missing TAPE";
+    QTest::newRow("verify, missing file") << QStringList{"verify", "{missing}"} << 2 << "" << "{missing}";
+    QTest::newRow("verify, not a tape") << QStringList{"verify", "{text}"} << 2 << "" << "not a ZKDV tape";
+    QTest::newRow("verify, good tape") << QStringList{"verify", "{good}"} << 0 << "sealed" << "";
+    QTest::newRow("verify --sha256, good tape") << QStringList{"verify", "--sha256", "{good}"} << 0 << "file sha256" << "";
+    QTest::newRow("verify, truncated tape") << QStringList{"verify", "{truncated}"} << 1 << "truncated" << "";
+    QTest::newRow("demo without --out") << QStringList{"demo", "--steps", "3"} << 2 << "" << "--out";
+    QTest::newRow("demo --steps abc") << QStringList{"demo", "--out", "{new}", "--steps", "abc"} << 2 << "" << "--steps";
+    QTest::newRow("demo --steps -3") << QStringList{"demo", "--out", "{new}", "--steps=-3"} << 2 << "" << "--steps";
+    QTest::newRow("demo --update-check 2") << QStringList{"demo", "--out", "{new}", "--update-check", "2"} << 2 << "" << "--update-check";
+    QTest::newRow("demo --steps without value") << QStringList{"demo", "--out", "{new}", "--steps"} << 2 << "" << "needs a value";
+    QTest::newRow("ingest without --case") << QStringList{"ingest", "{good}"} << 2 << "" << "--case";
+    QTest::newRow("ingest without files") << QStringList{"ingest", "--case", "{case}"} << 2 << "" << "missing FILE";
+    QTest::newRow("info, text file") << QStringList{"info", "{text}"} << 2 << "" << "neither a ZKDV tape nor an audit case";
+    QTest::newRow("info, missing file") << QStringList{"info", "{missing}"} << 2 << "" << "{missing}";
+    QTest::newRow("info, good tape") << QStringList{"info", "{good}"} << 0 << "optimizer  SGD" << "";
+}
+
+void TestCli::exitCodesAndMessages()
+{
+    QFETCH(QStringList, arguments);
+    QFETCH(int, exitCode);
+    QFETCH(QString, inStdout);
+    QFETCH(QString, inStderr);
+    const Result result = runAudit(expand(arguments));
+    QVERIFY2(!result.crashed, qPrintable(result.describe()));
+    QVERIFY2(result.exitCode == exitCode, qPrintable(result.describe()));
+    if (!inStdout.isEmpty())
+        QVERIFY2(result.out.contains(expand(inStdout)), qPrintable(result.describe()));
+    if (!inStderr.isEmpty())
+        QVERIFY2(result.err.contains(expand(inStderr)), qPrintable(result.describe()));
+    // Nothing the usage errors touch may appear on disk.
+    QVERIFY(!QFile::exists(fixtures_.at(QStringLiteral("new"))));
+    QVERIFY(!QFile::exists(fixtures_.at(QStringLiteral("case"))));
+}
+
+void TestCli::verifyJson_data()
+{
+    QTest::addColumn<QString>("tape");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("status");
+    QTest::addColumn<int>("transactions");
+    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps;
+    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20;
+    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13;
+}
+
+void TestCli::verifyJson()
+{
+    QFETCH(QString, tape);
+    QFETCH(int, exitCode);
+    QFETCH(QString, status);
+    QFETCH(int, transactions);
+    const Result result = runAudit({QStringLiteral("verify"), QStringLiteral("--json"), QStringLiteral("--sha256"), expand(tape)});
+    QVERIFY2(!result.crashed && result.exitCode == exitCode, qPrintable(result.describe()));
+    const QJsonObject json = jsonObject(result.out);
+    QVERIFY2(!json.contains(QStringLiteral("<invalid>")), qPrintable(result.describe()));
+    QCOMPARE(json.value(QStringLiteral("status")).toString(), status);
+    QCOMPARE(json.value(QStringLiteral("transactions")).toInt(-1), transactions);
+    QCOMPARE(json.value(QStringLiteral("complete")).toBool(), status == QLatin1String("sealed"));
+    QCOMPARE(json.value(QStringLiteral("file_size")).toInteger(-1), QFileInfo(expand(tape)).size());
+    const std::string sha = toHex(Sha256::of(ByteSpan(readAll(expand(tape).toStdString()))));
+    QCOMPARE(json.value(QStringLiteral("file_sha256")).toString().toStdString(), sha);
+    if (status == QLatin1String("sealed")) {
+        QCOMPARE(sha, goodSha256_);
+        QVERIFY(json.value(QStringLiteral("problem")).isNull());
+    } else {
+        QVERIFY(json.value(QStringLiteral("problem")).isObject());
+    }
+    if (status == QLatin1String("corrupt"))
+        QCOMPARE(json.value(QStringLiteral("problem")).toObject().value(QStringLiteral("record")).toInteger(-1),
+                 static_cast<qint64>(corruptRecord_));
+}
+
+void TestCli::corruptTapeIsLocated()
+{
+    const Result result = runAudit({QStringLiteral("verify"), expand(QStringLiteral("{corrupt}"))});
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
+    QVERIFY2(result.all().contains(QStringLiteral("record %1 at byte ").arg(corruptRecord_)), qPrintable(result.describe()));
+    QVERIFY2(result.all().contains(QStringLiteral("corrupt")), qPrintable(result.describe()));
+}
+
+void TestCli::demoRefusesToReplaceAFile()
+{
+    const std::string existing = dir_.file("precious.zkdv");
+    const std::string content = "an existing file that must survive\n";
+    writeAll(existing, std::vector<std::uint8_t>(content.begin(), content.end()), content.size());
+    const std::vector<std::uint8_t> before = readAll(existing);
+
+    const Result refused = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), QString::fromStdString(existing),
+                                     QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--quiet")});
+    QVERIFY2(!refused.crashed && refused.exitCode == 2, qPrintable(refused.describe()));
+    QVERIFY2(refused.err.contains(QString::fromStdString(existing)), qPrintable(refused.describe()));
+    QVERIFY(readAll(existing) == before);
+
+    const Result replaced = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), QString::fromStdString(existing),
+                                      QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--overwrite"), QStringLiteral("--quiet")});
+    QVERIFY2(!replaced.crashed && replaced.exitCode == 0, qPrintable(replaced.describe()));
+    QVERIFY(readAll(existing) != before);
+    QCOMPARE(scanTape(existing).status, TapeStatus::Sealed);
+}
+
+void TestCli::demoWritesAVerifiableTape()
+{
+    const QString out = path("cli-demo.zkdv");
+    const Result demo = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), out, QStringLiteral("--steps"), QStringLiteral("25"),
+                                  QStringLiteral("--seed"), QStringLiteral("3"), QStringLiteral("--snapshot-interval"), QStringLiteral("5")});
+    QVERIFY2(!demo.crashed && demo.exitCode == 0, qPrintable(demo.describe()));
+    QVERIFY2(demo.out.contains(QStringLiteral("25 transactions")), qPrintable(demo.describe()));
+    const TapeSummary summary = scanTape(out.toStdString());
+    QCOMPARE(summary.status, TapeStatus::Sealed);
+    QCOMPARE(summary.transactionCount, std::uint64_t(25));
+    QCOMPARE(summary.snapshotCount, std::uint64_t(6));  // 0, 5, 10, 15, 20, 25
+    QVERIFY2(demo.out.contains(QString::fromStdString(toHex(summary.chainHead))), qPrintable(demo.describe()));
+    const Result verify = runAudit({QStringLiteral("verify"), out});
+    QVERIFY2(!verify.crashed && verify.exitCode == 0, qPrintable(verify.describe()));
+}
+
+void TestCli::ingestAndInfo()
+{
+    const QString casePath = path("flow.zkaudit");
+    const QString good = expand(QStringLiteral("{good}"));
+    auto caseTapes = [&]() {
+        const Result info = runAudit({QStringLiteral("info"), casePath, QStringLiteral("--json")});
+        const QJsonObject json = jsonObject(info.out);
+        return std::make_pair(info, json.value(QStringLiteral("tapes")).toArray());
+    };
+
+    const Result first = runAudit({QStringLiteral("ingest"), good, QStringLiteral("--case"), casePath});
+    QVERIFY2(!first.crashed && first.exitCode == 0, qPrintable(first.describe()));
+    QVERIFY2(first.out.contains(QStringLiteral("ingested as tape 1")), qPrintable(first.describe()));
+
+    const Result again = runAudit({QStringLiteral("ingest"), good, QStringLiteral("--case"), casePath});
+    QVERIFY2(!again.crashed && again.exitCode == 0, qPrintable(again.describe()));
+    QVERIFY2(again.out.contains(QStringLiteral("already")), qPrintable(again.describe()));
+
+    const Result corrupt = runAudit({QStringLiteral("ingest"), expand(QStringLiteral("{corrupt}")), QStringLiteral("--case"), casePath});
+    QVERIFY2(!corrupt.crashed && corrupt.exitCode == 1, qPrintable(corrupt.describe()));
+    QVERIFY2(corrupt.err.contains(QStringLiteral("record %1 at byte").arg(corruptRecord_)), qPrintable(corrupt.describe()));
+
+    auto [info, tapes] = caseTapes();
+    QVERIFY2(!info.crashed && info.exitCode == 0, qPrintable(info.describe()));
+    QCOMPARE(jsonObject(info.out).value(QStringLiteral("kind")).toString(), QStringLiteral("case"));
+    QCOMPARE(tapes.size(), qsizetype(1));
+    const QJsonObject tape = tapes.at(0).toObject();
+    QCOMPARE(tape.value(QStringLiteral("file_sha256")).toString().toStdString(), goodSha256_);
+    QCOMPARE(tape.value(QStringLiteral("status")).toString(), QStringLiteral("sealed"));
+    QCOMPARE(tape.value(QStringLiteral("transactions")).toInt(-1), kSteps);
+    QCOMPARE(tape.value(QStringLiteral("program")).toObject().value(QStringLiteral("present")).toBool(), true);
+
+    // A truncated tape is refused unless --allow-incomplete.
+    const QString truncated = expand(QStringLiteral("{truncated}"));
+    const Result refused = runAudit({QStringLiteral("ingest"), truncated, QStringLiteral("--case"), casePath});
+    QVERIFY2(!refused.crashed && refused.exitCode == 1, qPrintable(refused.describe()));
+    QVERIFY2(refused.err.contains(QStringLiteral("truncated")), qPrintable(refused.describe()));
+    QCOMPARE(caseTapes().second.size(), qsizetype(1));
+
+    const Result allowed = runAudit({QStringLiteral("ingest"), truncated, QStringLiteral("--case"), casePath, QStringLiteral("--allow-incomplete"),
+                                     QStringLiteral("--json")});
+    QVERIFY2(!allowed.crashed && allowed.exitCode == 0, qPrintable(allowed.describe()));
+    const QJsonArray files = jsonObject(allowed.out).value(QStringLiteral("files")).toArray();
+    QCOMPARE(files.size(), qsizetype(1));
+    QCOMPARE(files.at(0).toObject().value(QStringLiteral("result")).toString(), QStringLiteral("ingested"));
+    const QJsonArray both = caseTapes().second;
+    QCOMPARE(both.size(), qsizetype(2));
+    QCOMPARE(both.at(1).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("truncated"));
+    QCOMPARE(both.at(1).toObject().value(QStringLiteral("transactions")).toInt(-1), 20);
+
+    // A file that is neither a tape nor a program of one: 2, and the case keeps its two tapes.
+    const Result stray = runAudit({QStringLiteral("ingest"), expand(QStringLiteral("{text}")), QStringLiteral("--case"), casePath});
+    QVERIFY2(!stray.crashed && stray.exitCode == 2, qPrintable(stray.describe()));
+    QVERIFY2(stray.err.contains(QStringLiteral("matches no tape")), qPrintable(stray.describe()));
+    QCOMPARE(caseTapes().second.size(), qsizetype(2));
+}
+
+void TestCli::infoJson_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("tape") << "{good}" << "tape";
+    QTest::newRow("truncated tape") << "{truncated}" << "tape";
+    QTest::newRow("case") << "{infocase}" << "case";
+}
+
+void TestCli::infoJson()
+{
+    QFETCH(QString, file);
+    QFETCH(QString, kind);
+    if (kind == QLatin1String("case")) {
+        const QString casePath = path("info.zkaudit");
+        fixtures_[QStringLiteral("infocase")] = casePath;
+        const Result ingest = runAudit({QStringLiteral("ingest"), expand(QStringLiteral("{good}")), QStringLiteral("--case"), casePath,
+                                        QStringLiteral("--embed"), QStringLiteral("--quiet")});
+        QVERIFY2(!ingest.crashed && ingest.exitCode == 0, qPrintable(ingest.describe()));
+    }
+    const Result result = runAudit({QStringLiteral("info"), expand(file), QStringLiteral("--json")});
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    const QJsonObject json = jsonObject(result.out);
+    QVERIFY2(!json.contains(QStringLiteral("<invalid>")), qPrintable(result.describe()));
+    QCOMPARE(json.value(QStringLiteral("kind")).toString(), kind);
+    if (kind == QLatin1String("tape")) {
+        const QJsonObject root = json.value(QStringLiteral("root")).toObject();
+        QCOMPARE(root.value(QStringLiteral("optimizer")).toObject().value(QStringLiteral("contract")).toString(), QStringLiteral("SGD"));
+        QCOMPARE(root.value(QStringLiteral("replay_snapshot_interval")).toInt(-1), 12);
+        QCOMPARE(root.value(QStringLiteral("model")).toObject().value(QStringLiteral("parameters")).toArray().size(), qsizetype(2));
+        QVERIFY(json.value(QStringLiteral("tape")).isObject());
+    } else {
+        const QJsonArray tapes = json.value(QStringLiteral("tapes")).toArray();
+        QCOMPARE(tapes.size(), qsizetype(1));
+        QCOMPARE(tapes.at(0).toObject().value(QStringLiteral("embedded")).toBool(), true);
+        QCOMPARE(tapes.at(0).toObject().value(QStringLiteral("optimizer")).toString(), QStringLiteral("SGD"));
+        QCOMPARE(json.value(QStringLiteral("replay_runs")).toInt(-1), 0);
+    }
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
