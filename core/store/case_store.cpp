@@ -194,8 +194,6 @@ CaseStore::~CaseStore() = default;
 
 IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOptions& options)
 {
-    // A large page cache keeps the bulk insert of one row per transaction in memory until commit.
-    db_->exec("PRAGMA cache_size = -131072");
     SqlTransaction transaction(*db_);
     IngestVisitor visitor(*db_, tapePath, options);
     ScanOptions scan;

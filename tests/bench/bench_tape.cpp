@@ -5,6 +5,7 @@
 //
 // Each measured command runs as a child process, so its peak RSS is its own.
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,9 @@ Measurement runChild(const std::vector<std::string>& command)
     auto start = std::chrono::steady_clock::now();
     pid_t pid = fork();
     if (pid == 0) {
+        // Only the figures of this benchmark go to stdout.
+        if (int devnull = open("/dev/null", O_WRONLY); devnull >= 0)
+            dup2(devnull, STDOUT_FILENO);
         execv(argv[0], argv.data());
         std::perror("execv");
         _exit(127);
