@@ -1,0 +1,18 @@
+#pragma once
+// Typed reads of a normalized group's options, failing with the option's name.
+
+#include <string>
+#include <utility>
+
+#include "zkdv/optim/optimizer_contract.h"
+
+namespace zkdv::optim {
+
+double numberOption(const GroupOptions& group, const char* name);
+bool flagOption(const GroupOptions& group, const char* name);
+// A two-number option such as betas or etas.
+std::pair<double, double> pairOption(const GroupOptions& group, const char* name);
+// Refuses the group when `name` is set to `value` (for modes a contract cannot represent).
+void refuseOption(const GroupOptions& group, const char* name, const nlohmann::json& value, const std::string& why);
+
+}  // namespace zkdv::optim

@@ -1,0 +1,63 @@
+#pragma once
+// The state-preserving bridge from an optimizer's groups to its functional contract:
+// groups bound to the model's canonical parameter order, and a transition that returns
+// deltas and the next state without touching its inputs (the seed's OptimizerBridge).
+
+#include <memory>
+#include <vector>
+
+#include "zkdv/optim/optimizer_contract.h"
+
+namespace zkdv::optim {
+
+// One parameter group bound to canonical positions (indexes into the model's parameters).
+struct BoundGroup {
+    std::vector<std::size_t> positions;
+    GroupOptions options;
+};
+
+// Binds groups of tensors to the canonical order by tensor identity. Throws ContractError
+// unless the groups' parameters exactly cover `canonical`, each once.
+std::vector<std::size_t> bindByIdentity(const std::vector<at::Tensor>& groupParameters, const std::vector<at::Tensor>& canonical);
+
+class OptimizerBridge {
+public:
+    // Validates and normalizes the options; throws ContractError unless the groups cover
+    // positions 0..parameterCount-1 exactly once.
+    OptimizerBridge(std::shared_ptr<const OptimizerContract> contract, std::vector<BoundGroup> groups, std::size_t parameterCount);
+
+    const OptimizerContract& contract() const { return *contract_; }
+    const std::vector<BoundGroup>& groups() const { return groups_; }
+    std::size_t parameterCount() const { return parameterCount_; }
+
+    // The state before the first step, for every canonical parameter, with slots of equal
+    // name, shape, dtype and device packed into shared contiguous buffers.
+    std::vector<SlotState> initialState(const std::vector<at::Tensor>& parameters) const;
+
+    struct Transition {
+        std::vector<at::Tensor> deltas;  // after - before, per canonical parameter
+        std::vector<SlotState> state;    // the next state, per canonical parameter
+    };
+    // One step. gradients[i] undefined means parameter i has no gradient this step: it is
+    // left unchanged (delta zero) but stays bound. Inputs are not modified.
+    Transition transition(const std::vector<at::Tensor>& parameters, const std::vector<SlotState>& state,
+                          const std::vector<at::Tensor>& gradients) const;
+
+    // Refuses options that differ from those the bridge was sealed with
+    // ("create a new proof for the new optimizer schedule").
+    void checkUnchanged(const std::vector<GroupOptions>& current) const;
+
+private:
+    std::shared_ptr<const OptimizerContract> contract_;
+    std::vector<BoundGroup> groups_;
+    std::size_t parameterCount_;
+};
+
+// Rebinds state tensors with equal slot name, shape, dtype and device (and at least two
+// members) to views of one contiguous buffer each.
+void packState(std::vector<SlotState>& states);
+
+// A deep copy: every tensor cloned.
+SlotState cloneState(const SlotState& state);
+
+}  // namespace zkdv::optim

@@ -1,0 +1,62 @@
+#pragma once
+// The functional form of one torch.optim optimizer: the state it keeps per parameter and
+// its parameter-group update, so that a step can be replayed exactly (training side: this
+// header exposes torch types).
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "zkdv/util/error.h"
+
+namespace zkdv::optim {
+
+// A group's options as torch.optim keeps them in param_groups (minus "params"):
+// numbers, booleans, null, and pairs such as betas as two-element arrays.
+using GroupOptions = nlohmann::json;
+
+// One parameter's optimizer state: slot name -> tensor, ordered by name (the canonical
+// slot order of the tape). Scalar slots such as "step" are 0-dimensional tensors.
+using SlotState = std::map<std::string, at::Tensor>;
+
+// An optimizer configuration or use that a contract cannot represent; says which option
+// or parameter and what to do instead.
+class ContractError : public Error {
+public:
+    using Error::Error;
+};
+
+class OptimizerContract {
+public:
+    virtual ~OptimizerContract() = default;
+
+    // The torch.optim class name this contract reproduces ("Adam", "SGD", …).
+    virtual std::string name() const = 0;
+    // Every option torch's constructor takes, with torch's default value.
+    virtual GroupOptions defaults() const = 0;
+
+    // Fills options a group leaves out with defaults(); refuses names torch does not have.
+    GroupOptions normalize(const GroupOptions& group) const;
+    // Refuses what the contract cannot represent: differentiable=true, tensor-valued or
+    // structured options, unknown options, and each contract's unsupported modes.
+    void validate(const std::vector<GroupOptions>& groups) const;
+
+    // True for optimizers whose torch constructor creates every parameter's state up front
+    // (Adagrad); the others create it at a parameter's first step with a gradient.
+    virtual bool initializesEagerly() const { return false; }
+    // The state torch would lazily create for `parameter` under `group`.
+    virtual SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const = 0;
+    // One functional group update, in place: parameters[i] and *states[i] advance by one
+    // step under gradients[i]. Every listed parameter has a gradient.
+    virtual void update(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                        const std::vector<SlotState*>& states, const GroupOptions& group) const = 0;
+
+protected:
+    // Contract-specific refusals for one normalized group; throw ContractError.
+    virtual void validateGroup(const GroupOptions& group) const;
+};
+
+}  // namespace zkdv::optim

@@ -1,0 +1,40 @@
+#include "zkdv/optim/group_options.h"
+
+namespace zkdv::optim {
+
+double numberOption(const GroupOptions& group, const char* name)
+{
+    auto it = group.find(name);
+    if (it == group.end() || !it->is_number())
+        throw ContractError(std::string("optimizer option ") + name + " must be a number" +
+                            (it == group.end() ? std::string(" but is missing") : ", found " + it->dump()));
+    return it->get<double>();
+}
+
+bool flagOption(const GroupOptions& group, const char* name)
+{
+    auto it = group.find(name);
+    if (it == group.end() || it->is_null())
+        return false;
+    if (!it->is_boolean())
+        throw ContractError(std::string("optimizer option ") + name + " must be true or false, found " + it->dump());
+    return it->get<bool>();
+}
+
+std::pair<double, double> pairOption(const GroupOptions& group, const char* name)
+{
+    auto it = group.find(name);
+    if (it == group.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number() || !(*it)[1].is_number())
+        throw ContractError(std::string("optimizer option ") + name + " must be a pair of numbers" +
+                            (it == group.end() ? std::string(" but is missing") : ", found " + it->dump()));
+    return {(*it)[0].get<double>(), (*it)[1].get<double>()};
+}
+
+void refuseOption(const GroupOptions& group, const char* name, const nlohmann::json& value, const std::string& why)
+{
+    auto it = group.find(name);
+    if (it != group.end() && *it == value)
+        throw ContractError(std::string("optimizer option ") + name + "=" + value.dump() + " is not supported: " + why);
+}
+
+}  // namespace zkdv::optim

@@ -1,0 +1,138 @@
+#include "zkdv/optim/optimizer_bridge.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include <ATen/core/grad_mode.h>
+
+namespace zkdv::optim {
+
+std::vector<std::size_t> bindByIdentity(const std::vector<at::Tensor>& groupParameters, const std::vector<at::Tensor>& canonical)
+{
+    std::unordered_map<const void*, std::size_t> positions;
+    for (std::size_t i = 0; i < canonical.size(); ++i)
+        positions.emplace(canonical[i].unsafeGetTensorImpl(), i);
+    std::vector<std::size_t> bound;
+    for (const at::Tensor& parameter : groupParameters) {
+        auto it = positions.find(parameter.unsafeGetTensorImpl());
+        if (it == positions.end())
+            throw ContractError("prepared optimizer parameters must exactly cover the prepared model: the optimizer holds a tensor the model does not");
+        bound.push_back(it->second);
+    }
+    return bound;
+}
+
+OptimizerBridge::OptimizerBridge(std::shared_ptr<const OptimizerContract> contract, std::vector<BoundGroup> groups, std::size_t parameterCount)
+    : contract_(std::move(contract)), groups_(std::move(groups)), parameterCount_(parameterCount)
+{
+    std::vector<GroupOptions> options;
+    std::vector<int> owners(parameterCount_, -1);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        groups_[g].options = contract_->normalize(groups_[g].options);
+        options.push_back(groups_[g].options);
+        for (std::size_t position : groups_[g].positions) {
+            if (position >= parameterCount_ || owners[position] != -1)
+                throw ContractError("prepared optimizer parameters must exactly cover the prepared model: parameter " +
+                                    std::to_string(position) + (position >= parameterCount_ ? " does not exist" : " is in two groups"));
+            owners[position] = static_cast<int>(g);
+        }
+    }
+    for (std::size_t position = 0; position < parameterCount_; ++position)
+        if (owners[position] == -1)
+            throw ContractError("prepared optimizer parameters must exactly cover the prepared model: parameter " + std::to_string(position) +
+                                " is in no optimizer group");
+    contract_->validate(options);
+}
+
+std::vector<SlotState> OptimizerBridge::initialState(const std::vector<at::Tensor>& parameters) const
+{
+    if (parameters.size() != parameterCount_)
+        throw ContractError("initialState needs " + std::to_string(parameterCount_) + " parameters, got " + std::to_string(parameters.size()));
+    at::NoGradGuard noGrad;
+    std::vector<SlotState> states(parameterCount_);
+    for (const BoundGroup& group : groups_)
+        for (std::size_t position : group.positions)
+            states[position] = contract_->initialize(parameters[position], group.options);
+    packState(states);
+    return states;
+}
+
+OptimizerBridge::Transition OptimizerBridge::transition(const std::vector<at::Tensor>& parameters, const std::vector<SlotState>& state,
+                                                        const std::vector<at::Tensor>& gradients) const
+{
+    if (parameters.size() != parameterCount_ || state.size() != parameterCount_ || gradients.size() != parameterCount_)
+        throw ContractError("optimizer transition needs " + std::to_string(parameterCount_) + " parameters, states and gradients");
+    at::NoGradGuard noGrad;
+    Transition result;
+    result.deltas.resize(parameterCount_);
+    result.state.resize(parameterCount_);
+    for (const BoundGroup& group : groups_) {
+        std::vector<at::Tensor> updated, activeGradients;
+        std::vector<SlotState*> activeStates;
+        std::vector<std::size_t> active;
+        for (std::size_t position : group.positions)
+            result.state[position] = cloneState(state[position]);
+        for (std::size_t position : group.positions) {
+            if (!gradients[position].defined())
+                continue;
+            active.push_back(position);
+            updated.push_back(parameters[position].clone());
+            activeGradients.push_back(gradients[position]);
+            activeStates.push_back(&result.state[position]);
+        }
+        if (!active.empty())
+            contract_->update(updated, activeGradients, activeStates, group.options);
+        for (std::size_t i = 0; i < active.size(); ++i)
+            result.deltas[active[i]] = updated[i] - parameters[active[i]];
+        for (std::size_t position : group.positions)
+            if (!result.deltas[position].defined())
+                result.deltas[position] = at::zeros_like(parameters[position]);
+    }
+    for (const at::Tensor& delta : result.deltas)
+        if (!delta.defined())
+            throw ContractError("optimizer bridge left a model parameter unbound");
+    return result;
+}
+
+void OptimizerBridge::checkUnchanged(const std::vector<GroupOptions>& current) const
+{
+    bool same = current.size() == groups_.size();
+    for (std::size_t g = 0; same && g < current.size(); ++g)
+        same = contract_->normalize(current[g]) == groups_[g].options;
+    if (!same)
+        throw ContractError("prepared optimizer options changed after attestation; create a new proof for the new optimizer schedule");
+}
+
+void packState(std::vector<SlotState>& states)
+{
+    using Key = std::tuple<std::string, std::vector<std::int64_t>, int, std::string>;
+    std::map<Key, std::vector<at::Tensor*>> families;
+    for (SlotState& state : states)
+        for (auto& [slot, tensor] : state)
+            if (tensor.defined() && tensor.layout() == at::kStrided)
+                families[Key{slot, tensor.sizes().vec(), static_cast<int>(tensor.scalar_type()), tensor.device().str()}].push_back(&tensor);
+    at::NoGradGuard noGrad;
+    for (auto& [key, members] : families) {
+        if (members.size() < 2)
+            continue;
+        std::vector<std::int64_t> shape = std::get<1>(key);
+        shape.insert(shape.begin(), static_cast<std::int64_t>(members.size()));
+        at::Tensor buffer = at::empty(shape, members.front()->options());
+        for (std::size_t i = 0; i < members.size(); ++i) {
+            buffer[static_cast<std::int64_t>(i)].copy_(*members[i]);
+            *members[i] = buffer[static_cast<std::int64_t>(i)];
+        }
+    }
+}
+
+SlotState cloneState(const SlotState& state)
+{
+    SlotState copy;
+    for (const auto& [slot, tensor] : state)
+        copy.emplace(slot, tensor.defined() ? tensor.clone() : tensor);
+    return copy;
+}
+
+}  // namespace zkdv::optim

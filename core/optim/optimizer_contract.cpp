@@ -1,0 +1,44 @@
+#include "zkdv/optim/optimizer_contract.h"
+
+namespace zkdv::optim {
+
+GroupOptions OptimizerContract::normalize(const GroupOptions& group) const
+{
+    if (!group.is_object())
+        throw ContractError(name() + ": a parameter group's options must be an object of option values");
+    GroupOptions normalized = defaults();
+    for (const auto& [key, value] : group.items()) {
+        if (key == "params")
+            continue;
+        if (!normalized.contains(key))
+            throw ContractError(name() + ": \"" + key + "\" is not an option of torch.optim." + name() +
+                                "; register a custom functional optimizer contract for it");
+        normalized[key] = value;
+    }
+    return normalized;
+}
+
+void OptimizerContract::validate(const std::vector<GroupOptions>& groups) const
+{
+    for (const GroupOptions& raw : groups) {
+        GroupOptions group = normalize(raw);
+        if (group.value("differentiable", false) == true)
+            throw ContractError("ZKDV does not support differentiable optimizer steps; register a custom functional optimizer contract");
+        std::string structured;
+        for (const auto& [key, value] : group.items()) {
+            bool numbers = value.is_array();
+            for (const auto& element : value)
+                numbers = numbers && element.is_number();
+            if (value.is_object() || (value.is_array() && !numbers))
+                structured += (structured.empty() ? "" : ", ") + key;
+        }
+        if (!structured.empty())
+            throw ContractError("ZKDV requires static optimizer options, but " + structured +
+                                " are tensors or structured values; register a contract that includes dynamic options in optimizer state");
+        validateGroup(group);
+    }
+}
+
+void OptimizerContract::validateGroup(const GroupOptions&) const {}
+
+}  // namespace zkdv::optim
