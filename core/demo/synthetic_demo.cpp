@@ -12,28 +12,18 @@
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/util/sampling_generator.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
 
 namespace {
 
-// splitmix64: small, fast, and the same stream on every machine.
-class DemoRandom {
+// The data stream reuses the sampling generator: small, fast, the same on every machine.
+class DemoRandom : public SamplingGenerator {
 public:
-    explicit DemoRandom(std::uint64_t seed) : state_(seed) {}
-    std::uint64_t next()
-    {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    using SamplingGenerator::SamplingGenerator;
     float noise() { return static_cast<float>(uniform() * 2.0 - 1.0); }
-
-private:
-    std::uint64_t state_;
 };
 
 constexpr const char* kProgramSource = R"(# Synthetic example program (not replayable): the training step the demo runs in C++.
@@ -100,7 +90,8 @@ SyntheticDemoResult writeSyntheticDemoTape(const std::string& path, const Synthe
     if (F < 1 || C < 2 || B < 1 || options.snapshotInterval < 1)
         throw Error("demo: features >= 1, classes >= 2, batch size >= 1 and snapshot interval >= 1 are required");
 
-    DemoRandom data(options.seed), sampling(options.seed ^ 0x5A4B4456ull);
+    DemoRandom data(options.seed ^ 0x5A4B4456ull);
+    SamplingGenerator sampling(options.seed);
     Model model{F, C, std::vector<float>(static_cast<std::size_t>(C * F)), std::vector<float>(static_cast<std::size_t>(C)),
                 std::vector<float>(static_cast<std::size_t>(F)), 0, {}, {}, false};
     for (float& w : model.weight)

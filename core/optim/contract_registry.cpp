@@ -8,6 +8,20 @@ std::vector<std::shared_ptr<const OptimizerContract>> builtinContracts()
 {
     return {
         makeSgdContract(),
+        makeAdamContract(),
+        makeAdamWContract(),
+        makeAdamaxContract(),
+        makeNAdamContract(),
+        makeRAdamContract(),
+        makeAdagradContract(),
+        makeAdadeltaContract(),
+        makeRmspropContract(),
+        makeRpropContract(),
+        makeAsgdContract(),
+        makeSparseAdamContract(),
+        makeLbfgsContract(),
+        makeAdafactorContract(),
+        makeMuonContract(),
         // @@CONTRACT_LIST@@ (one factory call per contract, above this line)
     };
 }

@@ -27,8 +27,9 @@ void OptimizerContract::validate(const std::vector<GroupOptions>& groups) const
         std::string structured;
         for (const auto& [key, value] : group.items()) {
             bool numbers = value.is_array();
+            // Tuples of numbers, some of them None (Adafactor's eps=(None, 1e-3)), are static options.
             for (const auto& element : value)
-                numbers = numbers && element.is_number();
+                numbers = numbers && (element.is_number() || element.is_null());
             if (value.is_object() || (value.is_array() && !numbers))
                 structured += (structured.empty() ? "" : ", ") + key;
         }

@@ -127,7 +127,7 @@ std::string RootRecord::toJson() const
         {"optimizer", {{"contract", optimizerContract}, {"groups", groups}}},
         {"program", {{"kind", programKind}, {"sha256", toHex(programSha256)}, {"embedded", programEmbedded}, {"entry", programEntry}}},
         {"replay_snapshot_interval", snapshotInterval},
-        {"sampling", {{"state_check_probability", stateCheckProbability}, {"update_check_probability", updateCheckProbability}, {"seed", samplingSeed}}},
+        {"sampling", {{"state_check_probability", stateCheckProbability}, {"update_check_probability", updateCheckProbability}, {"seed", samplingSeed}, {"generator", samplingGenerator}}},
         {"max_in_flight", maxInFlight},
         {"overlap", overlap},
         {"metadata", json::parse(metadataJson)},
@@ -221,6 +221,12 @@ RootRecord RootRecord::parse(ByteSpan payload)
     if (!seed.is_number_integer())
         fail("sampling.seed must be an integer");
     record.samplingSeed = seed.is_number_unsigned() ? seed.get<std::uint64_t>() : static_cast<std::uint64_t>(seed.get<std::int64_t>());
+    if (auto generator = sampling.find("generator"); generator != sampling.end()) {
+        if (!generator->is_string() || *generator != "splitmix64")
+            fail("sampling.generator: expected \"splitmix64\", found " + generator->dump());
+    } else if (record.formatMinor >= 1) {
+        fail("missing member sampling.generator");
+    }
     record.maxInFlight = static_cast<int>(integerMember(root, "max_in_flight", "root", 1));
     record.overlap = stringMember(root, "overlap", "root");
     auto metadata = root.find("metadata");

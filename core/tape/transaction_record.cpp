@@ -6,6 +6,7 @@
 
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/scalar_value.h"
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -74,7 +75,8 @@ TransactionRecord TransactionRecord::parse(const SafetensorsView& view, const Ro
 
     const std::size_t parameterCount = root.parameters.size();
     const std::size_t groupCount = root.optimizerGroups.size();
-    const bool tolerateUnknown = root.formatMinor > 0;
+    // Tensors of a later minor version are skipped; ours must all be known.
+    const bool tolerateUnknown = root.formatMinor > tape::kMinorVersion;
     const TensorView* l2 = nullptr;
     const TensorView* maxAbs = nullptr;
     std::vector<const TensorView*> deltas(parameterCount, nullptr);

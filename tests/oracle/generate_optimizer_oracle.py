@@ -70,7 +70,7 @@ def run_case(case, out_dir):
     generator = torch.Generator().manual_seed(case.get("seed", 1234))
     params = [torch.nn.Parameter(torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)) for shape in shapes]
     groups = [dict(params=[params[i] for i in group], **options) for group, options in zip(members, case["groups"])]
-    optimizer = optimizer_class(groups)
+    optimizer = optimizer_class(groups, **case.get("constructor", {}))
 
     tensors = {}
     for i, p in enumerate(params):

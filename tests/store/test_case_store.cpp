@@ -287,7 +287,7 @@ void TestCaseStore::ingestStoresTheTapeRow()
     QCOMPARE(row.int64(4), static_cast<std::int64_t>(bytes.size()));
     QCOMPARE(row.text(5), std::string("sealed"));
     QCOMPARE(row.int64(6), std::int64_t(1));
-    QCOMPARE(row.int64(7), std::int64_t(0));
+    QCOMPARE(row.int64(7), std::int64_t(tape::kMinorVersion));
     QCOMPARE(row.text(8), layout.rootPayload);
     QCOMPARE(row.text(9), std::string("SGD"));
     QCOMPARE(row.int64(10), std::int64_t(12));

@@ -16,6 +16,7 @@
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
 #include "zkdv/util/little_endian.h"
+#include "zkdv/util/sampling_generator.h"
 
 using namespace zkdv;
 
@@ -154,6 +155,7 @@ private Q_SLOTS:
     void writerRefusesExistingPathWithoutOverwrite();
     void bytesAfterTheSealAreCorruption();
     void fileSha256MatchesAStraightHash();
+    void sampledChecksFollowTheSeededGenerator();
 
 private:
     test::TempDir dir_;
@@ -571,6 +573,38 @@ void TestTape::fileSha256MatchesAStraightHash()
     TapeSummary summary = scanTape(path, nullptr, options);
     QVERIFY(summary.fileSha256);
     QCOMPARE(toHex(*summary.fileSha256), toHex(Sha256::of(ByteSpan(readAll(path)))));
+}
+
+void TestTape::sampledChecksFollowTheSeededGenerator()
+{
+    SyntheticDemoOptions options;
+    options.steps = 300;
+    options.batchSize = 2;
+    options.updateCheckProbability = 0.2;
+    options.stateCheckProbability = 0.1;
+    options.seed = 99;
+    options.overwrite = true;
+    const std::string path = dir_.file("sampling.zkdv");
+    writeSyntheticDemoTape(path, options);
+    RecordingVisitor visitor;
+    QCOMPARE(scanTape(path, &visitor).status, TapeStatus::Sealed);
+    QCOMPARE(visitor.root->samplingGenerator, std::string("splitmix64"));
+
+    // An auditor recomputes, from the seed alone, which transactions had to carry checks.
+    SamplingGenerator generator(visitor.root->samplingSeed);
+    int updates = 0, states = 0;
+    for (std::size_t t = 0; t < visitor.hasDeltas.size(); ++t) {
+        const bool update = generator.uniform() < visitor.root->updateCheckProbability;
+        const bool state = generator.uniform() < visitor.root->stateCheckProbability;
+        QCOMPARE(visitor.hasDeltas[t], update);
+        QCOMPARE(visitor.stateDigests[t].has_value(), state);
+        updates += update;
+        states += state;
+    }
+    QVERIFY(updates > 30 && updates < 90);
+    QVERIFY(states > 10 && states < 55);
+    // splitmix64's published first output for seed 0.
+    QCOMPARE(SamplingGenerator(0).next(), std::uint64_t(0xE220A8397B1DCDAFull));
 }
 
 QTEST_GUILESS_MAIN(TestTape)

@@ -30,6 +30,8 @@ public:
     void zeroGrad();
 
     const std::vector<ParameterGroup>& groups() const { return groups_; }
+    // Mutable, as torch's param_groups, for schedules that change options between steps.
+    std::vector<ParameterGroup>& groups() { return groups_; }
     const OptimizerContract& contract() const { return *contract_; }
     // The parameter's state; empty until its first step, as in torch.
     const SlotState& state(const at::Tensor& parameter) const;

@@ -28,7 +28,7 @@ struct OptimizerGroup {
 struct RootRecord {
     std::string prover = "whitebox-torch";
     int formatMajor = 1;
-    int formatMinor = 0;
+    int formatMinor = 1;
 
     std::string producerName;
     std::string producerVersion;
@@ -50,6 +50,7 @@ struct RootRecord {
     double stateCheckProbability = 0.0;
     double updateCheckProbability = 0.0;
     std::uint64_t samplingSeed = 0;
+    std::string samplingGenerator = "splitmix64";
     int maxInFlight = 2;
     std::string overlap = "unchecked";
     std::string metadataJson = "{}";

@@ -1,0 +1,143 @@
+#pragma once
+// The C++ counterpart of ZKDV's Torch frontend (the seed's zkdv.torch.ZKDV): wraps ordinary
+// libtorch training steps and writes a verification tape (training side: exposes torch).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/api/module.h>
+
+#include "zkdv/optim/contract_optimizer.h"
+#include "zkdv/optim/contract_registry.h"
+#include "zkdv/optim/optimizer_bridge.h"
+#include "zkdv/util/error.h"
+#include "zkdv/util/sha256.h"
+
+namespace zkdv {
+
+class Recorder;
+
+// A recorder used out of order or on something it did not prepare; says what to do.
+class RecorderError : public Error {
+public:
+    using Error::Error;
+};
+
+struct RecorderConfig {
+    double stateCheckProbability = 0.0;
+    double updateCheckProbability = 0.0;
+    std::uint64_t samplingSeed = 0;
+    std::string metadataJson = "{}";  // free-form run metadata (a JSON object)
+    bool overwrite = false;           // replace an existing tape file
+    bool embedProgram = true;         // the sealed program travels inside the tape
+    std::string producerName = "zkdv recorder";
+};
+
+// How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).
+enum class OverlapPolicy { Unchecked };
+
+// A model bound to one stable parameter and buffer order (the seed's PreparedModel).
+class PreparedModel {
+public:
+    torch::jit::Module& module() { return module_; }
+    const std::vector<std::string>& parameterNames() const { return parameterNames_; }
+    const std::vector<std::string>& bufferNames() const { return bufferNames_; }
+    std::vector<at::Tensor> parameters() const;
+    std::vector<at::Tensor> buffers() const;
+
+private:
+    friend class Recorder;
+    explicit PreparedModel(torch::jit::Module module);
+    torch::jit::Module module_;
+    std::vector<std::string> parameterNames_;
+    std::vector<std::string> bufferNames_;
+};
+
+// The optimizer API, routed through the recorder (the seed's PreparedOptimizer).
+class PreparedOptimizer {
+public:
+    // Inside a transaction: the contract's transition, applied, and the transaction recorded.
+    void step();
+    void zeroGrad() { optimizer_.zeroGrad(); }
+    optim::ContractOptimizer& optimizer() { return optimizer_; }
+
+private:
+    friend class Recorder;
+    PreparedOptimizer(Recorder& recorder, optim::ContractOptimizer& optimizer) : recorder_(recorder), optimizer_(optimizer) {}
+    Recorder& recorder_;
+    optim::ContractOptimizer& optimizer_;
+};
+
+// One transaction scope, open from the forward pass through the optimizer step. Ending
+// the scope without a step aborts it: nothing is written.
+class Transaction {
+public:
+    Transaction(Transaction&& other) noexcept;
+    Transaction& operator=(Transaction&&) = delete;
+    Transaction(const Transaction&) = delete;
+    ~Transaction();
+    bool committed() const;
+
+private:
+    friend class Recorder;
+    explicit Transaction(Recorder* recorder) : recorder_(recorder) {}
+    Recorder* recorder_;
+};
+
+struct RecorderStatistics {
+    std::uint64_t transactions = 0;
+    std::uint64_t snapshots = 0;
+    std::uint64_t abortedTransactions = 0;
+    std::size_t snapshotPoolSize = 0;
+    std::size_t snapshotPoolHighWater = 0;  // most snapshot buffers ever in use at once
+    std::size_t pendingHighWater = 0;       // most records ever waiting for the disk
+};
+
+class Recorder {
+public:
+    // Creates the tape file now, so a path that exists fails at once (RecorderError naming
+    // the overwrite option) rather than after training started.
+    Recorder(const std::string& path, RecorderConfig config = {}, int maxInFlight = 2, int replaySnapshotInterval = 12);
+    // Waits for pending records; leaves the tape unsealed unless seal() was called.
+    ~Recorder();
+    Recorder(const Recorder&) = delete;
+    Recorder& operator=(const Recorder&) = delete;
+
+    // A proof-local contract for a custom optimizer, found by its name.
+    void registerFunctionalOptimizer(std::shared_ptr<const optim::OptimizerContract> contract);
+
+    // Checks the sealed-program convention and binds the parameter and buffer order.
+    PreparedModel& prepare(torch::jit::Module module);
+    // Resolves the optimizer's contract and binds its groups to the prepared model's order.
+    PreparedOptimizer& prepare(optim::ContractOptimizer& optimizer);
+
+    // Opens a transaction for `batch` (nested transactions are refused). The first one
+    // seals the program and writes the root record and the first snapshot.
+    Transaction transaction(std::vector<at::Tensor> batch, OverlapPolicy overlap = OverlapPolicy::Unchecked);
+    // Runs the prepared model's training_step on the open transaction's batch; refuses a
+    // model that was not prepared ("pass it through prepare() first").
+    at::Tensor forward(const torch::jit::Module& model);
+    void backward(const at::Tensor& loss);
+
+    // Waits for every pending record, then writes the seal. Throws the first write error.
+    void seal();
+
+    RecorderStatistics statistics() const;
+    // The digest of the last record written (after seal(): the tape's chain head).
+    Digest chainHead() const;
+    const std::string& path() const;
+
+private:
+    friend class PreparedOptimizer;
+    friend class Transaction;
+    struct Impl;
+    void step(PreparedOptimizer& optimizer);
+    void endTransaction();
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zkdv

@@ -1,0 +1,36 @@
+#pragma once
+// The sealed program: a TorchScript module whose training_step(batch) returns the loss,
+// checked against the convention of docs/tape-format.md section 4 and serialized.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/api/module.h>
+
+#include "zkdv/util/error.h"
+#include "zkdv/util/sha256.h"
+
+namespace zkdv {
+
+// A module that breaks the sealed-program convention; the message says what to do.
+class ProgramError : public Error {
+public:
+    using Error::Error;
+};
+
+// Throws ProgramError when `module` has no training_step(List[Tensor]) -> Tensor, calls a
+// random operation, or holds tensors that are not parameters or buffers.
+void checkSealedProgram(const torch::jit::Module& module);
+
+struct SealedProgram {
+    std::vector<std::uint8_t> bytes;  // the TorchScript archive
+    Digest sha256{};
+};
+
+// Checks and serializes the module.
+SealedProgram sealProgram(const torch::jit::Module& module);
+// Loads a sealed program's bytes back (on `device`).
+torch::jit::Module loadSealedProgram(const std::vector<std::uint8_t>& bytes, const std::string& device = "cpu");
+
+}  // namespace zkdv

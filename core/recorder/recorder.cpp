@@ -1,0 +1,447 @@
+#include "zkdv/recorder/recorder.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <ATen/core/grad_mode.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "background_writer.h"
+#include "snapshot_pool.h"
+#include "zkdv/recorder/sealed_program.h"
+#include "zkdv/tape/root_record.h"
+#include "zkdv/tape/snapshot_record.h"
+#include "zkdv/tape/state_digest.h"
+#include "zkdv/tape/tape_writer.h"
+#include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/torch_tensors.h"
+#include "zkdv/util/sampling_generator.h"
+#include "zkdv/version.h"
+
+namespace zkdv {
+
+namespace {
+
+std::string torchVersion()
+{
+    return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." + std::to_string(TORCH_VERSION_PATCH);
+}
+
+std::vector<std::int64_t> shapeOf(const at::Tensor& tensor) { return tensor.sizes().vec(); }
+
+// A tensor as the tape stores it: on the host, contiguous.
+at::Tensor hostCopy(const at::Tensor& tensor) { return tensor.detach().to(at::kCPU).contiguous().clone(); }
+
+// The full state in canonical order (spec section 6): names and tensors side by side.
+struct CanonicalState {
+    std::vector<std::string> names;
+    std::vector<at::Tensor> tensors;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- PreparedModel
+
+PreparedModel::PreparedModel(torch::jit::Module module) : module_(std::move(module))
+{
+    for (const auto& p : module_.named_parameters(true))
+        parameterNames_.push_back(p.name);
+    for (const auto& b : module_.named_buffers(true))
+        bufferNames_.push_back(b.name);
+}
+
+std::vector<at::Tensor> PreparedModel::parameters() const
+{
+    std::vector<at::Tensor> result;
+    for (const auto& p : module_.named_parameters(true))
+        result.push_back(p.value);
+    return result;
+}
+
+std::vector<at::Tensor> PreparedModel::buffers() const
+{
+    std::vector<at::Tensor> result;
+    for (const auto& b : module_.named_buffers(true))
+        result.push_back(b.value);
+    return result;
+}
+
+// ---------------------------------------------------------------- Recorder::Impl
+
+struct Recorder::Impl {
+    std::string path;
+    RecorderConfig config;
+    int maxInFlight;
+    int interval;
+    std::unique_ptr<TapeWriter> writer;
+    SnapshotPool pool;
+    std::unique_ptr<BackgroundWriter> background;
+    optim::ContractRegistry registry;
+    std::unique_ptr<PreparedModel> model;
+    std::unique_ptr<PreparedOptimizer> optimizer;
+    std::unique_ptr<optim::OptimizerBridge> bridge;
+    std::vector<optim::SlotState> state;
+    SamplingGenerator sampling;
+    bool started = false;
+    bool sealed = false;
+
+    bool open = false;
+    bool committed = false;
+    std::vector<at::Tensor> batch;
+    at::Tensor loss;
+    std::chrono::steady_clock::time_point startedAt;
+
+    std::uint64_t transactions = 0;
+    std::uint64_t snapshots = 0;
+    std::uint64_t aborted = 0;
+
+    Impl(const std::string& p, RecorderConfig c, int inFlight, int every)
+        : path(p), config(std::move(c)), maxInFlight(inFlight), interval(every),
+          writer(std::make_unique<TapeWriter>(p, config.overwrite ? TapeWriter::OpenMode::Overwrite : TapeWriter::OpenMode::CreateNew)),
+          pool(static_cast<std::size_t>(inFlight)),
+          background(std::make_unique<BackgroundWriter>(*writer, static_cast<std::size_t>(inFlight))),
+          sampling(config.samplingSeed)
+    {
+    }
+
+    CanonicalState canonicalState() const
+    {
+        CanonicalState canonical;
+        const std::vector<at::Tensor> parameters = model->parameters(), buffers = model->buffers();
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            canonical.names.push_back(parameterTensorName(model->parameterNames()[i]));
+            canonical.tensors.push_back(parameters[i].detach());
+        }
+        for (std::size_t i = 0; i < buffers.size(); ++i) {
+            canonical.names.push_back(bufferTensorName(model->bufferNames()[i]));
+            canonical.tensors.push_back(buffers[i].detach());
+        }
+        for (std::size_t i = 0; i < state.size(); ++i)
+            for (const auto& [slot, tensor] : state[i]) {
+                canonical.names.push_back(stateTensorName(model->parameterNames()[i], slot));
+                canonical.tensors.push_back(tensor.detach());
+            }
+        return canonical;
+    }
+
+    void start()
+    {
+        at::NoGradGuard noGrad;
+        SealedProgram program = sealProgram(model->module());
+        RootRecord root;
+        root.producerName = config.producerName;
+        root.producerVersion = kVersion;
+        root.torchVersion = torchVersion();
+        const std::vector<at::Tensor> parameters = model->parameters(), buffers = model->buffers();
+        root.device = parameters.empty() ? "cpu" : parameters.front().device().str();
+        for (std::size_t i = 0; i < parameters.size(); ++i)
+            root.parameters.push_back({model->parameterNames()[i], shapeOf(parameters[i]), dtypeOf(parameters[i].scalar_type())});
+        for (std::size_t i = 0; i < buffers.size(); ++i)
+            root.buffers.push_back({model->bufferNames()[i], shapeOf(buffers[i]), dtypeOf(buffers[i].scalar_type())});
+        root.optimizerContract = bridge->contract().name();
+        for (const optim::BoundGroup& group : bridge->groups()) {
+            OptimizerGroup written;
+            for (std::size_t position : group.positions)
+                written.parameters.push_back(model->parameterNames()[position]);
+            written.optionsJson = group.options.dump();
+            root.optimizerGroups.push_back(std::move(written));
+        }
+        root.programKind = "torchscript";
+        root.programSha256 = program.sha256;
+        root.programEmbedded = config.embedProgram;
+        root.snapshotInterval = interval;
+        root.stateCheckProbability = config.stateCheckProbability;
+        root.updateCheckProbability = config.updateCheckProbability;
+        root.samplingSeed = config.samplingSeed;
+        root.maxInFlight = maxInFlight;
+        root.overlap = "unchecked";
+        root.metadataJson = config.metadataJson;
+        // Validate what we are about to write with the reader's own rules.
+        const std::string rootJson = root.toJson();
+        RootRecord::parse(ByteSpan(std::string_view(rootJson)));
+
+        auto shared = std::make_shared<SealedProgram>(std::move(program));
+        const bool embed = config.embedProgram;
+        background->submit([rootJson, shared, embed](TapeWriter& w) {
+            w.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+            if (embed)
+                w.append(tape::RecordType::Program, ByteSpan(shared->bytes));
+        });
+        state = bridge->initialState(parameters);
+        started = true;
+        snapshot(0);
+    }
+
+    void snapshot(std::uint64_t beforeTransaction)
+    {
+        CanonicalState canonical = canonicalState();
+        auto buffers = pool.acquire(canonical.tensors);
+        auto names = std::make_shared<std::vector<std::string>>(std::move(canonical.names));
+        background->submit([buffers, names, beforeTransaction](TapeWriter& w) {
+            SafetensorsBuilder blob;
+            blob.setMetadata("zkdv.record", "snapshot");
+            blob.setMetadata("before_transaction", std::to_string(beforeTransaction));
+            for (std::size_t i = 0; i < names->size(); ++i) {
+                const at::Tensor& tensor = (*buffers)[i];
+                blob.add((*names)[i], dtypeOf(tensor.scalar_type()), shapeOf(tensor), tensorBytes(tensor));
+            }
+            std::vector<std::uint8_t> header;
+            w.append(tape::RecordType::Snapshot, blob.pieces(header));
+        });
+        ++snapshots;
+    }
+};
+
+// ---------------------------------------------------------------- Recorder
+
+Recorder::Recorder(const std::string& path, RecorderConfig config, int maxInFlight, int replaySnapshotInterval)
+{
+    if (maxInFlight < 1)
+        throw RecorderError("max_in_flight must be at least 1");
+    if (replaySnapshotInterval < 1)
+        throw RecorderError("replay_snapshot_interval must be at least 1");
+    if (!(config.stateCheckProbability >= 0 && config.stateCheckProbability <= 1 && config.updateCheckProbability >= 0 &&
+          config.updateCheckProbability <= 1))
+        throw RecorderError("sampling probabilities must lie in [0, 1]");
+    if (!nlohmann::json::accept(config.metadataJson) || !nlohmann::json::parse(config.metadataJson).is_object())
+        throw RecorderError("run metadata must be a JSON object");
+    impl_ = std::make_unique<Impl>(path, std::move(config), maxInFlight, replaySnapshotInterval);
+}
+
+Recorder::~Recorder()
+{
+    try {
+        impl_->background->drain();
+    } catch (...) {
+        // The error was already reported to the training loop by the call that met it.
+    }
+    impl_->background.reset();
+    try {
+        impl_->writer->flush();
+    } catch (...) {
+    }
+}
+
+void Recorder::registerFunctionalOptimizer(std::shared_ptr<const optim::OptimizerContract> contract)
+{
+    impl_->registry.registerContract(std::move(contract));
+}
+
+PreparedModel& Recorder::prepare(torch::jit::Module module)
+{
+    if (impl_->model)
+        throw RecorderError("this recorder already prepared a model; a tape records one model");
+    checkSealedProgram(module);
+    impl_->model.reset(new PreparedModel(std::move(module)));
+    return *impl_->model;
+}
+
+PreparedOptimizer& Recorder::prepare(optim::ContractOptimizer& optimizer)
+{
+    if (!impl_->model)
+        throw RecorderError("prepare the model before its optimizer, so the optimizer can bind to its parameter order");
+    if (impl_->optimizer)
+        throw RecorderError("this recorder already prepared an optimizer; a tape records one optimizer");
+    auto contract = impl_->registry.resolve(optimizer.contract().name());
+    const std::vector<at::Tensor> canonical = impl_->model->parameters();
+    std::vector<optim::BoundGroup> groups;
+    for (const optim::ParameterGroup& group : optimizer.groups())
+        groups.push_back(optim::BoundGroup{optim::bindByIdentity(group.parameters, canonical), group.options});
+    impl_->bridge = std::make_unique<optim::OptimizerBridge>(contract, std::move(groups), canonical.size());
+    impl_->optimizer.reset(new PreparedOptimizer(*this, optimizer));
+    return *impl_->optimizer;
+}
+
+Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
+{
+    Impl& d = *impl_;
+    if (d.open)
+        throw RecorderError("nested ZKDV transactions are unsupported");
+    if (d.sealed)
+        throw RecorderError("the tape is sealed; start a new recorder for more transactions");
+    if (!d.model || !d.bridge)
+        throw RecorderError("prepare the model and its optimizer before the first transaction");
+    for (const at::Tensor& tensor : batch)
+        if (!tensor.defined())
+            throw RecorderError("a transaction's batch holds an undefined tensor");
+    if (!d.started)
+        d.start();
+    d.open = true;
+    d.committed = false;
+    d.batch = std::move(batch);
+    d.loss = at::Tensor();
+    d.startedAt = std::chrono::steady_clock::now();
+    return Transaction(this);
+}
+
+at::Tensor Recorder::forward(const torch::jit::Module& model)
+{
+    Impl& d = *impl_;
+    if (!d.model || model._ivalue() != d.model->module()._ivalue())
+        throw RecorderError("proof.forward() received an unprepared model; pass it through proof.prepare() first");
+    if (!d.open)
+        throw RecorderError("forward() runs inside a transaction; open one with transaction(batch)");
+    c10::List<at::Tensor> batch;
+    for (const at::Tensor& tensor : d.batch)
+        batch.push_back(tensor);
+    at::Tensor loss = d.model->module().get_method("training_step")({c10::IValue(batch)}).toTensor();
+    d.loss = loss.detach();
+    return loss;
+}
+
+void Recorder::backward(const at::Tensor& loss)
+{
+    torch::autograd::backward({loss});
+}
+
+void Recorder::step(PreparedOptimizer& prepared)
+{
+    Impl& d = *impl_;
+    if (!d.open)
+        throw RecorderError("optimizer.step() on a prepared optimizer must run inside a transaction");
+    if (d.committed)
+        throw RecorderError("a transaction holds one optimizer step; open a new transaction for the next");
+    if (!d.loss.defined())
+        throw RecorderError("no loss in this transaction: compute it with forward() so the recorded loss is the one trained on");
+    std::vector<optim::GroupOptions> current;
+    for (const optim::ParameterGroup& group : prepared.optimizer().groups())
+        current.push_back(group.options);
+    d.bridge->checkUnchanged(current);
+
+    at::NoGradGuard noGrad;
+    std::vector<at::Tensor> parameters = d.model->parameters(), detached, gradients;
+    for (const at::Tensor& p : parameters) {
+        detached.push_back(p.detach());
+        gradients.push_back(p.grad());
+    }
+    optim::OptimizerBridge::Transition transition = d.bridge->transition(detached, d.state, gradients);
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+        detached[i].add_(transition.deltas[i]);
+    d.state = std::move(transition.state);
+
+    const bool updateCheck = d.sampling.uniform() < d.config.updateCheckProbability;
+    const bool stateCheck = d.sampling.uniform() < d.config.stateCheckProbability;
+    auto l2 = std::make_shared<std::vector<double>>(), maxAbs = std::make_shared<std::vector<double>>();
+    for (const at::Tensor& delta : transition.deltas) {
+        l2->push_back(delta.numel() ? delta.to(at::kDouble).norm().item<double>() : 0.0);
+        maxAbs->push_back(delta.numel() ? delta.abs().max().to(at::kDouble).item<double>() : 0.0);
+    }
+    std::optional<Digest> digest;
+    if (stateCheck) {
+        StateDigest state;
+        CanonicalState canonical = d.canonicalState();
+        for (std::size_t i = 0; i < canonical.names.size(); ++i) {
+            at::Tensor host = hostCopy(canonical.tensors[i]);
+            state.add(canonical.names[i], dtypeOf(host.scalar_type()), shapeOf(host), tensorBytes(host));
+        }
+        digest = state.finish();
+    }
+
+    auto batch = std::make_shared<std::vector<at::Tensor>>();
+    for (const at::Tensor& tensor : d.batch)
+        batch->push_back(hostCopy(tensor));
+    auto loss = std::make_shared<at::Tensor>(hostCopy(d.loss));
+    auto deltas = std::make_shared<std::vector<at::Tensor>>();
+    if (updateCheck)
+        for (const at::Tensor& delta : transition.deltas)
+            deltas->push_back(hostCopy(delta));
+    auto names = std::make_shared<std::vector<std::string>>(d.model->parameterNames());
+    auto options = std::make_shared<std::vector<std::pair<std::string, std::vector<double>>>>();
+    for (const char* option : {"lr"}) {
+        std::vector<double> perGroup;
+        for (const optim::BoundGroup& group : d.bridge->groups())
+            if (group.options.contains(option) && group.options[option].is_number())
+                perGroup.push_back(group.options[option].get<double>());
+        if (perGroup.size() == d.bridge->groups().size())
+            options->emplace_back(option, perGroup);
+    }
+    const std::uint64_t index = d.transactions;
+    const auto wallTime = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - d.startedAt).count());
+
+    d.background->submit([=](TapeWriter& w) {
+        TransactionRecordBuilder record(index, wallTime);
+        record.setLoss(dtypeOf(loss->scalar_type()), tensorBytes(*loss));
+        for (const at::Tensor& tensor : *batch)
+            record.addBatchTensor(dtypeOf(tensor.scalar_type()), shapeOf(tensor), tensorBytes(tensor));
+        for (const auto& [option, values] : *options)
+            record.setOptimizerValue(option, values);
+        record.setUpdateFingerprints(*l2, *maxAbs);
+        for (std::size_t i = 0; i < deltas->size(); ++i)
+            record.addDelta((*names)[i], dtypeOf((*deltas)[i].scalar_type()), shapeOf((*deltas)[i]), tensorBytes((*deltas)[i]));
+        if (digest)
+            record.setStateDigest(*digest);
+        SafetensorsBuilder blob = record.blob();
+        std::vector<std::uint8_t> header;
+        w.append(tape::RecordType::Transaction, blob.pieces(header));
+    });
+    ++d.transactions;
+    d.committed = true;
+    if (d.transactions % static_cast<std::uint64_t>(d.interval) == 0)
+        d.snapshot(d.transactions);
+}
+
+void Recorder::endTransaction()
+{
+    Impl& d = *impl_;
+    if (!d.committed)
+        ++d.aborted;
+    d.open = false;
+    d.batch.clear();
+    d.loss = at::Tensor();
+}
+
+void Recorder::seal()
+{
+    Impl& d = *impl_;
+    if (d.open)
+        throw RecorderError("close the open transaction before sealing the tape");
+    if (d.sealed)
+        return;
+    if (!d.model || !d.bridge)
+        throw RecorderError("nothing to seal: prepare the model and its optimizer first");
+    if (!d.started)
+        d.start();
+    d.background->submit([](TapeWriter& w) { w.seal(); });
+    d.background->drain();
+    d.writer->sync();
+    d.sealed = true;
+}
+
+RecorderStatistics Recorder::statistics() const
+{
+    RecorderStatistics s;
+    s.transactions = impl_->transactions;
+    s.snapshots = impl_->snapshots;
+    s.abortedTransactions = impl_->aborted;
+    s.snapshotPoolSize = impl_->pool.size();
+    s.snapshotPoolHighWater = impl_->pool.highWater();
+    s.pendingHighWater = impl_->background->pendingHighWater();
+    return s;
+}
+
+const std::string& Recorder::path() const { return impl_->path; }
+
+Digest Recorder::chainHead() const
+{
+    impl_->background->drain();
+    return impl_->writer->chainHead();
+}
+
+// ---------------------------------------------------------------- PreparedOptimizer, Transaction
+
+void PreparedOptimizer::step() { recorder_.step(*this); }
+
+Transaction::Transaction(Transaction&& other) noexcept : recorder_(other.recorder_) { other.recorder_ = nullptr; }
+
+Transaction::~Transaction()
+{
+    if (recorder_)
+        recorder_->endTransaction();
+}
+
+bool Transaction::committed() const { return recorder_ && recorder_->impl_->committed; }
+
+}  // namespace zkdv

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""A Python producer of ZKDV tapes (docs/tape-format.md): an ordinary PyTorch eager training
+loop with the real torch.optim optimizer and a scripted model with training_step, written
+in the same format as the C++ recorder, so the test suite holds tapes made by real PyTorch.
+
+usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
+                          [--update-check P] [--state-check P] [--options JSON]
+"""
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import struct
+import sys
+import time
+import zlib
+from typing import List
+
+import torch
+from torch import Tensor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_writer  # noqa: E402
+
+MASK64 = (1 << 64) - 1
+RECORD_TYPES = {"root": 1, "program": 2, "snapshot": 3, "transaction": 4, "seal": 5}
+DTYPE_NAMES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+               torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+               torch.uint8: "U8", torch.bool: "BOOL"}
+
+
+class SplitMix64:
+    """The sampling generator of spec section 5.2."""
+
+    def __init__(self, seed):
+        self.state = seed & MASK64
+
+    def uniform(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        z = z ^ (z >> 31)
+        return (z >> 11) * 2.0 ** -53
+
+
+class TapeWriter:
+    """Framing and hash chain of spec section 2."""
+
+    def __init__(self, path):
+        self.out = open(path, "xb")
+        header = b"ZKDVTAPE" + struct.pack("<HHI", 1, 1, 0)
+        self.out.write(header)
+        self.head = hashlib.sha256(header).digest()
+        self.counts = {"records": 0, "transactions": 0, "snapshots": 0}
+
+    def append(self, kind, payload):
+        frame = struct.pack("<IIQ", RECORD_TYPES[kind], 1, len(payload))
+        frame += struct.pack("<II", zlib.crc32(frame), 0) + self.head
+        frame += payload + b"\0" * ((8 - len(payload) % 8) % 8)
+        digest = hashlib.sha256(frame).digest()
+        self.out.write(frame + digest)
+        self.head = digest
+        self.counts["records"] += 1
+        if kind in ("transaction", "snapshot"):
+            self.counts[kind + "s"] += 1
+
+    def seal(self):
+        seal = dict(self.counts, chain_head=self.head.hex(), signature=None)
+        self.append("seal", json.dumps(seal).encode())
+        self.out.close()
+
+
+def blob(tensors, metadata):
+    header = {"__metadata__": metadata}
+    chunks, offset = [], 0
+    for name, tensor in tensors:
+        data = safetensors_writer.tensor_bytes(tensor)
+        header[name] = {"dtype": DTYPE_NAMES[tensor.dtype], "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+
+
+class Net(torch.nn.Module):
+    """A small MLP with a running-mean buffer that training_step updates."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.nn.Linear(6, 16)
+        self.out = torch.nn.Linear(16, 3)
+        self.register_buffer("input_mean", torch.zeros(6))
+
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        x = batch[0]
+        y = batch[1]
+        self.input_mean.mul_(0.9).add_(x.mean(0), alpha=0.1)
+        logits = self.out(torch.relu(self.hidden(x)))
+        return torch.nn.functional.cross_entropy(logits, y)
+
+
+def canonical_state(model, optimizer, names):
+    tensors = [("param/" + n, p.detach()) for n, p in model.named_parameters()]
+    tensors += [("buffer/" + n, b.detach()) for n, b in model.named_buffers()]
+    parameters = dict(model.named_parameters())
+    for name in names:
+        state = optimizer.state.get(parameters[name], {})
+        for slot in sorted(state):
+            value = state[slot]
+            if value is None:
+                continue
+            if not isinstance(value, torch.Tensor):
+                value = torch.tensor(value, dtype=torch.int64 if isinstance(value, int) else torch.float64)
+            tensors.append(("state/%s/%s" % (name, slot), value.detach()))
+    return tensors
+
+
+def state_digest(tensors):
+    h = hashlib.sha256()
+    for name, tensor in tensors:
+        data = safetensors_writer.tensor_bytes(tensor)
+        h.update(name.encode() + b"\0" + DTYPE_NAMES[tensor.dtype].encode() + b"\0")
+        h.update(struct.pack("<I", tensor.dim()) + b"".join(struct.pack("<q", d) for d in tensor.shape))
+        h.update(struct.pack("<Q", len(data)) + data)
+    return h.hexdigest()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--optimizer", default="Adam")
+    parser.add_argument("--options", default=None, help="JSON object of optimizer options (default: lr per optimizer)")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--interval", type=int, default=12)
+    parser.add_argument("--update-check", type=float, default=0.25)
+    parser.add_argument("--state-check", type=float, default=0.25)
+    args = parser.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    model = torch.jit.script(Net())
+    program = io.BytesIO()
+    torch.jit.save(model, program)
+    program = program.getvalue()
+
+    options = json.loads(args.options) if args.options else {"lr": 0.05 if args.optimizer in ("SGD", "Adagrad", "Rprop", "ASGD") else 0.01}
+    if args.optimizer == "SGD" and not args.options:
+        options["momentum"] = 0.9
+    optimizer = getattr(torch.optim, args.optimizer)(model.parameters(), **options)
+    names = [n for n, _ in model.named_parameters()]
+    group = {k: (list(v) if isinstance(v, tuple) else v) for k, v in optimizer.param_groups[0].items() if k != "params"}
+
+    root = {
+        "prover": "whitebox-torch",
+        "format": {"major": 1, "minor": 1},
+        "producer": {"name": "tests/oracle/record.py", "version": "1", "torch_version": torch.__version__, "device": "cpu"},
+        "model": {
+            "parameters": [{"name": n, "shape": list(p.shape), "dtype": DTYPE_NAMES[p.dtype]} for n, p in model.named_parameters()],
+            "buffers": [{"name": n, "shape": list(b.shape), "dtype": DTYPE_NAMES[b.dtype]} for n, b in model.named_buffers()],
+        },
+        "optimizer": {"contract": args.optimizer, "groups": [{"parameters": names, "options": group}]},
+        "program": {"kind": "torchscript", "sha256": hashlib.sha256(program).hexdigest(), "embedded": True, "entry": "training_step"},
+        "replay_snapshot_interval": args.interval,
+        "sampling": {"state_check_probability": args.state_check, "update_check_probability": args.update_check,
+                     "seed": args.seed, "generator": "splitmix64"},
+        "max_in_flight": 1,
+        "overlap": "unchecked",
+        "metadata": {"producer": "real torch.optim", "optimizer": args.optimizer},
+    }
+    tape = TapeWriter(args.out)
+    tape.append("root", json.dumps(root).encode())
+    tape.append("program", program)
+    sampling = SplitMix64(args.seed)
+    generator = torch.Generator().manual_seed(args.seed)
+    centers = torch.randn(3, 6, generator=generator) * 2
+
+    def snapshot(k):
+        tape.append("snapshot", blob(canonical_state(model, optimizer, names),
+                                     {"zkdv.record": "snapshot", "before_transaction": str(k)}))
+
+    first_loss = last_loss = None
+    for step in range(args.steps):
+        if step % args.interval == 0:
+            snapshot(step)
+        started = time.monotonic_ns()
+        y = torch.randint(0, 3, (16,), generator=generator)
+        x = centers[y] + torch.randn(16, 6, generator=generator)
+        before = [p.detach().clone() for p in model.parameters()]
+        loss = model.training_step([x, y])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        deltas = [p.detach() - b for p, b in zip(model.parameters(), before)]
+        update_check = sampling.uniform() < args.update_check
+        state_check = sampling.uniform() < args.state_check
+        tensors = [("loss", loss.detach()), ("batch/0", x), ("batch/1", y)]
+        tensors.append(("optimizer/lr", torch.tensor([float(optimizer.param_groups[0]["lr"])], dtype=torch.float64)))
+        tensors.append(("update/l2", torch.tensor([d.double().norm().item() for d in deltas], dtype=torch.float64)))
+        tensors.append(("update/max_abs", torch.tensor([d.abs().max().double().item() for d in deltas], dtype=torch.float64)))
+        if update_check:
+            tensors += [("delta/" + n, d) for n, d in zip(names, deltas)]
+        metadata = {"zkdv.record": "transaction", "index": str(step), "wall_time_ns": str(time.monotonic_ns() - started)}
+        if state_check:
+            metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names))
+        tape.append("transaction", blob(tensors, metadata))
+        first_loss = loss.item() if first_loss is None else first_loss
+        last_loss = loss.item()
+    if args.steps % args.interval == 0:
+        snapshot(args.steps)
+    tape.seal()
+    print("%s: %d transactions with torch.optim.%s (torch %s), loss %.4f -> %.4f"
+          % (args.out, args.steps, args.optimizer, torch.__version__, first_loss, last_loss))
+
+
+if __name__ == "__main__":
+    main()

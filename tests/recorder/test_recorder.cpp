@@ -1,0 +1,407 @@
+// The recorder (the seed's zkdv.torch.ZKDV in C++): its refusals, its tapes, its bounds,
+// and tapes recorded by real PyTorch through tests/oracle/record.py.
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/jit/api/module.h>
+
+#include <QtTest>
+
+#include <fstream>
+
+#include "temp_dir.h"
+#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/optim/contract_optimizer.h"
+#include "zkdv/recorder/recorder.h"
+#include "zkdv/recorder/sealed_program.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/tape/tape_scanner.h"
+
+using namespace zkdv;
+
+namespace {
+
+constexpr const char* kLinearStep = R"(
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    self.seen.add_(1)
+    prediction = torch.linear(batch[0], self.weight, self.bias)
+    return (prediction - batch[1]).pow(2).mean()
+)";
+
+torch::jit::Module linearModel(const char* step = kLinearStep)
+{
+    torch::jit::Module model("Linear");
+    model.register_parameter("weight", at::randn({2, 3}).requires_grad_(true), false);
+    model.register_parameter("bias", at::zeros({2}).requires_grad_(true), false);
+    model.register_buffer("seen", at::zeros({}, at::kLong));
+    model.define(step);
+    return model;
+}
+
+std::vector<at::Tensor> parametersOf(const torch::jit::Module& model)
+{
+    std::vector<at::Tensor> result;
+    for (const auto& p : model.named_parameters(true))
+        result.push_back(p.value);
+    return result;
+}
+
+template <typename F>
+QString errorOf(F&& call)
+{
+    try {
+        call();
+    } catch (const std::exception& error) {
+        return QString::fromUtf8(error.what());
+    }
+    return {};
+}
+
+void trainSteps(Recorder& recorder, torch::jit::Module& model, PreparedOptimizer& optimizer, int steps)
+{
+    for (int i = 0; i < steps; ++i) {
+        Transaction transaction = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+        recorder.backward(recorder.forward(model));
+        optimizer.step();
+        optimizer.zeroGrad();
+    }
+}
+
+bool runPython(const QStringList& arguments, QString* output)
+{
+    QProcess process;
+    process.setProcessChannelMode(QProcess::MergedChannels);
+    process.start(QStringLiteral("/usr/bin/python3"), arguments);
+    bool ok = process.waitForFinished(300000) && process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0;
+    *output = QString::fromUtf8(process.readAll());
+    return ok;
+}
+
+}  // namespace
+
+class TestRecorder : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void recordsAVerifiableTape();
+    void nestedTransactionIsRefused();
+    void unpreparedModelIsRefused();
+    void transactionBeforePrepareIsRefused();
+    void abortedTransactionWritesNothing();
+    void randomOperationsAreRefused_data();
+    void randomOperationsAreRefused();
+    void capturedTensorsAreRefused();
+    void optionsChangedAfterSealingAreRefused();
+    void unsupportedOptimizersAreRefused();
+    void existingTapeNeedsExplicitOverwrite();
+    void failingDiskWriteIsReportedAndTrainingGoesOn();
+    void snapshotPoolStaysWithinItsBound();
+    void crashLeavesAReadableTruncatedTape();
+    void cnnDemoLearnsAndVerifies();
+    void pythonRecordedTapesVerifyAndIngest_data();
+    void pythonRecordedTapesVerifyAndIngest();
+
+private:
+    test::TempDir dir_;
+};
+
+void TestRecorder::recordsAVerifiableTape()
+{
+    const std::string path = dir_.file("linear.zkdv");
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}, {"momentum", 0.9}});
+    RecorderConfig config;
+    config.updateCheckProbability = 0.5;
+    config.stateCheckProbability = 0.5;
+    config.samplingSeed = 11;
+    {
+        Recorder recorder(path, config, 2, 4);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        const at::Tensor before = parametersOf(model)[0].detach().clone();
+        trainSteps(recorder, model, prepared, 10);
+        QVERIFY(!at::equal(before, parametersOf(model)[0].detach()));
+        recorder.seal();
+        QCOMPARE(recorder.statistics().transactions, std::uint64_t(10));
+        QCOMPARE(recorder.statistics().snapshots, std::uint64_t(3));  // before 0, 4 and 8
+    }
+    TapeSummary summary = scanTape(path);
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
+    QCOMPARE(summary.transactionCount, std::uint64_t(10));
+    QCOMPARE(summary.snapshotCount, std::uint64_t(3));
+    QCOMPARE(summary.root->optimizerContract, std::string("SGD"));
+    QCOMPARE(summary.root->buffers.size(), std::size_t(1));
+    QCOMPARE(summary.root->programKind, std::string("torchscript"));
+    QVERIFY(summary.embeddedProgramSha256 && *summary.embeddedProgramSha256 == summary.root->programSha256);
+    QCOMPARE(model.attr("seen").toTensor().item<std::int64_t>(), std::int64_t(10));
+}
+
+void TestRecorder::nestedTransactionIsRefused()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    Recorder recorder(dir_.file("nested.zkdv"));
+    recorder.prepare(model);
+    recorder.prepare(optimizer);
+    Transaction outer = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    QString message = errorOf([&] { recorder.transaction({at::randn({4, 3}), at::randn({4, 2})}); });
+    QVERIFY2(message.contains(QStringLiteral("nested ZKDV transactions are unsupported")), qPrintable(message));
+}
+
+void TestRecorder::unpreparedModelIsRefused()
+{
+    torch::jit::Module model = linearModel(), other = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    Recorder recorder(dir_.file("unprepared.zkdv"));
+    recorder.prepare(model);
+    recorder.prepare(optimizer);
+    Transaction transaction = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    QString message = errorOf([&] { recorder.forward(other); });
+    QVERIFY2(message.contains(QStringLiteral("pass it through proof.prepare() first")), qPrintable(message));
+}
+
+void TestRecorder::transactionBeforePrepareIsRefused()
+{
+    Recorder recorder(dir_.file("early.zkdv"));
+    QString message = errorOf([&] { recorder.transaction({at::randn({4, 3})}); });
+    QVERIFY2(message.contains(QStringLiteral("prepare the model and its optimizer")), qPrintable(message));
+    optim::ContractOptimizer optimizer("SGD", {at::zeros({2}).requires_grad_(true)}, {{"lr", 0.1}});
+    message = errorOf([&] { recorder.prepare(optimizer); });
+    QVERIFY2(message.contains(QStringLiteral("prepare the model before its optimizer")), qPrintable(message));
+    // An optimizer over tensors the model does not hold cannot be bound.
+    torch::jit::Module model = linearModel();
+    recorder.prepare(model);
+    message = errorOf([&] { recorder.prepare(optimizer); });
+    QVERIFY2(message.contains(QStringLiteral("exactly cover the prepared model")), qPrintable(message));
+}
+
+void TestRecorder::abortedTransactionWritesNothing()
+{
+    const std::string path = dir_.file("aborted.zkdv");
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    {
+        Recorder recorder(path);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        trainSteps(recorder, model, prepared, 2);
+        {
+            Transaction abandoned = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+            recorder.forward(model);
+        }
+        trainSteps(recorder, model, prepared, 1);
+        recorder.seal();
+        QCOMPARE(recorder.statistics().abortedTransactions, std::uint64_t(1));
+    }
+    TapeSummary summary = scanTape(path);
+    QCOMPARE(summary.status, TapeStatus::Sealed);
+    QCOMPARE(summary.transactionCount, std::uint64_t(3));
+}
+
+void TestRecorder::randomOperationsAreRefused_data()
+{
+    QTest::addColumn<QString>("step");
+    QTest::addColumn<QString>("operation");
+    QTest::newRow("dropout in training mode") << R"(
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    h = torch.dropout(torch.linear(batch[0], self.weight, self.bias), 0.5, True)
+    return h.pow(2).mean() + self.seen.float() * 0
+)" << "dropout";
+    QTest::newRow("randn") << R"(
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    noise = torch.randn([4, 3])
+    return torch.linear(batch[0] + noise, self.weight, self.bias).pow(2).mean() + self.seen.float() * 0
+)" << "randn";
+    QTest::newRow("bernoulli") << R"(
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    mask = torch.bernoulli(batch[0])
+    return torch.linear(batch[0] * mask, self.weight, self.bias).pow(2).mean() + self.seen.float() * 0
+)" << "bernoulli";
+}
+
+void TestRecorder::randomOperationsAreRefused()
+{
+    QFETCH(QString, step);
+    QFETCH(QString, operation);
+    const std::string source = step.toStdString();
+    torch::jit::Module model = linearModel(source.c_str());
+    Recorder recorder(dir_.file("random-" + operation.toStdString() + ".zkdv"));
+    QString message = errorOf([&] { recorder.prepare(model); });
+    QVERIFY2(message.contains(QStringLiteral("contains random operations")) && message.contains(operation), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("include it in the prepared transaction batch")), qPrintable(message));
+    // Dropout with train=False draws nothing and is accepted.
+    if (operation == QLatin1String("dropout")) {
+        std::string inference = source;
+        inference.replace(inference.find("0.5, True"), 9, "0.5, False");
+        torch::jit::Module deterministic = linearModel(inference.c_str());
+        checkSealedProgram(deterministic);
+    }
+}
+
+void TestRecorder::capturedTensorsAreRefused()
+{
+    torch::jit::Module model = linearModel();
+    model.register_attribute("scale", c10::TensorType::get(), at::ones({1}));
+    Recorder recorder(dir_.file("captured.zkdv"));
+    QString message = errorOf([&] { recorder.prepare(model); });
+    QVERIFY2(message.contains(QStringLiteral("captured unprepared tensor state (scale)")), qPrintable(message));
+}
+
+void TestRecorder::optionsChangedAfterSealingAreRefused()
+{
+    torch::jit::Module model = linearModel();
+    std::vector<optim::ParameterGroup> groups = {{parametersOf(model), {{"lr", 0.1}}}};
+    auto registry = optim::ContractRegistry();
+    optim::ContractOptimizer optimizer(registry.resolve("SGD"), groups);
+    Recorder recorder(dir_.file("schedule.zkdv"));
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 1);
+    // A learning-rate schedule changes the options: refused, as in the seed.
+    optimizer.groups()[0].options["lr"] = 0.01;
+    Transaction transaction = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    recorder.backward(recorder.forward(model));
+    QString message = errorOf([&] { prepared.step(); });
+    QVERIFY2(message.contains(QStringLiteral("create a new proof for the new optimizer schedule")), qPrintable(message));
+}
+
+void TestRecorder::unsupportedOptimizersAreRefused()
+{
+    torch::jit::Module model = linearModel();
+    QString message = errorOf([&] { optim::ContractOptimizer("LBFGS", parametersOf(model), {{"lr", 1.0}}); });
+    QVERIFY2(message.contains(QStringLiteral("closure")), qPrintable(message));
+    message = errorOf([&] { optim::ContractOptimizer("Lion", parametersOf(model), {{"lr", 1.0}}); });
+    QVERIFY2(message.contains(QStringLiteral("no functional optimizer contract for \"Lion\"")), qPrintable(message));
+}
+
+void TestRecorder::existingTapeNeedsExplicitOverwrite()
+{
+    const std::string path = dir_.file("existing.zkdv");
+    { std::ofstream(path) << "precious"; }
+    QString message = errorOf([&] { Recorder recorder(path); });
+    QVERIFY2(message.contains(QStringLiteral("already exists")) && message.contains(QStringLiteral("overwrite")), qPrintable(message));
+    std::ifstream in(path);
+    std::string text;
+    in >> text;
+    QCOMPARE(text, std::string("precious"));
+    RecorderConfig config;
+    config.overwrite = true;
+    Recorder replaced(path, config);
+}
+
+void TestRecorder::failingDiskWriteIsReportedAndTrainingGoesOn()
+{
+    if (!QFileInfo::exists(QStringLiteral("/dev/full")))
+        QSKIP("this system has no /dev/full");
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    RecorderConfig config;
+    config.overwrite = true;
+    Recorder recorder("/dev/full", config, 1, 2);
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    QString message;
+    int completed = 0;
+    for (int i = 0; i < 400 && message.isEmpty(); ++i) {
+        message = errorOf([&] {
+            trainSteps(recorder, model, prepared, 1);
+            recorder.seal();
+        });
+        if (message.isEmpty())
+            ++completed;
+    }
+    QVERIFY2(message.contains(QStringLiteral("cannot write tape")) || message.contains(QStringLiteral("No space")), qPrintable(message));
+    // The model is still a consistent, finite model the loop can keep training.
+    for (const at::Tensor& p : parametersOf(model))
+        QVERIFY(at::isfinite(p).all().item<bool>());
+}
+
+void TestRecorder::snapshotPoolStaysWithinItsBound()
+{
+    const std::string path = dir_.file("pool.zkdv");
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("Adam", parametersOf(model), {{"lr", 0.01}});
+    Recorder recorder(path, {}, 2, 1);  // a snapshot after every transaction
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 60);
+    recorder.seal();
+    RecorderStatistics statistics = recorder.statistics();
+    QCOMPARE(statistics.snapshots, std::uint64_t(61));
+    QCOMPARE(statistics.snapshotPoolSize, std::size_t(2));
+    QVERIFY(statistics.snapshotPoolHighWater >= 1);
+    QVERIFY(statistics.snapshotPoolHighWater <= statistics.snapshotPoolSize);
+    QVERIFY(statistics.pendingHighWater <= 2);
+    QCOMPARE(scanTape(path).status, TapeStatus::Sealed);
+}
+
+void TestRecorder::crashLeavesAReadableTruncatedTape()
+{
+    const std::string path = dir_.file("crash.zkdv");
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    {
+        Recorder recorder(path, {}, 2, 4);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        trainSteps(recorder, model, prepared, 9);
+    }  // no seal: the process "died" here
+    TapeSummary summary = scanTape(path);
+    QCOMPARE(summary.status, TapeStatus::Unsealed);
+    QCOMPARE(summary.transactionCount, std::uint64_t(9));
+    // Cut inside the last record: readable up to the record before.
+    QFile::resize(QString::fromStdString(path), static_cast<qint64>(summary.fileSize - 10));
+    TapeSummary cut = scanTape(path);
+    QCOMPARE(cut.status, TapeStatus::Truncated);
+    QCOMPARE(cut.recordCount, summary.recordCount - 1);
+}
+
+void TestRecorder::cnnDemoLearnsAndVerifies()
+{
+    const std::string path = dir_.file("cnn.zkdv");
+    CnnDemoOptions options;
+    options.steps = 150;
+    options.updateCheckProbability = 0.1;
+    options.stateCheckProbability = 0.1;
+    CnnDemoResult result = runCnnDemo(path, options);
+    QCOMPARE(result.transactions, std::uint64_t(150));
+    QVERIFY2(result.lastLoss < 0.8 * result.firstLoss, qPrintable(QStringLiteral("loss %1 -> %2").arg(result.firstLoss).arg(result.lastLoss)));
+    QVERIFY(result.snapshotPoolHighWater <= 2);
+    TapeSummary summary = scanTape(path);
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
+    QCOMPARE(summary.root->buffers.size(), std::size_t(3));  // BatchNorm's running statistics
+    CaseStore store(dir_.file("cnn.zkaudit"), CaseStore::Access::ReadWrite);
+    QCOMPARE(store.ingestTape(path).summary.transactionCount, std::uint64_t(150));
+    // The embedded program loads back and runs a training step.
+    QVERIFY(summary.embeddedProgramSha256);
+}
+
+void TestRecorder::pythonRecordedTapesVerifyAndIngest_data()
+{
+    QTest::addColumn<QString>("optimizer");
+    for (const char* name : {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"})
+        QTest::newRow(name) << QString::fromLatin1(name);
+}
+
+void TestRecorder::pythonRecordedTapesVerifyAndIngest()
+{
+    QFETCH(QString, optimizer);
+    const QString path = QString::fromStdString(dir_.file("python-" + optimizer.toStdString() + ".zkdv"));
+    QString output;
+    QVERIFY2(runPython({QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), path, QStringLiteral("--optimizer"), optimizer,
+                        QStringLiteral("--steps"), QStringLiteral("30")},
+                       &output),
+             qPrintable(output));
+    TapeSummary summary = scanTape(path.toStdString());
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
+    QCOMPARE(summary.transactionCount, std::uint64_t(30));
+    QCOMPARE(summary.root->optimizerContract, optimizer.toStdString());
+    QCOMPARE(summary.root->producerName, std::string("tests/oracle/record.py"));
+    CaseStore store(dir_.file("python.zkaudit"), CaseStore::Access::ReadWrite);
+    IngestResult result = store.ingestTape(path.toStdString());
+    QVERIFY(!result.alreadyPresent);
+    QCOMPARE(result.summary.transactionCount, std::uint64_t(30));
+}
+
+QTEST_GUILESS_MAIN(TestRecorder)
+#include "test_recorder.moc"
