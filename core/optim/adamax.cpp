@@ -9,14 +9,6 @@ namespace zkdv::optim {
 
 namespace {
 
-at::Tensor& slot(SlotState& state, const char* name)
-{
-    auto it = state.find(name);
-    if (it == state.end())
-        throw ContractError(std::string("Adamax: parameter state lacks the \"") + name + "\" slot");
-    return it->second;
-}
-
 class AdamaxContract : public OptimizerContract {
 public:
     std::string name() const override { return "Adamax"; }
@@ -56,9 +48,9 @@ public:
             at::Tensor parameter = parameters[i];
             at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
-            at::Tensor& expAvg = slot(state, "exp_avg");
-            at::Tensor& expInf = slot(state, "exp_inf");
-            at::Tensor& stepTensor = slot(state, "step");
+            at::Tensor& expAvg = requireSlot(state, name(), "exp_avg");
+            at::Tensor& expInf = requireSlot(state, name(), "exp_inf");
+            at::Tensor& stepTensor = requireSlot(state, name(), "step");
 
             stepTensor.add_(1);
             const double step = stepTensor.item<double>();

@@ -9,14 +9,6 @@ namespace zkdv::optim {
 
 namespace {
 
-at::Tensor& slot(SlotState& state, const char* name)
-{
-    auto it = state.find(name);
-    if (it == state.end())
-        throw ContractError(std::string("AdamW: parameter state lacks the \"") + name + "\" slot");
-    return it->second;
-}
-
 class AdamWContract : public OptimizerContract {
 public:
     std::string name() const override { return "AdamW"; }
@@ -60,9 +52,9 @@ public:
             at::Tensor parameter = parameters[i];
             at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
-            at::Tensor& expAvg = slot(state, "exp_avg");
-            at::Tensor& expAvgSq = slot(state, "exp_avg_sq");
-            at::Tensor& stepTensor = slot(state, "step");
+            at::Tensor& expAvg = requireSlot(state, name(), "exp_avg");
+            at::Tensor& expAvgSq = requireSlot(state, name(), "exp_avg_sq");
+            at::Tensor& stepTensor = requireSlot(state, name(), "step");
 
             stepTensor.add_(1);
 
@@ -80,7 +72,7 @@ public:
 
             at::Tensor denom;
             if (amsgrad) {
-                at::Tensor& maxExpAvgSq = slot(state, "max_exp_avg_sq");
+                at::Tensor& maxExpAvgSq = requireSlot(state, name(), "max_exp_avg_sq");
                 at::maximum_out(maxExpAvgSq, maxExpAvgSq, expAvgSq);
                 denom = (maxExpAvgSq.sqrt() / biasCorrection2Sqrt).add_(eps);
             } else {

@@ -30,6 +30,14 @@ std::pair<double, double> pairOption(const GroupOptions& group, const char* name
     return {(*it)[0].get<double>(), (*it)[1].get<double>()};
 }
 
+at::Tensor& requireSlot(SlotState& state, const std::string& contract, const char* name)
+{
+    auto it = state.find(name);
+    if (it == state.end())
+        throw ContractError(contract + ": parameter state lacks the \"" + name + "\" slot");
+    return it->second;
+}
+
 void refuseOption(const GroupOptions& group, const char* name, const nlohmann::json& value, const std::string& why)
 {
     auto it = group.find(name);

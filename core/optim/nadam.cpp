@@ -9,14 +9,6 @@ namespace zkdv::optim {
 
 namespace {
 
-at::Tensor& slot(SlotState& state, const char* name)
-{
-    auto it = state.find(name);
-    if (it == state.end())
-        throw ContractError(std::string("NAdam: parameter state lacks the \"") + name + "\" slot");
-    return it->second;
-}
-
 class NAdamContract : public OptimizerContract {
 public:
     std::string name() const override { return "NAdam"; }
@@ -63,10 +55,10 @@ public:
             at::Tensor parameter = parameters[i];
             at::Tensor grad = gradients[i];
             SlotState& state = *states[i];
-            at::Tensor& expAvg = slot(state, "exp_avg");
-            at::Tensor& expAvgSq = slot(state, "exp_avg_sq");
-            at::Tensor& muProduct = slot(state, "mu_product");
-            at::Tensor& stepTensor = slot(state, "step");
+            at::Tensor& expAvg = requireSlot(state, "NAdam", "exp_avg");
+            at::Tensor& expAvgSq = requireSlot(state, "NAdam", "exp_avg_sq");
+            at::Tensor& muProduct = requireSlot(state, "NAdam", "mu_product");
+            at::Tensor& stepTensor = requireSlot(state, "NAdam", "step");
 
             stepTensor.add_(1);
             const double step = stepTensor.item<double>();
@@ -123,10 +115,10 @@ private:
             at::Tensor parameter = parameters[i];
             at::Tensor grad = gradients[i];
             SlotState& state = *states[i];
-            at::Tensor& expAvg = slot(state, "exp_avg");
-            at::Tensor& expAvgSq = slot(state, "exp_avg_sq");
-            at::Tensor& muProduct = slot(state, "mu_product");
-            at::Tensor& stepTensor = slot(state, "step");
+            at::Tensor& expAvg = requireSlot(state, "NAdam", "exp_avg");
+            at::Tensor& expAvgSq = requireSlot(state, "NAdam", "exp_avg_sq");
+            at::Tensor& muProduct = requireSlot(state, "NAdam", "mu_product");
+            at::Tensor& stepTensor = requireSlot(state, "NAdam", "step");
 
             stepTensor.add_(1);
             const double step = stepTensor.item<double>();

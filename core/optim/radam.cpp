@@ -9,14 +9,6 @@ namespace zkdv::optim {
 
 namespace {
 
-at::Tensor& slot(SlotState& state, const char* name)
-{
-    auto it = state.find(name);
-    if (it == state.end())
-        throw ContractError(std::string("RAdam: parameter state lacks the \"") + name + "\" slot");
-    return it->second;
-}
-
 class RAdamContract : public OptimizerContract {
 public:
     std::string name() const override { return "RAdam"; }
@@ -59,9 +51,9 @@ public:
             at::Tensor parameter = parameters[i];
             at::Tensor grad = gradients[i];
             SlotState& state = *states[i];
-            at::Tensor& expAvg = slot(state, "exp_avg");
-            at::Tensor& expAvgSq = slot(state, "exp_avg_sq");
-            at::Tensor& stepTensor = slot(state, "step");
+            at::Tensor& expAvg = requireSlot(state, "RAdam", "exp_avg");
+            at::Tensor& expAvgSq = requireSlot(state, "RAdam", "exp_avg_sq");
+            at::Tensor& stepTensor = requireSlot(state, "RAdam", "step");
 
             stepTensor.add_(1);
             const double step = stepTensor.item<double>();
@@ -121,9 +113,9 @@ private:
             at::Tensor parameter = parameters[i];
             at::Tensor grad = gradients[i];
             SlotState& state = *states[i];
-            at::Tensor& expAvg = slot(state, "exp_avg");
-            at::Tensor& expAvgSq = slot(state, "exp_avg_sq");
-            at::Tensor& stepTensor = slot(state, "step");
+            at::Tensor& expAvg = requireSlot(state, "RAdam", "exp_avg");
+            at::Tensor& expAvgSq = requireSlot(state, "RAdam", "exp_avg_sq");
+            at::Tensor& stepTensor = requireSlot(state, "RAdam", "step");
 
             stepTensor.add_(1);
             const double step = stepTensor.item<double>();
