@@ -1,15 +1,13 @@
 // Functional contract for torch.optim.Adam (torch 1.13 single-tensor update).
 
-#include <cmath>
-
+#include "adam_family.h"
 #include "builtin_contracts.h"
-#include "zkdv/optim/group_options.h"
 
 namespace zkdv::optim {
 
 namespace {
 
-class AdamContract : public OptimizerContract {
+class AdamContract : public AdamFamilyContract {
 public:
     std::string name() const override { return "Adam"; }
 
@@ -20,88 +18,12 @@ public:
                 {"differentiable", false}, {"fused", false}};
     }
 
-    // torch creates the state at a parameter's first step with a gradient: a float32 0-d step
-    // (torch.tensor(0.)), and zero moments shaped like the parameter.
-    SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
-    {
-        SlotState state;
-        state.emplace("step", at::zeros({}, at::kFloat));
-        state.emplace("exp_avg", at::zeros_like(parameter, at::MemoryFormat::Preserve));
-        state.emplace("exp_avg_sq", at::zeros_like(parameter, at::MemoryFormat::Preserve));
-        if (flagOption(group, "amsgrad"))
-            state.emplace("max_exp_avg_sq", at::zeros_like(parameter, at::MemoryFormat::Preserve));
-        return state;
-    }
-
-    void update(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients, const std::vector<SlotState*>& states,
-                const GroupOptions& group) const override
-    {
-        const double lr = numberOption(group, "lr");
-        const auto [beta1, beta2] = pairOption(group, "betas");
-        const double eps = numberOption(group, "eps");
-        const double weightDecay = numberOption(group, "weight_decay");
-        const bool amsgrad = flagOption(group, "amsgrad");
-        const bool maximize = flagOption(group, "maximize");
-        for (std::size_t i = 0; i < parameters.size(); ++i) {
-            if (gradients[i].is_sparse())
-                throw ContractError("Adam does not support sparse gradients (torch raises too); consider SparseAdam instead");
-            if (parameters[i].is_complex())
-                throw ContractError("Adam: complex parameters are not supported");
-        }
-        for (std::size_t i = 0; i < parameters.size(); ++i) {
-            at::Tensor parameter = parameters[i];
-            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
-            SlotState& state = *states[i];
-            at::Tensor& expAvg = requireSlot(state, name(), "exp_avg");
-            at::Tensor& expAvgSq = requireSlot(state, name(), "exp_avg_sq");
-            at::Tensor& stepTensor = requireSlot(state, name(), "step");
-
-            stepTensor.add_(1);
-
-            if (weightDecay != 0)
-                grad = grad.add(parameter, weightDecay);
-
-            expAvg.mul_(beta1).add_(grad, 1 - beta1);
-            expAvgSq.mul_(beta2).addcmul_(grad, grad.conj(), 1 - beta2);
-
-            const double step = stepTensor.item<double>();
-            const double biasCorrection1 = 1 - std::pow(beta1, step);
-            const double biasCorrection2 = 1 - std::pow(beta2, step);
-            const double stepSize = lr / biasCorrection1;
-            const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
-
-            at::Tensor denom;
-            if (amsgrad) {
-                at::Tensor& maxExpAvgSq = requireSlot(state, name(), "max_exp_avg_sq");
-                at::maximum_out(maxExpAvgSq, maxExpAvgSq, expAvgSq);
-                denom = (maxExpAvgSq.sqrt() / biasCorrection2Sqrt).add_(eps);
-            } else {
-                denom = (expAvgSq.sqrt() / biasCorrection2Sqrt).add_(eps);
-            }
-            parameter.addcdiv_(expAvg, denom, -stepSize);
-        }
-    }
-
 protected:
-    void validateGroup(const GroupOptions& group) const override
+    // L2 penalty: weight decay joins the gradient.
+    void applyWeightDecay(at::Tensor& parameter, at::Tensor& gradient, double, double weightDecay) const override
     {
-        refuseOption(group, "capturable", true,
-                     "capturable=True is torch's CUDA-graph mode (step kept on the device, bias corrections computed as tensors), "
-                     "whose rounding differs from the single-tensor update the contract replays");
-        refuseOption(group, "fused", true,
-                     "fused=True runs torch's fused CUDA kernel, whose rounding differs from the single-tensor update the contract replays");
-        const double lr = numberOption(group, "lr");
-        const auto [beta1, beta2] = pairOption(group, "betas");
-        if (!(0.0 <= lr))
-            throw ContractError("Adam: invalid learning rate " + group["lr"].dump());
-        if (!(0.0 <= numberOption(group, "eps")))
-            throw ContractError("Adam: invalid epsilon value " + group["eps"].dump());
-        if (!(0.0 <= beta1 && beta1 < 1.0))
-            throw ContractError("Adam: invalid beta parameter at index 0: " + group["betas"][0].dump());
-        if (!(0.0 <= beta2 && beta2 < 1.0))
-            throw ContractError("Adam: invalid beta parameter at index 1: " + group["betas"][1].dump());
-        if (!(0.0 <= numberOption(group, "weight_decay")))
-            throw ContractError("Adam: invalid weight_decay value " + group["weight_decay"].dump());
+        if (weightDecay != 0)
+            gradient = gradient.add(parameter, weightDecay);
     }
 };
 
