@@ -12,5 +12,6 @@ int runVerify(int argc, char** argv);
 int runInfo(int argc, char** argv);
 int runIngest(int argc, char** argv);
 int runDemo(int argc, char** argv);
+int runReplay(int argc, char** argv);
 
 }  // namespace zkdv::cli

@@ -4,9 +4,11 @@
 
 #include "command_runner.h"
 #include "commands.h"
+#include "replay_json.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
 
 namespace zkdv::cli {
 
@@ -53,8 +55,9 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     if (!summary.root)
         return kExitOk;
     const RootRecord& root = *summary.root;
-    std::printf("producer   %s %s (torch %s, %s)\n", root.producerName.c_str(), root.producerVersion.c_str(), root.torchVersion.c_str(),
-                root.device.c_str());
+    std::printf("producer   %s %s (torch %s, %s%s)\n", root.producerName.c_str(), root.producerVersion.c_str(), root.torchVersion.c_str(),
+                root.device.c_str(),
+                root.intraOpThreads > 0 ? (", " + std::to_string(root.intraOpThreads) + " intra-op thread(s)").c_str() : "");
     std::printf("program    %s %s, %s\n", root.programKind.c_str(), toHex(root.programSha256).c_str(),
                 root.programEmbedded ? "embedded" : "supplied separately");
     std::printf("optimizer  %s\n", root.optimizerContract.c_str());
@@ -80,17 +83,30 @@ int caseInfo(const std::string& path, bool json)
     auto countOf = [&](const char* sql) { return store.database().queryInt64(sql).value_or(0); };
     const std::int64_t deltas = countOf("SELECT count(*) FROM transactions WHERE has_deltas");
     const std::int64_t digests = countOf("SELECT count(*) FROM transactions WHERE has_state_digest");
-    const std::int64_t runs = countOf("SELECT count(*) FROM replay_runs");
+    ReplayStore replays(store.database());
     if (json) {
         nlohmann::json out = {{"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
-                              {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}, {"replay_runs", runs}};
+                              {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}};
         for (const CaseTape& tape : tapes)
             out["tapes"].push_back(caseTapeJson(tape));
+        nlohmann::json runList = nlohmann::json::array();
+        for (const StoredReplayRun& run : replays.runs()) {
+            nlohmann::json entry = storedRunJson(run);
+            nlohmann::json failures = nlohmann::json::array();
+            for (const StoredVerdict& verdict : replays.verdicts(run.id))
+                if (verdict.verdict == "diverged" || verdict.verdict == "unverifiable")
+                    failures.push_back({{"index", verdict.index}, {"verdict", verdict.verdict}, {"detail", verdict.detail},
+                                        {"worst_tensor", verdict.worstTensor}, {"worst_slot", verdict.worstSlot}});
+            entry["failures"] = failures;
+            runList.push_back(entry);
+        }
+        out["replay_runs"] = runList;
         std::printf("%s\n", out.dump(2).c_str());
         return kExitOk;
     }
-    std::printf("case %s: %zu tape%s, %lld replay runs\n", path.c_str(), tapes.size(), tapes.size() == 1 ? "" : "s",
-                static_cast<long long>(runs));
+    const std::vector<StoredReplayRun> runs = replays.runs();
+    std::printf("case %s: %zu tape%s, %zu replay run%s\n", path.c_str(), tapes.size(), tapes.size() == 1 ? "" : "s", runs.size(),
+                runs.size() == 1 ? "" : "s");
     for (const CaseTape& tape : tapes) {
         std::printf("tape %lld  %s\n", static_cast<long long>(tape.id), tape.path.c_str());
         std::printf("  status %s, %llu transactions, %llu snapshots, %llu bytes%s\n", tape.status.c_str(),
@@ -104,6 +120,28 @@ int caseInfo(const std::string& path, bool json)
     }
     std::printf("sampled checks: %lld transactions with full deltas, %lld with a state digest\n", static_cast<long long>(deltas),
                 static_cast<long long>(digests));
+    for (const StoredReplayRun& run : runs) {
+        std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
+                    static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
+                    run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),
+                    run.startedAt.c_str(), run.diverged + run.unverifiable == 0 && run.status == "finished" ? "PASSED" : "FAILED");
+        std::printf("  %llu selected, %llu replayed: exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu\n",
+                    static_cast<unsigned long long>(run.selectedCount), static_cast<unsigned long long>(run.replayed),
+                    static_cast<unsigned long long>(run.exact), static_cast<unsigned long long>(run.withinTolerance),
+                    static_cast<unsigned long long>(run.diverged), static_cast<unsigned long long>(run.unverifiable));
+        if (!run.problem.empty())
+            std::printf("  %s\n", run.problem.c_str());
+        int shown = 0;
+        for (const StoredVerdict& verdict : replays.verdicts(run.id)) {
+            if (verdict.verdict != "diverged" && verdict.verdict != "unverifiable")
+                continue;
+            if (++shown > 10) {
+                std::printf("  …\n");
+                break;
+            }
+            std::printf("  transaction %llu: %s\n", static_cast<unsigned long long>(verdict.index), verdict.detail.c_str());
+        }
+    }
     return kExitOk;
 }
 

@@ -18,6 +18,7 @@ commands:
   verify TAPE                        check framing, hash chain, record order and seal
   info TAPE|CASE                     describe a tape or an audit case
   ingest FILE... --case CASE         load tapes (and sealed program files) into a case
+  replay CASE --select SPEC          re-execute chosen transactions and store verdicts
   demo --out FILE                    write an example tape from a small training run
 
 Run 'zkdv-audit COMMAND --help' for a command's options.
@@ -48,6 +49,8 @@ int main(int argc, char** argv)
         return runInfo(argc, argv);
     if (command == "ingest")
         return runIngest(argc, argv);
+    if (command == "replay")
+        return runReplay(argc, argv);
     if (command == "demo")
         return runDemo(argc, argv);
     std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

@@ -66,6 +66,7 @@ OptimizerBridge::Transition OptimizerBridge::transition(const std::vector<at::Te
         throw ContractError("optimizer transition needs " + std::to_string(parameterCount_) + " parameters, states and gradients");
     at::NoGradGuard noGrad;
     Transition result;
+    result.parameters.resize(parameterCount_);
     result.deltas.resize(parameterCount_);
     result.state.resize(parameterCount_);
     for (const BoundGroup& group : groups_) {
@@ -84,11 +85,15 @@ OptimizerBridge::Transition OptimizerBridge::transition(const std::vector<at::Te
         }
         if (!active.empty())
             contract_->update(updated, activeGradients, activeStates, group.options);
-        for (std::size_t i = 0; i < active.size(); ++i)
+        for (std::size_t i = 0; i < active.size(); ++i) {
             result.deltas[active[i]] = updated[i] - parameters[active[i]];
+            result.parameters[active[i]] = updated[i];
+        }
         for (std::size_t position : group.positions)
-            if (!result.deltas[position].defined())
+            if (!result.deltas[position].defined()) {
                 result.deltas[position] = at::zeros_like(parameters[position]);
+                result.parameters[position] = parameters[position];
+            }
     }
     for (const at::Tensor& delta : result.deltas)
         if (!delta.defined())

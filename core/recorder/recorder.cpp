@@ -5,7 +5,6 @@
 
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
-#include <torch/csrc/api/include/torch/version.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "background_writer.h"
@@ -16,6 +15,7 @@
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/util/sampling_generator.h"
 #include "zkdv/version.h"
@@ -23,11 +23,6 @@
 namespace zkdv {
 
 namespace {
-
-std::string torchVersion()
-{
-    return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." + std::to_string(TORCH_VERSION_PATCH);
-}
 
 std::vector<std::int64_t> shapeOf(const at::Tensor& tensor) { return tensor.sizes().vec(); }
 
@@ -133,9 +128,10 @@ struct Recorder::Impl {
         RootRecord root;
         root.producerName = config.producerName;
         root.producerVersion = kVersion;
-        root.torchVersion = torchVersion();
+        root.torchVersion = libtorchVersion();
         const std::vector<at::Tensor> parameters = model->parameters(), buffers = model->buffers();
         root.device = parameters.empty() ? "cpu" : parameters.front().device().str();
+        root.intraOpThreads = currentIntraOpThreads();
         for (std::size_t i = 0; i < parameters.size(); ++i)
             root.parameters.push_back({model->parameterNames()[i], shapeOf(parameters[i]), dtypeOf(parameters[i].scalar_type())});
         for (std::size_t i = 0; i < buffers.size(); ++i)
@@ -318,15 +314,16 @@ void Recorder::step(PreparedOptimizer& prepared)
     }
     optim::OptimizerBridge::Transition transition = d.bridge->transition(detached, d.state, gradients);
     for (std::size_t i = 0; i < parameters.size(); ++i)
-        detached[i].add_(transition.deltas[i]);
+        detached[i].copy_(transition.parameters[i]);
     d.state = std::move(transition.state);
 
     const bool updateCheck = d.sampling.uniform() < d.config.updateCheckProbability;
     const bool stateCheck = d.sampling.uniform() < d.config.stateCheckProbability;
     auto l2 = std::make_shared<std::vector<double>>(), maxAbs = std::make_shared<std::vector<double>>();
     for (const at::Tensor& delta : transition.deltas) {
-        l2->push_back(delta.numel() ? delta.to(at::kDouble).norm().item<double>() : 0.0);
-        maxAbs->push_back(delta.numel() ? delta.abs().max().to(at::kDouble).item<double>() : 0.0);
+        const UpdateFingerprint fingerprint = updateFingerprint(delta);
+        l2->push_back(fingerprint.l2);
+        maxAbs->push_back(fingerprint.maxAbs);
     }
     std::optional<Digest> digest;
     if (stateCheck) {

@@ -160,6 +160,27 @@ CREATE TABLE metrics(
 
 PRAGMA application_id = 1514882134;
 )sql"},
+    {2, R"sql(
+ALTER TABLE replay_runs ADD COLUMN intra_op_threads INTEGER;
+ALTER TABLE replay_runs ADD COLUMN selected_count INTEGER;
+ALTER TABLE replay_runs ADD COLUMN environment TEXT;
+ALTER TABLE replay_runs ADD COLUMN problem TEXT;
+
+ALTER TABLE verdicts ADD COLUMN segment INTEGER;
+ALTER TABLE verdicts ADD COLUMN selected INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE verdicts ADD COLUMN worst_tensor TEXT;
+ALTER TABLE verdicts ADD COLUMN worst_slot TEXT;
+ALTER TABLE verdicts ADD COLUMN worst_max_ulp REAL;
+ALTER TABLE verdicts ADD COLUMN worst_rel_l2 REAL;
+ALTER TABLE verdicts ADD COLUMN replay_ns INTEGER;
+
+ALTER TABLE metrics ADD COLUMN verdict TEXT;
+ALTER TABLE metrics ADD COLUMN elements INTEGER;
+ALTER TABLE metrics ADD COLUMN bitwise_equal INTEGER;
+ALTER TABLE metrics ADD COLUMN note TEXT;
+
+CREATE INDEX replay_runs_by_tape ON replay_runs(tape_id);
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

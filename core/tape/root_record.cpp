@@ -119,10 +119,13 @@ std::string RootRecord::toJson() const
     json groups = json::array();
     for (const OptimizerGroup& group : optimizerGroups)
         groups.push_back({{"parameters", group.parameters}, {"options", json::parse(group.optionsJson)}});
+    json producer = {{"name", producerName}, {"version", producerVersion}, {"torch_version", torchVersion}, {"device", device}};
+    if (intraOpThreads > 0)
+        producer["intra_op_threads"] = intraOpThreads;
     json root = {
         {"prover", prover},
         {"format", {{"major", formatMajor}, {"minor", formatMinor}}},
-        {"producer", {{"name", producerName}, {"version", producerVersion}, {"torch_version", torchVersion}, {"device", device}}},
+        {"producer", producer},
         {"model", {{"parameters", specsToJson(parameters)}, {"buffers", specsToJson(buffers)}}},
         {"optimizer", {{"contract", optimizerContract}, {"groups", groups}}},
         {"program", {{"kind", programKind}, {"sha256", toHex(programSha256)}, {"embedded", programEmbedded}, {"entry", programEntry}}},
@@ -159,6 +162,8 @@ RootRecord RootRecord::parse(ByteSpan payload)
     record.producerVersion = stringMember(producer, "version", "producer");
     record.torchVersion = stringMember(producer, "torch_version", "producer");
     record.device = stringMember(producer, "device", "producer");
+    if (producer.contains("intra_op_threads"))
+        record.intraOpThreads = static_cast<int>(integerMember(producer, "intra_op_threads", "producer", 1));
 
     const json& model = member(root, "model", "root");
     record.parameters = specsFromJson(member(model, "parameters", "model"), "model.parameters");

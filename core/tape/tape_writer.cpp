@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zkdv/tape/record_frame.h"
 #include "zkdv/util/crc32.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/little_endian.h"
@@ -79,22 +80,12 @@ Digest TapeWriter::appendRaw(std::uint32_t type, std::uint32_t flags, const std:
     for (const ByteSpan& piece : pieces)
         length += piece.size;
 
-    std::uint8_t header[tape::kFrameHeaderSize] = {};
-    writeLittleEndian<std::uint32_t>(header, type);
-    writeLittleEndian<std::uint32_t>(header + 4, flags);
-    writeLittleEndian<std::uint64_t>(header + 8, length);
-    writeLittleEndian<std::uint32_t>(header + 16, crc32(ByteSpan(header, 16)));
-    std::memcpy(header + 24, chainHead_.data(), chainHead_.size());
-
+    const FrameHeader header = frameHeader(type, flags, length, chainHead_);
     static const std::uint8_t zeros[8] = {};
-    ByteSpan padding(zeros, tape::paddingFor(length));
-    hasher_.update(ByteSpan(header, sizeof header));
-    for (const ByteSpan& piece : pieces)
-        hasher_.update(piece);
-    hasher_.update(padding);
-    Digest digest = hasher_.finish();
+    const ByteSpan padding(zeros, tape::paddingFor(length));
+    const Digest digest = frameDigest(header, pieces, hasher_);
 
-    write(ByteSpan(header, sizeof header));
+    write(ByteSpan(header.data(), header.size()));
     for (const ByteSpan& piece : pieces)
         write(piece);
     write(padding);

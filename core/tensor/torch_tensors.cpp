@@ -63,4 +63,11 @@ bool bitwiseEqual(const at::Tensor& a, const at::Tensor& b)
     return x.size == y.size && (x.size == 0 || std::memcmp(x.data, y.data, x.size) == 0);
 }
 
+UpdateFingerprint updateFingerprint(const at::Tensor& delta)
+{
+    if (delta.numel() == 0)
+        return {};
+    return {delta.to(at::kDouble).norm().item<double>(), delta.abs().max().to(at::kDouble).item<double>()};
+}
+
 }  // namespace zkdv

@@ -113,6 +113,7 @@ private Q_SLOTS:
     void ingestAndInfo();
     void infoJson_data();
     void infoJson();
+    void replayCommand();
 
 private:
     // Substitutes {name} placeholders with the fixture paths.
@@ -215,6 +216,9 @@ void TestCli::exitCodesAndMessages_data()
     QTest::newRow("info, text file") << QStringList{"info", "{text}"} << 2 << "" << "neither a ZKDV tape nor an audit case";
     QTest::newRow("info, missing file") << QStringList{"info", "{missing}"} << 2 << "" << "{missing}";
     QTest::newRow("info, good tape") << QStringList{"info", "{good}"} << 0 << "optimizer  SGD" << "";
+    QTest::newRow("replay --help") << QStringList{"replay", "--help"} << 0 << "usage: zkdv-audit replay" << "";
+    QTest::newRow("replay without a case") << QStringList{"replay", "--select", "all"} << 2 << "" << "missing CASE";
+    QTest::newRow("replay, missing case") << QStringList{"replay", "{case}", "--select", "all"} << 2 << "" << "does not exist";
 }
 
 void TestCli::exitCodesAndMessages()
@@ -410,8 +414,76 @@ void TestCli::infoJson()
         QCOMPARE(tapes.size(), qsizetype(1));
         QCOMPARE(tapes.at(0).toObject().value(QStringLiteral("embedded")).toBool(), true);
         QCOMPARE(tapes.at(0).toObject().value(QStringLiteral("optimizer")).toString(), QStringLiteral("SGD"));
-        QCOMPARE(json.value(QStringLiteral("replay_runs")).toInt(-1), 0);
+        QVERIFY(json.value(QStringLiteral("replay_runs")).isArray());
+        QCOMPARE(json.value(QStringLiteral("replay_runs")).toArray().size(), qsizetype(0));
     }
+}
+
+void TestCli::replayCommand()
+{
+    const QString tape = path("cnn.zkdv"), replayCase = path("replay.zkaudit");
+    Result result = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), tape, QStringLiteral("--steps"), QStringLiteral("26"),
+                              QStringLiteral("--quiet")});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    result = runAudit({QStringLiteral("ingest"), tape, QStringLiteral("--case"), replayCase, QStringLiteral("--quiet")});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+
+    // Usage and input errors: exit 2, nothing stored.
+    const std::vector<std::pair<QStringList, QString>> refused = {
+        {{QStringLiteral("replay"), replayCase}, QStringLiteral("--select")},
+        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("bogus:1")}, QStringLiteral("bogus:1")},
+        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("ids:999")}, QStringLiteral("999")},
+        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--device"),
+          QStringLiteral("cuda:7")},
+         QStringLiteral("cuda:7")},
+        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--tolerance"),
+          QStringLiteral("ulp=x")},
+         QStringLiteral("ulp")},
+    };
+    for (const auto& [arguments, message] : refused) {
+        result = runAudit(arguments);
+        QVERIFY2(!result.crashed && result.exitCode == 2, qPrintable(result.describe()));
+        QVERIFY2(result.err.contains(message), qPrintable(result.describe()));
+    }
+
+    result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--json"),
+                       QStringLiteral("--quiet")});
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("passed")).toBool(), true);
+    QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), 26);
+    QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 26);
+    QCOMPARE(json.value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
+
+    result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("random:3"), QStringLiteral("--seed"),
+                       QStringLiteral("9")});
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    QVERIFY2(result.out.contains(QStringLiteral("exact")), qPrintable(result.describe()));
+    QVERIFY2(result.err.contains(QStringLiteral("replaying")), qPrintable(result.describe()));  // progress on stderr
+
+    result = runAudit({QStringLiteral("info"), replayCase});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    QVERIFY2(result.out.contains(QStringLiteral("2 replay runs")) && result.out.contains(QStringLiteral("random:3 seed 9")) &&
+                 result.out.contains(QStringLiteral("PASSED")),
+             qPrintable(result.describe()));
+    result = runAudit({QStringLiteral("info"), replayCase, QStringLiteral("--json")});
+    json = jsonObject(result.out);
+    const QJsonArray runs = json.value(QStringLiteral("replay_runs")).toArray();
+    QCOMPARE(runs.size(), 2);
+    QCOMPARE(runs[0].toObject().value(QStringLiteral("selection")).toString(), QStringLiteral("random:3"));
+    QCOMPARE(runs[1].toObject().value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 26);
+
+    // A synthetic tape has no program to run: every transaction unverifiable, exit 1.
+    const QString syntheticCase = path("synthetic.zkaudit");
+    result = runAudit({QStringLiteral("ingest"), fixtures_.at(QStringLiteral("good")), QStringLiteral("--case"), syntheticCase,
+                       QStringLiteral("--quiet")});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    result = runAudit({QStringLiteral("replay"), syntheticCase, QStringLiteral("--select"), QStringLiteral("range:0-4"),
+                       QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
+    json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("unverifiable")).toInt(), 5);
+    QVERIFY(json.value(QStringLiteral("problem")).toString().contains(QStringLiteral("synthetic")));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -51,7 +51,7 @@ class TapeWriter:
 
     def __init__(self, path):
         self.out = open(path, "xb")
-        header = b"ZKDVTAPE" + struct.pack("<HHI", 1, 1, 0)
+        header = b"ZKDVTAPE" + struct.pack("<HHI", 1, 2, 0)
         self.out.write(header)
         self.head = hashlib.sha256(header).digest()
         self.counts = {"records": 0, "transactions": 0, "snapshots": 0}
@@ -158,8 +158,9 @@ def main():
 
     root = {
         "prover": "whitebox-torch",
-        "format": {"major": 1, "minor": 1},
-        "producer": {"name": "tests/oracle/record.py", "version": "1", "torch_version": torch.__version__, "device": "cpu"},
+        "format": {"major": 1, "minor": 2},
+        "producer": {"name": "tests/oracle/record.py", "version": "1", "torch_version": torch.__version__, "device": "cpu",
+                     "intra_op_threads": torch.get_num_threads()},
         "model": {
             "parameters": [{"name": n, "shape": list(p.shape), "dtype": DTYPE_NAMES[p.dtype]} for n, p in model.named_parameters()],
             "buffers": [{"name": n, "shape": list(b.shape), "dtype": DTYPE_NAMES[b.dtype]} for n, b in model.named_buffers()],
@@ -195,7 +196,7 @@ def main():
         loss = model.training_step([x, y])
         loss.backward()
         optimizer.step()
-        optimizer.zero_grad()
+        optimizer.zero_grad(set_to_none=True)  # fresh gradients, as the replay computes them
         deltas = [p.detach() - b for p, b in zip(model.parameters(), before)]
         update_check = sampling.uniform() < args.update_check
         state_check = sampling.uniform() < args.state_check

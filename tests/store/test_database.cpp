@@ -61,10 +61,11 @@ std::int64_t count(Database& db, const std::string& sql)
 }
 
 // Every table of schema v1 with its column count, as docs/case-schema.md lists them.
-const std::vector<std::pair<std::string, int>> kTablesV1 = {
+// Tables and their column counts at the latest schema version (2: replay columns).
+const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 19},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 16}, {"snapshots", 6},  {"payloads", 3},
-    {"replay_runs", 12}, {"verdicts", 4},     {"metrics", 12},
+    {"replay_runs", 16}, {"verdicts", 11},    {"metrics", 16},
 };
 
 // A case at the latest schema version, closed again.
@@ -87,6 +88,7 @@ private Q_SLOTS:
     void interruptStopsALongQuery();
     void upgradeCreatesEverySchemaObject();
     void upgradeIsIdempotent();
+    void versionOneCaseMigratesKeepingItsRows();
     void newerCaseIsRefusedAndUntouched();
     void foreignDatabaseIsRefusedAndUntouched();
     void missingFileFailsNamingThePath();
@@ -299,12 +301,12 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 1);
+    QCOMPARE(CaseSchema::latestVersion(), 2);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
 
-    for (const auto& [table, columns] : kTablesV1) {
+    for (const auto& [table, columns] : kTables) {
         Statement exists = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
         exists.bind(1, std::string_view(table));
         QVERIFY(exists.step());
@@ -315,7 +317,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
         QVERIFY2(columnCount.int64(0) == columns, table.c_str());
     }
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
-             std::int64_t(kTablesV1.size()));
+             std::int64_t(kTables.size()));
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'verdicts_by_idx'"),
              std::int64_t(1));
 
@@ -338,6 +340,44 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
             "INSERT INTO tensors VALUES (1, 'parameter', 0, 'w', 'float32', '[2]');");
     db.exec("DELETE FROM tapes");
     QCOMPARE(count(db, "SELECT count(*) FROM tensors"), std::int64_t(0));
+}
+
+void TestDatabase::versionOneCaseMigratesKeepingItsRows()
+{
+    // Build a version-1 case by taking migration 2 back out of a new one.
+    const std::string path = dir_.file("v1.zkaudit");
+    {
+        Database db(path, Database::Mode::ReadWriteCreate);
+        CaseSchema::upgrade(db);
+        db.exec("DROP INDEX replay_runs_by_tape;"
+                "ALTER TABLE replay_runs DROP COLUMN intra_op_threads; ALTER TABLE replay_runs DROP COLUMN selected_count;"
+                "ALTER TABLE replay_runs DROP COLUMN environment; ALTER TABLE replay_runs DROP COLUMN problem;"
+                "ALTER TABLE verdicts DROP COLUMN segment; ALTER TABLE verdicts DROP COLUMN selected;"
+                "ALTER TABLE verdicts DROP COLUMN worst_tensor; ALTER TABLE verdicts DROP COLUMN worst_slot;"
+                "ALTER TABLE verdicts DROP COLUMN worst_max_ulp; ALTER TABLE verdicts DROP COLUMN worst_rel_l2;"
+                "ALTER TABLE verdicts DROP COLUMN replay_ns;"
+                "ALTER TABLE metrics DROP COLUMN verdict; ALTER TABLE metrics DROP COLUMN elements;"
+                "ALTER TABLE metrics DROP COLUMN bitwise_equal; ALTER TABLE metrics DROP COLUMN note;");
+        db.setUserVersion(1);
+        db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
+                " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
+                " VALUES (1, 'f', 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now');"
+                "INSERT INTO replay_runs(id, tape_id, device, selection_spec, started_at, status)"
+                " VALUES (1, 1, 'cpu', 'all', 'now', 'finished');"
+                "INSERT INTO verdicts(run_id, idx, verdict) VALUES (1, 3, 'exact');");
+        QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_info('verdicts')"), std::int64_t(4));
+    }
+    Database db(path, Database::Mode::ReadWrite);
+    CaseSchema::upgrade(db);
+    QCOMPARE(db.userVersion(), 2);
+    for (const auto& [table, columns] : kTables) {
+        Statement columnCount = db.prepare("SELECT count(*) FROM pragma_table_info(?1)");
+        columnCount.bind(1, std::string_view(table));
+        QVERIFY(columnCount.step());
+        QVERIFY2(columnCount.int64(0) == columns, table.c_str());
+    }
+    QCOMPARE(count(db, "SELECT count(*) FROM verdicts WHERE idx = 3 AND verdict = 'exact' AND selected = 1"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM replay_runs WHERE device = 'cpu'"), std::int64_t(1));
 }
 
 void TestDatabase::upgradeIsIdempotent()

@@ -35,6 +35,10 @@ public:
     std::vector<SlotState> initialState(const std::vector<at::Tensor>& parameters) const;
 
     struct Transition {
+        // The parameters after the step, per canonical parameter. Training applies these,
+        // not before + delta: (after - before) + before need not round back to after, and
+        // torch.optim leaves `after` in the parameter.
+        std::vector<at::Tensor> parameters;
         std::vector<at::Tensor> deltas;  // after - before, per canonical parameter
         std::vector<SlotState> state;    // the next state, per canonical parameter
     };

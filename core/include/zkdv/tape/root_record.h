@@ -28,12 +28,15 @@ struct OptimizerGroup {
 struct RootRecord {
     std::string prover = "whitebox-torch";
     int formatMajor = 1;
-    int formatMinor = 1;
+    int formatMinor = 2;
 
     std::string producerName;
     std::string producerVersion;
     std::string torchVersion;
     std::string device = "cpu";
+    // libtorch intra-op threads of the training process (since 1.2; 0 = not recorded). CPU
+    // reductions split their work by thread count, so a replay uses the same count.
+    int intraOpThreads = 0;
 
     std::vector<TensorSpec> parameters;
     std::vector<TensorSpec> buffers;

@@ -1,0 +1,94 @@
+#include <cstdio>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "command_runner.h"
+#include "commands.h"
+#include "replay_json.h"
+#include "terminal_progress.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_store.h"
+
+namespace zkdv::cli {
+
+int runReplay(int argc, char** argv)
+{
+    ArgumentParser parser(
+        "zkdv-audit replay CASE --select SPEC [--seed S] [--device DEV] [--threads N] [--tolerance T] [--json]",
+        "Replays chosen transactions of a tape in the case from their nearest snapshots with the\n"
+        "tape's sealed program and optimizer contract, compares loss, update fingerprints,\n"
+        "recorded deltas, state digests and the next snapshot, and stores verdicts and divergence\n"
+        "metrics in the case.\n"
+        "SPEC: all | ids:3,17,40 | range:100-199 | random:50 | random:5% | stratified:50 |\n"
+        "      stratified:5% | topq:10 | topq:1% | sampled\n"
+        "The same SPEC and seed choose the same transactions on every machine.\n"
+        "Exit 0 when every replayed transaction is exact or within tolerance, 1 when any diverged\n"
+        "or is unverifiable, 2 on usage errors, an unreadable case or a device that is not present.");
+    parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
+    parser.addOption("select", "SPEC", "which transactions to replay (required)");
+    parser.addOption("seed", "S", "seed of random and stratified selections (default 0)");
+    parser.addOption("device", "DEV", "cpu (default) or cuda:N");
+    parser.addOption("threads", "N", "segments replayed at once on the CPU (default: one per core)");
+    parser.addOption("intra-op-threads", "N", "libtorch threads per replay worker (default: libtorch's)");
+    parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
+    parser.addOption("tape", "ID", "the tape to replay when the case holds several");
+    parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
+    parser.addFlag("json", "print JSON on stdout");
+    parser.addFlag("quiet", "no progress on stderr");
+    return runCommand("replay", parser, argc, argv, [&]() {
+        if (!parser.has("select"))
+            throw UsageError("--select SPEC is required (all, ids:…, range:A-B, random:N, random:P%, stratified:N, topq:Q, sampled)");
+        ReplayRequest request;
+        try {
+            request.selection = SelectionSpec::parse(parser.value("select"));
+            request.tolerance = parser.has("tolerance") ? Tolerance::parse(parser.value("tolerance")) : Tolerance::defaults();
+        } catch (const Error& error) {
+            throw UsageError(error.what());
+        }
+        request.seed = parser.unsignedValue("seed", 0);
+        request.device = parser.value("device", "cpu");
+        request.threads = static_cast<unsigned>(parser.unsignedValue("threads", 0));
+        request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
+        request.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
+        request.programPath = parser.value("program");
+        if (parser.has("threads") && request.threads == 0)
+            throw UsageError("--threads must be at least 1");
+
+        const std::string& casePath = parser.positionals().front();
+        if (access(casePath.c_str(), F_OK) != 0)
+            throw UsageError("case " + casePath + " does not exist; create it with `zkdv-audit ingest TAPE --case " + casePath + "`");
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        TerminalProgress progress(!parser.has("quiet"));
+        request.progress = &progress;
+        ReplaySummary summary;
+        try {
+            summary = runReplay(store, request);
+        } catch (const ReplayError& error) {
+            progress.finish();
+            throw UsageError(error.what());
+        }
+        progress.finish();
+        if (parser.has("json")) {
+            std::printf("%s\n", replaySummaryJson(summary).dump(2).c_str());
+        } else {
+            std::printf("replay run %lld of tape %lld on %s: %s, seed %llu: %zu of %llu transactions selected, %llu replayed in %.2f s\n",
+                        static_cast<long long>(summary.runId), static_cast<long long>(summary.tapeId), summary.device.c_str(),
+                        summary.selection.c_str(), static_cast<unsigned long long>(summary.seed), summary.selected.size(),
+                        static_cast<unsigned long long>(summary.transactionCount), static_cast<unsigned long long>(summary.replayed),
+                        summary.seconds);
+            std::printf("  exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu%s\n",
+                        static_cast<unsigned long long>(summary.exact), static_cast<unsigned long long>(summary.withinTolerance),
+                        static_cast<unsigned long long>(summary.diverged), static_cast<unsigned long long>(summary.unverifiable),
+                        summary.status == "finished" ? "" : (" (run " + summary.status + ")").c_str());
+            if (!summary.problem.empty())
+                std::printf("  %s\n", summary.problem.c_str());
+            for (const TransactionOutcome& failure : summary.firstFailures)
+                std::printf("  transaction %llu: %s\n", static_cast<unsigned long long>(failure.index), failure.detail.c_str());
+        }
+        return summary.passed() ? kExitOk : kExitCheckFailed;
+    });
+}
+
+}  // namespace zkdv::cli

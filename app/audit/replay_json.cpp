@@ -1,0 +1,87 @@
+#include "replay_json.h"
+
+#include <cmath>
+
+namespace zkdv::cli {
+
+namespace {
+// JSON has no infinity: a relative error over a zero reference is written as null.
+nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); }
+}  // namespace
+
+nlohmann::json comparisonJson(const TensorComparison& c)
+{
+    nlohmann::json json = {{"tensor", c.tensor},
+                           {"slot", c.slot},
+                           {"verdict", verdictName(c.verdict)},
+                           {"elements", c.metrics.elements},
+                           {"bitwise_equal", c.metrics.bitwiseEqual},
+                           {"max_abs", number(c.metrics.maxAbs)},
+                           {"relative_l2", number(c.metrics.relativeL2)},
+                           {"cosine", number(c.metrics.cosine)},
+                           {"max_ulp", number(c.metrics.maxUlp)},
+                           {"mean_ulp", number(c.metrics.meanUlp)},
+                           {"nan_mismatches", c.metrics.nanMismatches},
+                           {"inf_mismatches", c.metrics.infMismatches}};
+    if (!c.note.empty())
+        json["note"] = c.note;
+    return json;
+}
+
+nlohmann::json outcomeJson(const TransactionOutcome& outcome)
+{
+    nlohmann::json json = {{"index", outcome.index},       {"segment", outcome.segment}, {"selected", outcome.selected},
+                           {"verdict", verdictName(outcome.verdict)}, {"detail", outcome.detail}, {"replay_ns", outcome.replayNs}};
+    nlohmann::json failing = nlohmann::json::array();
+    for (const TensorComparison& c : outcome.comparisons)
+        if (c.verdict != Verdict::Exact)
+            failing.push_back(comparisonJson(c));
+    json["not_exact"] = failing;
+    return json;
+}
+
+nlohmann::json replaySummaryJson(const ReplaySummary& s)
+{
+    nlohmann::json failures = nlohmann::json::array();
+    for (const TransactionOutcome& outcome : s.firstFailures)
+        failures.push_back(outcomeJson(outcome));
+    return {{"run_id", s.runId},
+            {"tape_id", s.tapeId},
+            {"status", s.status},
+            {"passed", s.passed()},
+            {"device", s.device},
+            {"selection", s.selection},
+            {"seed", s.seed},
+            {"transactions", s.transactionCount},
+            {"selected", s.selected},
+            {"replayed", s.replayed},
+            {"verdicts", {{"exact", s.exact}, {"within-tolerance", s.withinTolerance}, {"diverged", s.diverged}, {"unverifiable", s.unverifiable}}},
+            {"problem", s.problem.empty() ? nlohmann::json() : nlohmann::json(s.problem)},
+            {"seconds", s.seconds},
+            {"first_failures", failures}};
+}
+
+nlohmann::json storedRunJson(const StoredReplayRun& r)
+{
+    nlohmann::json environment = nlohmann::json::parse(r.environmentJson, nullptr, false);
+    return {{"run_id", r.id},
+            {"tape_id", r.tapeId},
+            {"status", r.status},
+            {"device", r.device},
+            {"libtorch", r.libtorchVersion},
+            {"zkdv", r.zkdvVersion},
+            {"selection", r.selection},
+            {"seed", r.seed},
+            {"tolerance", r.tolerance},
+            {"threads", r.threads},
+            {"intra_op_threads", r.intraOpThreads},
+            {"started_at", r.startedAt},
+            {"finished_at", r.finishedAt},
+            {"problem", r.problem.empty() ? nlohmann::json() : nlohmann::json(r.problem)},
+            {"environment", environment.is_discarded() ? nlohmann::json() : environment},
+            {"selected", r.selectedCount},
+            {"replayed", r.replayed},
+            {"verdicts", {{"exact", r.exact}, {"within-tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}}};
+}
+
+}  // namespace zkdv::cli

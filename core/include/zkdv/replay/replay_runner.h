@@ -1,0 +1,64 @@
+#pragma once
+// The auditor's core operation: replay chosen transactions of an ingested tape from their
+// nearest snapshots, compare everything, and store the verdicts and metrics in the case.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/replay/selection.h"
+#include "zkdv/replay/tolerance.h"
+#include "zkdv/util/error.h"
+#include "zkdv/util/progress.h"
+
+namespace zkdv {
+
+class CaseStore;
+
+// A request that cannot start: no such tape, bad selection, device not present. Nothing
+// was stored.
+class ReplayError : public Error {
+public:
+    using Error::Error;
+};
+
+struct ReplayRequest {
+    std::int64_t tapeId = 0;  // 0: the case's only tape (ReplayError when it holds several)
+    SelectionSpec selection;
+    std::uint64_t seed = 0;
+    std::string device = "cpu";
+    unsigned threads = 0;     // segments replayed at once on CPU; 0: one per core
+    int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
+    Tolerance tolerance = Tolerance::defaults();
+    std::string programPath;  // a sealed program file to use when the case holds none
+    ProgressSink* progress = nullptr;  // transactions replayed of those planned; may cancel
+    // Called on the caller's thread as each transaction's outcome is stored.
+    std::function<void(const TransactionOutcome&)> onOutcome;
+};
+
+struct ReplaySummary {
+    std::int64_t runId = 0;
+    std::int64_t tapeId = 0;
+    std::string status;  // "finished", "cancelled", "failed"
+    std::string device;
+    std::string selection;  // canonical spec
+    std::uint64_t seed = 0;
+    std::uint64_t transactionCount = 0;  // in the tape
+    std::vector<std::uint64_t> selected;
+    std::uint64_t replayed = 0;          // selected + prefixes
+    std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;  // over replayed
+    std::string problem;                 // run-wide reason for unverifiable (program mismatch…)
+    double seconds = 0;
+    std::vector<TransactionOutcome> firstFailures;  // up to 20 diverged/unverifiable, in index order
+
+    bool passed() const { return status == "finished" && diverged == 0 && unverifiable == 0; }
+};
+
+// Runs the request against the case (opened read-write). Throws ReplayError before
+// anything is stored when the request is unusable; OperationCancelled is not thrown: a
+// cancelled run is stored with status "cancelled" and the outcomes it reached.
+ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request);
+
+}  // namespace zkdv

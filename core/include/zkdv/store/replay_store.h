@@ -1,0 +1,94 @@
+#pragma once
+// The replay side of a case: what a replay reads (selection inputs, record locations, the
+// sealed program) and the runs, verdicts and metrics it stores. Audit-side: no torch.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/replay/selection.h"
+#include "zkdv/tape/record_reader.h"
+
+namespace zkdv {
+
+class Database;
+
+struct ReplayRunInfo {
+    std::int64_t tapeId = 0;
+    std::string device;
+    std::string libtorchVersion;
+    std::string selection;
+    std::uint64_t seed = 0;
+    std::string tolerance;
+    unsigned threads = 0;
+    int intraOpThreads = 0;
+    std::uint64_t selectedCount = 0;
+    std::string environmentJson = "{}";  // OS, CUDA, deterministic algorithms, program digest
+};
+
+struct StoredReplayRun {
+    std::int64_t id = 0;
+    std::int64_t tapeId = 0;
+    std::string device;
+    std::string libtorchVersion;
+    std::string zkdvVersion;
+    std::string selection;
+    std::uint64_t seed = 0;
+    std::string tolerance;
+    int threads = 0;
+    int intraOpThreads = 0;
+    std::string startedAt;
+    std::string finishedAt;
+    std::string status;
+    std::string problem;
+    std::string environmentJson;
+    std::uint64_t selectedCount = 0;
+    std::uint64_t replayed = 0;
+    std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+};
+
+struct StoredVerdict {
+    std::uint64_t index = 0;
+    std::uint64_t segment = 0;
+    bool selected = true;
+    std::string verdict;
+    std::string detail;
+    std::string worstTensor;
+    std::string worstSlot;
+    double worstMaxUlp = 0;
+    double worstRelativeL2 = 0;
+    std::uint64_t replayNs = 0;
+};
+
+class ReplayStore {
+public:
+    explicit ReplayStore(Database& db) : db_(db) {}
+
+    // Fingerprints are read only when `withUpdateNorms` (top-q needs them).
+    SelectionInput selectionInput(std::int64_t tapeId, bool withUpdateNorms);
+    std::vector<std::uint64_t> snapshotTransactions(std::int64_t tapeId);
+    std::optional<RecordRef> transactionRecord(std::int64_t tapeId, std::uint64_t index);
+    std::optional<RecordRef> snapshotRecord(std::int64_t tapeId, std::uint64_t beforeTransaction);
+    // The program's bytes when the case holds them (embedded in a tape or added as a file).
+    std::optional<std::vector<std::uint8_t>> programBytes(const std::string& sha256Hex);
+    // An embedded record payload (ingest --embed), if any.
+    std::optional<std::vector<std::uint8_t>> embeddedPayload(std::int64_t tapeId, std::uint64_t recordIndex);
+
+    // A new run in state "running", committed at once so a crash leaves a trace.
+    std::int64_t beginRun(const ReplayRunInfo& info);
+    // Stores verdicts and every comparison's metrics in one transaction.
+    void storeOutcomes(std::int64_t runId, const std::vector<TransactionOutcome>& outcomes);
+    void finishRun(std::int64_t runId, const std::string& status, const std::string& problem);
+
+    // Runs of one tape (0: every tape), newest first, with counts by verdict.
+    std::vector<StoredReplayRun> runs(std::int64_t tapeId = 0);
+    std::vector<StoredVerdict> verdicts(std::int64_t runId);
+    std::vector<TensorComparison> comparisons(std::int64_t runId, std::uint64_t index);
+
+private:
+    Database& db_;
+};
+
+}  // namespace zkdv

@@ -1,0 +1,16 @@
+#pragma once
+// What this build of libtorch is and can reach, without exposing torch types (the
+// workstation's About box and the replay environment record include this header).
+
+#include <string>
+
+namespace zkdv {
+
+std::string libtorchVersion();   // "1.13.0"
+bool cudaAvailable();            // libtorch built with CUDA and at least one device present
+int cudaDeviceCount();
+int defaultIntraOpThreads();     // libtorch's intra-op threads on this machine, as the process started
+int currentIntraOpThreads();     // the calling thread's intra-op threads now
+std::string cudaVersion();       // the CUDA runtime libtorch was built with, "" without CUDA
+
+}  // namespace zkdv

@@ -1,0 +1,432 @@
+#include "segment_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/api/module.h>
+
+#include "zkdv/optim/contract_registry.h"
+#include "zkdv/optim/optimizer_bridge.h"
+#include "zkdv/recorder/sealed_program.h"
+#include "zkdv/replay/divergence.h"
+#include "zkdv/tape/safetensors.h"
+#include "zkdv/tape/snapshot_record.h"
+#include "zkdv/tape/state_digest.h"
+#include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/torch_tensors.h"
+
+namespace zkdv {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+at::Tensor hostContiguous(const at::Tensor& tensor) { return tensor.detach().to(at::kCPU).contiguous(); }
+
+// Compares a replayed tensor with the tape's bytes of it.
+TensorComparison compareTensor(std::string tensor, std::string slot, const TensorView& recorded, const at::Tensor& replayed,
+                               const Tolerance& tolerance)
+{
+    TensorComparison comparison;
+    comparison.tensor = std::move(tensor);
+    comparison.slot = std::move(slot);
+    const at::Tensor host = hostContiguous(replayed);
+    if (scalarTypeOf(recorded.dtype) != host.scalar_type() || recorded.shape != host.sizes().vec()) {
+        comparison.verdict = Verdict::Diverged;
+        comparison.metrics.bitwiseEqual = false;
+        comparison.note = "the tape holds " + std::string(dtypeName(recorded.dtype)) + " " + nlohmann::json(recorded.shape).dump() +
+                          ", the replay " + std::string(dtypeName(dtypeOf(host.scalar_type()))) + " " + nlohmann::json(host.sizes().vec()).dump();
+        return comparison;
+    }
+    comparison.metrics = computeDivergence(recorded.dtype, static_cast<std::uint64_t>(recorded.elementCount()), recorded.data, tensorBytes(host));
+    comparison.verdict = tolerance.judge(comparison.metrics);
+    return comparison;
+}
+
+TensorComparison compareFingerprint(const std::string& parameter, const char* slot, double recorded, double replayed,
+                                    const Tolerance& tolerance)
+{
+    TensorComparison comparison;
+    comparison.tensor = parameter;
+    comparison.slot = slot;
+    comparison.metrics = compareScalars(recorded, replayed);
+    comparison.verdict = tolerance.judgeFingerprint(recorded, replayed);
+    return comparison;
+}
+
+std::string describeMetric(const TensorComparison& c)
+{
+    char text[160];
+    if (!c.note.empty())
+        return c.label() + " (" + c.note + ")";
+    if (c.metrics.finiteMismatch())
+        std::snprintf(text, sizeof text, " (%llu NaN and %llu Inf mismatches)", static_cast<unsigned long long>(c.metrics.nanMismatches),
+                      static_cast<unsigned long long>(c.metrics.infMismatches));
+    else
+        std::snprintf(text, sizeof text, " (max %.3g ULP, relative L2 %.3g)", c.metrics.maxUlp, c.metrics.relativeL2);
+    return c.label() + text;
+}
+
+// The transaction's verdict and a detail naming what failed.
+void conclude(TransactionOutcome& outcome)
+{
+    outcome.verdict = Verdict::Exact;
+    std::vector<std::string> named;
+    for (const TensorComparison& c : outcome.comparisons)
+        outcome.verdict = worse(outcome.verdict, c.verdict);
+    for (const TensorComparison& c : outcome.comparisons)
+        if (c.verdict == outcome.verdict && c.verdict != Verdict::Exact)
+            named.push_back(describeMetric(c));
+    if (outcome.verdict == Verdict::Exact) {
+        outcome.detail = std::to_string(outcome.comparisons.size()) + " checks bit for bit";
+        return;
+    }
+    std::string detail = std::string(verdictName(outcome.verdict)) + ": ";
+    const std::size_t shown = std::min<std::size_t>(named.size(), 6);
+    for (std::size_t i = 0; i < shown; ++i)
+        detail += (i ? "; " : "") + named[i];
+    if (named.size() > shown)
+        detail += "; and " + std::to_string(named.size() - shown) + " more";
+    outcome.detail = detail;
+}
+
+class TorchSegmentExecutor : public SegmentExecutor {
+public:
+    explicit TorchSegmentExecutor(const ExecutorSetup& setup)
+        : root_(setup.root), device_(setup.device), tolerance_(setup.tolerance)
+    {
+        at::init_num_threads();
+        if (setup.intraOpThreads > 0)
+            at::set_num_threads(setup.intraOpThreads);
+        module_ = loadSealedProgram(setup.program, device_.str());
+        checkSealedProgram(module_);
+        module_.train();
+        bindLayout();
+        bindOptimizer();
+    }
+
+    void replay(const ReplaySegment& segment, RecordSource& records, const std::function<void(TransactionOutcome&&)>& emit,
+                const std::function<bool()>& cancelled) override
+    {
+        std::uint64_t next = segment.snapshot;
+        auto unverifiable = [&](const std::string& why) {
+            for (; next <= segment.lastTransaction; ++next) {
+                TransactionOutcome outcome = blankOutcome(segment, next);
+                outcome.verdict = Verdict::Unverifiable;
+                outcome.detail = why;
+                emit(std::move(outcome));
+            }
+        };
+        try {
+            loadSnapshot(records.snapshot(segment.snapshot));
+        } catch (const std::exception& error) {
+            unverifiable("snapshot " + std::to_string(segment.snapshot) + " cannot be loaded: " + error.what());
+            return;
+        }
+        bitExact_ = true;
+        for (; next <= segment.lastTransaction; ++next) {
+            if (cancelled())
+                return;
+            TransactionOutcome outcome = blankOutcome(segment, next);
+            const auto started = Clock::now();
+            try {
+                replayTransaction(records.transaction(next), outcome);
+                if (next == segment.lastTransaction && segment.reachesNextSnapshot)
+                    compareSnapshot(records.snapshot(next + 1), outcome);
+            } catch (const FormatError& error) {
+                outcome.comparisons.clear();
+                outcome.verdict = Verdict::Unverifiable;
+                outcome.detail = std::string("the tape's record cannot be read: ") + error.what();
+                emit(std::move(outcome));
+                ++next;
+                unverifiable("not replayed: transaction " + std::to_string(next - 1) + " of this segment could not be read");
+                return;
+            } catch (const std::exception& error) {
+                outcome.comparisons.clear();
+                outcome.verdict = Verdict::Diverged;
+                outcome.detail = std::string("diverged: the training step does not run on the recorded transaction: ") + error.what();
+                emit(std::move(outcome));
+                ++next;
+                unverifiable("not replayed: transaction " + std::to_string(next - 1) + " of this segment failed to run");
+                return;
+            }
+            outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
+            conclude(outcome);
+            if (outcome.verdict != Verdict::Exact)
+                bitExact_ = false;
+            emit(std::move(outcome));
+        }
+    }
+
+private:
+    TransactionOutcome blankOutcome(const ReplaySegment& segment, std::uint64_t index) const
+    {
+        TransactionOutcome outcome;
+        outcome.index = index;
+        outcome.segment = index / static_cast<std::uint64_t>(root_.snapshotInterval);
+        outcome.selected = std::binary_search(segment.selected.begin(), segment.selected.end(), index);
+        return outcome;
+    }
+
+    void bindLayout()
+    {
+        std::map<std::string, at::Tensor> parameters, buffers;
+        for (const auto& p : module_.named_parameters(true))
+            parameters.emplace(p.name, p.value);
+        for (const auto& b : module_.named_buffers(true))
+            buffers.emplace(b.name, b.value);
+        auto bind = [&](const std::vector<TensorSpec>& specs, std::map<std::string, at::Tensor>& found, const char* kind,
+                        std::vector<at::Tensor>& out) {
+            for (const TensorSpec& spec : specs) {
+                auto it = found.find(spec.name);
+                if (it == found.end())
+                    throw Error(std::string("the sealed program holds no ") + kind + " '" + spec.name + "' of the tape's model layout");
+                if (it->second.sizes().vec() != spec.shape || dtypeOf(it->second.scalar_type()) != spec.dtype)
+                    throw Error(std::string("the sealed program's ") + kind + " '" + spec.name + "' differs in shape or dtype from the tape's layout");
+                out.push_back(it->second);
+                found.erase(it);
+            }
+            if (!found.empty())
+                throw Error(std::string("the sealed program holds a ") + kind + " the tape's layout does not list: '" + found.begin()->first + "'");
+        };
+        bind(root_.parameters, parameters, "parameter", parameters_);
+        bind(root_.buffers, buffers, "buffer", buffers_);
+    }
+
+    void bindOptimizer()
+    {
+        auto contract = optim::ContractRegistry().resolve(root_.optimizerContract);
+        std::vector<optim::BoundGroup> groups;
+        groupOf_.assign(parameters_.size(), 0);
+        for (const OptimizerGroup& group : root_.optimizerGroups) {
+            optim::BoundGroup bound;
+            bound.options = nlohmann::json::parse(group.optionsJson);
+            for (const std::string& name : group.parameters) {
+                const int position = root_.parameterIndex(name);
+                if (position < 0)
+                    throw Error("optimizer group names parameter '" + name + "', which is not in the layout");
+                bound.positions.push_back(static_cast<std::size_t>(position));
+                groupOf_[static_cast<std::size_t>(position)] = groups.size();
+            }
+            groups.push_back(std::move(bound));
+        }
+        bridge_ = std::make_unique<optim::OptimizerBridge>(contract, std::move(groups), parameters_.size());
+        // Where the contract keeps each slot (torch keeps Adam's step on the CPU even for CUDA
+        // parameters): snapshot slots are placed the same way.
+        at::NoGradGuard noGrad;
+        slotDevices_.resize(parameters_.size());
+        for (std::size_t i = 0; i < parameters_.size(); ++i)
+            for (const auto& [slot, tensor] : contract->initialize(parameters_[i].detach(), bridge_->groups()[groupOf_[i]].options))
+                if (tensor.defined())
+                    slotDevices_[i].emplace(slot, tensor.device());
+    }
+
+    // "state/<parameter>/<slot>" -> (parameter position, slot).
+    std::pair<std::size_t, std::string> splitStateName(const std::string& name) const
+    {
+        const std::string rest = name.substr(6);
+        std::size_t best = parameters_.size();
+        std::size_t bestLength = 0;
+        for (std::size_t i = 0; i < root_.parameters.size(); ++i) {
+            const std::string& parameter = root_.parameters[i].name;
+            if (rest.size() > parameter.size() + 1 && rest.compare(0, parameter.size(), parameter) == 0 && rest[parameter.size()] == '/' &&
+                parameter.size() >= bestLength) {
+                best = i;
+                bestLength = parameter.size();
+            }
+        }
+        if (best == parameters_.size())
+            throw Error("snapshot tensor " + name + " names no parameter of the layout");
+        return {best, rest.substr(bestLength + 1)};
+    }
+
+    at::Tensor slotTensor(std::size_t position, const std::string& slot, const TensorView& view) const
+    {
+        at::Tensor tensor = tensorFromView(view);
+        auto it = slotDevices_[position].find(slot);
+        const c10::Device target = it != slotDevices_[position].end() ? it->second : (tensor.dim() == 0 ? c10::Device(at::kCPU) : device_);
+        return tensor.to(target);
+    }
+
+    void loadSnapshot(ByteSpan payload)
+    {
+        const SafetensorsView view = SafetensorsView::parse(payload);
+        const SnapshotRecord snapshot = SnapshotRecord::parse(view, root_);
+        at::NoGradGuard noGrad;
+        for (std::size_t i = 0; i < parameters_.size(); ++i)
+            parameters_[i].detach().copy_(tensorFromView(*snapshot.parameters[i]));
+        for (std::size_t i = 0; i < buffers_.size(); ++i)
+            buffers_[i].detach().copy_(tensorFromView(*snapshot.buffers[i]));
+        state_.assign(parameters_.size(), optim::SlotState());
+        for (const TensorView* slot : snapshot.stateSlots) {
+            auto [position, name] = splitStateName(slot->name);
+            state_[position][name] = slotTensor(position, name, *slot);
+        }
+    }
+
+    void replayTransaction(ByteSpan payload, TransactionOutcome& outcome)
+    {
+        const SafetensorsView view = SafetensorsView::parse(payload);
+        const TransactionRecord record = TransactionRecord::parse(view, root_);
+        if (record.index != outcome.index)
+            throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index), 0);
+
+        c10::List<at::Tensor> batch;
+        for (const TensorView* tensor : record.batch)
+            batch.push_back(tensorFromView(*tensor).to(device_));
+        for (at::Tensor& parameter : parameters_)
+            parameter.mutable_grad() = at::Tensor();
+        at::Tensor loss = module_.get_method("training_step")({c10::IValue(batch)}).toTensor();
+        outcome.comparisons.push_back(compareTensor("loss", "loss", *record.lossTensor, loss, tolerance_));
+        torch::autograd::backward({loss});
+
+        at::NoGradGuard noGrad;
+        std::vector<at::Tensor> detached, gradients;
+        for (std::size_t i = 0; i < parameters_.size(); ++i) {
+            detached.push_back(parameters_[i].detach());
+            gradients.push_back(parameters_[i].grad());
+            // torch.optim creates a parameter's state at its first step with a gradient.
+            if (gradients.back().defined() && state_[i].empty())
+                state_[i] = bridge_->contract().initialize(detached.back(), bridge_->groups()[groupOf_[i]].options);
+        }
+        optim::OptimizerBridge::Transition transition = bridge_->transition(detached, state_, gradients);
+
+        for (std::size_t i = 0; i < parameters_.size(); ++i) {
+            const std::string& name = root_.parameters[i].name;
+            const UpdateFingerprint fingerprint = updateFingerprint(transition.deltas[i]);
+            outcome.comparisons.push_back(compareFingerprint(name, "update/l2", record.updateL2[i], fingerprint.l2, tolerance_));
+            outcome.comparisons.push_back(compareFingerprint(name, "update/max_abs", record.updateMaxAbs[i], fingerprint.maxAbs, tolerance_));
+            if (!record.deltas.empty())
+                outcome.comparisons.push_back(compareTensor(name, "delta", *record.deltas[i], transition.deltas[i], tolerance_));
+        }
+        for (std::size_t i = 0; i < parameters_.size(); ++i)
+            detached[i].copy_(transition.parameters[i]);
+        state_ = std::move(transition.state);
+
+        if (record.stateDigest)
+            outcome.comparisons.push_back(compareStateDigest(*record.stateDigest, outcome));
+    }
+
+    TensorComparison compareStateDigest(const Digest& recorded, const TransactionOutcome& outcome) const
+    {
+        StateDigest digest;
+        auto add = [&](const std::string& name, const at::Tensor& tensor) {
+            const at::Tensor host = hostContiguous(tensor);
+            digest.add(name, dtypeOf(host.scalar_type()), host.sizes().vec(), tensorBytes(host));
+        };
+        for (std::size_t i = 0; i < parameters_.size(); ++i)
+            add(parameterTensorName(root_.parameters[i].name), parameters_[i]);
+        for (std::size_t i = 0; i < buffers_.size(); ++i)
+            add(bufferTensorName(root_.buffers[i].name), buffers_[i]);
+        for (std::size_t i = 0; i < state_.size(); ++i)
+            for (const auto& [slot, tensor] : state_[i])
+                if (tensor.defined())
+                    add(stateTensorName(root_.parameters[i].name, slot), tensor);
+        TensorComparison comparison;
+        comparison.tensor = "state";
+        comparison.slot = "state-digest";
+        comparison.metrics.elements = 1;
+        const Digest replayed = digest.finish();
+        comparison.metrics.bitwiseEqual = replayed == recorded;
+        if (comparison.metrics.bitwiseEqual)
+            return comparison;
+        comparison.metrics.ulpHistogram[0] = 0;
+        bool exactSoFar = bitExact_;
+        for (const TensorComparison& c : outcome.comparisons)
+            exactSoFar = exactSoFar && c.verdict == Verdict::Exact;
+        if (exactSoFar) {
+            comparison.verdict = Verdict::Diverged;
+            comparison.note = "the full state after this step hashes to " + toHex(replayed) + ", the tape recorded " + toHex(recorded);
+        } else {
+            // A replay that is already off by rounding cannot reproduce a hash.
+            comparison.verdict = Verdict::WithinTolerance;
+            comparison.note = "not comparable: the replay is within tolerance, not bit for bit, so the state digest cannot match";
+        }
+        return comparison;
+    }
+
+    void compareSnapshot(ByteSpan payload, TransactionOutcome& outcome) const
+    {
+        const SafetensorsView view = SafetensorsView::parse(payload);
+        const SnapshotRecord snapshot = SnapshotRecord::parse(view, root_);
+        for (std::size_t i = 0; i < parameters_.size(); ++i)
+            outcome.comparisons.push_back(compareTensor(root_.parameters[i].name, "snapshot/param", *snapshot.parameters[i], parameters_[i], tolerance_));
+        for (std::size_t i = 0; i < buffers_.size(); ++i)
+            outcome.comparisons.push_back(compareTensor(root_.buffers[i].name, "snapshot/buffer", *snapshot.buffers[i], buffers_[i], tolerance_));
+        std::vector<std::map<std::string, const TensorView*>> recorded(parameters_.size());
+        for (const TensorView* slot : snapshot.stateSlots) {
+            auto [position, name] = splitStateName(slot->name);
+            recorded[position][name] = slot;
+        }
+        for (std::size_t i = 0; i < parameters_.size(); ++i) {
+            const std::string& parameter = root_.parameters[i].name;
+            for (const auto& [slot, tensor] : state_[i]) {
+                auto it = recorded[i].find(slot);
+                if (it == recorded[i].end()) {
+                    TensorComparison missing;
+                    missing.tensor = parameter;
+                    missing.slot = "state/" + slot;
+                    missing.verdict = Verdict::Diverged;
+                    missing.metrics.bitwiseEqual = false;
+                    missing.note = "the replay holds this optimizer-state slot, the tape's next snapshot does not";
+                    outcome.comparisons.push_back(std::move(missing));
+                    continue;
+                }
+                outcome.comparisons.push_back(compareTensor(parameter, "state/" + slot, *it->second, tensor, tolerance_));
+                recorded[i].erase(it);
+            }
+            for (const auto& [slot, view] : recorded[i]) {
+                TensorComparison extra;
+                extra.tensor = parameter;
+                extra.slot = "state/" + slot;
+                extra.verdict = Verdict::Diverged;
+                extra.metrics.bitwiseEqual = false;
+                extra.note = "the tape's next snapshot holds this optimizer-state slot, the replay does not";
+                outcome.comparisons.push_back(std::move(extra));
+            }
+        }
+    }
+
+    RootRecord root_;
+    c10::Device device_;
+    Tolerance tolerance_;
+    torch::jit::Module module_;
+    std::vector<at::Tensor> parameters_;  // layout order, the module's own tensors
+    std::vector<at::Tensor> buffers_;
+    std::vector<std::size_t> groupOf_;
+    std::unique_ptr<optim::OptimizerBridge> bridge_;
+    std::vector<std::map<std::string, c10::Device>> slotDevices_;
+    std::vector<optim::SlotState> state_;
+    bool bitExact_ = true;  // every transaction of the segment so far replayed bit for bit
+};
+
+}  // namespace
+
+std::unique_ptr<SegmentExecutor> SegmentExecutor::create(const ExecutorSetup& setup)
+{
+    try {
+        return std::make_unique<TorchSegmentExecutor>(setup);
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw Error(std::string("the sealed program cannot be loaded for replay on ") + setup.device + ": " + error.what());
+    }
+}
+
+void prepareDeterministicReplay()
+{
+    // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+    at::globalContext().setBenchmarkCuDNN(false);
+}
+
+}  // namespace zkdv

@@ -1,0 +1,75 @@
+#include "zkdv/replay/tolerance.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <sstream>
+
+namespace zkdv {
+
+Tolerance Tolerance::defaults()
+{
+    // Measured in docs/replay.md ("Tolerances"): what a replay with a different number of
+    // libtorch threads, or a different CPU vector width, moves in the demo's tensors.
+    return Tolerance{64.0, 1e-4, 1e-4};
+}
+
+Tolerance Tolerance::parse(const std::string& text)
+{
+    Tolerance tolerance = defaults();
+    if (text == "exact")
+        return Tolerance{0.0, 0.0, 0.0};
+    std::stringstream terms(text);
+    std::string term;
+    while (std::getline(terms, term, ',')) {
+        const auto equals = term.find('=');
+        if (equals == std::string::npos)
+            throw ToleranceError("tolerance term '" + term + "' is not name=value; use ulp=N, rel=X, fingerprint=X or exact");
+        const std::string name = term.substr(0, equals), value = term.substr(equals + 1);
+        char* end = nullptr;
+        const double number = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !std::isfinite(number) || number < 0)
+            throw ToleranceError("tolerance " + name + " needs a non-negative number, found '" + value + "'");
+        if (name == "ulp")
+            tolerance.maxUlp = number;
+        else if (name == "rel")
+            tolerance.relativeL2 = number;
+        else if (name == "fingerprint")
+            tolerance.fingerprintRelative = number;
+        else
+            throw ToleranceError("unknown tolerance '" + name + "'; use ulp=N, rel=X, fingerprint=X or exact");
+    }
+    return tolerance;
+}
+
+std::string Tolerance::toString() const
+{
+    char text[128];
+    std::snprintf(text, sizeof text, "ulp=%g,rel=%g,fingerprint=%g", maxUlp, relativeL2, fingerprintRelative);
+    return text;
+}
+
+Verdict Tolerance::judge(const DivergenceMetrics& metrics) const
+{
+    if (metrics.bitwiseEqual)
+        return Verdict::Exact;
+    if (metrics.finiteMismatch())
+        return Verdict::Diverged;
+    if (metrics.maxUlp <= maxUlp || metrics.relativeL2 <= relativeL2)
+        return Verdict::WithinTolerance;
+    return Verdict::Diverged;
+}
+
+Verdict Tolerance::judgeFingerprint(double recorded, double replayed) const
+{
+    if (std::memcmp(&recorded, &replayed, sizeof(double)) == 0)
+        return Verdict::Exact;
+    if (!std::isfinite(recorded) || !std::isfinite(replayed))
+        return Verdict::Diverged;
+    const double scale = std::max(std::fabs(recorded), std::fabs(replayed));
+    return std::fabs(recorded - replayed) <= fingerprintRelative * scale ? Verdict::WithinTolerance : Verdict::Diverged;
+}
+
+}  // namespace zkdv

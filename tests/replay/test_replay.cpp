@@ -1,0 +1,485 @@
+// Replay end to end: demo and Python-recorded tapes replay exact on the CPU, a dishonest
+// trainer's re-chained tapes are found diverged at the altered transaction naming what was
+// altered, and a swapped program is refused before it runs.
+
+#include <QtTest>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "temp_dir.h"
+#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/tape/safetensors.h"
+#include "zkdv/tape/tape_scanner.h"
+#include "zkdv/tape/tape_writer.h"
+
+using namespace zkdv;
+
+namespace {
+
+struct RawRecord {
+    tape::RecordType type;
+    std::vector<std::uint8_t> payload;
+};
+
+class CollectingVisitor : public TapeVisitor {
+public:
+    std::vector<RawRecord> records;
+    void onRoot(const RootRecord&, const RecordLocation& l) override { add(tape::RecordType::Root, l); }
+    void onProgram(const RecordLocation& l) override { add(tape::RecordType::Program, l); }
+    void onSnapshot(const SnapshotRecord&, const RecordLocation& l) override { add(tape::RecordType::Snapshot, l); }
+    void onTransaction(const TransactionRecord&, const RecordLocation& l) override { add(tape::RecordType::Transaction, l); }
+
+private:
+    void add(tape::RecordType type, const RecordLocation& l) { records.push_back({type, {l.payload.begin(), l.payload.end()}}); }
+};
+
+// A dishonest trainer: rewrites a tape with `alter` applied to every record's payload and
+// re-chains and re-seals it, so the tape verifies.
+void rewriteTape(const std::string& from, const std::string& to, const std::function<void(RawRecord&, std::size_t)>& alter)
+{
+    CollectingVisitor visitor;
+    TapeSummary summary = scanTape(from, &visitor);
+    QVERIFY(summary.complete());
+    TapeWriter writer(to);
+    for (std::size_t i = 0; i < visitor.records.size(); ++i) {
+        alter(visitor.records[i], i);
+        writer.append(visitor.records[i].type, ByteSpan(visitor.records[i].payload));
+    }
+    writer.seal();
+}
+
+std::string metadataOf(const RawRecord& record, const char* key)
+{
+    const SafetensorsView view = SafetensorsView::parse(ByteSpan(record.payload));
+    return std::string(view.metadataValue(key));
+}
+
+// Scales one float32 element of tensor `name` in a safetensors payload, in place.
+void scaleElement(RawRecord& record, const std::string& name, std::size_t element, float factor)
+{
+    const SafetensorsView view = SafetensorsView::parse(ByteSpan(record.payload));
+    const TensorView* tensor = view.find(name);
+    QVERIFY2(tensor, name.c_str());
+    QCOMPARE(tensor->dtype, DType::F32);
+    const std::size_t offset = static_cast<std::size_t>(tensor->data.data - record.payload.data()) + element * 4;
+    float value;
+    std::memcpy(&value, record.payload.data() + offset, 4);
+    value = value * factor + (value == 0.0f ? 0.25f : 0.0f);
+    std::memcpy(record.payload.data() + offset, &value, 4);
+}
+
+bool isTransaction(const RawRecord& r, std::uint64_t index)
+{
+    return r.type == tape::RecordType::Transaction && metadataOf(r, "index") == std::to_string(index);
+}
+
+bool isSnapshot(const RawRecord& r, std::uint64_t before)
+{
+    return r.type == tape::RecordType::Snapshot && metadataOf(r, "before_transaction") == std::to_string(before);
+}
+
+bool runPython(const QStringList& arguments, QString* output)
+{
+    QProcess process;
+    process.setProcessChannelMode(QProcess::MergedChannels);
+    process.start(QStringLiteral("/usr/bin/python3"), arguments);
+    const bool ok = process.waitForFinished(300000) && process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0;
+    *output = QString::fromUtf8(process.readAll());
+    return ok;
+}
+
+ReplayRequest replayAll()
+{
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("all");
+    return request;
+}
+
+std::string failuresOf(const ReplaySummary& summary)
+{
+    std::string text = summary.problem;
+    for (const TransactionOutcome& outcome : summary.firstFailures)
+        text += "\n  " + std::to_string(outcome.index) + ": " + outcome.detail;
+    return text;
+}
+
+const TransactionOutcome* outcomeAt(const std::vector<TransactionOutcome>& outcomes, std::uint64_t index)
+{
+    for (const TransactionOutcome& outcome : outcomes)
+        if (outcome.index == index)
+            return &outcome;
+    return nullptr;
+}
+
+class CancelAfterFirst : public ProgressSink {
+public:
+    void report(std::uint64_t, std::uint64_t, std::string_view) override { reported = true; }
+    bool cancelRequested() const override { return reported; }
+    bool reported = false;
+};
+
+}  // namespace
+
+class TestReplay : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void demoTapeReplaysExact();
+    void everyOutcomeIsStoredWithMetrics();
+    void sameSelectionSameTransactions();
+    void pythonTapesReplayExact_data();
+    void pythonTapesReplayExact();
+    void dishonestTrainerIsFound_data();
+    void dishonestTrainerIsFound();
+    void swappedProgramIsRefusedBeforeItRuns();
+    void missingProgramIsUnverifiable();
+    void embeddedCaseReplaysWithoutTheTapeFile();
+    void absentDeviceIsAnInputError();
+    void cancelledRunIsStoredAsCancelled();
+
+private:
+    test::TempDir dir_;
+    std::string demoTape_;
+    static constexpr std::uint64_t kSteps = 40;
+};
+
+void TestReplay::initTestCase()
+{
+    demoTape_ = dir_.file("demo.zkdv");
+    CnnDemoOptions options;
+    options.steps = kSteps;
+    options.updateCheckProbability = 1.0;  // full deltas everywhere, for the tampering rows
+    options.stateCheckProbability = 0.5;
+    options.batchSize = 8;
+    runCnnDemo(demoTape_, options);
+}
+
+void TestReplay::demoTapeReplaysExact()
+{
+    CaseStore store(dir_.file("demo.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(demoTape_);
+    std::vector<TransactionOutcome> outcomes;
+    ReplayRequest request = replayAll();
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    const ReplaySummary summary = runReplay(store, request);
+    QVERIFY2(summary.passed(), failuresOf(summary).c_str());
+    QCOMPARE(summary.status, std::string("finished"));
+    QCOMPARE(summary.selected.size(), std::size_t(kSteps));
+    QCOMPARE(summary.replayed, kSteps);
+    QCOMPARE(summary.exact, kSteps);  // bit for bit, not merely within tolerance
+    QCOMPARE(outcomes.size(), std::size_t(kSteps));
+
+    bool sawDigest = false, sawSnapshot = false;
+    for (const TransactionOutcome& outcome : outcomes) {
+        QCOMPARE(outcome.verdict, Verdict::Exact);
+        std::set<std::string> slots;
+        for (const TensorComparison& c : outcome.comparisons) {
+            QVERIFY2(c.metrics.bitwiseEqual, c.label().c_str());
+            slots.insert(c.slot);
+        }
+        QVERIFY(slots.count("loss") && slots.count("update/l2") && slots.count("update/max_abs") && slots.count("delta"));
+        sawDigest = sawDigest || slots.count("state-digest");
+        if (outcome.index % 12 == 11) {
+            // The segment ends at the next snapshot: parameters, buffers and Adam's slots checked.
+            QVERIFY(slots.count("snapshot/param") && slots.count("snapshot/buffer") && slots.count("state/exp_avg") &&
+                    slots.count("state/exp_avg_sq") && slots.count("state/step"));
+            sawSnapshot = true;
+        }
+    }
+    QVERIFY(sawDigest);
+    QVERIFY(sawSnapshot);
+}
+
+void TestReplay::everyOutcomeIsStoredWithMetrics()
+{
+    CaseStore store(dir_.file("stored.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(demoTape_);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("ids:5,30");
+    const ReplaySummary summary = runReplay(store, request);
+    QVERIFY2(summary.passed(), failuresOf(summary).c_str());
+    // Segment 0 from snapshot 0 up to 5, segment 2 from snapshot 24 up to 30: 6 + 7 replayed.
+    QCOMPARE(summary.replayed, std::uint64_t(13));
+
+    ReplayStore replays(store.database());
+    const std::vector<StoredReplayRun> runs = replays.runs();
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs[0].status, std::string("finished"));
+    QCOMPARE(runs[0].device, std::string("cpu"));
+    QCOMPARE(runs[0].selection, std::string("ids:5,30"));
+    QCOMPARE(runs[0].selectedCount, std::uint64_t(2));
+    QCOMPARE(runs[0].replayed, std::uint64_t(13));
+    QCOMPARE(runs[0].exact, std::uint64_t(13));
+    QVERIFY(!runs[0].libtorchVersion.empty());
+    QVERIFY(runs[0].environmentJson.find("\"os\"") != std::string::npos);
+
+    const std::vector<StoredVerdict> verdicts = replays.verdicts(runs[0].id);
+    QCOMPARE(verdicts.size(), std::size_t(13));
+    std::size_t selected = 0;
+    for (const StoredVerdict& v : verdicts) {
+        QCOMPARE(v.verdict, std::string("exact"));
+        selected += v.selected ? 1 : 0;
+        QVERIFY(v.replayNs > 0);
+    }
+    QCOMPARE(selected, std::size_t(2));
+    const std::vector<TensorComparison> comparisons = replays.comparisons(runs[0].id, 30);
+    QVERIFY(comparisons.size() >= 1 + 2 * 8 + 8);  // loss, fingerprints and deltas of 8 parameters
+    for (const TensorComparison& c : comparisons) {
+        QVERIFY2(c.metrics.bitwiseEqual, c.label().c_str());
+        if (c.slot == "delta") {
+            QVERIFY(c.metrics.elements > 0);
+            QCOMPARE(c.metrics.ulpHistogram[0], c.metrics.elements);
+        }
+    }
+}
+
+void TestReplay::sameSelectionSameTransactions()
+{
+    CaseStore store(dir_.file("seeded.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(demoTape_);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("random:4");
+    request.seed = 11;
+    const ReplaySummary first = runReplay(store, request);
+    const ReplaySummary second = runReplay(store, request);
+    QCOMPARE(first.selected.size(), std::size_t(4));
+    QVERIFY(first.selected == second.selected);
+    request.seed = 12;
+    QVERIFY(runReplay(store, request).selected != first.selected);
+    QCOMPARE(ReplayStore(store.database()).runs().size(), std::size_t(3));
+}
+
+void TestReplay::pythonTapesReplayExact_data()
+{
+    QTest::addColumn<QString>("optimizer");
+    QTest::addColumn<QString>("options");
+    for (const char* name : {"SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "Adagrad", "Adadelta", "ASGD"})
+        QTest::newRow(name) << QString::fromLatin1(name) << QString();
+    QTest::newRow("SGD nesterov+wd") << "SGD" << R"({"lr": 0.05, "momentum": 0.9, "nesterov": true, "weight_decay": 0.01})";
+    QTest::newRow("Adam amsgrad+wd") << "Adam" << R"({"lr": 0.01, "amsgrad": true, "weight_decay": 0.01})";
+    QTest::newRow("RMSprop centered") << "RMSprop" << R"({"lr": 0.01, "centered": true, "momentum": 0.5})";
+    QTest::newRow("Adagrad foreach") << "Adagrad" << R"({"lr": 0.05, "foreach": true})";
+}
+
+void TestReplay::pythonTapesReplayExact()
+{
+    QFETCH(QString, optimizer);
+    QFETCH(QString, options);
+    const std::string tag = QTest::currentDataTag();
+    std::string safe;
+    for (char c : tag)
+        safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    const QString path = QString::fromStdString(dir_.file("python-" + safe + ".zkdv"));
+    QStringList arguments{QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), path, QStringLiteral("--optimizer"), optimizer,
+                          QStringLiteral("--steps"), QStringLiteral("30")};
+    if (!options.isEmpty())
+        arguments << QStringLiteral("--options") << options;
+    QString output;
+    QVERIFY2(runPython(arguments, &output), qPrintable(output));
+
+    CaseStore store(dir_.file("python-" + safe + ".zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(path.toStdString());
+    const ReplaySummary summary = runReplay(store, replayAll());
+    QVERIFY2(summary.status == "finished", failuresOf(summary).c_str());
+    QCOMPARE(summary.replayed, std::uint64_t(30));
+    QVERIFY2(summary.exact == 30, (std::to_string(summary.exact) + " exact, " + std::to_string(summary.withinTolerance) +
+                                   " within tolerance:" + failuresOf(summary))
+                                      .c_str());
+}
+
+void TestReplay::dishonestTrainerIsFound_data()
+{
+    QTest::addColumn<QString>("alteration");
+    QTest::addColumn<int>("transaction");  // where the replay must find it
+    QTest::addColumn<QString>("named");    // what the verdict must name
+    QTest::newRow("delta") << "delta" << 5 << "fc.weight delta";
+    QTest::newRow("batch") << "batch" << 7 << "loss";
+    QTest::newRow("loss") << "loss" << 3 << "loss";
+    QTest::newRow("buffer") << "buffer" << 11 << "bn1.running_mean snapshot/buffer";
+    QTest::newRow("optimizer slot") << "slot" << 23 << "fc.weight state/exp_avg";
+}
+
+void TestReplay::dishonestTrainerIsFound()
+{
+    QFETCH(QString, alteration);
+    QFETCH(int, transaction);
+    QFETCH(QString, named);
+    const std::string what = alteration.toStdString();
+    const std::string tampered = dir_.file("tampered-" + what + ".zkdv");
+    rewriteTape(demoTape_, tampered, [&](RawRecord& record, std::size_t) {
+        if (what == "delta" && isTransaction(record, 5))
+            scaleElement(record, "delta/fc.weight", 3, 1.5f);
+        else if (what == "batch" && isTransaction(record, 7))
+            scaleElement(record, "batch/0", 40, 50.0f);
+        else if (what == "loss" && isTransaction(record, 3))
+            scaleElement(record, "loss", 0, 1.001f);
+        else if (what == "buffer" && isSnapshot(record, 12))
+            scaleElement(record, "buffer/bn1.running_mean", 2, 1.1f);
+        else if (what == "slot" && isSnapshot(record, 24))
+            scaleElement(record, "state/fc.weight/exp_avg", 1, 0.5f);
+    });
+    // The hash chain is valid: only a replay can tell.
+    QVERIFY(scanTape(tampered).complete());
+
+    CaseStore store(dir_.file("tampered-" + what + ".zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(tampered);
+    std::vector<TransactionOutcome> outcomes;
+    ReplayRequest request = replayAll();
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    const ReplaySummary summary = runReplay(store, request);
+    QVERIFY(!summary.passed());
+    QVERIFY(summary.diverged >= 1);
+
+    const TransactionOutcome* found = outcomeAt(outcomes, static_cast<std::uint64_t>(transaction));
+    QVERIFY(found);
+    QVERIFY2(found->verdict == Verdict::Diverged, found->detail.c_str());
+    QVERIFY2(found->detail.find(named.toStdString()) != std::string::npos, found->detail.c_str());
+    // Nothing before the alteration diverged.
+    for (const TransactionOutcome& outcome : outcomes)
+        if (outcome.index < static_cast<std::uint64_t>(transaction))
+            QVERIFY2(outcome.verdict == Verdict::Exact, (std::to_string(outcome.index) + ": " + outcome.detail).c_str());
+    if (what == "loss" || what == "delta") {
+        // A claim that does not change the state leaves the following steps exact.
+        const TransactionOutcome* after = outcomeAt(outcomes, static_cast<std::uint64_t>(transaction + 1));
+        QVERIFY(after);
+        QVERIFY2(after->verdict == Verdict::Exact, after->detail.c_str());
+    }
+}
+
+void TestReplay::swappedProgramIsRefusedBeforeItRuns()
+{
+    // Another program: the Python producer's, a valid TorchScript training step.
+    const std::string other = dir_.file("other-program.zkdv");
+    QString output;
+    QVERIFY2(runPython({QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), QString::fromStdString(other), QStringLiteral("--steps"),
+                        QStringLiteral("2")},
+                       &output),
+             qPrintable(output));
+    CaseStore otherCase(dir_.file("other.zkaudit"), CaseStore::Access::ReadWrite);
+    const std::int64_t otherTape = otherCase.ingestTape(other).tapeId;
+    const std::vector<std::uint8_t> otherProgram =
+        *ReplayStore(otherCase.database()).programBytes(otherCase.tape(otherTape)->programSha256);
+    const std::string programFile = dir_.file("swapped.pt");
+    std::ofstream(programFile, std::ios::binary).write(reinterpret_cast<const char*>(otherProgram.data()),
+                                                       static_cast<std::streamsize>(otherProgram.size()));
+
+    CaseStore store(dir_.file("swapped.zkaudit"), CaseStore::Access::ReadWrite);
+    const std::int64_t tapeId = store.ingestTape(demoTape_).tapeId;
+    const std::string digest = store.tape(tapeId)->programSha256;
+
+    // Supplied as a file: refused by digest.
+    ReplayRequest request = replayAll();
+    request.programPath = programFile;
+    std::vector<TransactionOutcome> outcomes;
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    ReplaySummary summary = runReplay(store, request);
+    QVERIFY(!summary.passed());
+    QVERIFY2(summary.problem.find("program digest mismatch") != std::string::npos, summary.problem.c_str());
+    QCOMPARE(summary.unverifiable, kSteps);
+    for (const TransactionOutcome& outcome : outcomes) {
+        QCOMPARE(outcome.verdict, Verdict::Unverifiable);
+        QVERIFY(outcome.comparisons.empty());  // nothing ran
+    }
+
+    // Swapped inside the case itself: refused the same way.
+    Statement swap = store.database().prepare("UPDATE programs SET content = ?1 WHERE sha256 = ?2");
+    swap.bindBlob(1, ByteSpan(otherProgram)).bind(2, digest).run();
+    QCOMPARE(store.database().changes(), 1);
+    summary = runReplay(store, replayAll());
+    QVERIFY2(summary.problem.find("program digest mismatch") != std::string::npos, summary.problem.c_str());
+    QCOMPARE(summary.unverifiable, kSteps);
+    QCOMPARE(summary.exact, std::uint64_t(0));
+}
+
+void TestReplay::missingProgramIsUnverifiable()
+{
+    CaseStore store(dir_.file("noprogram.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(demoTape_);
+    store.database().exec("UPDATE programs SET content = NULL");
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("range:0-3");
+    const ReplaySummary summary = runReplay(store, request);
+    QCOMPARE(summary.unverifiable, std::uint64_t(4));
+    QVERIFY2(summary.problem.find("not in the case") != std::string::npos, summary.problem.c_str());
+}
+
+void TestReplay::embeddedCaseReplaysWithoutTheTapeFile()
+{
+    const std::string copy = dir_.file("moved-away.zkdv");
+    {
+        std::ifstream in(demoTape_, std::ios::binary);
+        std::ofstream out(copy, std::ios::binary);
+        out << in.rdbuf();
+    }
+    CaseStore embedded(dir_.file("embedded.zkaudit"), CaseStore::Access::ReadWrite);
+    IngestOptions options;
+    options.embed = true;
+    embedded.ingestTape(copy, options);
+    CaseStore plain(dir_.file("plain.zkaudit"), CaseStore::Access::ReadWrite);
+    plain.ingestTape(copy);
+    QVERIFY(std::remove(copy.c_str()) == 0);
+
+    ReplaySummary summary = runReplay(embedded, replayAll());
+    QVERIFY2(summary.passed(), failuresOf(summary).c_str());
+    QCOMPARE(summary.exact, kSteps);
+
+    // An embedded payload altered inside the case is caught by its digest.
+    embedded.database().exec("UPDATE payloads SET content = zeroblob(length(content)) WHERE record_index = "
+                             "(SELECT record_index FROM transactions WHERE idx = 14)");
+    summary = runReplay(embedded, replayAll());
+    QCOMPARE(summary.unverifiable, std::uint64_t(12 - 2));  // transactions 14 to 23 of segment 1
+    QVERIFY2(summary.firstFailures.front().index == 14 &&
+                 summary.firstFailures.front().detail.find("does not hash") != std::string::npos,
+             summary.firstFailures.front().detail.c_str());
+
+    // Without embedded payloads the missing file makes every transaction unverifiable.
+    summary = runReplay(plain, replayAll());
+    QCOMPARE(summary.unverifiable, kSteps);
+    QVERIFY2(summary.problem.find("--embed") != std::string::npos, summary.problem.c_str());
+}
+
+void TestReplay::absentDeviceIsAnInputError()
+{
+    CaseStore store(dir_.file("device.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(demoTape_);
+    ReplayRequest request = replayAll();
+    request.device = "cuda:7";
+    bool refused = false;
+    try {
+        runReplay(store, request);
+    } catch (const ReplayError& error) {
+        refused = std::string(error.what()).find("cuda:7") != std::string::npos;
+    }
+    QVERIFY(refused);
+    request.device = "tpu";
+    QVERIFY_THROWS_EXCEPTION(ReplayError, runReplay(store, request));
+    QVERIFY(ReplayStore(store.database()).runs().empty());  // nothing stored
+}
+
+void TestReplay::cancelledRunIsStoredAsCancelled()
+{
+    CaseStore store(dir_.file("cancel.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(demoTape_);
+    CancelAfterFirst cancel;
+    ReplayRequest request = replayAll();
+    request.threads = 1;
+    request.progress = &cancel;
+    const ReplaySummary summary = runReplay(store, request);
+    QCOMPARE(summary.status, std::string("cancelled"));
+    QVERIFY(summary.replayed < kSteps);
+    QVERIFY(!summary.passed());
+    QCOMPARE(ReplayStore(store.database()).runs().front().status, std::string("cancelled"));
+}
+
+QTEST_GUILESS_MAIN(TestReplay)
+#include "test_replay.moc"
