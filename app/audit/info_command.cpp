@@ -7,28 +7,13 @@
 #include "replay_json.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
+#include "zkdv/store/audit_file.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 
 namespace zkdv::cli {
 
 namespace {
-
-enum class FileKind { Tape, Case, Other };
-
-FileKind sniff(const std::string& path)
-{
-    std::ifstream file(path, std::ios::binary);
-    if (!file)
-        throw UsageError("cannot open " + path + ": " + std::strerror(errno));
-    char head[16] = {};
-    file.read(head, sizeof head);
-    if (std::memcmp(head, "ZKDVTAPE", 8) == 0)
-        return FileKind::Tape;
-    if (std::memcmp(head, "SQLite format 3", 16) == 0)
-        return FileKind::Case;
-    return FileKind::Other;
-}
 
 std::string shapeText(const std::vector<std::int64_t>& shape)
 {
@@ -157,10 +142,10 @@ int runInfo(int argc, char** argv)
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("info", parser, argc, argv, [&]() {
         const std::string& path = parser.positionals().front();
-        switch (sniff(path)) {
-        case FileKind::Tape: return tapeInfo(path, parser.has("json"), parser.has("quiet"));
-        case FileKind::Case: return caseInfo(path, parser.has("json"));
-        case FileKind::Other: break;
+        switch (sniffAuditFile(path)) {
+        case AuditFileKind::Tape: return tapeInfo(path, parser.has("json"), parser.has("quiet"));
+        case AuditFileKind::Case: return caseInfo(path, parser.has("json"));
+        case AuditFileKind::Other: break;
         }
         throw UsageError(path + " is neither a ZKDV tape nor an audit case");
     });

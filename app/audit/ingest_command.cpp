@@ -6,18 +6,10 @@
 #include "commands.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
+#include "zkdv/store/audit_file.h"
 
 namespace zkdv::cli {
 
-namespace {
-bool looksLikeTape(const std::string& path)
-{
-    std::ifstream file(path, std::ios::binary);
-    char magic[8] = {};
-    file.read(magic, sizeof magic);
-    return file && std::memcmp(magic, "ZKDVTAPE", 8) == 0;
-}
-}  // namespace
 
 int runIngest(int argc, char** argv)
 {
@@ -50,7 +42,16 @@ int runIngest(int argc, char** argv)
         std::vector<std::string> programs;
         // Tapes first, so that program files given alongside find the tapes they belong to.
         for (const std::string& path : parser.positionals()) {
-            if (!looksLikeTape(path)) {
+            AuditFileKind kind = AuditFileKind::Other;
+            try {
+                kind = sniffAuditFile(path);
+            } catch (const Error& error) {
+                results.push_back({{"file", path}, {"result", "unreadable"}, {"error", error.what()}});
+                std::fprintf(stderr, "%s\n", error.what());
+                worsen(kExitUsage);
+                continue;
+            }
+            if (kind != AuditFileKind::Tape) {
                 programs.push_back(path);
                 continue;
             }

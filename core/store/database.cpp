@@ -384,4 +384,6 @@ void SqlTransaction::commit()
     done_ = true;
 }
 
+std::string sqliteVersion() { return sqlite3_libversion(); }
+
 }  // namespace zkdv

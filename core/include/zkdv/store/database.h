@@ -110,6 +110,9 @@ private:
     std::string path_;
 };
 
+// The SQLite library's version ("3.40.1").
+std::string sqliteVersion();
+
 // BEGIN IMMEDIATE on construction; rolls back on destruction unless commit() was called.
 class SqlTransaction {
 public:

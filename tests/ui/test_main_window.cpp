@@ -1,0 +1,195 @@
+// The workstation's window on the offscreen platform: drag-and-drop of a valid tape, a
+// corrupt tape and a non-tape file; a replay started from the GUI; shortcuts and settings.
+
+#include <QtTest>
+
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QMimeData>
+#include <QStatusBar>
+#include <QTableView>
+
+#include <fstream>
+#include <iterator>
+
+#include "jobs/background_job.h"
+#include "main_window.h"
+#include "models/transaction_table_model.h"
+#include "plots/chart_panel.h"
+#include "settings.h"
+#include "temp_dir.h"
+#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/tape/tape_scanner.h"
+
+using namespace zkdv;
+using namespace zkdv::ui;
+
+namespace {
+
+constexpr int kSteps = 36;
+
+void drop(QWidget& target, const QStringList& paths, bool* accepted = nullptr)
+{
+    QMimeData mime;
+    QList<QUrl> urls;
+    for (const QString& path : paths)
+        urls << QUrl::fromLocalFile(path);
+    mime.setUrls(urls);
+    const QPointF where(target.width() / 2.0, target.height() / 2.0);
+    QDragEnterEvent enter(where.toPoint(), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&target, &enter);
+    if (accepted)
+        *accepted = enter.isAccepted();
+    if (!enter.isAccepted())
+        return;
+    QDropEvent dropped(where, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&target, &dropped);
+}
+
+// Waits for the window's running job; returns its (ok, message).
+std::pair<bool, QString> waitForJob(MainWindow& window, QSignalSpy& finished, int timeoutMs = 120000)
+{
+    if (finished.isEmpty() && !finished.wait(timeoutMs))
+        return {false, QStringLiteral("timed out")};
+    const QList<QVariant> arguments = finished.takeFirst();
+    Q_UNUSED(window);
+    return {arguments.at(0).toBool(), arguments.at(1).toString()};
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void droppedTapeIsIngestedIntoANewCase();
+    void droppedCorruptTapeIsRefusedAndNothingIsLost();
+    void droppedNonTapeFileIsNamedInTheStatusBar();
+    void replayStartedFromTheWindow();
+    void everyActionHasAShortcut();
+    void recentFilesRemembered();
+
+private:
+    test::TempDir dir_;
+    QString tape_, corrupt_, notes_;
+    std::unique_ptr<MainWindow> window_;
+};
+
+void TestMainWindow::initTestCase()
+{
+    QCoreApplication::setOrganizationName(QStringLiteral("zkdv-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_main_window"));
+    Settings::clearRecentFiles();
+    tape_ = QString::fromStdString(dir_.file("demo.zkdv"));
+    CnnDemoOptions options;
+    options.steps = kSteps;
+    options.batchSize = 8;
+    options.updateCheckProbability = 0.2;
+    runCnnDemo(tape_.toStdString(), options);
+
+    // The same tape with one payload byte flipped in its middle: the chain breaks there.
+    std::ifstream in(tape_.toStdString(), std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+    bytes[bytes.size() / 2] ^= 0x10;
+    corrupt_ = QString::fromStdString(dir_.file("corrupt.zkdv"));
+    std::ofstream(corrupt_.toStdString(), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    QCOMPARE(scanTape(corrupt_.toStdString()).status, TapeStatus::Corrupt);
+
+    notes_ = QString::fromStdString(dir_.file("notes.txt"));
+    std::ofstream(notes_.toStdString()) << "not a tape\n";
+    window_ = std::make_unique<MainWindow>();
+    window_->show();
+}
+
+void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
+{
+    QAbstractItemModelTester tester(window_->transactionModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    bool accepted = false;
+    drop(*window_, {tape_}, &accepted);
+    QVERIFY(accepted);
+    QVERIFY(window_->currentJob());
+    const auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    QCOMPARE(window_->casePath(), QString::fromStdString(dir_.file("demo.zkaudit")));
+    QVERIFY(window_->currentTape() != 0);
+    QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
+    QTRY_COMPARE(window_->charts()->lossPointCount(), kSteps);
+    CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
+    QCOMPARE(store.tapes().size(), std::size_t(1));
+}
+
+void TestMainWindow::droppedCorruptTapeIsRefusedAndNothingIsLost()
+{
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    drop(*window_, {corrupt_});
+    const auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY(!ok);
+    QVERIFY2(message.contains(QStringLiteral("corrupt")) && message.contains(QStringLiteral("record")), qPrintable(message));
+    QVERIFY2(window_->statusBar()->currentMessage().contains(QStringLiteral("corrupt.zkdv")), qPrintable(window_->statusBar()->currentMessage()));
+    QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
+    CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
+    QCOMPARE(store.tapes().size(), std::size_t(1));
+}
+
+void TestMainWindow::droppedNonTapeFileIsNamedInTheStatusBar()
+{
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    drop(*window_, {notes_});
+    const auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY(!ok);
+    const QString status = window_->statusBar()->currentMessage();
+    QVERIFY2(status.contains(QStringLiteral("notes.txt")) && status.contains(QStringLiteral("not a ZKDV tape")), qPrintable(status));
+    QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
+}
+
+void TestMainWindow::replayStartedFromTheWindow()
+{
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    QVERIFY(window_->startReplay(QStringLiteral("random:5"), 3));
+    QSignalSpy progressed(window_->currentJob(), &BackgroundJob::progressed);
+    const auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("passed")), qPrintable(message));
+    QVERIFY(progressed.count() >= 1);
+    const QList<QVariant> last = progressed.last();
+    QCOMPARE(last.at(0).toULongLong(), last.at(1).toULongLong());  // the last report says done
+
+    CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
+    const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs();
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs[0].selectedCount, std::uint64_t(5));
+    QCOMPARE(runs[0].exact, runs[0].replayed);
+    // The table shows the verdicts; the chart marks every replayed transaction.
+    TransactionTableModel* model = window_->transactionModel();
+    int exact = 0;
+    for (int row = 0; row < model->rowCount(); ++row)
+        exact += model->index(row, TransactionTableModel::VerdictColumn).data().toString() == QStringLiteral("exact");
+    QCOMPARE(static_cast<std::uint64_t>(exact), runs[0].replayed);
+    QTRY_COMPARE(static_cast<std::uint64_t>(window_->charts()->verdictMarkerCount()), runs[0].replayed);
+}
+
+void TestMainWindow::everyActionHasAShortcut()
+{
+    int checked = 0;
+    for (QAction* action : window_->actions()) {
+        if (action->isSeparator())
+            continue;
+        QVERIFY2(!action->shortcut().isEmpty(), qPrintable(action->text()));
+        ++checked;
+    }
+    QVERIFY(checked >= 12);
+}
+
+void TestMainWindow::recentFilesRemembered()
+{
+    const QStringList recent = Settings::recentFiles();
+    QVERIFY2(recent.contains(QFileInfo(window_->casePath()).absoluteFilePath()), qPrintable(recent.join(QLatin1Char(','))));
+    QVERIFY(recent.contains(QFileInfo(tape_).absoluteFilePath()));
+}
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

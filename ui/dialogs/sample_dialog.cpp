@@ -1,0 +1,90 @@
+#include "dialogs/sample_dialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QPushButton>
+#include <QLabel>
+#include <QSpinBox>
+
+#include <cmath>
+
+namespace zkdv::ui {
+
+SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, quint64 seed, QWidget* parent)
+    : QDialog(parent), transactionCount_(transactionCount), unit_(new QComboBox(this)), count_(new QSpinBox(this)),
+      percent_(new QDoubleSpinBox(this)), seed_(new QSpinBox(this)), stratified_(new QCheckBox(tr("Stratify by snapshot segment"), this)),
+      hint_(new QLabel(this))
+{
+    setWindowTitle(tr("Replay Random Sample"));
+    unit_->addItems({tr("transactions"), tr("percent")});
+    count_->setRange(1, 1000000000);
+    count_->setValue(100);
+    percent_->setRange(0.01, 100);
+    percent_->setDecimals(2);
+    percent_->setValue(5);
+    seed_->setRange(0, 2147483647);
+    seed_->setValue(static_cast<int>(std::min<quint64>(seed, 2147483647)));
+    hint_->setWordWrap(true);
+
+    // Start from the last spec used.
+    const QString kind = spec.section(QLatin1Char(':'), 0, 0), amount = spec.section(QLatin1Char(':'), 1);
+    stratified_->setChecked(kind == QLatin1String("stratified"));
+    if (amount.endsWith(QLatin1Char('%'))) {
+        unit_->setCurrentIndex(1);
+        percent_->setValue(amount.chopped(1).toDouble());
+    } else if (amount.toULongLong() > 0) {
+        count_->setValue(static_cast<int>(std::min<qulonglong>(amount.toULongLong(), 1000000000)));
+    }
+
+    auto* form = new QFormLayout(this);
+    auto* amountRow = new QWidget(this);
+    auto* amountLayout = new QHBoxLayout(amountRow);
+    amountLayout->setContentsMargins(0, 0, 0, 0);
+    amountLayout->addWidget(count_);
+    amountLayout->addWidget(percent_);
+    amountLayout->addWidget(unit_);
+    form->addRow(tr("Sample:"), amountRow);
+    form->addRow(tr("Seed:"), seed_);
+    form->addRow(QString(), stratified_);
+    form->addRow(hint_);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Replay"));
+    form->addRow(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(count_, &QSpinBox::valueChanged, this, &SampleDialog::updateHint);
+    connect(percent_, &QDoubleSpinBox::valueChanged, this, &SampleDialog::updateHint);
+    connect(unit_, &QComboBox::currentIndexChanged, this, &SampleDialog::updateHint);
+    connect(stratified_, &QCheckBox::toggled, this, &SampleDialog::updateHint);
+    updateHint();
+}
+
+QString SampleDialog::selectionSpec() const
+{
+    const QString kind = stratified_->isChecked() ? QStringLiteral("stratified") : QStringLiteral("random");
+    if (unit_->currentIndex() == 1)
+        return kind + QLatin1Char(':') + QString::number(percent_->value(), 'g', 6) + QLatin1Char('%');
+    return kind + QLatin1Char(':') + QString::number(count_->value());
+}
+
+quint64 SampleDialog::seed() const { return static_cast<quint64>(seed_->value()); }
+
+void SampleDialog::updateHint()
+{
+    const bool percent = unit_->currentIndex() == 1;
+    count_->setVisible(!percent);
+    percent_->setVisible(percent);
+    const double n = percent ? std::ceil(percent_->value() * static_cast<double>(transactionCount_) / 100.0)
+                             : std::min<double>(count_->value(), static_cast<double>(transactionCount_));
+    hint_->setText(tr("Replays %1 of %2 transactions chosen uniformly at random%3. The same sample and seed choose the same "
+                      "transactions on every machine, so anyone can redo this audit.")
+                       .arg(n)
+                       .arg(transactionCount_)
+                       .arg(stratified_->isChecked() ? tr(", spread over the snapshot segments in proportion to their size") : QString()));
+}
+
+}  // namespace zkdv::ui

@@ -1,0 +1,597 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDir>
+#include <QDirIterator>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTimer>
+#include <QToolBar>
+
+#include <atomic>
+#include <memory>
+
+#include "dialogs/sample_dialog.h"
+#include "jobs/background_job.h"
+#include "models/transaction_table_model.h"
+#include "plots/chart_panel.h"
+#include "settings.h"
+#include "ui_info.h"
+#include "widgets/case_overview.h"
+#include "widgets/job_progress_frame.h"
+#include "zkdv/replay/replay_devices.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/audit_file.h"
+#include "zkdv/store/case_store.h"
+
+namespace zkdv::ui {
+
+namespace {
+
+QString fileName(const QString& path) { return QFileInfo(path).fileName(); }
+
+// Files in `paths`, folders expanded (recursively), in a stable order.
+QStringList expandFolders(const QStringList& paths)
+{
+    QStringList files;
+    for (const QString& path : paths) {
+        if (!QFileInfo(path).isDir()) {
+            files << path;
+            continue;
+        }
+        QStringList inside;
+        QDirIterator it(path, QDir::Files | QDir::Readable, QDirIterator::Subdirectories);
+        while (it.hasNext())
+            inside << it.next();
+        inside.sort();
+        files << inside;
+    }
+    return files;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
+{
+    setWindowTitle(tr("ZKDV Audit Workstation"));
+    setAcceptDrops(true);
+    createCentralWidgets();
+    createActions();
+    progress_ = new JobProgressFrame(this);
+    statusBar()->addPermanentWidget(progress_);
+    resultsTimer_ = new QTimer(this);
+    resultsTimer_->setSingleShot(true);
+    resultsTimer_->setInterval(400);
+    connect(resultsTimer_, &QTimer::timeout, this, &MainWindow::refreshResults);
+    if (!restoreGeometry(Settings::windowGeometry()))
+        resize(1400, 900);
+    restoreState(Settings::windowState());
+    updateActions();
+    showMessage(tr("Open a case (Ctrl+O) or drop tapes (*.zkdv) and sealed programs here."), 0);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createCentralWidgets()
+{
+    overview_ = new CaseOverview(this);
+    model_ = new TransactionTableModel(this);
+    table_ = new QTableView(this);
+    table_->setModel(model_);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    table_->setSortingEnabled(true);
+    table_->sortByColumn(TransactionTableModel::IndexColumn, Qt::AscendingOrder);
+    table_->verticalHeader()->hide();
+    table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setAlternatingRowColors(true);
+    charts_ = new ChartPanel(this);
+
+    quickFilter_ = new QComboBox(this);
+    quickFilter_->addItems({tr("All transactions"), tr("Diverged"), tr("Not replayed"), tr("With sampled checks"), tr("Top-q updates")});
+    quickFilter_->setToolTip(tr("Quick filter (Alt+0 … Alt+4)"));
+    textFilter_ = new QLineEdit(this);
+    textFilter_->setPlaceholderText(tr("Filter: transaction, range A-B, verdict or tensor (Ctrl+F)"));
+    textFilter_->setClearButtonEnabled(true);
+    auto* filterDelay = new QTimer(this);
+    filterDelay->setSingleShot(true);
+    filterDelay->setInterval(250);
+    connect(textFilter_, &QLineEdit::textChanged, filterDelay, qOverload<>(&QTimer::start));
+    connect(filterDelay, &QTimer::timeout, this, [this] { model_->setTextFilter(textFilter_->text()); });
+    connect(quickFilter_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        model_->setQuickFilter(static_cast<TransactionTableModel::QuickFilter>(index), Settings::topQ());
+    });
+
+    auto* tablePane = new QWidget(this);
+    auto* tableLayout = new QVBoxLayout(tablePane);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    auto* filterRow = new QHBoxLayout;
+    filterRow->addWidget(quickFilter_);
+    filterRow->addWidget(textFilter_, 1);
+    tableLayout->addLayout(filterRow);
+    tableLayout->addWidget(table_, 1);
+
+    auto* top = new QSplitter(Qt::Horizontal, this);
+    top->addWidget(overview_);
+    top->addWidget(tablePane);
+    top->setStretchFactor(0, 1);
+    top->setStretchFactor(1, 3);
+    auto* main = new QSplitter(Qt::Vertical, this);
+    main->addWidget(top);
+    main->addWidget(charts_);
+    main->setStretchFactor(0, 3);
+    main->setStretchFactor(1, 2);
+    setCentralWidget(main);
+
+    connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);
+    connect(overview_, &CaseOverview::problem, this, [this](const QString& message) { showMessage(message); });
+    connect(model_, &TransactionTableModel::problem, this, [this](const QString& message) { showMessage(message); });
+    connect(charts_, &ChartPanel::problem, this, [this](const QString& message) { showMessage(message); });
+    connect(charts_, &ChartPanel::transactionClicked, this, &MainWindow::selectTransaction);
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::tableSelectionChanged);
+}
+
+void MainWindow::createActions()
+{
+    auto action = [this](QMenu* menu, const QString& text, const QKeySequence& shortcut, auto slot, const QString& tip = QString()) {
+        QAction* a = menu->addAction(text);
+        a->setShortcut(shortcut);
+        a->setStatusTip(tip);
+        a->setToolTip(tip.isEmpty() ? text : tip);
+        connect(a, &QAction::triggered, this, slot);
+        addAction(a);  // shortcuts work with the menu bar hidden
+        return a;
+    };
+
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* newCase = action(file, tr("&New Case…"), QKeySequence(Qt::CTRL | Qt::Key_N), &MainWindow::newCase, tr("Create an empty audit case"));
+    QAction* open = action(file, tr("&Open Case…"), QKeySequence(Qt::CTRL | Qt::Key_O), &MainWindow::openCaseDialog, tr("Open an audit case (*.zkaudit)"));
+    QAction* add = action(file, tr("&Add Tapes or Programs…"), QKeySequence(Qt::CTRL | Qt::Key_I), &MainWindow::addFilesDialog,
+                          tr("Ingest tapes (*.zkdv) and sealed program files into the case"));
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    file->addSeparator();
+    QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
+    action(file, tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), &QWidget::close);
+    jobActions_ << newCase << open << add << close;
+    caseActions_ << add << close;
+
+    QMenu* replay = menuBar()->addMenu(tr("&Replay"));
+    QAction* selected = action(replay, tr("Replay &Selected"), QKeySequence(Qt::CTRL | Qt::Key_R), &MainWindow::replaySelected,
+                               tr("Replay the selected transactions from their nearest snapshots"));
+    QAction* sample = action(replay, tr("Replay Random S&ample…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), &MainWindow::replaySample,
+                             tr("Replay n or p% of the transactions chosen at random with a seed"));
+    QAction* topq = action(replay, tr("Replay &Top-q…"), QKeySequence(Qt::CTRL | Qt::Key_T), &MainWindow::replayTopQ,
+                           tr("Replay each parameter's q largest recorded updates"));
+    replay->addSeparator();
+    cancelAction_ = action(replay, tr("&Cancel"), QKeySequence(Qt::Key_Escape), [this] {
+        if (job_)
+            job_->cancel();
+    }, tr("Stop the running job; what it finished is kept"));
+    jobActions_ << selected << sample << topq;
+    tapeActions_ << selected << sample << topq;
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    const QStringList filters = {tr("All Transactions"), tr("Diverged"), tr("Not Replayed"), tr("With Sampled Checks"), tr("Top-q Updates")};
+    for (int i = 0; i < filters.size(); ++i)
+        action(view, filters[i], QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_0 + i)), [this, i] { quickFilter_->setCurrentIndex(i); });
+    view->addSeparator();
+    action(view, tr("&Filter…"), QKeySequence(Qt::CTRL | Qt::Key_F), [this] {
+        textFilter_->setFocus();
+        textFilter_->selectAll();
+    });
+    action(view, tr("&Refresh"), QKeySequence(Qt::Key_F5), &MainWindow::refreshResults);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    action(help, tr("&About ZKDV Workstation"), QKeySequence(Qt::Key_F1), &MainWindow::showAbout);
+
+    QToolBar* toolbar = addToolBar(tr("Main"));
+    toolbar->setObjectName(QStringLiteral("mainToolbar"));
+    toolbar->addAction(open);
+    toolbar->addAction(add);
+    toolbar->addSeparator();
+    toolbar->addAction(selected);
+    toolbar->addAction(sample);
+    toolbar->addAction(topq);
+    toolbar->addAction(cancelAction_);
+    toolbar->addSeparator();
+    toolbar->addWidget(new QLabel(tr(" Device: "), this));
+    device_ = new QComboBox(this);
+    for (const std::string& device : replayDevices())
+        device_->addItem(QString::fromStdString(device));
+    device_->setToolTip(tr("Where replays run: the CPU or a CUDA device libtorch sees"));
+    const int saved = device_->findText(Settings::replayDevice());
+    device_->setCurrentIndex(saved >= 0 ? saved : 0);
+    connect(device_, &QComboBox::currentTextChanged, this, [](const QString& device) { Settings::setReplayDevice(device); });
+    toolbar->addWidget(device_);
+    updateRecentFilesMenu();
+}
+
+void MainWindow::updateRecentFilesMenu()
+{
+    recentMenu_->clear();
+    const QStringList files = Settings::recentFiles();
+    for (int i = 0; i < files.size(); ++i) {
+        QAction* a = recentMenu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(fileName(files[i])));
+        a->setToolTip(files[i]);
+        a->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + i)));
+        const QString path = files[i];
+        connect(a, &QAction::triggered, this, [this, path] { openPaths({path}); });
+    }
+    recentMenu_->addSeparator();
+    QAction* clear = recentMenu_->addAction(tr("Clear Recent Files"));
+    clear->setEnabled(!files.isEmpty());
+    connect(clear, &QAction::triggered, this, [this] {
+        Settings::clearRecentFiles();
+        updateRecentFilesMenu();
+    });
+}
+
+void MainWindow::updateActions()
+{
+    const bool busy = job_ && job_->isRunning();
+    for (QAction* a : jobActions_)
+        a->setEnabled(!busy && (!caseActions_.contains(a) || !casePath_.isEmpty()) && (!tapeActions_.contains(a) || tape_ != 0));
+    cancelAction_->setEnabled(busy);
+}
+
+QString MainWindow::replayDevice() const { return device_->currentText(); }
+
+void MainWindow::showMessage(const QString& message, int timeoutMs) { statusBar()->showMessage(message, timeoutMs); }
+
+bool MainWindow::openCase(const QString& casePath)
+{
+    if (job_ && job_->isRunning()) {
+        showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
+        return false;
+    }
+    if (!casePath.isEmpty()) {
+        try {
+            CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);  // creates, or brings the schema up to date
+        } catch (const std::exception& error) {
+            showMessage(tr("%1: %2").arg(fileName(casePath), QString::fromStdString(error.what())));
+            return false;
+        }
+        Settings::addRecentFile(casePath);
+        updateRecentFilesMenu();
+    }
+    casePath_ = casePath;
+    overview_->showCase(casePath_);
+    setTape(overview_->currentTape());
+    setWindowTitle(casePath_.isEmpty() ? tr("ZKDV Audit Workstation") : tr("%1 — ZKDV Audit Workstation").arg(fileName(casePath_)));
+    updateActions();
+    Q_EMIT caseChanged(casePath_);
+    if (!casePath_.isEmpty())
+        showMessage(overview_->tapeCount() ? tr("Opened %1: %2 tape(s).").arg(casePath_).arg(overview_->tapeCount())
+                                           : tr("Opened %1. Drop tapes here to ingest them.").arg(casePath_));
+    return true;
+}
+
+void MainWindow::setTape(qint64 tapeId)
+{
+    tape_ = tapeId;
+    transactionCount_ = 0;
+    if (!casePath_.isEmpty() && tapeId != 0) {
+        try {
+            CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
+            if (auto tape = store.tape(tapeId))
+                transactionCount_ = tape->transactionCount;
+        } catch (const std::exception& error) {
+            showMessage(QString::fromStdString(error.what()));
+        }
+    }
+    model_->setCase(tapeId ? casePath_ : QString(), tapeId);
+    charts_->setCase(tapeId ? casePath_ : QString(), tapeId);
+    updateActions();
+}
+
+void MainWindow::openPaths(const QStringList& paths)
+{
+    QStringList tapes, others, refused;
+    QString caseToOpen;
+    for (const QString& path : expandFolders(paths)) {
+        try {
+            switch (sniffAuditFile(path.toStdString())) {
+            case AuditFileKind::Case:
+                if (caseToOpen.isEmpty())
+                    caseToOpen = path;
+                else
+                    refused << tr("%1: one case at a time").arg(fileName(path));
+                break;
+            case AuditFileKind::Tape: tapes << path; break;
+            case AuditFileKind::Other: others << path; break;
+            }
+        } catch (const std::exception& error) {
+            refused << QString::fromStdString(error.what());
+        }
+    }
+    if (!caseToOpen.isEmpty() && !openCase(caseToOpen))
+        return;
+    if (casePath_.isEmpty() && !tapes.isEmpty()) {
+        const QFileInfo first(tapes.front());
+        const QString created = first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".zkaudit"));
+        if (!openCase(created))
+            return;
+    }
+    if (casePath_.isEmpty() && !others.isEmpty()) {
+        for (const QString& path : others)
+            refused << tr("%1: not a ZKDV tape or case (open a case first to add sealed program files)").arg(fileName(path));
+        others.clear();
+    }
+    if (!refused.isEmpty())
+        showMessage(refused.join(QStringLiteral("; ")), 15000);
+    for (const QString& tape : tapes)
+        Settings::addRecentFile(tape);
+    if (!tapes.isEmpty() || !others.isEmpty())
+        ingest(tapes + others);
+}
+
+void MainWindow::ingest(const QStringList& files)
+{
+    const std::string casePath = casePath_.toStdString();
+    std::vector<std::string> paths;
+    for (const QString& file : files)
+        paths.push_back(file.toStdString());
+    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), [casePath, paths](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        QStringList done, failed;
+        std::vector<std::string> programs;
+        for (const std::string& path : paths) {
+            const QString name = fileName(QString::fromStdString(path));
+            if (sniffAuditFile(path) != AuditFileKind::Tape) {
+                programs.push_back(path);
+                continue;
+            }
+            IngestOptions options;
+            options.progress = &progress;
+            try {
+                const IngestResult result = store.ingestTape(path, options);
+                done << (result.alreadyPresent ? QObject::tr("%1 already in the case").arg(name) : QObject::tr("%1 ingested").arg(name));
+            } catch (const OperationCancelled&) {
+                throw;
+            } catch (const std::exception& error) {
+                failed << QString::fromStdString(error.what());
+            }
+        }
+        for (const std::string& path : programs) {
+            const QString name = fileName(QString::fromStdString(path));
+            try {
+                const ProgramFileResult result = store.addProgramFile(path);
+                done << QObject::tr("%1: sealed program for %n tape(s)", nullptr, static_cast<int>(result.matchingTapes.size())).arg(name);
+            } catch (const std::exception& error) {
+                failed << QObject::tr("%1: not a ZKDV tape, and not a sealed program of a tape in this case (%2)")
+                              .arg(name, QString::fromStdString(error.what()));
+            }
+        }
+        if (!failed.isEmpty())
+            throw Error((failed + done).join(QStringLiteral("; ")).toStdString());
+        return done.join(QStringLiteral("; "));
+    });
+    startJob(job);
+}
+
+bool MainWindow::startJob(BackgroundJob* job)
+{
+    if (job_ && job_->isRunning()) {
+        showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
+        delete job;
+        return false;
+    }
+    delete job_;
+    job_ = job;
+    job->setParent(this);
+    connect(job, &BackgroundJob::finished, this, [this](bool ok, const QString& message) {
+        showMessage(message, ok ? 10000 : 0);
+        overview_->showCase(casePath_);
+        if (overview_->currentTape() != tape_)
+            setTape(overview_->currentTape());
+        else
+            refreshResults();
+        updateRecentFilesMenu();
+        updateActions();
+        Q_EMIT jobFinished(ok, message);
+    });
+    progress_->follow(job);
+    job->start();
+    updateActions();
+    return true;
+}
+
+bool MainWindow::startReplay(const QString& spec, quint64 seed)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to replay: open a case with a tape first."));
+        return false;
+    }
+    ReplayRequest request;
+    try {
+        request.selection = SelectionSpec::parse(spec.toStdString());
+    } catch (const std::exception& error) {
+        showMessage(QString::fromStdString(error.what()));
+        return false;
+    }
+    request.tapeId = tape_;
+    request.seed = seed;
+    request.device = replayDevice().toStdString();
+    // Outcomes arrive on the job's thread; the window re-reads results at most every 400 ms.
+    auto pending = std::make_shared<std::atomic<bool>>(false);
+    QPointer<MainWindow> window(this);
+    request.onOutcome = [window, pending](const TransactionOutcome&) {
+        if (!pending->exchange(true))
+            QMetaObject::invokeMethod(window, [window, pending] {
+                pending->store(false);
+                if (window && !window->resultsTimer_->isActive())
+                    window->resultsTimer_->start();
+            }, Qt::QueuedConnection);
+    };
+    const std::string casePath = casePath_.toStdString();
+    auto* job = new BackgroundJob(tr("Replaying %1 on %2").arg(spec, replayDevice()), [casePath, request](ProgressSink& progress) mutable {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        request.progress = &progress;
+        const ReplaySummary summary = runReplay(store, request);
+        QString text = QObject::tr("Replay run %1 (%2, seed %3) %4: %5 replayed, %6 exact, %7 within tolerance, %8 diverged, %9 unverifiable")
+                           .arg(summary.runId)
+                           .arg(QString::fromStdString(summary.selection))
+                           .arg(summary.seed)
+                           .arg(summary.passed() ? QObject::tr("passed") : QString::fromStdString(summary.status == "finished" ? "FAILED" : summary.status))
+                           .arg(summary.replayed)
+                           .arg(summary.exact)
+                           .arg(summary.withinTolerance)
+                           .arg(summary.diverged)
+                           .arg(summary.unverifiable);
+        if (!summary.problem.empty())
+            text += QStringLiteral(" — ") + QString::fromStdString(summary.problem);
+        else if (!summary.firstFailures.empty())
+            text += QObject::tr(" — first: transaction %1: %2")
+                        .arg(summary.firstFailures.front().index)
+                        .arg(QString::fromStdString(summary.firstFailures.front().detail));
+        return text;
+    });
+    return startJob(job);
+}
+
+void MainWindow::refreshResults()
+{
+    model_->setRun(0);
+    model_->refresh();
+    charts_->setRun(0);
+    charts_->refresh();
+}
+
+void MainWindow::newCase()
+{
+    const QString path = QFileDialog::getSaveFileName(this, tr("New Audit Case"), QDir::homePath(), tr("Audit cases (*.zkaudit)"));
+    if (path.isEmpty())
+        return;
+    const QString withSuffix = path.endsWith(QStringLiteral(".zkaudit")) ? path : path + QStringLiteral(".zkaudit");
+    if (QFileInfo::exists(withSuffix)) {
+        showMessage(tr("%1 exists; open it with Ctrl+O instead.").arg(withSuffix));
+        return;
+    }
+    openCase(withSuffix);
+}
+
+void MainWindow::openCaseDialog()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Audit Case"), QString(), tr("Audit cases (*.zkaudit);;All files (*)"));
+    if (!path.isEmpty())
+        openPaths({path});
+}
+
+void MainWindow::addFilesDialog()
+{
+    const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Add Tapes or Sealed Programs"), QString(),
+                                                            tr("Tapes (*.zkdv);;All files (*)"));
+    if (!paths.isEmpty())
+        openPaths(paths);
+}
+
+void MainWindow::replaySelected()
+{
+    QStringList ids;
+    for (const QModelIndex& row : table_->selectionModel()->selectedRows())
+        ids << QString::number(model_->transactionAt(row.row()));
+    if (ids.isEmpty()) {
+        showMessage(tr("Select transactions in the table first (click, Shift+click, Ctrl+click)."));
+        return;
+    }
+    startReplay(QStringLiteral("ids:") + ids.join(QLatin1Char(',')), 0);
+}
+
+void MainWindow::replaySample()
+{
+    SampleDialog dialog(transactionCount_, Settings::sampleSpec(), Settings::sampleSeed(), this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    Settings::setSampleSpec(dialog.selectionSpec());
+    Settings::setSampleSeed(dialog.seed());
+    startReplay(dialog.selectionSpec(), dialog.seed());
+}
+
+void MainWindow::replayTopQ()
+{
+    bool ok = false;
+    const int q = QInputDialog::getInt(this, tr("Replay Top-q"),
+                                       tr("Replay, for every parameter, the q transactions with the largest recorded update:"),
+                                       Settings::topQ(), 1, 1000000, 1, &ok);
+    if (!ok)
+        return;
+    Settings::setTopQ(q);
+    startReplay(QStringLiteral("topq:%1").arg(q), 0);
+}
+
+void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText()); }
+
+void MainWindow::tableSelectionChanged()
+{
+    const QModelIndex current = table_->selectionModel()->currentIndex();
+    if (current.isValid())
+        charts_->selectTransaction(model_->transactionAt(current.row()));
+}
+
+void MainWindow::selectTransaction(quint64 index)
+{
+    const int row = model_->rowOfTransaction(index);
+    if (row < 0) {
+        showMessage(tr("Transaction %1 is hidden by the current filter.").arg(index));
+        return;
+    }
+    const QModelIndex cell = model_->index(row, 0);
+    table_->selectionModel()->setCurrentIndex(cell, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->scrollTo(cell, QAbstractItemView::PositionAtCenter);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (!event->mimeData()->hasUrls())
+        return;
+    for (const QUrl& url : event->mimeData()->urls())
+        if (!url.isLocalFile()) {
+            showMessage(tr("Only local files can be dropped here (%1 is not one).").arg(url.toDisplayString()));
+            return;
+        }
+    if (job_ && job_->isRunning()) {
+        showMessage(tr("Busy: %1. Drop again when it has finished, or cancel it (Esc).").arg(job_->title()));
+        return;
+    }
+    event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    QStringList paths;
+    for (const QUrl& url : event->mimeData()->urls())
+        if (url.isLocalFile())
+            paths << url.toLocalFile();
+    if (paths.isEmpty())
+        return;
+    event->acceptProposedAction();
+    openPaths(paths);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (job_ && job_->isRunning())
+        job_->cancel();  // its destructor waits for the thread
+    Settings::setWindowGeometry(saveGeometry());
+    Settings::setWindowState(saveState());
+    event->accept();
+}
+
+}  // namespace zkdv::ui

@@ -1,0 +1,95 @@
+#pragma once
+// The workstation's window: the case overview, the transaction table, the charts, and the
+// actions an auditor takes (open, ingest by drag-and-drop, replay, cancel).
+
+#include <QMainWindow>
+#include <QPointer>
+#include <QStringList>
+
+class QComboBox;
+class QLineEdit;
+class QMenu;
+class QTableView;
+class QTimer;
+
+namespace zkdv::ui {
+
+class BackgroundJob;
+class CaseOverview;
+class ChartPanel;
+class JobProgressFrame;
+class TransactionTableModel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Cases are opened; tapes, sealed programs and folders of them are ingested into the open
+    // case (a new case next to the first tape when none is open). Anything else is named in
+    // the status bar with the reason.
+    void openPaths(const QStringList& paths);
+    bool openCase(const QString& casePath);
+    // Replays `spec` (a selection spec such as "random:100") on the chosen device.
+    bool startReplay(const QString& spec, quint64 seed);
+
+    QString casePath() const { return casePath_; }
+    qint64 currentTape() const { return tape_; }
+    TransactionTableModel* transactionModel() const { return model_; }
+    QTableView* transactionView() const { return table_; }
+    ChartPanel* charts() const { return charts_; }
+    BackgroundJob* currentJob() const { return job_; }
+    QString replayDevice() const;
+
+Q_SIGNALS:
+    // After every background job; ok false when it failed or was cancelled.
+    void jobFinished(bool ok, const QString& message);
+    void caseChanged(const QString& casePath);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void createActions();
+    void createCentralWidgets();
+    void updateRecentFilesMenu();
+    void updateActions();
+    void setTape(qint64 tapeId);
+    bool startJob(BackgroundJob* job);
+    void ingest(const QStringList& files);
+    void refreshResults();
+    void newCase();
+    void openCaseDialog();
+    void addFilesDialog();
+    void replaySelected();
+    void replaySample();
+    void replayTopQ();
+    void showAbout();
+    void tableSelectionChanged();
+    void selectTransaction(quint64 index);
+    void showMessage(const QString& message, int timeoutMs = 8000);
+
+    QString casePath_;
+    qint64 tape_ = 0;
+    quint64 transactionCount_ = 0;
+    CaseOverview* overview_ = nullptr;
+    TransactionTableModel* model_ = nullptr;
+    QTableView* table_ = nullptr;
+    ChartPanel* charts_ = nullptr;
+    QComboBox* quickFilter_ = nullptr;
+    QLineEdit* textFilter_ = nullptr;
+    QComboBox* device_ = nullptr;
+    JobProgressFrame* progress_ = nullptr;
+    QPointer<BackgroundJob> job_;
+    QTimer* resultsTimer_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QList<QAction*> jobActions_;   // disabled while a job runs
+    QList<QAction*> caseActions_;  // need an open case
+    QList<QAction*> tapeActions_;  // need a tape in it
+    QAction* cancelAction_ = nullptr;
+};
+
+}  // namespace zkdv::ui

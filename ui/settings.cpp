@@ -1,0 +1,54 @@
+#include "settings.h"
+
+#include <QFileInfo>
+#include <QSettings>
+
+namespace zkdv::ui {
+
+namespace {
+const QString kRecentFiles = QStringLiteral("files/recent");
+const QString kGeometry = QStringLiteral("window/geometry");
+const QString kState = QStringLiteral("window/state");
+const QString kDevice = QStringLiteral("replay/device");
+const QString kSampleSpec = QStringLiteral("replay/sample");
+const QString kSampleSeed = QStringLiteral("replay/seed");
+const QString kTopQ = QStringLiteral("replay/topq");
+}  // namespace
+
+QStringList Settings::recentFiles()
+{
+    QStringList files;
+    for (const QString& file : QSettings().value(kRecentFiles).toStringList())
+        if (QFileInfo::exists(file))
+            files << file;
+    return files;
+}
+
+void Settings::addRecentFile(const QString& path)
+{
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    QStringList files = recentFiles();
+    files.removeAll(absolute);
+    files.prepend(absolute);
+    while (files.size() > kMaxRecentFiles)
+        files.removeLast();
+    QSettings().setValue(kRecentFiles, files);
+}
+
+void Settings::clearRecentFiles() { QSettings().remove(kRecentFiles); }
+
+QByteArray Settings::windowGeometry() { return QSettings().value(kGeometry).toByteArray(); }
+void Settings::setWindowGeometry(const QByteArray& geometry) { QSettings().setValue(kGeometry, geometry); }
+QByteArray Settings::windowState() { return QSettings().value(kState).toByteArray(); }
+void Settings::setWindowState(const QByteArray& state) { QSettings().setValue(kState, state); }
+
+QString Settings::replayDevice() { return QSettings().value(kDevice, QStringLiteral("cpu")).toString(); }
+void Settings::setReplayDevice(const QString& device) { QSettings().setValue(kDevice, device); }
+QString Settings::sampleSpec() { return QSettings().value(kSampleSpec, QStringLiteral("random:100")).toString(); }
+void Settings::setSampleSpec(const QString& spec) { QSettings().setValue(kSampleSpec, spec); }
+quint64 Settings::sampleSeed() { return QSettings().value(kSampleSeed, 1).toULongLong(); }
+void Settings::setSampleSeed(quint64 seed) { QSettings().setValue(kSampleSeed, seed); }
+int Settings::topQ() { return QSettings().value(kTopQ, 10).toInt(); }
+void Settings::setTopQ(int q) { QSettings().setValue(kTopQ, q); }
+
+}  // namespace zkdv::ui

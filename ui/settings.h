@@ -1,0 +1,34 @@
+#pragma once
+// The workstation's settings: every key and its default in one place, stored in QSettings.
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+
+namespace zkdv::ui {
+
+class Settings {
+public:
+    static constexpr int kMaxRecentFiles = 8;
+
+    // Most recent first; files that no longer exist are pruned on reading.
+    static QStringList recentFiles();
+    static void addRecentFile(const QString& path);
+    static void clearRecentFiles();
+
+    static QByteArray windowGeometry();
+    static void setWindowGeometry(const QByteArray& geometry);
+    static QByteArray windowState();
+    static void setWindowState(const QByteArray& state);
+
+    static QString replayDevice();  // default "cpu"
+    static void setReplayDevice(const QString& device);
+    static QString sampleSpec();    // default "random:100"
+    static void setSampleSpec(const QString& spec);
+    static quint64 sampleSeed();    // default 1
+    static void setSampleSeed(quint64 seed);
+    static int topQ();              // default 10
+    static void setTopQ(int q);
+};
+
+}  // namespace zkdv::ui
