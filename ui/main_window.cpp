@@ -253,6 +253,8 @@ void MainWindow::updateActions()
 
 QString MainWindow::replayDevice() const { return device_->currentText(); }
 
+BackgroundJob* MainWindow::currentJob() const { return job_; }
+
 void MainWindow::showMessage(const QString& message, int timeoutMs) { statusBar()->showMessage(message, timeoutMs); }
 
 bool MainWindow::openCase(const QString& casePath)

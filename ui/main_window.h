@@ -39,7 +39,7 @@ public:
     TransactionTableModel* transactionModel() const { return model_; }
     QTableView* transactionView() const { return table_; }
     ChartPanel* charts() const { return charts_; }
-    BackgroundJob* currentJob() const { return job_; }
+    BackgroundJob* currentJob() const;
     QString replayDevice() const;
 
 Q_SIGNALS:

@@ -184,11 +184,12 @@ struct F16Format {
     static ZKDV_INLINE I32xL negative(U32xL bits) { return BF16Format::negative(bits); }
 };
 
-// The norm sums, per lane (lanes 0-3 in half 0, 4-7 in half 1). <x, y> is not summed: it
-// follows from the others, <x, y> = (|x|^2 + |y|^2 - |y - x|^2) / 2, exact to rounding and
-// exactly |x|^2 when x == y.
+// The norm sums, per lane (lanes 0-3 in half 0, 4-7 in half 1). The dot product is summed
+// too, although (|x|^2 + |y|^2 - |y - x|^2) / 2 would save two operations: that loses all
+// precision when one norm is much larger than the other. Where x == y, dot, |x|^2 and |y|^2
+// get the same terms in the same order, so they are equal and the cosine is exactly 1.
 struct NormLanes {
-    F64x4 diffSquares[2] = {}, recordedSquares[2] = {}, replayedSquares[2] = {}, maxAbs[2] = {};
+    F64x4 diffSquares[2] = {}, recordedSquares[2] = {}, replayedSquares[2] = {}, dot[2] = {}, maxAbs[2] = {};
 
     ZKDV_INLINE void add(int half, F64x4 x, F64x4 y)
     {
@@ -196,6 +197,7 @@ struct NormLanes {
         diffSquares[half] += diff * diff;
         recordedSquares[half] += x * x;
         replayedSquares[half] += y * y;
+        dot[half] += x * y;
         const F64x4 magnitude = bitCast<F64x4>(bitCast<U64x4>(diff) & 0x7fffffffffffffffull);
         maxAbs[half] = magnitude > maxAbs[half] ? magnitude : maxAbs[half];
     }
@@ -215,9 +217,9 @@ struct NormLanes {
                 sums.diffSquares += diffSquares[half][lane];
                 sums.recordedSquares += recordedSquares[half][lane];
                 sums.replayedSquares += replayedSquares[half][lane];
+                sums.dot += dot[half][lane];
                 sums.maxAbs = std::max(sums.maxAbs, maxAbs[half][lane]);
             }
-        sums.dot = (sums.recordedSquares + sums.replayedSquares - sums.diffSquares) * 0.5;
     }
 };
 
@@ -562,28 +564,38 @@ struct Kernels {
     Count count;
 };
 
-#define ZKDV_DEFINE_KERNELS(ns, attributes)                                                                            \
-    namespace ns {                                                                                                     \
-    template <typename Kernel>                                                                                         \
-    attributes BlockSums block(const std::uint8_t* a, const std::uint8_t* b, std::size_t n, std::uint8_t* bins)       \
-    {                                                                                                                  \
-        return runKernel<Kernel>(a, b, n, bins);                                                                       \
-    }                                                                                                                  \
-    template <typename Kernel>                                                                                         \
-    attributes double squares(const std::uint8_t* data, std::size_t n)                                                 \
-    {                                                                                                                  \
-        return runSquares<Kernel>(data, n);                                                                            \
-    }                                                                                                                  \
-    attributes void count(const std::uint8_t* bins, std::size_t n, std::int32_t maxBin, UlpHistogram& h)             \
-    {                                                                                                                  \
-        countBins(bins, n, maxBin, h);                                                                                 \
-    }                                                                                                                  \
-    const Kernels kernels = {block<NarrowFastKernel<F32Format>>,   block<NarrowFullKernel<F32Format>>,      \
-                             block<NarrowFastKernel<F16Format>>,   block<NarrowFullKernel<F16Format>>,      \
-                             block<NarrowFastKernel<BF16Format>>,  block<NarrowFullKernel<BF16Format>>,     \
-                             block<F64Kernel>,                     squares<EqualSquaresKernel<F32Format>>,  \
-                             squares<EqualSquaresKernel<F16Format>>, squares<EqualSquaresKernel<BF16Format>>, \
-                             squares<EqualF64SquaresKernel>,            count};                                       \
+// Instantiates every kernel inside functions compiled for one instruction set (`attributes`);
+// the always-inline kernel code takes that instruction set from its caller.
+#define ZKDV_DEFINE_KERNELS(ns, attributes)                                                                     \
+    namespace ns {                                                                                              \
+    template <typename Kernel>                                                                                  \
+    attributes BlockSums block(const std::uint8_t* a, const std::uint8_t* b, std::size_t n, std::uint8_t* bins) \
+    {                                                                                                           \
+        return runKernel<Kernel>(a, b, n, bins);                                                                \
+    }                                                                                                           \
+    template <typename Kernel>                                                                                  \
+    attributes double squares(const std::uint8_t* data, std::size_t n)                                          \
+    {                                                                                                           \
+        return runSquares<Kernel>(data, n);                                                                     \
+    }                                                                                                           \
+    attributes void count(const std::uint8_t* bins, std::size_t n, std::int32_t maxBin, UlpHistogram& h)        \
+    {                                                                                                           \
+        countBins(bins, n, maxBin, h);                                                                          \
+    }                                                                                                           \
+    const Kernels kernels = {                                                                                   \
+        block<NarrowFastKernel<F32Format>>,                                                                     \
+        block<NarrowFullKernel<F32Format>>,                                                                     \
+        block<NarrowFastKernel<F16Format>>,                                                                     \
+        block<NarrowFullKernel<F16Format>>,                                                                     \
+        block<NarrowFastKernel<BF16Format>>,                                                                    \
+        block<NarrowFullKernel<BF16Format>>,                                                                    \
+        block<F64Kernel>,                                                                                       \
+        squares<EqualSquaresKernel<F32Format>>,                                                                 \
+        squares<EqualSquaresKernel<F16Format>>,                                                                 \
+        squares<EqualSquaresKernel<BF16Format>>,                                                                \
+        squares<EqualF64SquaresKernel>,                                                                         \
+        count,                                                                                                  \
+    };                                                                                                          \
     }
 
 ZKDV_DEFINE_KERNELS(baseline, )
@@ -617,7 +629,7 @@ BlockSums integerBlock(const std::uint8_t* recorded, const std::uint8_t* replaye
                        std::uint8_t* bins)
 {
     using Unsigned = std::make_unsigned_t<Int>;
-    double diffSquares[kLanes] = {}, recordedSquares[kLanes] = {}, replayedSquares[kLanes] = {};
+    double diffSquares[kLanes] = {}, recordedSquares[kLanes] = {}, replayedSquares[kLanes] = {}, dot[kLanes] = {};
     double maxAbs = 0.0;
     std::uint64_t ulpLow = 0, ulpHigh = 0, maxUlp = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -637,6 +649,7 @@ BlockSums integerBlock(const std::uint8_t* recorded, const std::uint8_t* replaye
         diffSquares[lane] += absDiff * absDiff;
         recordedSquares[lane] += x * x;
         replayedSquares[lane] += y * y;
+        dot[lane] += x * y;
         maxAbs = std::max(maxAbs, absDiff);
         ulpLow += d & 0xffffffffu;
         ulpHigh += d >> 32;
@@ -648,8 +661,8 @@ BlockSums integerBlock(const std::uint8_t* recorded, const std::uint8_t* replaye
         sums.diffSquares += diffSquares[lane];
         sums.recordedSquares += recordedSquares[lane];
         sums.replayedSquares += replayedSquares[lane];
+        sums.dot += dot[lane];
     }
-    sums.dot = (sums.recordedSquares + sums.replayedSquares - sums.diffSquares) * 0.5;
     sums.maxAbs = maxAbs;
     sums.ulpLow = ulpLow;
     sums.ulpHigh = ulpHigh;
@@ -706,8 +719,8 @@ public:
             else
                 addBlock(start, n);
         }
-        if (!std::isfinite(recordedSquares_) || !std::isfinite(replayedSquares_) || !std::isfinite(diffSquares_))
-            rescaleNorms();
+        if (dtype_ == DType::F64)
+            rescaleIfOutOfRange();
         finish();
         return metrics_;
     }
@@ -798,11 +811,16 @@ private:
         kernels_.count(bins, n, maxBin, metrics_.ulpHistogram);
     }
 
-    // F64 values beyond ~1e154 overflow the sums of squares: redo the norms scaled by a
-    // power of two (exact) that brings the largest finite magnitude near 1.
-    void rescaleNorms()
+    // Squares of F64 values overflow beyond ~1e154 and underflow below ~1e-154 (narrower
+    // dtypes cannot do either in double). When a sum is out of the safe range, the norms are
+    // summed again with each side scaled by a power of two (exact) that brings its largest
+    // finite magnitude near 1; finish() puts the scales back where the quotients allow it.
+    void rescaleIfOutOfRange()
     {
-        if (dtype_ != DType::F64)
+        constexpr double kTiny = 0x1.0p-960;
+        const bool overflow = !std::isfinite(diffSquares_) || !std::isfinite(recordedSquares_) || !std::isfinite(replayedSquares_);
+        const bool underflow = (diffSquares_ < kTiny && metrics_.maxAbs > 0.0) || recordedSquares_ < kTiny || replayedSquares_ < kTiny;
+        if (!overflow && !underflow)
             return;
         auto value = [](const std::uint8_t* p, std::uint64_t i) {
             const std::uint64_t bits = readLittleEndian<std::uint64_t>(p + i * 8);
@@ -810,32 +828,39 @@ private:
             std::memcpy(&v, &bits, sizeof v);
             return v;
         };
-        double largest = 0.0;
+        double largestRecorded = 0.0, largestReplayed = 0.0;
         for (std::uint64_t i = 0; i < count_; ++i) {
             const double x = value(recorded_, i), y = value(replayed_, i);
-            if (std::isfinite(x) && std::isfinite(y))
-                largest = std::max({largest, std::fabs(x), std::fabs(y)});
+            if (std::isfinite(x) && std::isfinite(y)) {
+                largestRecorded = std::max(largestRecorded, std::fabs(x));
+                largestReplayed = std::max(largestReplayed, std::fabs(y));
+            }
         }
-        int exponent = 0;
-        std::frexp(largest, &exponent);
-        double diff = 0.0, rec = 0.0, rep = 0.0;
+        std::frexp(largestRecorded, &recordedScale_);
+        std::frexp(largestReplayed, &replayedScale_);
+        diffScale_ = std::max(recordedScale_, replayedScale_);  // y - x, scaled, stays below 4
+        double diff = 0.0, rec = 0.0, rep = 0.0, dot = 0.0;
         for (std::uint64_t i = 0; i < count_; ++i) {
             const double x = value(recorded_, i), y = value(replayed_, i);
             if (!std::isfinite(x) || !std::isfinite(y))
                 continue;
-            const double sx = std::ldexp(x, -exponent), sy = std::ldexp(y, -exponent);
-            diff += (sy - sx) * (sy - sx);
+            const double d = std::ldexp(y, -diffScale_) - std::ldexp(x, -diffScale_);
+            const double sx = std::ldexp(x, -recordedScale_), sy = std::ldexp(y, -replayedScale_);
+            diff += d * d;
             rec += sx * sx;
             rep += sy * sy;
+            dot += sx * sy;
         }
         diffSquares_ = diff;
         recordedSquares_ = rec;
         replayedSquares_ = rep;
-        dot_ = (rec + rep - diff) * 0.5;
+        dot_ = dot;
     }
 
     void finish()
     {
+        // The sums are of values scaled by 2^-diffScale_ (differences), 2^-recordedScale_ and
+        // 2^-replayedScale_ (all 0 unless rescaled); the cosine does not depend on them.
         DivergenceMetrics& m = metrics_;
         const double diffNorm = std::sqrt(diffSquares_);
         const double recordedNorm = std::sqrt(recordedSquares_);
@@ -844,7 +869,7 @@ private:
         else if (recordedNorm == 0.0)
             m.relativeL2 = std::numeric_limits<double>::infinity();
         else
-            m.relativeL2 = diffNorm / recordedNorm;
+            m.relativeL2 = std::ldexp(diffNorm / recordedNorm, diffScale_ - recordedScale_);
 
         const double rs = recordedSquares_;
         const double ps = replayedSquares_;
@@ -876,6 +901,9 @@ private:
     double replayedSquares_ = 0.0;
     double dot_ = 0.0;
     double ulpSum_ = 0.0;
+    int diffScale_ = 0;
+    int recordedScale_ = 0;
+    int replayedScale_ = 0;
     DivergenceMetrics metrics_;
 };
 

@@ -12,32 +12,46 @@ std::uint64_t ReplayPlan::replayedTransactions() const
     return total;
 }
 
-ReplayPlan planReplay(const std::vector<std::uint64_t>& selected, std::uint64_t snapshotInterval, const std::vector<std::uint64_t>& snapshots,
-                      std::vector<std::uint64_t>* unplannable)
+ReplayPlan planReplay(const std::vector<std::uint64_t>& selected, std::uint64_t snapshotInterval,
+                      const std::vector<std::uint64_t>& snapshots, std::vector<std::uint64_t>* unplannable)
 {
+    // An interval of 0 (no snapshots promised) degrades to one-transaction segments, each
+    // replayable only where the tape happens to hold a snapshot before it.
     const std::uint64_t interval = std::max<std::uint64_t>(1, snapshotInterval);
     auto hasSnapshot = [&](std::uint64_t k) { return std::binary_search(snapshots.begin(), snapshots.end(), k); };
+
+    // The header asks for ascending, unique input; tolerate anything else rather than plan
+    // a segment twice.
+    std::vector<std::uint64_t> ordered = selected;
+    if (!std::is_sorted(ordered.begin(), ordered.end()) || std::adjacent_find(ordered.begin(), ordered.end()) != ordered.end()) {
+        std::sort(ordered.begin(), ordered.end());
+        ordered.erase(std::unique(ordered.begin(), ordered.end()), ordered.end());
+    }
+
     ReplayPlan plan;
-    for (std::uint64_t index : selected) {
-        const std::uint64_t start = index / interval * interval;
-        if (!plan.segments.empty() && plan.segments.back().snapshot == start) {
-            plan.segments.back().selected.push_back(index);
-            plan.segments.back().lastTransaction = index;
-            continue;
-        }
+    for (std::size_t i = 0; i < ordered.size();) {
+        const std::uint64_t segmentIndex = ordered[i] / interval;
+        std::size_t end = i;
+        while (end < ordered.size() && ordered[end] / interval == segmentIndex)
+            ++end;
+        const std::uint64_t start = segmentIndex * interval;
         if (!hasSnapshot(start)) {
             if (unplannable)
-                unplannable->push_back(index);
-            continue;
+                unplannable->insert(unplannable->end(), ordered.begin() + static_cast<std::ptrdiff_t>(i),
+                                    ordered.begin() + static_cast<std::ptrdiff_t>(end));
+        } else {
+            ReplaySegment segment;
+            segment.snapshot = start;
+            segment.selected.assign(ordered.begin() + static_cast<std::ptrdiff_t>(i),
+                                    ordered.begin() + static_cast<std::ptrdiff_t>(end));
+            segment.lastTransaction = segment.selected.back();
+            const std::uint64_t finalTransaction = start + (interval - 1);
+            segment.reachesNextSnapshot = segment.lastTransaction == finalTransaction && finalTransaction + 1 > start  // no wrap
+                                          && hasSnapshot(finalTransaction + 1);
+            plan.segments.push_back(std::move(segment));
         }
-        ReplaySegment segment;
-        segment.snapshot = start;
-        segment.lastTransaction = index;
-        segment.selected.push_back(index);
-        plan.segments.push_back(std::move(segment));
+        i = end;
     }
-    for (ReplaySegment& segment : plan.segments)
-        segment.reachesNextSnapshot = segment.lastTransaction == segment.snapshot + interval - 1 && hasSnapshot(segment.snapshot + interval);
     return plan;
 }
 

@@ -181,6 +181,16 @@ ALTER TABLE metrics ADD COLUMN note TEXT;
 
 CREATE INDEX replay_runs_by_tape ON replay_runs(tape_id);
 )sql"},
+    // The workstation's transaction table sorts a million rows by these columns and
+    // filters by sampled checks and by verdict; covering indexes turn each into a scan.
+    {3, R"sql(
+CREATE INDEX transactions_by_loss ON transactions(tape_id, loss);
+CREATE INDEX transactions_by_lr ON transactions(tape_id, lr);
+CREATE INDEX transactions_by_update_norm ON transactions(tape_id, update_norm);
+CREATE INDEX transactions_sampled ON transactions(tape_id, has_deltas, has_state_digest)
+    WHERE has_deltas OR has_state_digest;
+CREATE INDEX verdicts_by_run_verdict ON verdicts(run_id, verdict);
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

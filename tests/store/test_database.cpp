@@ -301,7 +301,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 2);
+    QCOMPARE(CaseSchema::latestVersion(), 3);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
@@ -320,6 +320,9 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
              std::int64_t(kTables.size()));
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'verdicts_by_idx'"),
              std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('transactions_by_loss',"
+                       " 'transactions_by_lr', 'transactions_by_update_norm', 'transactions_sampled', 'verdicts_by_run_verdict')"),
+             std::int64_t(5));
 
     Statement createdBy = db.prepare("SELECT value FROM case_info WHERE key = 'created_by'");
     QVERIFY(createdBy.step());
@@ -344,12 +347,14 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
 
 void TestDatabase::versionOneCaseMigratesKeepingItsRows()
 {
-    // Build a version-1 case by taking migration 2 back out of a new one.
+    // Build a version-1 case by taking migrations 3 and 2 back out of a new one.
     const std::string path = dir_.file("v1.zkaudit");
     {
         Database db(path, Database::Mode::ReadWriteCreate);
         CaseSchema::upgrade(db);
-        db.exec("DROP INDEX replay_runs_by_tape;"
+        db.exec("DROP INDEX transactions_by_loss; DROP INDEX transactions_by_lr; DROP INDEX transactions_by_update_norm;"
+                "DROP INDEX transactions_sampled; DROP INDEX verdicts_by_run_verdict;"
+                "DROP INDEX replay_runs_by_tape;"
                 "ALTER TABLE replay_runs DROP COLUMN intra_op_threads; ALTER TABLE replay_runs DROP COLUMN selected_count;"
                 "ALTER TABLE replay_runs DROP COLUMN environment; ALTER TABLE replay_runs DROP COLUMN problem;"
                 "ALTER TABLE verdicts DROP COLUMN segment; ALTER TABLE verdicts DROP COLUMN selected;"
@@ -369,7 +374,7 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
     }
     Database db(path, Database::Mode::ReadWrite);
     CaseSchema::upgrade(db);
-    QCOMPARE(db.userVersion(), 2);
+    QCOMPARE(db.userVersion(), 3);
     for (const auto& [table, columns] : kTables) {
         Statement columnCount = db.prepare("SELECT count(*) FROM pragma_table_info(?1)");
         columnCount.bind(1, std::string_view(table));

@@ -8,6 +8,7 @@
 #include <QMimeData>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTreeWidget>
 
 #include <fstream>
 #include <iterator>
@@ -107,6 +108,8 @@ void TestMainWindow::initTestCase()
 void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
 {
     QAbstractItemModelTester tester(window_->transactionModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QTreeWidget* overview = window_->findChild<QTreeWidget*>();
+    QVERIFY(overview);
     QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
     bool accepted = false;
     drop(*window_, {tape_}, &accepted);
@@ -117,6 +120,7 @@ void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
     QCOMPARE(window_->casePath(), QString::fromStdString(dir_.file("demo.zkaudit")));
     QVERIFY(window_->currentTape() != 0);
     QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
+    QCOMPARE(overview->topLevelItemCount(), 1);
     QTRY_COMPARE(window_->charts()->lossPointCount(), kSteps);
     CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
     QCOMPARE(store.tapes().size(), std::size_t(1));

@@ -7,11 +7,13 @@
 
 #include "zkdv/tape/dtype.h"
 #include "zkdv/util/byte_span.h"
+#include "zkdv/util/error.h"
 
 namespace zkdv {
 
 // Bin 0 counts elements at ULP distance 0; bin b >= 1 counts distances d with
-// 2^(b-1) <= d < 2^b. 65 bins cover every 64-bit distance.
+// 2^(b-1) <= d < 2^b. 65 bins cover every 64-bit distance. Pairs with a NaN/Inf mismatch are
+// in no bin. (docs/replay.md, "Divergence metrics", defines every metric.)
 constexpr std::size_t kUlpHistogramBins = 65;
 using UlpHistogram = std::array<std::uint64_t, kUlpHistogramBins>;
 
@@ -19,6 +21,7 @@ struct DivergenceMetrics {
     std::uint64_t elements = 0;
     bool bitwiseEqual = true;      // same bytes (so +0/-0 and NaN payloads count)
     double maxAbs = 0.0;           // largest |replayed - recorded| over pairs where both are finite
+    // Norms over the pairs where both values are finite:
     double relativeL2 = 0.0;       // ||replayed - recorded|| / ||recorded|| (0/0 = 0, x/0 = inf)
     double cosine = 1.0;           // <replayed, recorded> / (||replayed|| ||recorded||); 1 when both are zero, 0 when one is
     double maxUlp = 0.0;           // over pairs without a NaN/Inf mismatch

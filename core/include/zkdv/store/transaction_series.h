@@ -1,0 +1,66 @@
+#pragma once
+// What the workstation's charts show, read from a case: a tape's loss and per-parameter
+// update norms over its transactions, and a replay run's verdicts and divergence. No Qt.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkdv/replay/divergence.h"
+#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/replay/verdict.h"
+
+namespace zkdv {
+
+class Database;
+class ProgressSink;
+
+// Every transaction of one tape in index order. Keys and values are doubles because that is
+// what a chart plots; a loss the tape did not record is NaN.
+struct TransactionSeries {
+    std::vector<double> indexes;
+    std::vector<double> losses;
+    // Parameters in model-layout order (`tensors`, kind 'parameter', by position); only the
+    // first `maxParameters` asked for when the model has more (see parameterCount).
+    std::vector<std::string> parameterNames;
+    std::size_t parameterCount = 0;  // parameters the model has
+    // updateNorms[p][i]: L2 norm of parameter p's update in transaction indexes[i]
+    // (from `transactions.fingerprints`; NaN when the record carries none for it).
+    std::vector<std::vector<double>> updateNorms;
+};
+
+// One replayed transaction of a run, as the `verdicts` table holds it.
+struct VerdictPoint {
+    std::uint64_t index = 0;
+    Verdict verdict = Verdict::Unverifiable;
+    bool selected = true;          // false: replayed only as the prefix of a selected one
+    double worstMaxUlp = 0.0;      // of the comparison with the worst verdict (0 when none)
+    double worstRelativeL2 = 0.0;
+};
+
+// Reads the series of `tapeId` in one query over `transactions`. Update norms are read for
+// at most `maxParameters` parameters. `progress` (optional) hears transactions read and may
+// cancel (OperationCancelled). Throws DatabaseError.
+TransactionSeries loadTransactionSeries(Database& db, std::int64_t tapeId, std::size_t maxParameters,
+                                        ProgressSink* progress = nullptr);
+
+// The verdicts of one run, ordered by transaction index.
+std::vector<VerdictPoint> loadVerdictPoints(Database& db, std::int64_t runId);
+
+// The newest replay run of a tape, if it has one.
+std::optional<std::int64_t> newestReplayRun(Database& db, std::int64_t tapeId);
+
+// True when `runId` is a run of `tapeId`.
+bool replayRunBelongsToTape(Database& db, std::int64_t runId, std::int64_t tapeId);
+
+// Every comparison a run made of one transaction (ReplayStore::comparisons).
+std::vector<TensorComparison> loadTransactionComparisons(Database& db, std::int64_t runId, std::uint64_t index);
+
+// The ULP histograms of every comparison of a run, summed bin by bin.
+UlpHistogram loadRunUlpHistogram(Database& db, std::int64_t runId, ProgressSink* progress = nullptr);
+
+// The histograms of `comparisons`, summed bin by bin.
+UlpHistogram sumUlpHistograms(const std::vector<TensorComparison>& comparisons);
+
+}  // namespace zkdv

@@ -1,0 +1,145 @@
+#include "zkdv/store/transaction_series.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/util/little_endian.h"
+#include "zkdv/util/progress.h"
+
+namespace zkdv {
+
+namespace {
+
+constexpr double kNotRecorded = std::numeric_limits<double>::quiet_NaN();
+// Rows between progress reports and cancellation checks.
+constexpr std::uint64_t kProgressStride = 65536;
+
+void checkProgress(ProgressSink* progress, std::uint64_t done, std::uint64_t total, std::string_view phase)
+{
+    if (!progress)
+        return;
+    if (progress->cancelRequested())
+        throw OperationCancelled();
+    progress->report(done, total, phase);
+}
+
+}  // namespace
+
+TransactionSeries loadTransactionSeries(Database& db, std::int64_t tapeId, std::size_t maxParameters, ProgressSink* progress)
+{
+    TransactionSeries series;
+    Statement names = db.prepare("SELECT name FROM tensors WHERE tape_id = ?1 AND kind = 'parameter' ORDER BY position");
+    names.bind(1, tapeId);
+    while (names.step()) {
+        ++series.parameterCount;
+        if (series.parameterNames.size() < maxParameters)
+            series.parameterNames.push_back(names.text(0));
+    }
+    const std::size_t shown = series.parameterNames.size();
+
+    // transaction_count is what ingest found; the reservation is only a hint.
+    const std::uint64_t expected = static_cast<std::uint64_t>(std::max<std::int64_t>(
+        0, db.queryInt64("SELECT count(*) FROM transactions WHERE tape_id = " + std::to_string(tapeId)).value_or(0)));
+    series.indexes.reserve(expected);
+    series.losses.reserve(expected);
+    series.updateNorms.resize(shown);
+    for (std::vector<double>& norms : series.updateNorms)
+        norms.reserve(expected);
+
+    // The key (tape_id, idx) orders the rows: no sort.
+    Statement rows = db.prepare(shown > 0 ? "SELECT idx, loss, fingerprints FROM transactions WHERE tape_id = ?1 ORDER BY idx"
+                                          : "SELECT idx, loss FROM transactions WHERE tape_id = ?1 ORDER BY idx");
+    rows.bind(1, tapeId);
+    std::uint64_t done = 0;
+    while (rows.step()) {
+        series.indexes.push_back(static_cast<double>(rows.int64(0)));
+        series.losses.push_back(rows.isNull(1) ? kNotRecorded : rows.real(1));
+        if (shown > 0) {
+            // fingerprints: per parameter (l2, max_abs) as native little-endian doubles.
+            const ByteSpan blob = rows.isNull(2) ? ByteSpan() : rows.blob(2);
+            const std::size_t pairs = std::min(shown, blob.size / (2 * sizeof(double)));
+            for (std::size_t p = 0; p < pairs; ++p) {
+                double l2;
+                std::memcpy(&l2, blob.data + 2 * p * sizeof(double), sizeof(double));
+                series.updateNorms[p].push_back(l2);
+            }
+            for (std::size_t p = pairs; p < shown; ++p)
+                series.updateNorms[p].push_back(kNotRecorded);
+        }
+        if (++done % kProgressStride == 0)
+            checkProgress(progress, done, expected, "reading transactions");
+    }
+    checkProgress(progress, done, expected, "reading transactions");
+    return series;
+}
+
+std::vector<VerdictPoint> loadVerdictPoints(Database& db, std::int64_t runId)
+{
+    Statement rows = db.prepare(
+        "SELECT idx, verdict, selected, coalesce(worst_max_ulp, 0), coalesce(worst_rel_l2, 0) FROM verdicts WHERE run_id = ?1 ORDER BY idx");
+    rows.bind(1, runId);
+    std::vector<VerdictPoint> points;
+    while (rows.step()) {
+        VerdictPoint point;
+        point.index = static_cast<std::uint64_t>(rows.int64(0));
+        point.verdict = verdictFromName(rows.text(1)).value_or(Verdict::Unverifiable);
+        point.selected = rows.isNull(2) || rows.int64(2) != 0;
+        point.worstMaxUlp = rows.real(3);
+        point.worstRelativeL2 = rows.real(4);
+        points.push_back(point);
+    }
+    return points;
+}
+
+std::optional<std::int64_t> newestReplayRun(Database& db, std::int64_t tapeId)
+{
+    Statement row = db.prepare("SELECT max(id) FROM replay_runs WHERE tape_id = ?1");
+    row.bind(1, tapeId);
+    if (!row.step() || row.isNull(0))
+        return std::nullopt;
+    return row.int64(0);
+}
+
+bool replayRunBelongsToTape(Database& db, std::int64_t runId, std::int64_t tapeId)
+{
+    Statement row = db.prepare("SELECT 1 FROM replay_runs WHERE id = ?1 AND tape_id = ?2");
+    row.bind(1, runId).bind(2, tapeId);
+    return row.step();
+}
+
+std::vector<TensorComparison> loadTransactionComparisons(Database& db, std::int64_t runId, std::uint64_t index)
+{
+    return ReplayStore(db).comparisons(runId, index);
+}
+
+UlpHistogram loadRunUlpHistogram(Database& db, std::int64_t runId, ProgressSink* progress)
+{
+    UlpHistogram total{};
+    Statement rows = db.prepare("SELECT ulp_histogram FROM metrics WHERE run_id = ?1 AND ulp_histogram IS NOT NULL");
+    rows.bind(1, runId);
+    std::uint64_t done = 0;
+    while (rows.step()) {
+        // Little-endian u64 counts, trailing empty bins omitted.
+        const ByteSpan blob = rows.blob(0);
+        const std::size_t bins = std::min(total.size(), blob.size / sizeof(std::uint64_t));
+        for (std::size_t b = 0; b < bins; ++b)
+            total[b] += readLittleEndian<std::uint64_t>(blob.data + b * sizeof(std::uint64_t));
+        if (++done % kProgressStride == 0)
+            checkProgress(progress, done, 0, "reading histograms");
+    }
+    return total;
+}
+
+UlpHistogram sumUlpHistograms(const std::vector<TensorComparison>& comparisons)
+{
+    UlpHistogram total{};
+    for (const TensorComparison& comparison : comparisons)
+        for (std::size_t b = 0; b < total.size(); ++b)
+            total[b] += comparison.metrics.ulpHistogram[b];
+    return total;
+}
+
+}  // namespace zkdv

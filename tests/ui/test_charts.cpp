@@ -1,0 +1,468 @@
+// The workstation's charts against the case they show: point, marker and bar counts equal
+// what the case holds (counted with SQL here), the series reader against the replay's own
+// fingerprint reader, clicks and selection, refresh as results arrive, clearing, a case
+// without runs, and unreadable cases.
+
+#include <QSignalSpy>
+#include <QToolTip>
+#include <QtTest>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "plots/chart_panel.h"
+#include "plots/divergence_chart.h"
+#include "plots/slot_divergence_chart.h"
+#include "plots/transaction_chart.h"
+#include "plots/ulp_histogram_chart.h"
+#include "temp_dir.h"
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_series.h"
+
+using namespace zkdv;
+using zkdv::ui::ChartPanel;
+
+namespace {
+
+constexpr std::uint64_t kSteps = 240;
+constexpr int kWaitMs = 20000;
+
+TensorComparison comparison(const std::string& tensor, const std::string& slot, Verdict verdict, double maxUlp, double relativeL2,
+                            std::uint64_t seed)
+{
+    TensorComparison c;
+    c.tensor = tensor;
+    c.slot = slot;
+    c.verdict = verdict;
+    c.metrics.maxUlp = maxUlp;
+    c.metrics.relativeL2 = relativeL2;
+    c.metrics.bitwiseEqual = maxUlp == 0;
+    // A histogram with counts that differ per comparison, so sums are checked, not shapes.
+    c.metrics.ulpHistogram[0] = 10 + seed;
+    if (maxUlp > 0)
+        c.metrics.ulpHistogram[3] = 1 + seed % 7;
+    c.metrics.elements = c.metrics.ulpHistogram[0] + c.metrics.ulpHistogram[3];
+    return c;
+}
+
+// A replayed transaction with a loss, two deltas and, every other one, two optimizer-state
+// slots per parameter.
+TransactionOutcome outcome(std::uint64_t index, Verdict verdict, double maxUlp, double relativeL2)
+{
+    TransactionOutcome o;
+    o.index = index;
+    o.segment = index / 12;
+    o.verdict = verdict;
+    o.detail = "test";
+    o.comparisons.push_back(comparison("loss", "loss", Verdict::Exact, 0, 0, index));
+    o.comparisons.push_back(comparison("weight", "delta", verdict, maxUlp, relativeL2, index + 1));
+    o.comparisons.push_back(comparison("bias", "delta", Verdict::Exact, 0, 0, index + 2));
+    if (index % 2 == 0) {
+        for (const char* slot : {"state/exp_avg", "state/exp_avg_sq"}) {
+            o.comparisons.push_back(comparison("weight", slot, verdict, maxUlp * 2, relativeL2, index + 3));
+            o.comparisons.push_back(comparison("bias", slot, Verdict::Exact, 0, 0, index + 4));
+        }
+    }
+    return o;
+}
+
+std::int64_t storeRun(Database& db, std::int64_t tapeId, const std::vector<TransactionOutcome>& outcomes, bool finish = true)
+{
+    ReplayStore store(db);
+    ReplayRunInfo info;
+    info.tapeId = tapeId;
+    info.device = "cpu";
+    info.selection = "ids:test";
+    const std::int64_t run = store.beginRun(info);
+    store.storeOutcomes(run, outcomes);
+    if (finish)
+        store.finishRun(run, "finished", "");
+    return run;
+}
+
+std::int64_t count(Database& db, const std::string& sql)
+{
+    return db.queryInt64(sql).value_or(-1);
+}
+
+quint64 histogramSum(Database& db, const std::string& where)
+{
+    Statement rows = db.prepare("SELECT ulp_histogram FROM metrics WHERE " + where);
+    quint64 total = 0;
+    while (rows.step()) {
+        const ByteSpan blob = rows.blob(0);
+        for (std::size_t at = 0; at + 8 <= blob.size; at += 8) {
+            std::uint64_t value;
+            std::memcpy(&value, blob.data + at, 8);
+            total += value;
+        }
+    }
+    return total;
+}
+
+// Waits until every read the panel asked for has been applied.
+bool settle(ChartPanel& panel)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (panel.isLoading() && timer.elapsed() < kWaitMs)
+        QTest::qWait(10);
+    return !panel.isLoading();
+}
+
+}  // namespace
+
+class TestCharts : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void seriesMatchesTheFingerprintReader();
+    void countsMatchTheCase();
+    void selectionFillsTheTransactionCharts();
+    void clickSelectsTheTransaction_data();
+    void clickSelectsTheTransaction();
+    void refreshShowsArrivingResults();
+    void setRunShowsThatRun();
+    void emptyPathClearsEveryChart();
+    void caseWithoutRuns();
+    void unreadableCaseReportsAProblem_data();
+    void unreadableCaseReportsAProblem();
+    void histogramBinLabels();
+
+private:
+    std::unique_ptr<test::TempDir> dir_;
+    std::string casePath_;
+    std::string bareCasePath_;  // a tape, no replay runs
+    std::int64_t tapeId_ = 0;
+    std::int64_t bareTapeId_ = 0;
+    std::int64_t olderRun_ = 0;
+    std::int64_t run_ = 0;
+    std::vector<TransactionOutcome> outcomes_;
+};
+
+void TestCharts::initTestCase()
+{
+    dir_ = std::make_unique<test::TempDir>();
+    SyntheticDemoOptions options;
+    options.steps = kSteps;
+    writeSyntheticDemoTape(dir_->file("demo.zkdv"), options);
+    casePath_ = dir_->file("demo.zkaudit");
+    bareCasePath_ = dir_->file("bare.zkaudit");
+    {
+        CaseStore store(bareCasePath_, CaseStore::Access::ReadWrite);
+        bareTapeId_ = store.ingestTape(dir_->file("demo.zkdv")).tapeId;
+    }
+    CaseStore store(casePath_, CaseStore::Access::ReadWrite);
+    tapeId_ = store.ingestTape(dir_->file("demo.zkdv")).tapeId;
+    olderRun_ = storeRun(store.database(), tapeId_, {outcome(1, Verdict::Exact, 0, 0)});
+    outcomes_ = {outcome(5, Verdict::Exact, 0, 0),          outcome(17, Verdict::WithinTolerance, 3, 1e-7),
+                 outcome(40, Verdict::Diverged, 4096, 1e-3), outcome(41, Verdict::Unverifiable, 0, 0),
+                 outcome(120, Verdict::Diverged, 1e6, 0.5), outcome(200, Verdict::Exact, 0, 0)};
+    run_ = storeRun(store.database(), tapeId_, outcomes_);
+}
+
+void TestCharts::seriesMatchesTheFingerprintReader()
+{
+    Database db(casePath_, Database::Mode::ReadOnly);
+    const TransactionSeries series = loadTransactionSeries(db, tapeId_, 16);
+    QCOMPARE(series.indexes.size(), std::size_t(kSteps));
+    QCOMPARE(series.losses.size(), std::size_t(kSteps));
+    for (std::size_t i = 0; i < series.indexes.size(); ++i)
+        QCOMPARE(series.indexes[i], double(i));
+    QCOMPARE(series.parameterCount, std::size_t(2));
+    QCOMPARE(series.parameterNames.size(), std::size_t(2));
+
+    // The replay's own reader of the same column (top-q selection) must agree.
+    const SelectionInput input = ReplayStore(db).selectionInput(tapeId_, true);
+    QCOMPARE(input.parameterCount, std::size_t(2));
+    for (std::size_t p = 0; p < 2; ++p)
+        for (std::size_t i = 0; i < kSteps; ++i)
+            QCOMPARE(series.updateNorms[p][i], input.updateL2[i * 2 + p]);
+
+    Statement loss = db.prepare("SELECT loss FROM transactions WHERE tape_id = ?1 AND idx = 77");
+    loss.bind(1, tapeId_);
+    QVERIFY(loss.step());
+    QCOMPARE(series.losses[77], loss.real(0));
+
+    // Fewer parameters asked for than the model has: the count still says how many.
+    const TransactionSeries first = loadTransactionSeries(db, tapeId_, 1);
+    QCOMPARE(first.parameterNames.size(), std::size_t(1));
+    QCOMPARE(first.updateNorms.size(), std::size_t(1));
+    QCOMPARE(first.parameterCount, std::size_t(2));
+
+    const std::vector<VerdictPoint> verdicts = loadVerdictPoints(db, run_);
+    QCOMPARE(verdicts.size(), outcomes_.size());
+    QCOMPARE(verdicts[2].index, quint64(40));
+    QCOMPARE(verdicts[2].verdict, Verdict::Diverged);
+    QCOMPARE(verdicts[2].worstMaxUlp, 4096.0 * 2);  // the state slot at twice the delta's
+    QCOMPARE(newestReplayRun(db, tapeId_).value_or(0), run_);
+}
+
+void TestCharts::countsMatchTheCase()
+{
+    ChartPanel panel;
+    QSignalSpy loaded(&panel, &ChartPanel::loaded);
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QVERIFY(settle(panel));
+    QCOMPARE(loaded.count(), 1);
+    QCOMPARE(problems.count(), 0);
+    QCOMPARE(panel.runId(), run_);
+
+    Database db(casePath_, Database::Mode::ReadOnly);
+    const std::string run = std::to_string(run_);
+    QCOMPARE(panel.lossPointCount(), count(db, "SELECT count(*) FROM transactions WHERE tape_id = " + std::to_string(tapeId_)));
+    QCOMPARE(panel.verdictMarkerCount(), count(db, "SELECT count(*) FROM verdicts WHERE run_id = " + run));
+    QCOMPARE(panel.divergencePointCount(), count(db, "SELECT count(*) FROM verdicts WHERE run_id = " + run));
+    // Nothing selected: the histogram is the whole run's.
+    QCOMPARE(panel.histogramTotal(), histogramSum(db, "run_id = " + run));
+    QVERIFY(panel.histogramTotal() > 0);
+    QCOMPARE(panel.tensorBarCount(), 0);
+    QCOMPARE(panel.slotBarCount(), 0);
+
+    // Each marker sits on its transaction's loss, in its verdict's graph.
+    const ui::TransactionChart* chart = panel.lossPlot();
+    QCOMPARE(chart->verdictGraph(Verdict::Diverged)->data()->size(), 2);
+    QCOMPARE(chart->verdictGraph(Verdict::Exact)->data()->size(), 2);
+    const auto marker = chart->verdictGraph(Verdict::WithinTolerance)->data()->constBegin();
+    QCOMPARE(marker->key, 17.0);
+    QCOMPARE(marker->value, (chart->lossGraph()->data()->constBegin() + 17)->value);
+}
+
+void TestCharts::selectionFillsTheTransactionCharts()
+{
+    ChartPanel panel;
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QVERIFY(settle(panel));
+    Database db(casePath_, Database::Mode::ReadOnly);
+    const std::string run = std::to_string(run_);
+    for (quint64 index : {quint64(40), quint64(17), quint64(6)}) {
+        panel.selectTransaction(index);
+        const std::string where = "run_id = " + run + " AND idx = " + std::to_string(index);
+        QCOMPARE(panel.selectedTransaction().value_or(999), index);
+        QCOMPARE(panel.tensorBarCount(), count(db, "SELECT count(*) FROM metrics WHERE " + where));
+        QCOMPARE(panel.slotBarCount(), count(db, "SELECT count(*) FROM metrics WHERE " + where + " AND slot LIKE 'state/%'"));
+        QCOMPARE(panel.histogramTotal(), histogramSum(db, where));
+    }
+    panel.selectTransaction(40);
+    QCOMPARE(panel.slotBarCount(), 4);
+    QCOMPARE(panel.slotPlot()->slotNames(), QStringList({"exp_avg", "exp_avg_sq"}));
+    QCOMPARE(panel.tensorBarCount(), 7);
+    panel.clearSelection();
+    QCOMPARE(panel.tensorBarCount(), 0);
+    QCOMPARE(panel.histogramTotal(), histogramSum(db, "run_id = " + run));
+}
+
+void TestCharts::clickSelectsTheTransaction_data()
+{
+    QTest::addColumn<int>("tab");
+    QTest::addColumn<quint64>("transaction");
+    QTest::newRow("verdict marker") << 0 << quint64(40);
+    QTest::newRow("loss line between markers") << 0 << quint64(90);
+    QTest::newRow("divergence point") << 1 << quint64(120);
+}
+
+void TestCharts::clickSelectsTheTransaction()
+{
+    QFETCH(int, tab);
+    QFETCH(quint64, transaction);
+    ChartPanel panel;
+    panel.resize(1200, 700);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QVERIFY(settle(panel));
+    panel.setCurrentIndex(tab);
+
+    QCustomPlot* plot = tab == 0 ? static_cast<QCustomPlot*>(panel.lossPlot()) : panel.divergencePlot();
+    // Zoom in around the transaction so neighbours are pixels apart.
+    plot->xAxis->setRange(double(transaction) - 20, double(transaction) + 20);
+    plot->replot();
+    QCPGraph* graph = tab == 0 ? panel.lossPlot()->lossGraph() : panel.divergencePlot()->maxUlpGraph();
+    const auto point = graph->data()->findBegin(double(transaction), false);
+    QCOMPARE(point->key, double(transaction));
+    const QPoint pixel(qRound(plot->xAxis->coordToPixel(point->key)), qRound(graph->valueAxis()->coordToPixel(point->value)));
+    QVERIFY(plot->axisRect()->rect().contains(pixel));
+
+    // Hovering names the transaction (and its verdict, where it has one).
+    QMouseEvent hover(QEvent::MouseMove, QPointF(pixel), plot->mapToGlobal(QPointF(pixel)), Qt::NoButton, Qt::NoButton,
+                      Qt::NoModifier);
+    QApplication::sendEvent(plot, &hover);
+    QTRY_VERIFY(QToolTip::text().startsWith(QStringLiteral("transaction %1").arg(transaction)));
+    if (transaction != 90)
+        QVERIFY2(QToolTip::text().contains("diverged"), qPrintable(QToolTip::text()));
+
+    QSignalSpy clicked(&panel, &ChartPanel::transactionClicked);
+    QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, pixel);
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.first().first().value<quint64>(), transaction);
+    QCOMPARE(panel.selectedTransaction().value_or(999), transaction);
+
+    // A drag pans; it selects nothing.
+    QTest::mousePress(plot, Qt::LeftButton, Qt::NoModifier, pixel);
+    QMouseEvent move(QEvent::MouseMove, QPointF(pixel + QPoint(60, 0)), plot->mapToGlobal(QPointF(pixel + QPoint(60, 0))),
+                     Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(plot, &move);
+    QTest::mouseRelease(plot, Qt::LeftButton, Qt::NoModifier, pixel + QPoint(60, 0));
+    QCOMPARE(clicked.count(), 1);
+}
+
+void TestCharts::refreshShowsArrivingResults()
+{
+    // A run still being written: the panel shows what has landed, then more after refresh().
+    test::TempDir dir;
+    const std::string path = dir.file("live.zkaudit");
+    std::filesystem::copy_file(casePath_, path);
+    CaseStore writer(path, CaseStore::Access::ReadWrite);
+    const std::int64_t live = storeRun(writer.database(), tapeId_, {outcome(10, Verdict::Exact, 0, 0)}, false);
+
+    ChartPanel panel;
+    QSignalSpy loaded(&panel, &ChartPanel::loaded);
+    panel.setCase(QString::fromStdString(path), tapeId_);
+    QVERIFY(settle(panel));
+    QCOMPARE(panel.runId(), live);
+    QCOMPARE(panel.verdictMarkerCount(), 1);
+    panel.selectTransaction(11);
+    QCOMPARE(panel.tensorBarCount(), 0);
+
+    ReplayStore(writer.database()).storeOutcomes(live, {outcome(11, Verdict::Diverged, 9, 1e-4), outcome(12, Verdict::Exact, 0, 0)});
+    // A burst of refreshes makes one re-read.
+    const int before = loaded.count();
+    for (int i = 0; i < 5; ++i)
+        panel.refresh();
+    QVERIFY(panel.isLoading());
+    QVERIFY(settle(panel));
+    QCOMPARE(loaded.count(), before + 1);
+    QCOMPARE(panel.verdictMarkerCount(), 3);
+    QCOMPARE(panel.divergencePointCount(), 3);
+    // The selected transaction's comparisons arrived with them.
+    QCOMPARE(panel.tensorBarCount(), 3);
+}
+
+void TestCharts::setRunShowsThatRun()
+{
+    ChartPanel panel;
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QVERIFY(settle(panel));
+    panel.setRun(olderRun_);
+    QVERIFY(settle(panel));
+    QCOMPARE(panel.runId(), olderRun_);
+    QCOMPARE(panel.verdictMarkerCount(), 1);
+    QCOMPARE(panel.divergencePointCount(), 1);
+    QCOMPARE(panel.lossPointCount(), int(kSteps));
+    panel.setRun(0);
+    QVERIFY(settle(panel));
+    QCOMPARE(panel.runId(), run_);
+    QCOMPARE(panel.verdictMarkerCount(), int(outcomes_.size()));
+
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setRun(run_ + 1000);  // no such run of this tape
+    QVERIFY(settle(panel));
+    QCOMPARE(problems.count(), 1);
+}
+
+void TestCharts::emptyPathClearsEveryChart()
+{
+    ChartPanel panel;
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QVERIFY(settle(panel));
+    panel.selectTransaction(40);
+    QVERIFY(panel.tensorBarCount() > 0);
+    panel.setCase(QString(), 0);
+    QVERIFY(!panel.isLoading());
+    QCOMPARE(panel.lossPointCount(), 0);
+    QCOMPARE(panel.verdictMarkerCount(), 0);
+    QCOMPARE(panel.divergencePointCount(), 0);
+    QCOMPARE(panel.tensorBarCount(), 0);
+    QCOMPARE(panel.slotBarCount(), 0);
+    QCOMPARE(panel.histogramTotal(), quint64(0));
+    QCOMPARE(panel.runId(), qint64(0));
+    QVERIFY(!panel.selectedTransaction());
+    // Clearing while a read is in flight drops what it brings.
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QTest::qWait(0);
+    panel.setCase(QString(), 0);
+    QTest::qWait(300);
+    QCOMPARE(panel.lossPointCount(), 0);
+}
+
+void TestCharts::caseWithoutRuns()
+{
+    ChartPanel panel;
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(bareCasePath_), bareTapeId_);
+    QVERIFY(settle(panel));
+    QCOMPARE(problems.count(), 0);
+    QCOMPARE(panel.runId(), qint64(0));
+    QCOMPARE(panel.lossPointCount(), int(kSteps));
+    QCOMPARE(panel.verdictMarkerCount(), 0);
+    QCOMPARE(panel.divergencePointCount(), 0);
+    panel.selectTransaction(3);
+    QCOMPARE(panel.tensorBarCount(), 0);
+    QCOMPARE(panel.slotBarCount(), 0);
+    QCOMPARE(panel.histogramTotal(), quint64(0));
+    panel.refresh();
+    panel.setRun(0);
+    QVERIFY(settle(panel));
+    panel.resize(800, 500);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    for (int tab = 0; tab < panel.count(); ++tab) {
+        panel.setCurrentIndex(tab);
+        QTest::qWait(20);
+    }
+    QCOMPARE(problems.count(), 0);
+}
+
+void TestCharts::unreadableCaseReportsAProblem_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("missing file") << "missing";
+    QTest::newRow("not a database") << "text";
+    QTest::newRow("another program's database") << "foreign";
+}
+
+void TestCharts::unreadableCaseReportsAProblem()
+{
+    QFETCH(QString, kind);
+    test::TempDir dir;
+    const std::string path = dir.file("x.zkaudit");
+    if (kind == "text") {
+        std::ofstream(path) << std::string(4096, 'x');
+    } else if (kind == "foreign") {
+        Database db(path, Database::Mode::ReadWriteCreate);
+        db.exec("CREATE TABLE notes(text TEXT)");
+    }
+    ChartPanel panel;
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(path), 1);
+    QVERIFY(settle(panel));
+    QVERIFY(problems.count() >= 1);
+    QCOMPARE(panel.lossPointCount(), 0);
+    panel.selectTransaction(1);
+    panel.refresh();
+    QVERIFY(settle(panel));
+    QCOMPARE(panel.tensorBarCount(), 0);
+}
+
+void TestCharts::histogramBinLabels()
+{
+    using ui::UlpHistogramChart;
+    QCOMPARE(UlpHistogramChart::binLabel(0), QString("0"));
+    QCOMPARE(UlpHistogramChart::binLabel(1), QString("[1, 2)"));
+    QCOMPARE(UlpHistogramChart::binLabel(3), QString("[4, 8)"));
+    QCOMPARE(UlpHistogramChart::binLabel(12), QString("[2^11, 2^12)"));
+    QCOMPARE(UlpHistogramChart::binLabel(64), QString("[2^63, 2^64)"));
+}
+
+QTEST_MAIN(TestCharts)
+#include "test_charts.moc"

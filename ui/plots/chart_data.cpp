@@ -1,0 +1,68 @@
+#include "plots/chart_data.h"
+
+#include <cmath>
+
+#include "zkdv/store/database.h"
+#include "zkdv/util/error.h"
+#include "zkdv/util/progress.h"
+
+namespace zkdv::ui {
+
+namespace {
+
+// Copies a series into a container the chart can share; non-positive values (a log axis
+// cannot show them) become gaps when `positiveOnly`.
+QSharedPointer<QCPGraphDataContainer> container(const std::vector<double>& keys, const std::vector<double>& values,
+                                                bool positiveOnly)
+{
+    QVector<QCPGraphData> points(static_cast<qsizetype>(std::min(keys.size(), values.size())));
+    for (qsizetype i = 0; i < points.size(); ++i) {
+        const double value = values[static_cast<std::size_t>(i)];
+        points[i] = QCPGraphData(keys[static_cast<std::size_t>(i)],
+                                 positiveOnly && !(value > 0) ? std::numeric_limits<double>::quiet_NaN() : value);
+    }
+    auto result = QSharedPointer<QCPGraphDataContainer>::create();
+    result->set(points, true);
+    return result;
+}
+
+}  // namespace
+
+ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, int parts, ProgressSink* progress)
+{
+    ChartData data;
+    try {
+        Database db(casePath.toStdString(), Database::Mode::ReadOnly);
+        if (parts & Series) {
+            TransactionSeries series = loadTransactionSeries(db, tapeId, kMaxParameters, progress);
+            data.loss = container(series.indexes, series.losses, false);
+            for (std::size_t p = 0; p < series.parameterNames.size(); ++p) {
+                data.parameterNames << QString::fromStdString(series.parameterNames[p]);
+                data.updateNorms << container(series.indexes, series.updateNorms[p], true);
+                // Drop each parameter's doubles once copied: keeps the peak near one copy.
+                std::vector<double>().swap(series.updateNorms[p]);
+            }
+            data.parameterCount = static_cast<int>(series.parameterCount);
+            data.parts |= Series;
+        }
+        if (parts & Verdicts) {
+            if (runId != 0 && !replayRunBelongsToTape(db, runId, tapeId))
+                throw Error("replay run " + std::to_string(runId) + " is not a run of tape " + std::to_string(tapeId));
+            if (runId == 0)
+                runId = newestReplayRun(db, tapeId).value_or(0);
+            data.runId = runId;
+            if (runId != 0) {
+                data.verdicts = loadVerdictPoints(db, runId);
+                data.runHistogram = loadRunUlpHistogram(db, runId, progress);
+            }
+            data.parts |= Verdicts;
+        }
+    } catch (const OperationCancelled&) {
+        throw;
+    } catch (const std::exception& error) {
+        data.problem = QString::fromStdString(error.what());
+    }
+    return data;
+}
+
+}  // namespace zkdv::ui

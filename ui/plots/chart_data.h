@@ -1,0 +1,44 @@
+#pragma once
+// What the chart panel reads from a case off the GUI thread, ready to hand to the charts.
+
+#include <QSharedPointer>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <qcustomplot.h>
+
+#include "zkdv/store/transaction_series.h"
+
+namespace zkdv {
+class ProgressSink;
+}
+
+namespace zkdv::ui {
+
+struct ChartData {
+    enum Part { Series = 1, Verdicts = 2 };
+
+    int parts = 0;  // what was read
+    QString problem;  // why reading failed (empty: it did not)
+
+    // Series: the tape's transactions.
+    QSharedPointer<QCPGraphDataContainer> loss;
+    QStringList parameterNames;
+    int parameterCount = 0;
+    QVector<QSharedPointer<QCPGraphDataContainer>> updateNorms;
+
+    // Verdicts: the run's (runId 0: the tape has none).
+    qint64 runId = 0;
+    std::vector<VerdictPoint> verdicts;
+    UlpHistogram runHistogram{};
+
+    // Opens `casePath` read-only and reads `parts` of `tapeId` (and of run `runId`, 0 for the
+    // newest). Reports failures in `problem`, except OperationCancelled, which it throws.
+    static ChartData read(const QString& casePath, qint64 tapeId, qint64 runId, int parts, ProgressSink* progress);
+
+    // Norms of more parameters than this are not read (the chart says so).
+    static constexpr int kMaxParameters = 16;
+};
+
+}  // namespace zkdv::ui

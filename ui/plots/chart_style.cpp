@@ -1,0 +1,74 @@
+#include "plots/chart_style.h"
+
+#include <cmath>
+
+#include <qcustomplot.h>
+
+namespace zkdv::ui {
+
+QColor ChartStyle::verdictColor(Verdict verdict)
+{
+    switch (verdict) {
+    case Verdict::Exact:
+        return QColor(0x2e, 0x9e, 0x44);
+    case Verdict::WithinTolerance:
+        return QColor(0xe8, 0xa2, 0x02);
+    case Verdict::Diverged:
+        return QColor(0xd6, 0x27, 0x28);
+    case Verdict::Unverifiable:
+        break;
+    }
+    return QColor(0x8c, 0x8c, 0x8c);
+}
+
+QString ChartStyle::verdictLabel(Verdict verdict)
+{
+    const std::string_view name = verdictName(verdict);
+    return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
+}
+
+void ChartStyle::makeLogAxis(QCPAxis* axis)
+{
+    axis->setScaleType(QCPAxis::stLogarithmic);
+    QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+    ticker->setLogBase(10);
+    ticker->setSubTickCount(0);
+    axis->setTicker(ticker);
+    axis->setNumberFormat("eb");
+    axis->setNumberPrecision(0);
+}
+
+void ChartStyle::applyInteractions(QCustomPlot* plot)
+{
+    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom | QCP::iSelectPlottables);
+    plot->setNoAntialiasingOnDrag(true);
+}
+
+QString ChartStyle::formatValue(double value)
+{
+    if (value == 0.0)
+        return QStringLiteral("0");
+    if (std::isnan(value))
+        return QStringLiteral("not recorded");
+    if (std::fabs(value) >= 1e-3 && std::fabs(value) < 1e6)
+        return QString::number(value, 'g', 6);
+    return QString::number(value, 'e', 3);
+}
+
+QString ChartStyle::describeComparison(const TensorComparison& comparison)
+{
+    const DivergenceMetrics& m = comparison.metrics;
+    QString text = QString::fromStdString(comparison.label());
+    text += QObject::tr("\nverdict %1").arg(verdictLabel(comparison.verdict));
+    text += QObject::tr("\n%1 elements%2").arg(m.elements).arg(m.bitwiseEqual ? QObject::tr(", bitwise equal") : QString());
+    text += QObject::tr("\nmax ULP %1, mean ULP %2").arg(formatValue(m.maxUlp), formatValue(m.meanUlp));
+    text += QObject::tr("\nrelative L2 %1, max abs %2").arg(formatValue(m.relativeL2), formatValue(m.maxAbs));
+    text += QObject::tr("\ncosine %1").arg(QString::number(m.cosine, 'g', 10));
+    if (m.finiteMismatch())
+        text += QObject::tr("\nNaN mismatches %1, Inf mismatches %2").arg(m.nanMismatches).arg(m.infMismatches);
+    if (!comparison.note.empty())
+        text += QLatin1Char('\n') + QString::fromStdString(comparison.note);
+    return text;
+}
+
+}  // namespace zkdv::ui

@@ -1,0 +1,38 @@
+#pragma once
+// How every workstation chart draws verdicts and values a log axis cannot show.
+
+#include <QColor>
+#include <QString>
+
+#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/replay/verdict.h"
+
+class QCPAxis;
+class QCustomPlot;
+
+namespace zkdv::ui {
+
+class ChartStyle {
+public:
+    // exact green, within-tolerance amber, diverged red, unverifiable grey.
+    static QColor verdictColor(Verdict verdict);
+    static QString verdictLabel(Verdict verdict);
+
+    // A log axis has no 0: a divergence of exactly 0 (bitwise equal) is drawn at the axis
+    // floor, below every real value, and the tooltips give the true value.
+    static constexpr double kUlpFloor = 0.5;          // ULP distances are whole numbers
+    static constexpr double kRelativeL2Floor = 1e-20;  // below any float64 relative error of note
+    static constexpr double kCountFloor = 0.5;        // histogram counts
+    static double onLogAxis(double value, double floor) { return value > floor ? value : floor; }
+
+    // Log scale with powers-of-ten ticks.
+    static void makeLogAxis(QCPAxis* axis);
+    // The interactions every chart shares: drag to pan, wheel to zoom, select plottables.
+    static void applyInteractions(QCustomPlot* plot);
+    // "42", "1.5e+06", "0 (bitwise equal)" for a divergence value.
+    static QString formatValue(double value);
+    // Every metric of one comparison, one per line, for a tooltip.
+    static QString describeComparison(const TensorComparison& comparison);
+};
+
+}  // namespace zkdv::ui

@@ -1,0 +1,53 @@
+#pragma once
+// How far each replayed transaction of a run diverged: its worst comparison's max ULP
+// distance (left, log) and relative L2 error (right, log). One point per verdict; an
+// unverifiable transaction without a measured difference has a point with no value (a gap).
+
+#include <optional>
+#include <vector>
+
+#include <qcustomplot.h>
+
+#include "zkdv/store/transaction_series.h"
+
+namespace zkdv::ui {
+
+class DivergenceChart : public QCustomPlot {
+    Q_OBJECT
+
+public:
+    explicit DivergenceChart(QWidget* parent = nullptr);
+
+    void setVerdicts(const std::vector<VerdictPoint>& verdicts);
+    // The tape's transactions span [0, count): the chart's key range when it has points.
+    void setTransactionCount(quint64 count);
+    void setSelectedTransaction(std::optional<quint64> index);
+    void clear();
+
+    int pointCount() const { return maxUlp_->data()->size(); }
+    QCPGraph* maxUlpGraph() const { return maxUlp_; }
+    QCPGraph* relativeL2Graph() const { return relativeL2_; }
+    // The replayed transaction whose point lies within a few pixels of `pos`, if any.
+    std::optional<quint64> transactionAt(const QPointF& pos) const;
+
+signals:
+    void transactionClicked(quint64 index);
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+
+private:
+    void rescale();
+    QString tooltipFor(quint64 index) const;
+
+    QCPGraph* maxUlp_ = nullptr;
+    QCPGraph* relativeL2_ = nullptr;
+    QCPItemStraightLine* cursor_ = nullptr;
+    std::vector<VerdictPoint> verdicts_;  // by index
+    quint64 transactionCount_ = 0;
+    QPoint pressPos_;
+};
+
+}  // namespace zkdv::ui

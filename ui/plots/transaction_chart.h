@@ -1,0 +1,64 @@
+#pragma once
+// The tape over its transactions: loss on top, per-parameter update norms (log) below, and
+// the replayed transactions marked on the loss by verdict.
+
+#include <array>
+#include <optional>
+#include <vector>
+
+#include <qcustomplot.h>
+
+#include "zkdv/store/transaction_series.h"
+
+namespace zkdv::ui {
+
+class TransactionChart : public QCustomPlot {
+    Q_OBJECT
+
+public:
+    explicit TransactionChart(QWidget* parent = nullptr);
+
+    // Shares the containers (no copy). `parameterCount` is how many parameters the model
+    // has, when `updateNorms` holds only the first of them.
+    void setSeries(QSharedPointer<QCPGraphDataContainer> loss, const QStringList& parameterNames, int parameterCount,
+                   const QVector<QSharedPointer<QCPGraphDataContainer>>& updateNorms);
+    // One marker per verdict, on the loss of its transaction.
+    void setVerdicts(const std::vector<VerdictPoint>& verdicts);
+    void setSelectedTransaction(std::optional<quint64> index);
+    void clear();
+
+    int lossPointCount() const;
+    int verdictMarkerCount() const;
+    QCPGraph* lossGraph() const { return loss_; }
+    QCPGraph* verdictGraph(Verdict verdict) const { return markers_[static_cast<std::size_t>(verdict)]; }
+    QCPAxisRect* lossRect() const { return axisRect(0); }
+    QCPAxisRect* normRect() const { return normRect_; }
+    // The transaction under `pos` (a verdict marker within a few pixels, else the loss point
+    // nearest in key), if any.
+    std::optional<quint64> transactionAt(const QPointF& pos) const;
+
+signals:
+    void transactionClicked(quint64 index);
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+
+private:
+    void rebuildMarkers();
+    const VerdictPoint* verdictOf(quint64 index) const;
+    QString tooltipFor(quint64 index) const;
+
+    QCPAxisRect* normRect_ = nullptr;
+    QCPLegend* normLegend_ = nullptr;
+    QCPGraph* loss_ = nullptr;
+    std::array<QCPGraph*, 4> markers_{};
+    QVector<QCPGraph*> norms_;
+    QCPItemStraightLine* lossCursor_ = nullptr;
+    QCPItemStraightLine* normCursor_ = nullptr;
+    std::vector<VerdictPoint> verdicts_;  // by index
+    QPoint pressPos_;
+};
+
+}  // namespace zkdv::ui
