@@ -136,8 +136,9 @@ void MainWindow::createCentralWidgets()
     auto* main = new QSplitter(Qt::Vertical, this);
     main->addWidget(top);
     main->addWidget(charts_);
-    main->setStretchFactor(0, 3);
-    main->setStretchFactor(1, 2);
+    main->setStretchFactor(0, 1);
+    main->setStretchFactor(1, 1);
+    main->setSizes({500, 420});
     setCentralWidget(main);
 
     connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);

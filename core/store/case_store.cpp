@@ -1,11 +1,19 @@
 #include "zkdv/store/case_store.h"
 
+#include <atomic>
 #include <chrono>
+#include <cctype>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
@@ -37,7 +45,210 @@ std::string absolutePath(const std::string& path)
 
 ByteSpan digestBytes(const Digest& digest) { return ByteSpan(digest.data(), digest.size()); }
 
-// Writes each verified record into the case as the scanner hands it over.
+// Binds bytes that stay valid until the statement has run, without the copy bindBlob makes.
+void bindStaticBlob(Database& db, Statement& statement, int index, ByteSpan blob)
+{
+    const int rc = sqlite3_bind_blob(statement.handle(), index, blob.size ? blob.data : static_cast<const void*>(""),
+                                     static_cast<int>(blob.size), SQLITE_STATIC);
+    if (rc != SQLITE_OK)
+        db.check(rc, "cannot bind parameter " + std::to_string(index) + " of a row insert");
+}
+
+// The row of one transaction or snapshot record, kept until a thread of its own inserts it.
+struct PendingRow {
+    bool snapshot = false;
+    std::int64_t idx = 0;  // transaction index, or the snapshot's before_transaction
+    std::int64_t segment = 0;
+    double loss = 0;
+    std::optional<double> lr;
+    double updateNorm = 0;
+    double maxUpdate = 0;
+    std::size_t fingerprintsAt = 0;  // into RowChunk::fingerprints
+    std::size_t fingerprintCount = 0;
+    bool hasDeltas = false;
+    bool hasStateDigest = false;
+    Digest stateDigest{};
+    std::int64_t wallTimeNs = 0;
+    std::int64_t recordIndex = 0;
+    std::int64_t recordOffset = 0;
+    std::int64_t recordLength = 0;
+    Digest recordDigest{};
+};
+
+struct RowChunk {
+    std::vector<PendingRow> rows;
+    std::vector<double> fingerprints;  // every row's (l2, max_abs) pairs, back to back
+};
+
+// Inserts transaction and snapshot rows on a thread of its own, fed through a short queue
+// of row chunks, so SQLite's work overlaps the tape's hashing and checking instead of
+// adding to them. The connection is used by this thread alone while it runs.
+class RowInserter {
+public:
+    static constexpr std::size_t kChunkRows = 2048;
+    static constexpr std::size_t kQueuedChunks = 4;
+
+    RowInserter(Database& db, Statement& insertTransaction, Statement& insertSnapshot, std::int64_t tapeId)
+        : db_(db), insertTransaction_(insertTransaction), insertSnapshot_(insertSnapshot), tapeId_(tapeId),
+          thread_([this] { work(); })
+    {
+    }
+
+    ~RowInserter()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            abandon_.store(true);
+            closed_ = true;
+        }
+        changed_.notify_all();
+        if (thread_.joinable())
+            thread_.join();
+    }
+
+    RowChunk& current() { return current_; }
+
+    // Hands the current chunk over once it is full; rethrows the inserter's failure.
+    void pushIfFull()
+    {
+        if (current_.rows.size() >= kChunkRows)
+            push();
+    }
+
+    // Inserts everything handed over so far, then returns; rethrows the inserter's failure.
+    void flush()
+    {
+        push();
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return (queue_.empty() && !busy_) || failure_; });
+        if (failure_)
+            std::rethrow_exception(failure_);
+    }
+
+    // Inserts everything and stops the thread; rethrows the inserter's failure.
+    void finish()
+    {
+        flush();
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            closed_ = true;
+        }
+        changed_.notify_all();
+        thread_.join();
+    }
+
+private:
+    void push()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return queue_.size() < kQueuedChunks || failure_; });
+        if (failure_)
+            std::rethrow_exception(failure_);
+        if (current_.rows.empty())
+            return;
+        queue_.push_back(std::move(current_));
+        // Refill the storage of a chunk already inserted, when there is one.
+        current_ = std::move(spare_);
+        spare_ = RowChunk();
+        lock.unlock();
+        changed_.notify_all();
+        current_.rows.clear();
+        current_.fingerprints.clear();
+        current_.rows.reserve(kChunkRows);
+    }
+
+    void work()
+    {
+        for (;;) {
+            RowChunk chunk;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                changed_.wait(lock, [&] { return !queue_.empty() || closed_; });
+                if (abandon_ || queue_.empty())
+                    return;
+                chunk = std::move(queue_.front());
+                queue_.pop_front();
+                busy_ = true;
+            }
+            changed_.notify_all();
+            try {
+                insert(chunk);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                failure_ = std::current_exception();
+                busy_ = false;
+                changed_.notify_all();
+                return;
+            }
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                busy_ = false;
+                // Keep the chunk's storage for the producer to refill.
+                if (!spare_.rows.capacity())
+                    spare_ = std::move(chunk);
+            }
+            changed_.notify_all();
+        }
+    }
+
+    void insert(const RowChunk& chunk)
+    {
+        for (const PendingRow& row : chunk.rows) {
+            if (abandon_.load(std::memory_order_relaxed))
+                return;
+            if (row.snapshot) {
+                insertSnapshot_.bind(1, tapeId_)
+                    .bind(2, row.idx)
+                    .bind(3, row.recordIndex)
+                    .bind(4, row.recordOffset)
+                    .bind(5, row.recordLength);
+                bindStaticBlob(db_, insertSnapshot_, 6, digestBytes(row.recordDigest));
+                insertSnapshot_.run();
+                continue;
+            }
+            insertTransaction_.bind(1, tapeId_)
+                .bind(2, row.idx)
+                .bind(3, row.segment)
+                .bind(4, row.loss)
+                .bind(5, row.lr)
+                .bind(6, row.updateNorm)
+                .bind(7, row.maxUpdate)
+                .bind(9, row.hasDeltas ? 1 : 0)
+                .bind(10, row.hasStateDigest ? 1 : 0);
+            bindStaticBlob(db_, insertTransaction_, 8,
+                           ByteSpan(chunk.fingerprints.data() + row.fingerprintsAt, row.fingerprintCount * sizeof(double)));
+            if (row.hasStateDigest)
+                bindStaticBlob(db_, insertTransaction_, 11, digestBytes(row.stateDigest));
+            else
+                insertTransaction_.bindNull(11);
+            insertTransaction_.bind(12, row.wallTimeNs)
+                .bind(13, row.recordIndex)
+                .bind(14, row.recordOffset)
+                .bind(15, row.recordLength);
+            bindStaticBlob(db_, insertTransaction_, 16, digestBytes(row.recordDigest));
+            insertTransaction_.run();
+        }
+    }
+
+    Database& db_;
+    Statement& insertTransaction_;
+    Statement& insertSnapshot_;
+    std::int64_t tapeId_;
+    RowChunk current_;
+    RowChunk spare_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<RowChunk> queue_;
+    bool busy_ = false;
+    bool closed_ = false;
+    std::atomic<bool> abandon_{false};  // the ingest failed or was cancelled: drop the rest
+    std::exception_ptr failure_;
+    std::thread thread_;  // last: starts once everything above exists
+};
+
+// Writes each verified record into the case as the scanner hands it over. Without --embed
+// the transaction and snapshot rows are inserted by a RowInserter thread; with it every
+// insert happens on the scanning thread (payloads are only valid during the visitor call).
 class IngestVisitor : public TapeVisitor {
 public:
     IngestVisitor(Database& db, const std::string& tapePath, const IngestOptions& options)
@@ -54,6 +265,15 @@ public:
     }
 
     std::int64_t tapeId() const { return tapeId_; }
+
+    // Waits until every row handed over is in the case; rethrows an insert's failure.
+    void finish()
+    {
+        if (inserter_) {
+            inserter_->finish();
+            inserter_.reset();
+        }
+    }
 
     void onRoot(const RootRecord& root, const RecordLocation& location) override
     {
@@ -97,10 +317,14 @@ public:
             group.run();
         }
         embed(location);
+        if (!options_.embed)
+            inserter_ = std::make_unique<RowInserter>(db_, insertTransaction_, insertSnapshot_, tapeId_);
     }
 
     void onProgram(const RecordLocation& location) override
     {
+        if (inserter_)
+            inserter_->flush();  // the connection is the scanning thread's again until the next row
         Statement insert = db_.prepare(
             "INSERT INTO programs(sha256, kind, size, source, path, tape_id, record_offset, content)"
             " VALUES(?1, ?2, ?3, 'embedded', NULL, ?4, ?5, ?6)"
@@ -117,6 +341,17 @@ public:
 
     void onSnapshot(const SnapshotRecord& snapshot, const RecordLocation& location) override
     {
+        if (inserter_) {
+            PendingRow& row = inserter_->current().rows.emplace_back();
+            row.snapshot = true;
+            row.idx = static_cast<std::int64_t>(snapshot.beforeTransaction);
+            row.recordIndex = static_cast<std::int64_t>(location.index);
+            row.recordOffset = static_cast<std::int64_t>(location.offset);
+            row.recordLength = static_cast<std::int64_t>(location.frameSize);
+            row.recordDigest = location.digest;
+            inserter_->pushIfFull();
+            return;
+        }
         insertSnapshot_.bind(1, tapeId_)
             .bind(2, static_cast<std::int64_t>(snapshot.beforeTransaction))
             .bind(3, static_cast<std::int64_t>(location.index))
@@ -129,6 +364,35 @@ public:
 
     void onTransaction(const TransactionRecord& record, const RecordLocation& location) override
     {
+        if (inserter_) {
+            RowChunk& chunk = inserter_->current();
+            PendingRow& row = chunk.rows.emplace_back();
+            const std::size_t parameters = record.updateL2.size();
+            row.fingerprintsAt = chunk.fingerprints.size();
+            row.fingerprintCount = parameters * 2;
+            row.maxUpdate = 0.0;
+            for (std::size_t i = 0; i < parameters; ++i) {
+                chunk.fingerprints.push_back(record.updateL2[i]);
+                chunk.fingerprints.push_back(record.updateMaxAbs[i]);
+                row.maxUpdate = std::max(row.maxUpdate, record.updateMaxAbs[i]);
+            }
+            row.idx = static_cast<std::int64_t>(record.index);
+            row.segment = static_cast<std::int64_t>(record.index / static_cast<std::uint64_t>(root_.snapshotInterval));
+            row.loss = record.loss;
+            row.lr = record.optimizerValue("lr");
+            row.updateNorm = record.updateNorm();
+            row.hasDeltas = !record.deltas.empty();
+            row.hasStateDigest = record.stateDigest.has_value();
+            if (record.stateDigest)
+                row.stateDigest = *record.stateDigest;
+            row.wallTimeNs = static_cast<std::int64_t>(record.wallTimeNs);
+            row.recordIndex = static_cast<std::int64_t>(location.index);
+            row.recordOffset = static_cast<std::int64_t>(location.offset);
+            row.recordLength = static_cast<std::int64_t>(location.frameSize);
+            row.recordDigest = location.digest;
+            inserter_->pushIfFull();
+            return;
+        }
         const std::size_t parameters = record.updateL2.size();
         fingerprints_.resize(parameters * 2);
         double maxUpdate = 0.0;
@@ -180,7 +444,58 @@ private:
     RootRecord root_;
     std::int64_t tapeId_ = 0;
     std::vector<double> fingerprints_;
+    // Last: stopped (and joined) before the statements it uses go.
+    std::unique_ptr<RowInserter> inserter_;
 };
+
+// A secondary index of the transactions table, dropped for a bulk insert and created again
+// from its own SQL before the ingest commits.
+struct DeferredIndex {
+    std::string name;
+    std::string sql;
+};
+
+// Typical bytes per transaction record of a tape, for guessing how many rows it brings.
+constexpr std::uint64_t kTapeBytesPerTransaction = 2048;
+
+// Inserting a tape's rows one by one into indexes keyed on values in random order (loss,
+// learning rate, update norm) costs a random B-tree page per row and index; once those pages
+// outgrow SQLite's page cache, every row reads and spills pages. Building an index in one
+// go after the insert sorts instead. Worth it when the tape likely brings at least as many
+// rows as the case already holds (rebuilding also covers the rows already there). The
+// indexes are dropped inside the ingest's transaction, so a failed or cancelled ingest
+// restores them with everything else, and they are created again from the exact SQL the
+// case stores, so the schema is unchanged. Unique indexes stay, so constraints keep firing
+// at the row that breaks them.
+std::vector<DeferredIndex> deferTransactionIndexes(Database& db, const std::string& tapePath)
+{
+    std::error_code error;
+    const std::uint64_t tapeBytes = std::filesystem::file_size(tapePath, error);
+    if (error)
+        return {};
+    const std::int64_t present = db.queryInt64("SELECT coalesce(sum(transaction_count), 0) FROM tapes").value_or(0);
+    if (present < 0 || static_cast<std::uint64_t>(present) > tapeBytes / kTapeBytesPerTransaction)
+        return {};
+    std::vector<DeferredIndex> deferred;
+    Statement indexes = db.prepare(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'transactions' AND sql IS NOT NULL"
+        " ORDER BY name");
+    while (indexes.step()) {
+        DeferredIndex index{indexes.text(0), indexes.text(1)};
+        std::string upper = index.sql;
+        for (char& ch : upper)
+            ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        if (upper.find("UNIQUE") == std::string::npos)
+            deferred.push_back(std::move(index));
+    }
+    for (const DeferredIndex& index : deferred) {
+        std::string quoted = "\"";
+        for (char ch : index.name)
+            quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        db.exec("DROP INDEX " + quoted + "\"");
+    }
+    return deferred;
+}
 
 }  // namespace
 
@@ -195,6 +510,7 @@ CaseStore::~CaseStore() = default;
 IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOptions& options)
 {
     SqlTransaction transaction(*db_);
+    const std::vector<DeferredIndex> deferredIndexes = deferTransactionIndexes(*db_, tapePath);
     IngestVisitor visitor(*db_, tapePath, options);
     ScanOptions scan;
     scan.computeFileSha256 = true;
@@ -202,6 +518,7 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
 
     IngestResult result;
     result.summary = scanTape(tapePath, &visitor, scan);
+    visitor.finish();
     const TapeSummary& summary = result.summary;
     if (summary.status == TapeStatus::Corrupt)
         throw IngestError("tape " + tapePath + " is corrupt: " + summary.problem->describe(), summary);
@@ -234,6 +551,10 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
         .bind(7, static_cast<std::int64_t>(summary.snapshotCount))
         .bind(8, visitor.tapeId());
     finish.run();
+    if (options.progress && !deferredIndexes.empty())
+        options.progress->report(summary.fileSize, summary.fileSize, "indexing");
+    for (const DeferredIndex& index : deferredIndexes)
+        db_->exec(index.sql);
     transaction.commit();
     result.tapeId = visitor.tapeId();
     return result;

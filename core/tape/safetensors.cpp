@@ -103,15 +103,56 @@ constexpr std::size_t kTypicalTensorCount = 16;
 // Dimensions beyond this many spill from the stack into the shape vector.
 constexpr std::size_t kInlineDims = 8;
 
+using MetadataMap = std::map<std::string, std::string, std::less<>>;
+
+// Storage kept from one parse to the next on the same thread, so that parsing many blobs
+// (a tape's records) allocates nothing per blob: the placements, and metadata map nodes
+// handed back by SafetensorsView::reparse. Bounded, so one huge header is not kept alive.
+constexpr std::size_t kKeptPlacements = 4096;
+constexpr std::size_t kKeptMetadataNodes = 64;
+struct ParseStorage {
+    std::vector<Placement> placements;
+    std::vector<MetadataMap::node_type> spareNodes;
+};
+ParseStorage& parseStorage()
+{
+    thread_local ParseStorage storage;
+    return storage;
+}
+
 class HeaderParser {
 public:
     HeaderParser(ByteSpan blob, std::uint64_t headerLength)
         : scanner_(blob.data + kLengthPrefixSize, static_cast<std::size_t>(headerLength), kLengthPrefixSize),
-          bufferSize_(blob.size - kLengthPrefixSize - headerLength)
+          bufferSize_(blob.size - kLengthPrefixSize - headerLength), placements_(parseStorage().placements),
+          spareNodes_(parseStorage().spareNodes)
     {
+        placements_.clear();
     }
 
-    void parse(std::vector<TensorView>& tensors, std::map<std::string, std::string, std::less<>>& metadata)
+    ~HeaderParser()
+    {
+        if (placements_.capacity() > kKeptPlacements)
+            std::vector<Placement>().swap(placements_);
+    }
+
+    HeaderParser(const HeaderParser&) = delete;
+    HeaderParser& operator=(const HeaderParser&) = delete;
+
+    // Fills `tensors` (whose elements, and their strings' and shapes' storage, are reused
+    // and the surplus dropped) and the empty map `metadata`.
+    void parse(std::vector<TensorView>& tensors, MetadataMap& metadata)
+    {
+        used_ = 0;
+        parseEntries(tensors, metadata);
+        tensors.resize(used_);
+    }
+
+    std::vector<Placement>& placements() { return placements_; }
+    std::uint64_t bufferSize() const { return bufferSize_; }
+
+private:
+    void parseEntries(std::vector<TensorView>& tensors, MetadataMap& metadata)
     {
         // Readers that check the header start (safetensors' InvalidHeaderStart) want '{'
         // first; writers never emit leading whitespace, so refusing it costs nothing.
@@ -151,30 +192,41 @@ public:
             scanner_.fail("only whitespace after the header object");
     }
 
-    std::vector<Placement>& placements() { return placements_; }
-    std::uint64_t bufferSize() const { return bufferSize_; }
-
-private:
-    void parseMetadata(std::map<std::string, std::string, std::less<>>& metadata)
+    void parseMetadata(MetadataMap& metadata)
     {
         scanner_.expect('{', "'{' opening the \"__metadata__\" object");
         if (scanner_.consumeIf('}'))
             return;
         do {
             const std::uint64_t keyAt = (scanner_.skipWhitespace(), scanner_.offset());
-            std::string key;
-            scanner_.readString(key, "a '\"' opening a metadata key");
-            scanner_.expect(':', "':' after a metadata key");
-            std::string value;
-            scanner_.readString(value, "a string as the metadata value");
-            const auto [position, inserted] = metadata.emplace(std::move(key), std::move(value));
-            if (!inserted) {
-                throw FormatError("expected distinct metadata keys, found " +
-                                      JsonScanner::quoteForMessage(position->first) + " twice",
-                                  keyAt);
+            if (spareNodes_.empty()) {
+                std::string key;
+                scanner_.readString(key, "a '\"' opening a metadata key");
+                scanner_.expect(':', "':' after a metadata key");
+                std::string value;
+                scanner_.readString(value, "a string as the metadata value");
+                const auto [position, inserted] = metadata.emplace(std::move(key), std::move(value));
+                if (!inserted)
+                    duplicateMetadataKey(position->first, keyAt);
+                continue;
             }
+            // The same, in a node (and strings) left over from an earlier parse.
+            MetadataMap::node_type node = std::move(spareNodes_.back());
+            spareNodes_.pop_back();
+            scanner_.readString(node.key(), "a '\"' opening a metadata key");
+            scanner_.expect(':', "':' after a metadata key");
+            scanner_.readString(node.mapped(), "a string as the metadata value");
+            auto result = metadata.insert(std::move(node));
+            if (!result.inserted)
+                duplicateMetadataKey(result.position->first, keyAt);
         } while (scanner_.consumeIf(','));
         scanner_.expect('}', "',' or '}' in the \"__metadata__\" object");
+    }
+
+    [[noreturn]] static void duplicateMetadataKey(const std::string& key, std::uint64_t keyAt)
+    {
+        throw FormatError("expected distinct metadata keys, found " + JsonScanner::quoteForMessage(key) + " twice",
+                          keyAt);
     }
 
     enum Field : unsigned { kDtype = 1, kShape = 2, kDataOffsets = 4 };
@@ -307,9 +359,14 @@ private:
         Placement placement;
         placement.keyAt = keyAt;
         placement.nameHash = hashName(name);
-        placement.index = tensors.size();
-        TensorView& tensor = tensors.emplace_back();
+        placement.index = used_;
+        if (used_ == tensors.size())
+            tensors.emplace_back();
+        TensorView& tensor = tensors[used_++];
         tensor.name.assign(name);
+        tensor.dtype = DType::F32;
+        tensor.shape.clear();
+        tensor.data = ByteSpan();
 
         if (parseCompactTensorBody(tensor, placement)) {
             checkExtent(tensor, placement);
@@ -380,7 +437,9 @@ private:
 
     JsonScanner scanner_;
     std::uint64_t bufferSize_;
-    std::vector<Placement> placements_;
+    std::vector<Placement>& placements_;
+    std::vector<MetadataMap::node_type>& spareNodes_;
+    std::size_t used_ = 0;  // tensors filled so far
     // Holds field names and dtypes that needed decoding.
     std::string scratch_;
 };
@@ -453,6 +512,34 @@ std::int64_t TensorView::elementCount() const
 
 SafetensorsView SafetensorsView::parse(ByteSpan blob)
 {
+    SafetensorsView view;
+    view.parseInto(blob);
+    return view;
+}
+
+void SafetensorsView::reparse(ByteSpan blob)
+{
+    // Hand the metadata nodes to this thread's spares; the parse takes them back.
+    std::vector<MetadataMap::node_type>& spareNodes = parseStorage().spareNodes;
+    while (!metadata_.empty()) {
+        if (spareNodes.size() < kKeptMetadataNodes)
+            spareNodes.push_back(metadata_.extract(metadata_.begin()));
+        else
+            metadata_.erase(metadata_.begin());
+    }
+    try {
+        parseInto(blob);
+    } catch (...) {
+        tensors_.clear();
+        metadata_.clear();
+        dataOffset_ = 0;
+        throw;
+    }
+}
+
+void SafetensorsView::parseInto(ByteSpan blob)
+{
+    SafetensorsView& view = *this;
     if (blob.size < kLengthPrefixSize)
         throw FormatError("expected at least 8 bytes (the header length), found " + std::to_string(blob.size), 0);
     const std::uint64_t headerLength = readLittleEndian64(blob.data);
@@ -467,7 +554,6 @@ SafetensorsView SafetensorsView::parse(ByteSpan blob)
                               " (the bytes after the length), found " + std::to_string(headerLength),
                           0);
 
-    SafetensorsView view;
     view.dataOffset_ = kLengthPrefixSize + headerLength;
     HeaderParser parser(blob, headerLength);
     parser.parse(view.tensors_, view.metadata_);
@@ -517,7 +603,6 @@ SafetensorsView SafetensorsView::parse(ByteSpan blob)
         }
         view.tensors_ = std::move(sorted);
     }
-    return view;
 }
 
 const TensorView* SafetensorsView::find(std::string_view name) const

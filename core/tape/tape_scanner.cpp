@@ -1,8 +1,13 @@
 #include "zkdv/tape/tape_scanner.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -32,15 +37,22 @@ std::string TapeProblem::describe() const
 
 namespace {
 
-// Frames are hashed in batches of about this many bytes, while the previous batch is checked.
-constexpr std::uint64_t kBatchBytes = 32u << 20;
+// The tape is read in order with pread() into a few reused buffers of this size (a window
+// each): the bytes are copied once from the page cache instead of first-touching a memory
+// map page by page (a page fault and TLB miss every 4 KiB on the in-order thread). Frames
+// in a window are hashed on worker threads while the previous window is checked in order.
+constexpr std::uint64_t kWindowBytes = 8u << 20;
+// A quick look at the root needs little more than the root record.
+constexpr std::uint64_t kHeaderOnlyWindowBytes = 256u << 10;
 constexpr std::size_t kBatchFrames = 16384;
-// Frames larger than this hand their pages back while being hashed.
+// A frame that does not fit in a window is read through the memory map instead, and one
+// larger than this hands its pages back while being hashed.
 constexpr std::uint64_t kLargeFrame = 64u << 20;
 constexpr std::uint64_t kHashChunk = 16u << 20;
 
 struct Frame {
     std::uint64_t offset = 0;
+    const std::uint8_t* bytes = nullptr;  // the frame's first byte, in the batch's window or the map
     std::uint32_t type = 0;
     std::uint32_t flags = 0;
     std::uint64_t length = 0;
@@ -52,10 +64,29 @@ struct Batch {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
     std::vector<Frame> frames;
+    // Bytes [begin, begin + windowSize) of the file; null for a single frame too large for
+    // a window, which is read through the memory map.
+    std::unique_ptr<std::uint8_t[]> window;
+    std::uint64_t windowSize = 0;
     // A framing problem right after the last frame of this batch, and what it means.
     std::optional<TapeProblem> stop;
     TapeStatus stopStatus = TapeStatus::Corrupt;
     std::vector<std::future<void>> hashing;
+    // The whole-file digest up to this batch's end, which also reads its window.
+    std::shared_future<void> fileHashed;
+
+    Batch() = default;
+    Batch(Batch&&) = default;
+    Batch& operator=(Batch&&) = default;
+    // Nothing may still read the window when it goes, not even while an exception unwinds.
+    ~Batch()
+    {
+        for (auto& task : hashing)
+            if (task.valid())
+                task.wait();
+        if (fileHashed.valid())
+            fileHashed.wait();
+    }
 };
 
 std::string hex32(std::uint32_t value)
@@ -64,6 +95,77 @@ std::string hex32(std::uint32_t value)
     std::snprintf(text, sizeof text, "0x%08x", value);
     return text;
 }
+
+// A few threads kept for the whole scan, taking tasks in the order they were submitted
+// (starting threads per batch cost a stack's page faults each time). A task may wait for a
+// task submitted before it, never for a later one, so the order rules out deadlock.
+class WorkerPool {
+public:
+    explicit WorkerPool(unsigned threads)
+    {
+        for (unsigned i = 0; i < threads; ++i)
+            threads_.emplace_back([this] { work(); });
+    }
+
+    // Runs what is still queued, then stops.
+    ~WorkerPool()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& thread : threads_)
+            thread.join();
+    }
+
+    template <typename Function>
+    auto submit(Function function) -> std::future<decltype(function())>
+    {
+        auto task = std::make_shared<std::packaged_task<decltype(function())()>>(std::move(function));
+        auto result = task->get_future();
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            queue_.emplace_back([task] { (*task)(); });
+        }
+        wake_.notify_one();
+        return result;
+    }
+
+private:
+    void work()
+    {
+        for (;;) {
+            std::function<void()> task;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+                if (queue_.empty())
+                    return;
+                task = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            task();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::function<void()>> queue_;
+    bool stopping_ = false;
+    std::vector<std::thread> threads_;
+};
+
+// Waits for a future on every way out of a scope (tasks refer to the scope's variables).
+template <typename T>
+struct WaitOnExit {
+    std::future<T>& future;
+    ~WaitOnExit()
+    {
+        if (future.valid())
+            future.wait();
+    }
+};
 
 class Scanner {
 public:
@@ -80,15 +182,25 @@ public:
     {
         readFileHeader();
         std::uint64_t offset = tape::kFileHeaderSize;
-        std::optional<Batch> pending = collect(offset);
+        std::optional<Batch> pending;
+        if (!stopped_) {
+            // Record digests, the whole-file digest and the walk a batch ahead.
+            pool_ = std::make_unique<WorkerPool>(threads_ + (fileHasher_ ? 1u : 0u) + 1u);
+            pending = collect(offset);
+        }
         while (pending) {
-            std::optional<Batch> next;
+            // The next window is read and its frame headers walked on a thread of its own
+            // (which then starts hashing it) while this one checks the pending batch in order.
+            std::future<std::optional<Batch>> next;
+            WaitOnExit<std::optional<Batch>> waitForNext{next};
             if (!pending->stop && offset < file_.size() && !options_.headerOnly)
-                next = collect(offset);
+                next = pool().submit([this, &offset]() { return collect(offset); });
             for (auto& task : pending->hashing)
                 task.get();
             bool carryOn = process(*pending);
-            file_.release(pending->begin, pending->end - pending->begin);
+            if (!pending->window)
+                file_.release(pending->begin, pending->end - pending->begin);
+            recycle(*pending);
             if (options_.progress) {
                 options_.progress->report(pending->end, file_.size(), "verifying");
                 if (options_.progress->cancelRequested()) {
@@ -100,15 +212,22 @@ public:
                 drain(next);
                 break;
             }
-            pending = std::move(next);
+            if (next.valid())
+                pending = next.get();
+            else
+                pending.reset();
         }
         finish();
         return std::move(summary_);
     }
 
 private:
-    static void drain(std::optional<Batch>& batch)
+    // Waits for the batch being collected and for its hashing, whole-file digest included.
+    static void drain(std::future<std::optional<Batch>>& next)
     {
+        if (!next.valid())
+            return;
+        std::optional<Batch> batch = next.get();
         if (!batch)
             return;
         for (auto& task : batch->hashing)
@@ -151,18 +270,54 @@ private:
             fileHasher_.emplace();
     }
 
-    // Reads frame headers from `offset` on until the batch is full, the file ends or a
-    // frame header is unusable, and starts hashing the frames found.
+    // A batch's storage (its window and frame list) comes from batches already checked.
+    void takeStorage(Batch& batch, std::uint64_t& capacity)
+    {
+        capacity = options_.headerOnly ? kHeaderOnlyWindowBytes : kWindowBytes;
+        {
+            std::lock_guard<std::mutex> lock(storageMutex_);
+            if (!spareWindows_.empty()) {
+                batch.window = std::move(spareWindows_.back());
+                spareWindows_.pop_back();
+            }
+            if (!spareFrames_.empty()) {
+                batch.frames = std::move(spareFrames_.back());
+                spareFrames_.pop_back();
+            }
+        }
+        // Allocated once and reused; a small file needs no more than its own size.
+        if (!batch.window)
+            batch.window.reset(new std::uint8_t[std::min(capacity, file_.size())]);
+        batch.frames.clear();
+    }
+
+    void recycle(Batch& batch)
+    {
+        std::lock_guard<std::mutex> lock(storageMutex_);
+        if (batch.window)
+            spareWindows_.push_back(std::move(batch.window));
+        spareFrames_.push_back(std::move(batch.frames));
+    }
+
+    WorkerPool& pool() { return *pool_; }
+
+    // Runs on one thread at a time (a batch ahead of process()); it alone uses the collect*
+    // members, the whole-file hasher's bookkeeping and `offset`.
     std::optional<Batch> collect(std::uint64_t& offset)
     {
-        if (stopped_)
+        if (collectStopped_)
             return std::nullopt;
         Batch batch;
         batch.begin = offset;
         batch.end = offset;
         const std::uint64_t size = file_.size();
-        std::uint64_t index = nextIndex_;
-        while (offset < size && batch.end - batch.begin < kBatchBytes && batch.frames.size() < kBatchFrames) {
+        std::uint64_t index = collectIndex_;
+        std::uint64_t capacity = 0;
+        takeStorage(batch, capacity);
+        batch.windowSize = std::min(capacity, size - offset);
+        file_.read(offset, batch.window.get(), batch.windowSize);
+        const std::uint64_t windowEnd = offset + batch.windowSize;
+        while (offset < size && batch.frames.size() < kBatchFrames) {
             const std::uint64_t remaining = size - offset;
             if (remaining < tape::kFrameHeaderSize) {
                 batch.stop = TapeProblem{index, offset,
@@ -170,9 +325,12 @@ private:
                 batch.stopStatus = TapeStatus::Truncated;
                 break;
             }
-            const std::uint8_t* header = file_.bytes().data + offset;
+            if (offset + tape::kFrameHeaderSize > windowEnd)
+                break;  // the header starts the next window
+            const std::uint8_t* header = batch.window.get() + (offset - batch.begin);
             Frame frame;
             frame.offset = offset;
+            frame.bytes = header;
             frame.type = readLittleEndian<std::uint32_t>(header);
             frame.flags = readLittleEndian<std::uint32_t>(header + 4);
             frame.length = readLittleEndian<std::uint64_t>(header + 8);
@@ -201,15 +359,54 @@ private:
                 break;
             }
             frame.size = tape::frameSize(frame.length);
+            if (offset + frame.size > windowEnd) {
+                if (!batch.frames.empty())
+                    break;  // the frame starts the next window
+                // Larger than a window: this batch is this one frame, read through the map.
+                {
+                    std::lock_guard<std::mutex> lock(storageMutex_);
+                    spareWindows_.push_back(std::move(batch.window));
+                }
+                batch.windowSize = 0;
+                frame.bytes = file_.bytes().data + offset;
+                offset += frame.size;
+                batch.end = offset;
+                batch.frames.push_back(frame);
+                ++index;
+                break;
+            }
             offset += frame.size;
             batch.end = offset;
-            batch.frames.push_back(std::move(frame));
+            batch.frames.push_back(frame);
             ++index;
         }
+        collectIndex_ = index;
         if (batch.stop)
-            stopped_ = true;
+            collectStopped_ = true;
         startHashing(batch);
         return batch;
+    }
+
+    // Feeds bytes [from, to) of the file to `hasher`: from the batch's window where it holds
+    // them, otherwise through the map, handing those pages back.
+    static void hashFileRange(const MappedFile& file, const std::uint8_t* window, std::uint64_t windowBegin,
+                              std::uint64_t windowSize, Sha256& hasher, std::uint64_t from, std::uint64_t to)
+    {
+        const std::uint64_t windowEnd = window ? windowBegin + windowSize : windowBegin;
+        while (from < to) {
+            if (from >= windowBegin && from < windowEnd) {
+                const std::uint64_t until = std::min(to, windowEnd);
+                hasher.update(ByteSpan(window + (from - windowBegin), until - from));
+                from = until;
+                continue;
+            }
+            std::uint64_t until = std::min(to, from + kHashChunk);
+            if (from < windowBegin)
+                until = std::min(until, windowBegin);
+            hasher.update(file.bytes(from, until - from));
+            file.release(from, until - from);
+            from = until;
+        }
     }
 
     void startHashing(Batch& batch)
@@ -222,12 +419,14 @@ private:
             fileHashedTo_ = to;
             auto before = previousFileHash_;
             Sha256* hasher = &*fileHasher_;
-            previousFileHash_ = std::async(std::launch::async, [&file, hasher, from, to, before]() {
+            const std::uint8_t* window = batch.window.get();
+            const std::uint64_t windowBegin = batch.begin, windowSize = batch.windowSize;
+            previousFileHash_ = pool().submit([&file, window, windowBegin, windowSize, hasher, from, to, before]() {
                 if (before.valid())
                     before.get();
-                for (std::uint64_t at = from; at < to; at += kHashChunk)
-                    hasher->update(file.bytes(at, std::min(kHashChunk, to - at)));
+                hashFileRange(file, window, windowBegin, windowSize, *hasher, from, to);
             }).share();
+            batch.fileHashed = previousFileHash_;
             batch.hashing.emplace_back(std::async(std::launch::deferred, [done = previousFileHash_]() { done.get(); }));
         }
         if (batch.frames.empty())
@@ -243,7 +442,7 @@ private:
             if (w + 1 == workers)
                 last = batch.frames.size();
             Frame* frames = batch.frames.data();
-            batch.hashing.emplace_back(std::async(std::launch::async, [&file, frames, first, last]() {
+            batch.hashing.emplace_back(pool().submit([&file, frames, first, last]() {
                 Sha256 hasher;
                 for (std::size_t i = first; i < last; ++i)
                     frames[i].computed = digestFrame(file, frames[i], hasher);
@@ -256,7 +455,7 @@ private:
     {
         const std::uint64_t covered = frame.size - tape::kDigestSize;
         if (covered <= kLargeFrame)
-            return Sha256::of(file.bytes(frame.offset, covered));
+            return Sha256::of(ByteSpan(frame.bytes, covered));
         for (std::uint64_t at = 0; at < covered; at += kHashChunk) {
             std::uint64_t length = std::min(kHashChunk, covered - at);
             hasher.update(file.bytes(frame.offset + at, length));
@@ -298,10 +497,10 @@ private:
     bool processFrame(const Frame& frame)
     {
         const std::uint64_t index = nextIndex_;
-        const std::uint8_t* base = file_.bytes().data + frame.offset;
+        const std::uint8_t* base = frame.bytes;
         const std::uint64_t digestOffset = frame.offset + frame.size - tape::kDigestSize;
         Digest stored;
-        std::memcpy(stored.data(), file_.bytes().data + digestOffset, stored.size());
+        std::memcpy(stored.data(), base + frame.size - tape::kDigestSize, stored.size());
         if (stored != frame.computed) {
             corrupt(index, digestOffset,
                     "record digest mismatch: stored " + toHex(stored) + ", computed " + toHex(frame.computed) + " (the record's bytes were altered)");
@@ -325,7 +524,7 @@ private:
         location.type = frame.type;
         location.offset = frame.offset;
         location.frameSize = frame.size;
-        location.payload = file_.bytes(frame.offset + tape::kFrameHeaderSize, frame.length);
+        location.payload = ByteSpan(base + tape::kFrameHeaderSize, frame.length);
         location.digest = frame.computed;
         const std::uint64_t payloadOffset = frame.offset + tape::kFrameHeaderSize;
         try {
@@ -395,8 +594,8 @@ private:
             break;
         }
         case tape::RecordType::Snapshot: {
-            SafetensorsView view = SafetensorsView::parse(location.payload);
-            SnapshotRecord snapshot = SnapshotRecord::parse(view, *root_);
+            view_.reparse(location.payload);
+            SnapshotRecord snapshot = SnapshotRecord::parse(view_, *root_);
             const std::uint64_t expected = summary_.transactionCount;
             if (snapshot.beforeTransaction != expected || expected % static_cast<std::uint64_t>(root_->snapshotInterval) != 0 ||
                 lastSnapshot_ == static_cast<std::int64_t>(expected))
@@ -414,8 +613,9 @@ private:
             break;
         }
         case tape::RecordType::Transaction: {
-            SafetensorsView view = SafetensorsView::parse(location.payload);
-            TransactionRecord transaction = TransactionRecord::parse(view, *root_);
+            view_.reparse(location.payload);
+            TransactionRecord& transaction = transaction_;
+            TransactionRecord::parse(view_, *root_, transaction);
             const std::uint64_t expected = summary_.transactionCount;
             if (transaction.index != expected)
                 throw RecordOrderError("transaction index " + std::to_string(transaction.index) + " out of sequence: expected " +
@@ -484,8 +684,19 @@ private:
     std::uint64_t nextIndex_ = 0;
     std::optional<RootRecord> root_;
     std::int64_t lastSnapshot_ = -1;
+    // Reused for every record, so the in-order checks allocate next to nothing per record.
+    SafetensorsView view_;
+    TransactionRecord transaction_;
     bool sealed_ = false;
     bool stopped_ = false;
+    // Where the frame walk stands; it runs a batch ahead of the in-order checks.
+    std::uint64_t collectIndex_ = 0;
+    bool collectStopped_ = false;
+    std::mutex storageMutex_;
+    std::vector<std::unique_ptr<std::uint8_t[]>> spareWindows_;
+    std::vector<std::vector<Frame>> spareFrames_;
+    // Last: its threads finish before anything they use goes.
+    std::unique_ptr<WorkerPool> pool_;
     std::optional<Sha256> fileHasher_;
     std::uint64_t fileHashedTo_ = 0;
     std::shared_future<void> previousFileHash_;

@@ -29,14 +29,13 @@ bool startsWith(std::string_view text, std::string_view prefix)
     return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
 }
 
-std::vector<double> float64Vector(const TensorView& tensor, std::size_t expected)
+void float64Vector(const TensorView& tensor, std::size_t expected, std::vector<double>& values)
 {
     if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || static_cast<std::size_t>(tensor.shape[0]) != expected)
         fail(tensor.name + ": expected F64 [" + std::to_string(expected) + "]");
-    std::vector<double> values(expected);
+    values.resize(expected);
     if (expected)
         std::memcpy(values.data(), tensor.data.data, expected * sizeof(double));
-    return values;
 }
 }  // namespace
 
@@ -61,9 +60,20 @@ double TransactionRecord::updateNorm() const
 
 TransactionRecord TransactionRecord::parse(const SafetensorsView& view, const RootRecord& root)
 {
+    TransactionRecord record;
+    parse(view, root, record);
+    return record;
+}
+
+void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& root, TransactionRecord& record)
+{
     if (view.metadataValue("zkdv.record") != "transaction")
         fail("metadata \"zkdv.record\" must be \"transaction\", found \"" + std::string(view.metadataValue("zkdv.record")) + "\"");
-    TransactionRecord record;
+    record.stateDigest.reset();
+    record.loss = 0.0;
+    record.lossTensor = nullptr;
+    record.batch.clear();
+    record.optimizerValues.clear();
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -79,7 +89,8 @@ TransactionRecord TransactionRecord::parse(const SafetensorsView& view, const Ro
     const bool tolerateUnknown = root.formatMinor > tape::kMinorVersion;
     const TensorView* l2 = nullptr;
     const TensorView* maxAbs = nullptr;
-    std::vector<const TensorView*> deltas(parameterCount, nullptr);
+    std::vector<const TensorView*>& deltas = record.deltas;
+    deltas.assign(parameterCount, nullptr);
     std::size_t deltaCount = 0;
 
     for (const TensorView& tensor : view.tensors()) {
@@ -123,17 +134,16 @@ TransactionRecord TransactionRecord::parse(const SafetensorsView& view, const Ro
         fail("missing tensor \"loss\"");
     if (!l2 || !maxAbs)
         fail("missing tensor \"" + std::string(l2 ? "update/max_abs" : "update/l2") + "\"");
-    record.updateL2 = float64Vector(*l2, parameterCount);
-    record.updateMaxAbs = float64Vector(*maxAbs, parameterCount);
+    float64Vector(*l2, parameterCount, record.updateL2);
+    float64Vector(*maxAbs, parameterCount, record.updateMaxAbs);
     for (std::size_t i = 0; i < record.batch.size(); ++i)
         if (!record.batch[i])
             fail("batch tensors must be numbered without gaps; batch/" + std::to_string(i) + " is missing");
     if (deltaCount != 0 && deltaCount != parameterCount)
         fail("deltas recorded for " + std::to_string(deltaCount) + " of " + std::to_string(parameterCount) +
              " parameters; a sampled update check records all of them");
-    if (deltaCount)
-        record.deltas = std::move(deltas);
-    return record;
+    if (!deltaCount)
+        deltas.clear();
 }
 
 TransactionRecordBuilder::TransactionRecordBuilder(std::uint64_t index, std::uint64_t wallTimeNs)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -52,14 +53,38 @@ MappedFile::MappedFile(const std::string& path) : path_(path)
         }
         data_ = static_cast<const std::uint8_t*>(mapped);
         ::madvise(mapped, size_, MADV_SEQUENTIAL);
+        // Tell the kernel the whole file will be read in order (read-ahead for read()).
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     }
-    ::close(fd);
+    fd_ = fd;
 }
 
 MappedFile::~MappedFile()
 {
     if (data_)
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+void MappedFile::read(std::uint64_t offset, void* into, std::uint64_t length) const
+{
+    auto* out = static_cast<std::uint8_t*>(into);
+    while (length > 0) {
+        const std::size_t step = static_cast<std::size_t>(std::min<std::uint64_t>(length, 1u << 30));
+        const ssize_t got = ::pread(fd_, out, step, static_cast<off_t>(offset));
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            throw IoError(systemError("cannot read", path_));
+        }
+        if (got == 0)
+            throw IoError("cannot read " + path_ + ": the file ended at byte " + std::to_string(offset) +
+                          ", it was " + std::to_string(size_) + " bytes long when opened");
+        out += got;
+        offset += static_cast<std::uint64_t>(got);
+        length -= static_cast<std::uint64_t>(got);
+    }
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const

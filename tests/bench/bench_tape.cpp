@@ -1,9 +1,11 @@
 // Benchmark of verify and ingest on a large tape: throughput against a plain SHA-256 of
 // the same file, peak memory of each command, side by side in one run.
 //
-//   bench_tape [--transactions N] [--batch-size B] [--dir DIR] [--runs R]
+//   bench_tape [--transactions N] [--batch-size B] [--dir DIR] [--runs R] [--baseline ZKDV_AUDIT]
 //
-// Each measured command runs as a child process, so its peak RSS is its own.
+// Each measured command runs as a child process, so its peak RSS and CPU time are its own.
+// --baseline names another zkdv-audit (an older build): its verify and ingest then run in
+// turn with this build's, so both see the same machine load, and the table shows both.
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -25,6 +27,7 @@ namespace {
 
 struct Measurement {
     double seconds = 0;
+    double cpuSeconds = 0;  // user + system
     long peakRssKiB = 0;
     int exitCode = 0;
 };
@@ -51,6 +54,8 @@ Measurement runChild(const std::vector<std::string>& command)
     Measurement m;
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     m.peakRssKiB = usage.ru_maxrss;
+    m.cpuSeconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                   static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
     m.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
     return m;
 }
@@ -73,6 +78,7 @@ int main(int argc, char** argv)
     int batchSize = 20;
     int runs = 3;
     std::string dir = std::filesystem::temp_directory_path() / "zkdv-bench";
+    std::string baseline;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
         if (flag == "--transactions")
@@ -83,6 +89,8 @@ int main(int argc, char** argv)
             dir = argv[i + 1];
         else if (flag == "--runs")
             runs = std::stoi(argv[i + 1]);
+        else if (flag == "--baseline")
+            baseline = argv[i + 1];
     }
     std::filesystem::create_directories(dir);
     const std::string tape = dir + "/bench-" + std::to_string(transactions) + "-" + std::to_string(batchSize) + ".zkdv";
@@ -103,7 +111,7 @@ int main(int argc, char** argv)
     const std::string caseFile = dir + "/bench.zkaudit";
 
     struct Row {
-        const char* name;
+        std::string name;
         std::vector<std::string> command;
         bool freshCase;
         std::vector<Measurement> samples;
@@ -114,6 +122,16 @@ int main(int argc, char** argv)
         {"zkdv-audit verify --sha256", {audit, "verify", "--quiet", "--sha256", tape}, false, {}},
         {"zkdv-audit ingest (new case)", {audit, "ingest", "--quiet", "--case", caseFile, tape}, true, {}},
     };
+    if (!baseline.empty()) {
+        rows.push_back({"baseline verify", {baseline, "verify", "--quiet", tape}, false, {}});
+        rows.push_back({"baseline verify --sha256", {baseline, "verify", "--quiet", "--sha256", tape}, false, {}});
+        rows.push_back({"baseline ingest (new case)", {baseline, "ingest", "--quiet", "--case", caseFile, tape}, true, {}});
+        // Alternate: this build's command, then the baseline's same command.
+        std::vector<Row> alternated;
+        for (std::size_t i : {0, 1, 4, 2, 5, 3, 6})
+            alternated.push_back(std::move(rows[i]));
+        rows = std::move(alternated);
+    }
     // Warm the page cache so every command reads from memory, as all later runs do.
     runChild(rows[0].command);
     for (int run = 0; run < runs; ++run)
@@ -126,7 +144,7 @@ int main(int argc, char** argv)
 
     std::printf("tape: %s, %.3f GB, %llu transactions; %d runs each, median shown\n", tape.c_str(), gigabytes,
                 static_cast<unsigned long long>(transactions), runs);
-    std::printf("%-34s %9s %9s %11s %10s %5s\n", "command", "seconds", "GB/s", "vs sha256", "peak RSS", "exit");
+    std::printf("%-34s %9s %9s %11s %9s %10s %5s\n", "command", "seconds", "GB/s", "vs sha256", "CPU s", "peak RSS", "exit");
     double reference = 0;
     for (Row& row : rows) {
         std::sort(row.samples.begin(), row.samples.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
@@ -136,8 +154,14 @@ int main(int argc, char** argv)
             peak = std::max(peak, m.peakRssKiB);
         if (reference == 0)
             reference = median.seconds;
-        std::printf("%-34s %9.3f %9.3f %10.2fx %7ld MB %5d\n", row.name, median.seconds, gigabytes / median.seconds,
-                    reference / median.seconds, peak / 1024, median.exitCode);
+        std::vector<double> cpu;
+        for (const Measurement& m : row.samples)
+            cpu.push_back(m.cpuSeconds);
+        std::sort(cpu.begin(), cpu.end());
+        std::printf("%-34s %9.3f %9.3f %10.2fx %9.2f %7ld MB %5d\n", row.name.c_str(), median.seconds,
+                    gigabytes / median.seconds, reference / median.seconds, cpu[cpu.size() / 2], peak / 1024,
+                    median.exitCode);
+        std::fflush(stdout);
     }
     return 0;
 }

@@ -38,6 +38,8 @@ QString worstDivergenceText(const TransactionRow& row)
 {
     if (row.worstTensor.empty())
         return {};
+    if (row.verdict == "exact")
+        return QStringLiteral("none: every check bit for bit");
     QString where = QString::fromStdString(row.worstTensor);
     if (!row.worstSlot.empty() && row.worstSlot != row.worstTensor)
         where += QLatin1Char(' ') + QString::fromStdString(row.worstSlot);

@@ -39,6 +39,12 @@ public:
     // of the buffer, overlapping or leave holes, or shape x dtype size != byte length.
     static SafetensorsView parse(ByteSpan blob);
 
+    // Parses `blob` exactly as parse() does, into this view, reusing the storage it holds
+    // from an earlier parse: a reader going through many blobs of one layout (a tape's
+    // records) then allocates nothing per blob. Views of the previous blob are invalidated.
+    // Throws as parse() does, leaving the view empty.
+    void reparse(ByteSpan blob);
+
     // Tensors in the order of their data offsets.
     const std::vector<TensorView>& tensors() const { return tensors_; }
     // nullptr when absent.
@@ -50,6 +56,8 @@ public:
     std::uint64_t dataOffset() const { return dataOffset_; }
 
 private:
+    void parseInto(ByteSpan blob);  // into an empty or reused view
+
     std::vector<TensorView> tensors_;
     std::map<std::string, std::string, std::less<>> metadata_;
     std::uint64_t dataOffset_ = 0;

@@ -1,6 +1,7 @@
 #pragma once
-// The one tape reader: walks a memory-mapped tape once, checking framing, digests, the
-// hash chain, record order and payloads, and hands each valid record to a visitor.
+// The one tape reader: reads a tape once, in order (positioned reads into a few reused
+// windows; a memory map only for frames larger than a window), checking framing, digests,
+// the hash chain, record order and payloads, and hands each valid record to a visitor.
 
 #include <cstdint>
 #include <optional>
@@ -37,7 +38,8 @@ struct TapeProblem {
     std::string describe() const;   // "record 17 at byte 40312: …"
 };
 
-// Where one record sits and what it holds; payload points into the mapped file.
+// Where one record sits and what it holds; payload points into the reader's window (or
+// the mapped file) and is valid only during the visitor call.
 struct RecordLocation {
     std::uint64_t index = 0;
     std::uint32_t type = 0;

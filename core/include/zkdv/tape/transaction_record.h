@@ -34,6 +34,8 @@ struct TransactionRecord {
     // Checks the payload against the spec and the tape's root (layout sizes, delta shapes
     // and dtypes); throws FormatError with the offset inside the payload.
     static TransactionRecord parse(const SafetensorsView& view, const RootRecord& root);
+    // The same into `into`, reusing its vectors' storage (for readers of many records).
+    static void parse(const SafetensorsView& view, const RootRecord& root, TransactionRecord& into);
 };
 
 // Writes the safetensors payload of a transaction record.

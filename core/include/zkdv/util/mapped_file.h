@@ -1,6 +1,8 @@
 #pragma once
 // A read-only memory map of a whole file whose pages can be handed back as reading moves on,
-// so resident memory stays bounded however large the file is.
+// so resident memory stays bounded however large the file is. The file stays open, so it
+// can also be read with plain positioned reads into the caller's buffers, which is cheaper
+// than first-touching the map page by page when the bytes are read once, in order.
 
 #include <cstdint>
 #include <string>
@@ -26,8 +28,14 @@ public:
     // set; they stay in the page cache and fault back in if read again.
     void release(std::uint64_t offset, std::uint64_t length) const;
 
+    // Copies bytes [offset, offset + length) into `into` with pread(); the range must lie
+    // within size(). Safe to call from several threads. Throws IoError naming the path
+    // when the system refuses or the file has shrunk since it was opened.
+    void read(std::uint64_t offset, void* into, std::uint64_t length) const;
+
 private:
     std::string path_;
+    int fd_ = -1;
     const std::uint8_t* data_ = nullptr;
     std::uint64_t size_ = 0;
 };

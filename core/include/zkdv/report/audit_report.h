@@ -1,0 +1,148 @@
+#pragma once
+// The audit report as data: everything a report says, built once from the case, so every
+// renderer (JSON, CSV here; PDF and HTML in the Qt report library) says the same thing.
+// Audit-side: no torch, no Qt.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkdv/replay/divergence.h"
+#include "zkdv/util/error.h"
+
+namespace zkdv {
+
+class CaseStore;
+
+class ReportError : public Error {
+public:
+    using Error::Error;
+};
+
+// Upper confidence bounds on the fraction of bad transactions from a uniform random sample
+// (docs/report.md): with n of N transactions replayed and k failures.
+struct SamplingStatement {
+    std::uint64_t population = 0;  // N
+    std::uint64_t sampled = 0;     // n
+    std::uint64_t failures = 0;    // k
+    double upper95 = 1.0;          // one-sided 95 % upper bound on the bad fraction
+    double upper99 = 1.0;
+    std::string method;            // "hypergeometric (exact, finite population)"
+    std::string sentence;          // the statement in words
+    // Added for the report's tables and the JSON (docs/report-schema.md):
+    std::uint64_t badUpper95 = 0;  // B at 95 %: upper95 == badUpper95 / population
+    std::uint64_t badUpper99 = 0;
+    double clopperPearson95 = 1.0; // the binomial (infinite-population) bound, for comparison
+    double clopperPearson99 = 1.0;
+};
+
+// Exact one-sided upper bounds: the largest bad count B (of N) such that drawing n without
+// replacement gives at most k bad with probability >= 1 - confidence, divided by N
+// (hypergeometric); and the Clopper-Pearson bound for the infinite-population case.
+double hypergeometricUpperBound(std::uint64_t population, std::uint64_t sampled, std::uint64_t failures, double confidence);
+double clopperPearsonUpperBound(std::uint64_t sampled, std::uint64_t failures, double confidence);
+// The B of hypergeometricUpperBound (a count of transactions), and P[X <= k] for X the bad
+// transactions among n drawn without replacement from N of which B are bad.
+std::uint64_t hypergeometricUpperCount(std::uint64_t population, std::uint64_t sampled, std::uint64_t failures, double confidence);
+double hypergeometricCdf(std::uint64_t population, std::uint64_t bad, std::uint64_t sampled, std::uint64_t failures);
+
+struct ReportComparison {
+    std::uint64_t transaction = 0;  // the transaction this comparison belongs to
+    std::string tensor;
+    std::string slot;
+    std::string verdict;
+    DivergenceMetrics metrics;
+    std::string note;
+};
+
+struct ReportTransaction {
+    std::uint64_t index = 0;
+    std::uint64_t segment = 0;
+    bool selected = true;
+    std::string verdict;
+    std::string detail;
+    double loss = 0.0;
+    std::optional<double> recordedLearningRate;
+    double updateNorm = 0.0;
+    std::uint64_t replayNs = 0;
+    std::vector<ReportComparison> comparisons;  // every comparison made (CSV: one row each)
+};
+
+struct ReportData {
+    // Where and when.
+    std::string casePath;
+    std::string generatedAt;   // UTC, ISO 8601
+    std::string zkdvVersion;
+
+    // The tape.
+    std::int64_t tapeId = 0;
+    std::string tapePath;
+    std::string fileSha256;
+    std::string chainHead;
+    std::string tapeStatus;    // sealed, unsealed, truncated (a corrupt tape is never in a case)
+    std::uint64_t transactionCount = 0;
+    std::uint64_t snapshotCount = 0;
+    std::uint64_t recordCount = 0;  // intact records (a truncated tape is cut at record index recordCount)
+    std::string producer;
+    std::string trainedOn;     // device, torch version, intra-op threads
+
+    // The program.
+    std::string programKind;
+    std::string programSha256;
+    bool programPresent = false;
+    std::string programCheck;  // "matched", "mismatched: …", "missing", "not replayable (synthetic)"
+
+    // Model and optimizer.
+    std::uint64_t parameterCount = 0;   // tensors
+    std::uint64_t parameterElements = 0;
+    std::uint64_t bufferCount = 0;
+    std::vector<std::string> layout;    // "conv1.weight F32 [8, 1, 3, 3]"
+    std::string optimizerContract;
+    std::vector<std::string> optimizerGroups;  // options JSON per group
+
+    // The replay run the report is about.
+    std::int64_t runId = 0;
+    std::string runStatus;
+    std::string device;
+    std::string libtorchVersion;
+    std::string cudaVersion;
+    std::string operatingSystem;
+    std::string selection;     // canonical spec
+    std::uint64_t seed = 0;
+    std::string tolerance;
+    std::string redoCommand;   // zkdv-audit replay … that redoes this audit
+    std::uint64_t selectedCount = 0;
+    std::uint64_t replayedCount = 0;
+    std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+    std::string runProblem;
+
+    // The conclusion.
+    bool passed = false;
+    std::string headline;                 // one sentence a non-engineer understands
+    std::vector<std::string> warnings;    // first-page warnings: tampering found, truncated or unsealed tape, program mismatch…
+    std::optional<SamplingStatement> sampling;  // for random (not stratified/top-q/ids) selections
+    std::string samplingNote;             // when there is no statement: why (selection kind, run not finished)
+    std::vector<ReportComparison> worstDivergences;  // up to 20, worst first, with transaction indexes in `note`
+    std::vector<ReportTransaction> transactions;     // replayed, ascending
+
+    // Chart series for renderers: loss over every transaction (index, loss) and the replayed
+    // transactions' worst divergence (index, max ULP, relative L2).
+    std::vector<std::uint64_t> lossIndex;
+    std::vector<double> loss;
+};
+
+struct ReportOptions {
+    std::int64_t tapeId = 0;   // 0: the case's only tape
+    std::int64_t runId = 0;    // 0: the newest run of that tape
+};
+
+// Builds the report of one replay run from the case. Throws ReportError when the case has
+// no such tape or run (a report needs a replay).
+ReportData buildAuditReport(CaseStore& store, const ReportOptions& options = {});
+
+// Machine renderers (stable keys: docs/report-schema.md).
+std::string renderReportJson(const ReportData& report);
+std::string renderReportCsv(const ReportData& report);
+
+}  // namespace zkdv
