@@ -6,9 +6,9 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QMimeData>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QTableView>
-#include <QTreeWidget>
 
 #include <fstream>
 #include <iterator>
@@ -18,6 +18,7 @@
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "settings.h"
+#include "widgets/case_overview.h"
 #include "temp_dir.h"
 #include "zkdv/demo/cnn_demo.h"
 #include "zkdv/store/case_store.h"
@@ -108,8 +109,9 @@ void TestMainWindow::initTestCase()
 void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
 {
     QAbstractItemModelTester tester(window_->transactionModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-    QTreeWidget* overview = window_->findChild<QTreeWidget*>();
+    CaseOverview* overview = window_->findChild<CaseOverview*>();
     QVERIFY(overview);
+    QAbstractItemModelTester overviewTester(overview->overviewModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
     bool accepted = false;
     drop(*window_, {tape_}, &accepted);
@@ -120,7 +122,8 @@ void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
     QCOMPARE(window_->casePath(), QString::fromStdString(dir_.file("demo.zkaudit")));
     QVERIFY(window_->currentTape() != 0);
     QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
-    QCOMPARE(overview->topLevelItemCount(), 1);
+    QCOMPARE(overview->tapeCount(), 1);
+    QVERIFY(overview->overviewModel()->rowCount(overview->overviewModel()->index(0, 0)) >= 8);  // status, digests, program, layout…
     QTRY_COMPARE(window_->charts()->lossPointCount(), kSteps);
     CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
     QCOMPARE(store.tapes().size(), std::size_t(1));

@@ -1,6 +1,7 @@
 #include "widgets/case_overview.h"
 
 #include <QHeaderView>
+#include <QStandardItemModel>
 
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/root_record.h"
@@ -17,25 +18,31 @@ QString shapeText(const std::vector<std::int64_t>& shape)
     return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
-QTreeWidgetItem* add(QTreeWidgetItem* parent, const QString& key, const QString& value)
+QStandardItem* add(QStandardItem* parent, const QString& key, const QString& value)
 {
-    auto* item = new QTreeWidgetItem(parent, {key, value});
-    item->setToolTip(1, value);
-    return item;
+    auto* keyItem = new QStandardItem(key);
+    auto* valueItem = new QStandardItem(value);
+    keyItem->setEditable(false);
+    valueItem->setEditable(false);
+    valueItem->setToolTip(value);
+    parent->appendRow({keyItem, valueItem});
+    return keyItem;
 }
 
 }  // namespace
 
-CaseOverview::CaseOverview(QWidget* parent) : QTreeWidget(parent)
+CaseOverview::CaseOverview(QWidget* parent) : QTreeView(parent), model_(new QStandardItemModel(this))
 {
-    setColumnCount(2);
-    setHeaderLabels({tr("Case"), tr("Value")});
+    model_->setHorizontalHeaderLabels({tr("Case"), tr("Value")});
+    setModel(model_);
     header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     setAlternatingRowColors(true);
-    connect(this, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
-        while (item && item->parent())
-            item = item->parent();
-        const qint64 tape = item ? item->data(0, Qt::UserRole).toLongLong() : 0;
+    setEditTriggers(QAbstractItemView::NoEditTriggers);
+    connect(selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
+        QModelIndex top = current.siblingAtColumn(0);
+        while (top.parent().isValid())
+            top = top.parent();
+        const qint64 tape = top.isValid() ? top.data(Qt::UserRole).toLongLong() : 0;
         if (tape != 0 && tape != currentTape_) {
             currentTape_ = tape;
             Q_EMIT tapeChosen(tape);
@@ -43,10 +50,12 @@ CaseOverview::CaseOverview(QWidget* parent) : QTreeWidget(parent)
     });
 }
 
+int CaseOverview::tapeCount() const { return model_->rowCount(); }
+
 bool CaseOverview::showCase(const QString& casePath)
 {
     const qint64 previous = currentTape_;
-    clear();
+    model_->removeRows(0, model_->rowCount());
     currentTape_ = 0;
     if (casePath.isEmpty())
         return true;
@@ -59,9 +68,8 @@ bool CaseOverview::showCase(const QString& casePath)
         return false;
     }
     for (const CaseTape& tape : tapes) {
-        auto* top = new QTreeWidgetItem(this, {tr("Tape %1").arg(tape.id), QString::fromStdString(tape.path)});
-        top->setData(0, Qt::UserRole, QVariant::fromValue<qint64>(tape.id));
-        top->setToolTip(1, QString::fromStdString(tape.path));
+        QStandardItem* top = add(model_->invisibleRootItem(), tr("Tape %1").arg(tape.id), QString::fromStdString(tape.path));
+        top->setData(QVariant::fromValue<qint64>(tape.id), Qt::UserRole);
         add(top, tr("Status"), tr("%1, %2 transactions, %3 snapshots")
                                    .arg(QString::fromStdString(tape.status))
                                    .arg(tape.transactionCount)
@@ -94,13 +102,13 @@ bool CaseOverview::showCase(const QString& casePath)
         } catch (const std::exception& error) {
             add(top, tr("Root record"), tr("unreadable: %1").arg(QString::fromStdString(error.what())));
         }
-        top->setExpanded(true);
+        setExpanded(top->index(), true);
         if (tape.id == previous || currentTape_ == 0)
             currentTape_ = tape.id;
     }
-    for (int i = 0; i < topLevelItemCount(); ++i)
-        if (topLevelItem(i)->data(0, Qt::UserRole).toLongLong() == currentTape_)
-            topLevelItem(i)->setSelected(true);
+    for (int row = 0; row < model_->rowCount(); ++row)
+        if (model_->item(row)->data(Qt::UserRole).toLongLong() == currentTape_)
+            selectionModel()->select(model_->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     return true;
 }
 

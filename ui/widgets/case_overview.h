@@ -2,11 +2,14 @@
 // The case at a glance: each tape with its seal status, program digest (present? matching?),
 // model layout, optimizer and options, sampling policy and snapshot interval.
 
-#include <QTreeWidget>
+#include <QTreeView>
+
+class QStandardItem;
+class QStandardItemModel;
 
 namespace zkdv::ui {
 
-class CaseOverview : public QTreeWidget {
+class CaseOverview : public QTreeView {
     Q_OBJECT
 public:
     explicit CaseOverview(QWidget* parent = nullptr);
@@ -16,13 +19,15 @@ public:
     bool showCase(const QString& casePath);
     // The tape the user picked (the first one by default); 0 when the case has none.
     qint64 currentTape() const { return currentTape_; }
-    int tapeCount() const { return topLevelItemCount(); }
+    int tapeCount() const;
+    QStandardItemModel* overviewModel() const { return model_; }
 
 Q_SIGNALS:
     void tapeChosen(qint64 tapeId);
     void problem(const QString& message);
 
 private:
+    QStandardItemModel* model_;
     qint64 currentTape_ = 0;
 };
 
