@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "command_runner.h"
 #include "commands.h"
@@ -8,6 +9,7 @@
 #include "summary_json.h"
 #include "terminal_progress.h"
 #include "zkdv/store/audit_file.h"
+#include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 
@@ -63,7 +65,15 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
 
 int caseInfo(const std::string& path, bool json)
 {
-    CaseStore store(path, CaseStore::Access::ReadOnly);
+    std::unique_ptr<CaseStore> opened;
+    try {
+        opened = std::make_unique<CaseStore>(path, CaseStore::Access::ReadOnly);
+    } catch (const SchemaUpgradeNeeded&) {
+        // A case from an older build: migrate it (forward only, in one transaction), then read.
+        std::fprintf(stderr, "upgrading %s to case schema %d\n", path.c_str(), CaseSchema::latestVersion());
+        opened = std::make_unique<CaseStore>(path, CaseStore::Access::ReadWrite);
+    }
+    CaseStore& store = *opened;
     std::vector<CaseTape> tapes = store.tapes();
     auto countOf = [&](const char* sql) { return store.database().queryInt64(sql).value_or(0); };
     const std::int64_t deltas = countOf("SELECT count(*) FROM transactions WHERE has_deltas");

@@ -1,6 +1,8 @@
 #include "zkdv/store/case_schema.h"
 
 #include <cstdio>
+
+#include <sqlite3.h>
 #include <iterator>
 #include <string>
 
@@ -254,6 +256,10 @@ void CaseSchema::upgrade(Database& db)
     requireUpgradable(state, db.path());
     if (state.version == latestVersion())
         return;
+    if (sqlite3_db_readonly(db.handle(), "main") == 1 && !(state.version == 0 && state.schemaObjects == 0))
+        throw SchemaUpgradeNeeded("case " + db.path() + " uses schema version " + std::to_string(state.version) + "; this build reads version " +
+                                  std::to_string(latestVersion()) + ", and a read-only connection cannot migrate it; open it once for writing "
+                                  "(zkdv-audit ingest or replay, or the workstation)");
 
     SqlTransaction transaction(db);
     // Another process may have upgraded the file between the check and the write lock.

@@ -372,6 +372,16 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
                 "INSERT INTO verdicts(run_id, idx, verdict) VALUES (1, 3, 'exact');");
         QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_info('verdicts')"), std::int64_t(4));
     }
+    {
+        // Read-only, the old case is refused with what to do, and stays as it was.
+        const std::vector<char> before = readFile(path);
+        Database readOnly(path, Database::Mode::ReadOnly);
+        auto refused = caught<zkdv::SchemaUpgradeNeeded>([&] { CaseSchema::upgrade(readOnly); });
+        QVERIFY(refused);
+        QVERIFY2(contains(refused->what(), "schema version 1") && contains(refused->what(), "open it once for writing"), refused->what());
+        QCOMPARE(readOnly.userVersion(), 1);
+        QVERIFY(readFile(path) == before);
+    }
     Database db(path, Database::Mode::ReadWrite);
     CaseSchema::upgrade(db);
     QCOMPARE(db.userVersion(), 3);

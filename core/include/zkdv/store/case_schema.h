@@ -3,7 +3,16 @@
 
 #include <cstdint>
 
+#include "zkdv/util/error.h"
+
 namespace zkdv {
+
+// A case at an older schema version opened read-only: it must be opened for writing once so
+// upgrade() can migrate it. Nothing was written.
+class SchemaUpgradeNeeded : public Error {
+public:
+    using Error::Error;
+};
 
 class Database;
 
@@ -19,7 +28,8 @@ public:
     // clear message when the file's PRAGMA user_version is newer than latestVersion(),
     // or when the file is not a ZKDV case (an SQLite file with tables but user_version 0 and
     // no ZKDV application id); upgrade() writes nothing to such files.
-    // A case already at latestVersion() needs no write, so read-only connections may call this.
+    // A case already at latestVersion() needs no write, so read-only connections may call this;
+    // on an older case they get SchemaUpgradeNeeded.
     static void upgrade(Database& db);
 };
 
