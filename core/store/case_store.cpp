@@ -17,22 +17,13 @@
 
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
+#include "zkdv/util/utc_time.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/mapped_file.h"
 
 namespace zkdv {
 
 namespace {
-
-std::string utcNow()
-{
-    std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm parts{};
-    gmtime_r(&now, &parts);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-    return text;
-}
 
 std::string shapeJson(const std::vector<std::int64_t>& shape) { return nlohmann::json(shape).dump(); }
 

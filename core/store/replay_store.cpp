@@ -5,22 +5,13 @@
 #include <ctime>
 
 #include "zkdv/store/database.h"
+#include "zkdv/util/utc_time.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
 
 namespace {
-
-std::string utcNow()
-{
-    std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm parts{};
-    gmtime_r(&now, &parts);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-    return text;
-}
 
 Digest digestFromBlob(ByteSpan blob)
 {
