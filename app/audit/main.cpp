@@ -19,6 +19,7 @@ commands:
   info TAPE|CASE                     describe a tape or an audit case
   ingest FILE... --case CASE         load tapes (and sealed program files) into a case
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
+  report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html)
   demo --out FILE                    write an example tape from a small training run
 
 Run 'zkdv-audit COMMAND --help' for a command's options.
@@ -51,6 +52,8 @@ int main(int argc, char** argv)
         return runIngest(argc, argv);
     if (command == "replay")
         return runReplay(argc, argv);
+    if (command == "report")
+        return runReport(argc, argv);
     if (command == "demo")
         return runDemo(argc, argv);
     std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "dishonest_trainer.h"
 #include "temp_dir.h"
 #include "zkdv/demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
@@ -25,67 +26,11 @@ using namespace zkdv;
 
 namespace {
 
-struct RawRecord {
-    tape::RecordType type;
-    std::vector<std::uint8_t> payload;
-};
-
-class CollectingVisitor : public TapeVisitor {
-public:
-    std::vector<RawRecord> records;
-    void onRoot(const RootRecord&, const RecordLocation& l) override { add(tape::RecordType::Root, l); }
-    void onProgram(const RecordLocation& l) override { add(tape::RecordType::Program, l); }
-    void onSnapshot(const SnapshotRecord&, const RecordLocation& l) override { add(tape::RecordType::Snapshot, l); }
-    void onTransaction(const TransactionRecord&, const RecordLocation& l) override { add(tape::RecordType::Transaction, l); }
-
-private:
-    void add(tape::RecordType type, const RecordLocation& l) { records.push_back({type, {l.payload.begin(), l.payload.end()}}); }
-};
-
-// A dishonest trainer: rewrites a tape with `alter` applied to every record's payload and
-// re-chains and re-seals it, so the tape verifies.
-void rewriteTape(const std::string& from, const std::string& to, const std::function<void(RawRecord&, std::size_t)>& alter)
-{
-    CollectingVisitor visitor;
-    TapeSummary summary = scanTape(from, &visitor);
-    QVERIFY(summary.complete());
-    TapeWriter writer(to);
-    for (std::size_t i = 0; i < visitor.records.size(); ++i) {
-        alter(visitor.records[i], i);
-        writer.append(visitor.records[i].type, ByteSpan(visitor.records[i].payload));
-    }
-    writer.seal();
-}
-
-std::string metadataOf(const RawRecord& record, const char* key)
-{
-    const SafetensorsView view = SafetensorsView::parse(ByteSpan(record.payload));
-    return std::string(view.metadataValue(key));
-}
-
-// Scales one float32 element of tensor `name` in a safetensors payload, in place.
-void scaleElement(RawRecord& record, const std::string& name, std::size_t element, float factor)
-{
-    const SafetensorsView view = SafetensorsView::parse(ByteSpan(record.payload));
-    const TensorView* tensor = view.find(name);
-    QVERIFY2(tensor, name.c_str());
-    QCOMPARE(tensor->dtype, DType::F32);
-    const std::size_t offset = static_cast<std::size_t>(tensor->data.data - record.payload.data()) + element * 4;
-    float value;
-    std::memcpy(&value, record.payload.data() + offset, 4);
-    value = value * factor + (value == 0.0f ? 0.25f : 0.0f);
-    std::memcpy(record.payload.data() + offset, &value, 4);
-}
-
-bool isTransaction(const RawRecord& r, std::uint64_t index)
-{
-    return r.type == tape::RecordType::Transaction && metadataOf(r, "index") == std::to_string(index);
-}
-
-bool isSnapshot(const RawRecord& r, std::uint64_t before)
-{
-    return r.type == tape::RecordType::Snapshot && metadataOf(r, "before_transaction") == std::to_string(before);
-}
+using test::isSnapshot;
+using test::isTransaction;
+using test::RawRecord;
+using test::rewriteTape;
+using test::scaleElement;
 
 bool runPython(const QStringList& arguments, QString* output)
 {
@@ -316,7 +261,7 @@ void TestReplay::dishonestTrainerIsFound()
     QFETCH(QString, named);
     const std::string what = alteration.toStdString();
     const std::string tampered = dir_.file("tampered-" + what + ".zkdv");
-    rewriteTape(demoTape_, tampered, [&](RawRecord& record, std::size_t) {
+    rewriteTape(demoTape_, tampered, [&](RawRecord& record) {
         if (what == "delta" && isTransaction(record, 5))
             scaleElement(record, "delta/fc.weight", 3, 1.5f);
         else if (what == "batch" && isTransaction(record, 7))

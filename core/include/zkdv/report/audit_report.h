@@ -108,6 +108,7 @@ struct ReportData {
     std::string libtorchVersion;
     std::string cudaVersion;
     std::string operatingSystem;
+    std::string replayZkdvVersion;  // the zkdv that ran the replay (zkdvVersion made the report)
     std::string selection;     // canonical spec
     std::uint64_t seed = 0;
     std::string tolerance;

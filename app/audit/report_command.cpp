@@ -1,0 +1,141 @@
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "command_runner.h"
+#include "commands.h"
+#include "report_documents.h"
+#include "zkdv/report/audit_report.h"
+#include "zkdv/store/audit_file.h"
+#include "zkdv/store/case_store.h"
+
+#ifdef ZKDV_WITH_REPORT_DOCUMENTS
+#include "report_documents.h"
+#endif
+
+namespace zkdv::cli {
+
+namespace {
+
+std::string lowerExtension(const std::string& path)
+{
+    const std::size_t slash = path.find_last_of('/');
+    const std::size_t dot = path.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+        return {};
+    std::string extension = path.substr(dot + 1);
+    for (char& c : extension)
+        c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return extension == "htm" ? "html" : extension;
+}
+
+void writeFile(const std::string& path, const std::string& content)
+{
+    const std::string temporary = path + ".part";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out)
+            throw UsageError("cannot write " + path);
+        out.write(content.data(), static_cast<std::streamsize>(content.size()));
+        if (!out.flush())
+            throw UsageError("cannot write " + path);
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        std::remove(temporary.c_str());
+        throw UsageError("cannot write " + path);
+    }
+}
+
+}  // namespace
+
+int runReport(int argc, char** argv)
+{
+    ArgumentParser parser(
+        "zkdv-audit report CASE -o FILE [--format json|csv|pdf|html] [--tape ID] [--run ID]",
+        "Writes the audit report of one replay run: the tape's identity and completeness, the\n"
+        "program check, model and optimizer, the replay environment, the selection and seed that\n"
+        "redo the audit, verdict counts, the worst divergences, every replayed transaction and,\n"
+        "for random selections, an exact upper confidence bound on the fraction of bad\n"
+        "transactions (docs/report.md). json and csv are for machines (docs/report-schema.md);\n"
+        "pdf and html for people.\n"
+        "Exit 0 when the report is written (whatever it concludes), 2 on usage errors, an\n"
+        "unreadable case, or a case without a replay run.");
+    parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
+    parser.addOption("out", "FILE", "where to write the report (also -o FILE; required)");
+    parser.addOption("format", "FMT", "json, csv, pdf or html (default: from the extension of FILE)");
+    parser.addOption("tape", "ID", "the tape when the case holds several (default: the only one)");
+    parser.addOption("run", "ID", "the replay run (default: the newest of the tape)");
+    parser.addFlag("quiet", "print nothing on success");
+
+    // -o FILE and -oFILE are --out FILE.
+    std::vector<std::string> arguments(argv, argv + argc);
+    for (std::size_t i = 2; i < arguments.size(); ++i) {
+        if (arguments[i] == "--")
+            break;
+        if (arguments[i] == "-o")
+            arguments[i] = "--out";
+        else if (arguments[i].size() > 2 && arguments[i].compare(0, 2, "-o") == 0 && arguments[i][2] != '-')
+            arguments[i] = "--out=" + arguments[i].substr(2);
+    }
+    std::vector<char*> pointers;
+    for (std::string& argument : arguments)
+        pointers.push_back(argument.data());
+    pointers.push_back(nullptr);
+
+    return runCommand("report", parser, argc, pointers.data(), [&]() {
+        if (!parser.has("out") || parser.value("out").empty())
+            throw UsageError("-o FILE is required (the report's format follows its extension: .json, .csv, .pdf, .html)");
+        const std::string out = parser.value("out");
+        std::string format = parser.value("format", lowerExtension(out));
+        if (format != "json" && format != "csv" && format != "pdf" && format != "html")
+            throw UsageError(parser.has("format") ? "unknown --format \"" + format + "\" (json, csv, pdf or html)"
+                                                  : "cannot tell the format from \"" + out + "\"; give --format json|csv|pdf|html");
+
+        const std::string& casePath = parser.positionals().front();
+        if (access(casePath.c_str(), F_OK) != 0)
+            throw UsageError("case " + casePath + " does not exist");
+        if (sniffAuditFile(casePath) != AuditFileKind::Case)
+            throw UsageError(casePath + " is not an audit case; make one with `zkdv-audit ingest TAPE --case CASE`");
+        ReportOptions options;
+        options.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
+        options.runId = static_cast<std::int64_t>(parser.unsignedValue("run", 0));
+
+#ifndef ZKDV_WITH_REPORT_DOCUMENTS
+#ifndef ZKDV_WITH_REPORT_DOCUMENTS
+        if (format == "pdf" || format == "html")
+            throw UsageError("PDF and HTML reports need the workstation build (Qt report library); this zkdv-audit writes json and csv");
+#endif
+#endif
+
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        ReportData report;
+        try {
+            report = buildAuditReport(store, options);
+        } catch (const ReportError& error) {
+            throw UsageError(error.what());
+        }
+#ifdef ZKDV_WITH_REPORT_DOCUMENTS
+        if (format == "pdf" || format == "html")
+            writeReportDocument(report, format, out);  // the workstation's renderer (report_documents.h)
+        else
+#endif
+#ifdef ZKDV_WITH_REPORT_DOCUMENTS
+        if (format == "pdf" || format == "html")
+            writeReportDocument(report, format, out);
+        else
+#endif
+            writeFile(out, format == "json" ? renderReportJson(report) : renderReportCsv(report));
+        if (!parser.has("quiet")) {
+            std::printf("%s report of replay run %lld written to %s\n", format.c_str(), static_cast<long long>(report.runId), out.c_str());
+            for (const std::string& warning : report.warnings)
+                std::printf("  warning: %s\n", warning.c_str());
+            std::printf("  %s\n", report.headline.c_str());
+        }
+        return kExitOk;
+    });
+}
+
+}  // namespace zkdv::cli

@@ -1,0 +1,406 @@
+// Builds the audit report's data model from the case: the tape, its program, model and
+// optimizer, one replay run with its verdicts and metrics, and the conclusion in words.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "report_conclusion.h"
+#include "zkdv/util/utc_time.h"
+#include "zkdv/replay/selection.h"
+#include "zkdv/report/audit_report.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/tape/root_record.h"
+#include "zkdv/version.h"
+
+namespace zkdv {
+
+namespace {
+
+constexpr std::size_t kWorstDivergences = 20;
+
+// A metric column: SQLite stores NaN as NULL, so NULL reads back as NaN.
+double realOrNan(const Statement& row, int column)
+{
+    return row.isNull(column) ? std::numeric_limits<double>::quiet_NaN() : row.real(column);
+}
+
+// A word for the shell: quoted only when it needs to be.
+std::string shellWord(const std::string& word)
+{
+    const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=,%+@") ==
+                                            std::string::npos;
+    if (plain)
+        return word;
+    std::string quoted = "'";
+    for (char c : word)
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+int verdictRank(const std::string& verdict)
+{
+    if (verdict == "unverifiable")
+        return 3;
+    if (verdict == "diverged")
+        return 2;
+    if (verdict == "within-tolerance")
+        return 1;
+    return 0;
+}
+
+// Worst first: verdict, then the largest ULP distance, then relative L2 (NaN ranks highest).
+bool worseThan(const ReportComparison& a, const ReportComparison& b)
+{
+    const int ra = verdictRank(a.verdict), rb = verdictRank(b.verdict);
+    if (ra != rb)
+        return ra > rb;
+    auto key = [](double v) { return std::isnan(v) ? std::numeric_limits<double>::infinity() : v; };
+    if (key(a.metrics.maxUlp) != key(b.metrics.maxUlp))
+        return key(a.metrics.maxUlp) > key(b.metrics.maxUlp);
+    if (key(a.metrics.relativeL2) != key(b.metrics.relativeL2))
+        return key(a.metrics.relativeL2) > key(b.metrics.relativeL2);
+    if (a.transaction != b.transaction)
+        return a.transaction < b.transaction;
+    return a.tensor + " " + a.slot < b.tensor + " " + b.slot;
+}
+
+CaseTape chooseTape(CaseStore& store, std::int64_t tapeId, const std::vector<StoredReplayRun>& allRuns, std::int64_t runId)
+{
+    if (tapeId != 0) {
+        std::optional<CaseTape> tape = store.tape(tapeId);
+        if (!tape)
+            throw ReportError("the case " + store.path() + " has no tape " + std::to_string(tapeId));
+        return *tape;
+    }
+    if (runId != 0)
+        for (const StoredReplayRun& run : allRuns)
+            if (run.id == runId) {
+                std::optional<CaseTape> tape = store.tape(run.tapeId);
+                if (tape)
+                    return *tape;
+            }
+    std::vector<CaseTape> tapes = store.tapes();
+    if (tapes.empty())
+        throw ReportError("the case " + store.path() + " holds no tape; ingest one first: zkdv-audit ingest TAPE --case " + store.path());
+    if (tapes.size() > 1) {
+        std::string ids;
+        for (const CaseTape& tape : tapes)
+            ids += (ids.empty() ? "" : ", ") + std::to_string(tape.id);
+        throw ReportError("the case " + store.path() + " holds " + std::to_string(tapes.size()) + " tapes (" + ids +
+                          "); choose one with --tape ID");
+    }
+    return tapes.front();
+}
+
+std::string programCheckOf(const CaseTape& tape, const StoredReplayRun& run)
+{
+    if (tape.programKind != "torchscript")
+        return "not replayable (" + tape.programKind + ")";
+    if (run.problem.rfind("program digest mismatch", 0) == 0)
+        return "mismatched: " + run.problem;
+    if (run.problem.find("is not in the case") != std::string::npos && run.problem.rfind("the sealed program", 0) == 0)
+        return "missing";
+    if (run.problem.find("cannot be replayed") != std::string::npos)
+        return "not replayable (" + tape.programKind + ")";
+    // The replay checks the program's SHA-256 against the tape before it loads it: a run
+    // without a program problem ran the program the tape commits to.
+    return "matched";
+}
+
+std::string shapeText(const std::string& shapeJson)
+{
+    std::string text = "[";
+    try {
+        const nlohmann::json shape = nlohmann::json::parse(shapeJson);
+        for (std::size_t i = 0; i < shape.size(); ++i)
+            text += (i ? ", " : "") + shape[i].dump();
+    } catch (const nlohmann::json::exception&) {
+        return shapeJson;
+    }
+    return text + "]";
+}
+
+std::uint64_t elementsOf(const std::string& shapeJson)
+{
+    try {
+        std::uint64_t product = 1;
+        for (const nlohmann::json& d : nlohmann::json::parse(shapeJson))
+            product *= d.get<std::uint64_t>();
+        return product;
+    } catch (const nlohmann::json::exception&) {
+        return 0;
+    }
+}
+
+void readModel(Database& db, std::int64_t tapeId, ReportData& report)
+{
+    Statement rows = db.prepare(
+        "SELECT kind, name, dtype, shape FROM tensors WHERE tape_id = ?1 ORDER BY kind = 'buffer', position");
+    rows.bind(1, tapeId);
+    while (rows.step()) {
+        const std::string kind = rows.text(0);
+        const std::string line = rows.text(1) + " " + rows.text(2) + " " + shapeText(rows.text(3));
+        if (kind == "parameter") {
+            ++report.parameterCount;
+            report.parameterElements += elementsOf(rows.text(3));
+            report.layout.push_back(line);
+        } else {
+            ++report.bufferCount;
+            report.layout.push_back(line + " (buffer)");
+        }
+    }
+    Statement groups = db.prepare("SELECT options FROM optimizer_groups WHERE tape_id = ?1 ORDER BY group_index");
+    groups.bind(1, tapeId);
+    while (groups.step())
+        report.optimizerGroups.push_back(groups.text(0));
+}
+
+void readTrainingSide(const CaseTape& tape, ReportData& report)
+{
+    try {
+        const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));
+        report.trainedOn = root.device + ", torch " + root.torchVersion +
+                           (root.intraOpThreads > 0 ? ", " + std::to_string(root.intraOpThreads) + " intra-op thread" +
+                                                          (root.intraOpThreads == 1 ? "" : "s")
+                                                    : std::string(", intra-op threads not recorded"));
+        if (report.producer.empty())
+            report.producer = root.producerName + " " + root.producerVersion;
+    } catch (const std::exception&) {
+        report.trainedOn = "not recorded";
+    }
+}
+
+void readEnvironment(const StoredReplayRun& run, ReportData& report)
+{
+    try {
+        const nlohmann::json environment = nlohmann::json::parse(run.environmentJson);
+        if (environment.contains("os") && environment["os"].is_string())
+            report.operatingSystem = environment["os"].get<std::string>();
+        if (environment.contains("cuda") && environment["cuda"].is_string())
+            report.cudaVersion = environment["cuda"].get<std::string>();
+        if (report.libtorchVersion.empty() && environment.contains("libtorch") && environment["libtorch"].is_string())
+            report.libtorchVersion = environment["libtorch"].get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+    }
+}
+
+void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, ReportData& report)
+{
+    Statement rows = db.prepare(
+        "SELECT v.idx, coalesce(v.segment, 0), coalesce(v.selected, 1), v.verdict, coalesce(v.detail, ''), t.loss, t.lr,"
+        " t.update_norm, coalesce(v.replay_ns, 0)"
+        " FROM verdicts v LEFT JOIN transactions t ON t.tape_id = ?1 AND t.idx = v.idx WHERE v.run_id = ?2 ORDER BY v.idx");
+    rows.bind(1, tapeId).bind(2, runId);
+    std::map<std::uint64_t, std::size_t> position;
+    while (rows.step()) {
+        ReportTransaction t;
+        t.index = static_cast<std::uint64_t>(rows.int64(0));
+        t.segment = static_cast<std::uint64_t>(rows.int64(1));
+        t.selected = rows.int64(2) != 0;
+        t.verdict = rows.text(3);
+        t.detail = rows.text(4);
+        t.loss = realOrNan(rows, 5);
+        if (!rows.isNull(6))
+            t.recordedLearningRate = rows.real(6);
+        t.updateNorm = realOrNan(rows, 7);
+        t.replayNs = static_cast<std::uint64_t>(rows.int64(8));
+        position[t.index] = report.transactions.size();
+        report.transactions.push_back(std::move(t));
+    }
+    Statement metrics = db.prepare(
+        "SELECT idx, tensor, slot, coalesce(verdict, 'exact'), max_abs, rel_l2, cosine, max_ulp, mean_ulp, coalesce(nan_mismatches, 0),"
+        " coalesce(inf_mismatches, 0), ulp_histogram, coalesce(elements, 0), coalesce(bitwise_equal, 0), coalesce(note, '')"
+        " FROM metrics WHERE run_id = ?1 ORDER BY idx, tensor, slot");
+    metrics.bind(1, runId);
+    while (metrics.step()) {
+        auto found = position.find(static_cast<std::uint64_t>(metrics.int64(0)));
+        if (found == position.end())
+            continue;  // metrics without a verdict row: not part of the run's result
+        ReportComparison c;
+        c.transaction = found->first;
+        c.tensor = metrics.text(1);
+        c.slot = metrics.text(2);
+        c.verdict = metrics.text(3);
+        c.metrics.maxAbs = realOrNan(metrics, 4);
+        c.metrics.relativeL2 = realOrNan(metrics, 5);
+        c.metrics.cosine = realOrNan(metrics, 6);
+        c.metrics.maxUlp = realOrNan(metrics, 7);
+        c.metrics.meanUlp = realOrNan(metrics, 8);
+        c.metrics.nanMismatches = static_cast<std::uint64_t>(metrics.int64(9));
+        c.metrics.infMismatches = static_cast<std::uint64_t>(metrics.int64(10));
+        const ByteSpan histogram = metrics.blob(11);
+        for (std::size_t bin = 0; bin < kUlpHistogramBins && (bin + 1) * 8 <= histogram.size; ++bin) {
+            std::uint64_t value = 0;
+            for (int b = 7; b >= 0; --b)
+                value = (value << 8) | histogram.data[bin * 8 + static_cast<std::size_t>(b)];
+            c.metrics.ulpHistogram[bin] = value;
+        }
+        c.metrics.elements = static_cast<std::uint64_t>(metrics.int64(12));
+        c.metrics.bitwiseEqual = metrics.int64(13) != 0;
+        c.note = metrics.text(14);
+        report.transactions[found->second].comparisons.push_back(std::move(c));
+    }
+}
+
+void readLossSeries(Database& db, std::int64_t tapeId, ReportData& report)
+{
+    Statement rows = db.prepare("SELECT idx, loss FROM transactions WHERE tape_id = ?1 AND loss IS NOT NULL ORDER BY idx");
+    rows.bind(1, tapeId);
+    while (rows.step()) {
+        report.lossIndex.push_back(static_cast<std::uint64_t>(rows.int64(0)));
+        report.loss.push_back(rows.real(1));
+    }
+}
+
+void collectWorst(ReportData& report)
+{
+    std::vector<ReportComparison> candidates;
+    for (const ReportTransaction& t : report.transactions)
+        for (const ReportComparison& c : t.comparisons)
+            if (c.verdict != "exact" || !c.metrics.bitwiseEqual) {
+                candidates.push_back(c);
+                candidates.back().note = "transaction " + std::to_string(t.index) + (c.note.empty() ? "" : ": " + c.note);
+            }
+    const std::size_t keep = std::min(candidates.size(), kWorstDivergences);
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(), worseThan);
+    candidates.resize(keep);
+    report.worstDivergences = std::move(candidates);
+}
+
+void addSampling(ReportData& report)
+{
+    SelectionSpec spec;
+    try {
+        spec = SelectionSpec::parse(report.selection);
+    } catch (const Error&) {
+        report.samplingNote = "No statistical statement: the selection '" + report.selection + "' is not understood by this version.";
+        return;
+    }
+    switch (spec.kind) {
+    case SelectionSpec::Kind::Random: break;
+    case SelectionSpec::Kind::All:
+        report.samplingNote = "No statistical statement is needed: every transaction was selected, so the verdict counts are the whole answer.";
+        return;
+    case SelectionSpec::Kind::Stratified:
+        report.samplingNote = "No statistical statement: a stratified selection draws a fixed number from each snapshot segment, so "
+                              "transactions are not equally likely to be chosen and the uniform-sampling bound does not apply.";
+        return;
+    case SelectionSpec::Kind::TopQ:
+        report.samplingNote = "No statistical statement: top-q chooses the transactions with the largest recorded updates, not at "
+                              "random, so it says nothing about the others.";
+        return;
+    case SelectionSpec::Kind::Ids:
+    case SelectionSpec::Kind::Range:
+        report.samplingNote = "No statistical statement: the transactions were chosen by hand (ids or a range), not at random, so "
+                              "they say nothing about the others.";
+        return;
+    case SelectionSpec::Kind::Sampled:
+        report.samplingNote = "No statistical statement: 'sampled' replays the transactions the recorder chose to carry full checks; "
+                              "that choice was made by the trainer's side, so it is not an audit sample.";
+        return;
+    }
+    if (report.runStatus != "finished") {
+        report.samplingNote = "No statistical statement: the replay did not finish, so the transactions replayed are not the whole "
+                              "random sample.";
+        return;
+    }
+    std::uint64_t sampled = 0, failures = 0;
+    for (const ReportTransaction& t : report.transactions)
+        if (t.selected) {
+            ++sampled;
+            if (t.verdict != "exact" && t.verdict != "within-tolerance")
+                ++failures;
+        }
+    if (sampled == 0 || report.transactionCount == 0 || sampled > report.transactionCount) {
+        report.samplingNote = "No statistical statement: no selected transaction was replayed.";
+        return;
+    }
+    report.sampling = report_detail::samplingStatement(report.transactionCount, sampled, failures, report.seed);
+}
+
+}  // namespace
+
+ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
+{
+    ReplayStore replays(store.database());
+    const std::vector<StoredReplayRun> allRuns = replays.runs(0);
+    const CaseTape tape = chooseTape(store, options.tapeId, allRuns, options.runId);
+
+    const StoredReplayRun* run = nullptr;
+    for (const StoredReplayRun& candidate : allRuns) {
+        if (options.runId != 0 ? candidate.id == options.runId : candidate.tapeId == tape.id) {
+            run = &candidate;
+            break;  // newest first
+        }
+    }
+    if (options.runId != 0 && !run)
+        throw ReportError("the case " + store.path() + " has no replay run " + std::to_string(options.runId));
+    if (run && run->tapeId != tape.id)
+        throw ReportError("replay run " + std::to_string(run->id) + " replayed tape " + std::to_string(run->tapeId) + ", not tape " +
+                          std::to_string(tape.id));
+    if (!run)
+        throw ReportError("tape " + std::to_string(tape.id) + " of " + store.path() +
+                          " has not been replayed; replay first: zkdv-audit replay " + shellWord(store.path()) + " --select …");
+
+    ReportData report;
+    report.casePath = store.path();
+    report.generatedAt = utcNow();
+    report.zkdvVersion = kVersion;
+
+    report.tapeId = tape.id;
+    report.tapePath = tape.path;
+    report.fileSha256 = tape.fileSha256;
+    report.chainHead = tape.chainHead;
+    report.tapeStatus = tape.status;
+    report.transactionCount = tape.transactionCount;
+    report.snapshotCount = tape.snapshotCount;
+    report.recordCount = tape.recordCount;
+    report.producer = tape.producer;
+    readTrainingSide(tape, report);
+
+    report.programKind = tape.programKind;
+    report.programSha256 = tape.programSha256;
+    report.programPresent = tape.programPresent;
+    report.programCheck = programCheckOf(tape, *run);
+
+    report.optimizerContract = tape.optimizerContract;
+    readModel(store.database(), tape.id, report);
+
+    report.runId = run->id;
+    report.runStatus = run->status;
+    report.device = run->device;
+    report.libtorchVersion = run->libtorchVersion;
+    report.replayZkdvVersion = run->zkdvVersion;
+    readEnvironment(*run, report);
+    report.selection = run->selection;
+    report.seed = run->seed;
+    report.tolerance = run->tolerance;
+    report.selectedCount = run->selectedCount;
+    report.replayedCount = run->replayed;
+    report.exact = run->exact;
+    report.withinTolerance = run->withinTolerance;
+    report.diverged = run->diverged;
+    report.unverifiable = run->unverifiable;
+    report.runProblem = run->problem;
+    const bool severalTapes = store.tapes().size() > 1;
+    report.redoCommand = "zkdv-audit replay " + shellWord(store.path()) + (severalTapes ? " --tape " + std::to_string(tape.id) : "") +
+                         " --select " + shellWord(run->selection) + " --seed " + std::to_string(run->seed) + " --device " +
+                         shellWord(run->device) + " --tolerance " + shellWord(run->tolerance);
+
+    readTransactions(store.database(), tape.id, run->id, report);
+    readLossSeries(store.database(), tape.id, report);
+    collectWorst(report);
+    addSampling(report);
+    report_detail::writeConclusion(report);
+    return report;
+}
+
+}  // namespace zkdv

@@ -1,0 +1,200 @@
+// The report's conclusion in plain words: headline, first-page warnings and the sampling
+// statement (docs/report.md, "Headline and warnings").
+
+#include "report_conclusion.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace zkdv::report_detail {
+
+namespace {
+
+std::string count(std::uint64_t n, const char* singular, const char* plural)
+{
+    return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
+// "7", "7 and 9", "7, 9 and 12", "7, 9, 12, 15, 20 and 3 more".
+std::string indexList(const std::vector<std::uint64_t>& indexes)
+{
+    constexpr std::size_t kShown = 5;
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < indexes.size() && i < kShown; ++i)
+        parts.push_back(std::to_string(indexes[i]));
+    if (indexes.size() > kShown)
+        parts.push_back(std::to_string(indexes.size() - kShown) + " more");
+    std::string text;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i > 0)
+            text += i + 1 == parts.size() ? " and " : ", ";
+        text += parts[i];
+    }
+    return text;
+}
+
+std::vector<std::uint64_t> indexesWith(const ReportData& report, const char* verdict)
+{
+    std::vector<std::uint64_t> result;
+    for (const ReportTransaction& t : report.transactions)
+        if (t.verdict == verdict)
+            result.push_back(t.index);
+    return result;
+}
+
+const ReportTransaction* firstWith(const ReportData& report, const char* verdict)
+{
+    for (const ReportTransaction& t : report.transactions)
+        if (t.verdict == verdict)
+            return &t;
+    return nullptr;
+}
+
+std::string lastTransactionText(const ReportData& report)
+{
+    return report.transactionCount == 0 ? std::string("the start of training (it holds no transaction)")
+                                         : "transaction " + std::to_string(report.transactionCount - 1);
+}
+
+}  // namespace
+
+std::string percentText(double fraction)
+{
+    char buffer[64];
+    const double percent = fraction * 100.0;
+    std::snprintf(buffer, sizeof buffer, "%.3g%%", percent);
+    if (percent >= 1000.0 || (percent > 0 && percent < 0.001))
+        std::snprintf(buffer, sizeof buffer, "%.3e%%", percent);
+    return buffer;
+}
+
+SamplingStatement samplingStatement(std::uint64_t population, std::uint64_t sampled, std::uint64_t failures, std::uint64_t seed)
+{
+    SamplingStatement s;
+    s.population = population;
+    s.sampled = sampled;
+    s.failures = failures;
+    s.badUpper95 = hypergeometricUpperCount(population, sampled, failures, 0.95);
+    s.badUpper99 = hypergeometricUpperCount(population, sampled, failures, 0.99);
+    s.upper95 = static_cast<double>(s.badUpper95) / static_cast<double>(population);
+    s.upper99 = static_cast<double>(s.badUpper99) / static_cast<double>(population);
+    s.clopperPearson95 = clopperPearsonUpperBound(sampled, failures, 0.95);
+    s.clopperPearson99 = clopperPearsonUpperBound(sampled, failures, 0.99);
+    s.method = "hypergeometric (exact, finite population)";
+    s.sentence = count(sampled, "transaction", "transactions") + " of " + std::to_string(population) +
+                 " were replayed, chosen uniformly at random (seed " + std::to_string(seed) + "), and " +
+                 (failures == 0 ? std::string("none") : std::to_string(failures)) + (failures == 1 ? " failed" : " failed") +
+                 ". With 95% confidence at most " + percentText(s.upper95) + " of all transactions are bad (" +
+                 std::to_string(s.badUpper95) + " of " + std::to_string(population) + "); with 99% confidence at most " +
+                 percentText(s.upper99) + " (" + std::to_string(s.badUpper99) + " of " + std::to_string(population) + ").";
+    return s;
+}
+
+void writeConclusion(ReportData& report)
+{
+    report.warnings.clear();
+    const std::vector<std::uint64_t> diverged = indexesWith(report, "diverged");
+    const std::vector<std::uint64_t> unverifiable = indexesWith(report, "unverifiable");
+    const bool sealed = report.tapeStatus == "sealed";
+    const bool programOk = report.programCheck == "matched";
+    const bool finished = report.runStatus == "finished";
+
+    // 1. Tampering or a faulty run found: always the first thing said.
+    if (!diverged.empty()) {
+        const ReportTransaction* first = firstWith(report, "diverged");
+        report.warnings.push_back(
+            "Tampering or a faulty training run was found: " +
+            (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not" : "transactions " + indexList(diverged) + " do not") +
+            " reproduce what the tape claims. Re-running the recorded training step gives a different result, so this tape does "
+            "not truthfully record the training run" +
+            (first && !first->detail.empty() ? " (transaction " + std::to_string(first->index) + ": " + first->detail + ")." : "."));
+    }
+    // 2. An incomplete tape.
+    if (report.tapeStatus == "truncated")
+        report.warnings.push_back("This tape is incomplete (truncated at record " + std::to_string(report.recordCount) +
+                                  " and never sealed): it does not prove anything about training beyond " + lastTransactionText(report) +
+                                  ".");
+    else if (report.tapeStatus == "unsealed")
+        report.warnings.push_back("This tape is incomplete (never sealed): it does not prove anything about training beyond " +
+                                  lastTransactionText(report) + ".");
+    else if (!sealed)
+        report.warnings.push_back("This tape's status is '" + report.tapeStatus + "': it may be incomplete.");
+    // 3. The program.
+    if (!programOk) {
+        std::string why;
+        if (report.programCheck == "missing")
+            why = "the training program the tape refers to is not in the case, so no step could be re-run";
+        else if (report.programCheck.rfind("mismatched", 0) == 0)
+            why = "the program supplied is not the one the tape was recorded with (its fingerprint differs), so it was not run";
+        else if (report.programCheck.rfind("not replayable", 0) == 0)
+            why = "this tape's program (" + report.programKind + ") cannot be re-executed";
+        else
+            why = report.programCheck;
+        report.warnings.push_back("The training program could not be checked: " + why +
+                                  ". Nothing in this report confirms that training followed the recorded program.");
+    }
+    // 4. The run itself.
+    if (!finished)
+        report.warnings.push_back("The replay " + std::string(report.runStatus == "cancelled" ? "was cancelled" :
+                                                              report.runStatus == "running"   ? "was still running when this report was made" :
+                                                                                                 "failed") +
+                                  ": only " + std::to_string(report.replayedCount) + " transactions were replayed (" +
+                                  std::to_string(report.selectedCount) + " were selected).");
+    if (!report.runProblem.empty() && programOk)
+        report.warnings.push_back("The replay could not check the transactions: " + report.runProblem + ".");
+    if (diverged.empty() && !unverifiable.empty() && report.runProblem.empty())
+        report.warnings.push_back(count(unverifiable.size(), "transaction", "transactions") + " could not be checked (" +
+                                  indexList(unverifiable) + "): " + firstWith(report, "unverifiable")->detail);
+
+    // The headline.
+    const std::uint64_t replayed = report.replayedCount;
+    if (!diverged.empty()) {
+        report.passed = false;
+        report.headline = "FAILED: " +
+                          (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not"
+                                                : "transactions " + indexList(diverged) + " do not") +
+                          " reproduce what the tape claims — the training run recorded on this tape cannot be trusted.";
+        return;
+    }
+    if (replayed == 0) {
+        report.passed = false;
+        report.headline = "NOT VERIFIED: no transaction was replayed, so this audit shows nothing about the tape.";
+        return;
+    }
+    if (!unverifiable.empty()) {
+        report.passed = false;
+        report.headline = "NOT VERIFIED: " + std::to_string(unverifiable.size()) + " of " + std::to_string(replayed) +
+                          " replayed transactions could not be checked" +
+                          (report.runProblem.empty() ? std::string() : " (" + report.runProblem + ")") +
+                          "; this audit neither confirms nor refutes the tape.";
+        return;
+    }
+    std::uint64_t selectedReplayed = 0;
+    for (const ReportTransaction& t : report.transactions)
+        selectedReplayed += t.selected ? 1 : 0;
+    const std::string which =
+        selectedReplayed == replayed ? std::string()
+                                     : " (" + std::to_string(selectedReplayed) + " selected, " + std::to_string(replayed - selectedReplayed) +
+                                           " more replayed on the way to them)";
+    std::string reproduced =
+        report.exact == replayed
+            ? std::string(replayed == 1 ? "the replayed transaction" : "all " + std::to_string(replayed) + " replayed transactions") + which +
+                  (replayed == 1 ? " reproduces" : " reproduce") + " the tape bit for bit"
+            : "all " + std::to_string(replayed) + " replayed transactions" + which + " reproduce the tape (" + std::to_string(report.exact) +
+                  " bit for bit, " + std::to_string(report.withinTolerance) + " within the rounding tolerance " + report.tolerance + ")";
+    if (!finished) {
+        report.passed = false;
+        report.headline = "NOT FINISHED: the replay stopped early; " + reproduced + ", but the selected audit was not completed.";
+        return;
+    }
+    if (!sealed) {
+        report.passed = false;
+        report.headline = "INCOMPLETE TAPE: " + reproduced + ", but the tape is incomplete, so nothing is proven beyond " +
+                          lastTransactionText(report) + ".";
+        return;
+    }
+    report.passed = true;
+    report.headline = "PASSED: " + reproduced + ".";
+}
+
+}  // namespace zkdv::report_detail

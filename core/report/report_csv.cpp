@@ -1,0 +1,60 @@
+// The report as CSV (RFC 4180: CRLF line ends, fields quoted when they hold a comma, quote
+// or line break): a header row, then one row per replayed transaction and comparison
+// (docs/report-schema.md, "CSV").
+
+#include <cmath>
+#include <cstdio>
+
+#include "zkdv/report/audit_report.h"
+
+namespace zkdv {
+
+namespace {
+
+std::string field(const std::string& text)
+{
+    if (text.find_first_of(",\"\r\n") == std::string::npos)
+        return text;
+    std::string quoted = "\"";
+    for (char c : text)
+        quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+}
+
+std::string number(double value)
+{
+    if (std::isnan(value))
+        return "nan";
+    if (std::isinf(value))
+        return value > 0 ? "inf" : "-inf";
+    char buffer[40];
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+    return buffer;
+}
+
+}  // namespace
+
+std::string renderReportCsv(const ReportData& report)
+{
+    std::string out =
+        "index,segment,selected,transaction_verdict,tensor,slot,comparison_verdict,elements,bitwise_equal,max_abs,rel_l2,cosine,"
+        "max_ulp,mean_ulp,nan_mismatches,inf_mismatches\r\n";
+    for (const ReportTransaction& t : report.transactions) {
+        const std::string lead =
+            std::to_string(t.index) + "," + std::to_string(t.segment) + "," + (t.selected ? "1" : "0") + "," + field(t.verdict) + ",";
+        if (t.comparisons.empty()) {  // nothing was compared (unverifiable): the transaction still gets its row
+            out += lead + ",,,,,,,,,,,\r\n";
+            continue;
+        }
+        for (const ReportComparison& c : t.comparisons) {
+            const DivergenceMetrics& m = c.metrics;
+            out += lead + field(c.tensor) + "," + field(c.slot) + "," + field(c.verdict) + "," + std::to_string(m.elements) + "," +
+                   (m.bitwiseEqual ? "1" : "0") + "," + number(m.maxAbs) + "," + number(m.relativeL2) + "," + number(m.cosine) + "," +
+                   number(m.maxUlp) + "," + number(m.meanUlp) + "," + std::to_string(m.nanMismatches) + "," +
+                   std::to_string(m.infMismatches) + "\r\n";
+        }
+    }
+    return out;
+}
+
+}  // namespace zkdv

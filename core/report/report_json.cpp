@@ -1,0 +1,146 @@
+// The report as JSON for machines: stable snake_case keys, numbers as numbers, NaN and
+// infinities as null (docs/report-schema.md, schema "zkdv-audit-report/1").
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "zkdv/report/audit_report.h"
+
+namespace zkdv {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json number(double value)
+{
+    return std::isfinite(value) ? json(value) : json(nullptr);
+}
+
+json optionsOf(const std::string& text)
+{
+    try {
+        json parsed = json::parse(text);
+        if (parsed.is_object())
+            return parsed;
+    } catch (const json::exception&) {
+    }
+    return json{{"unparsed", text}};
+}
+
+json comparisonJson(const ReportComparison& c, bool withTransaction)
+{
+    const DivergenceMetrics& m = c.metrics;
+    std::size_t bins = kUlpHistogramBins;
+    while (bins > 0 && m.ulpHistogram[bins - 1] == 0)
+        --bins;
+    json histogram = json::array();
+    for (std::size_t b = 0; b < bins; ++b)
+        histogram.push_back(m.ulpHistogram[b]);
+    json out = json::object();
+    if (withTransaction)
+        out["transaction"] = c.transaction;
+    out["tensor"] = c.tensor;
+    out["slot"] = c.slot;
+    out["verdict"] = c.verdict;
+    out["elements"] = m.elements;
+    out["bitwise_equal"] = m.bitwiseEqual;
+    out["max_abs"] = number(m.maxAbs);
+    out["rel_l2"] = number(m.relativeL2);
+    out["cosine"] = number(m.cosine);
+    out["max_ulp"] = number(m.maxUlp);
+    out["mean_ulp"] = number(m.meanUlp);
+    out["nan_mismatches"] = m.nanMismatches;
+    out["inf_mismatches"] = m.infMismatches;
+    out["ulp_histogram"] = histogram;
+    out["note"] = c.note;
+    return out;
+}
+
+}  // namespace
+
+std::string renderReportJson(const ReportData& r)
+{
+    json out = json::object();
+    out["schema"] = "zkdv-audit-report/1";
+    out["generated_at"] = r.generatedAt;
+    out["zkdv_version"] = r.zkdvVersion;
+    out["case_path"] = r.casePath;
+    out["conclusion"] = {{"passed", r.passed}, {"headline", r.headline}, {"warnings", r.warnings}};
+    out["tape"] = {{"id", r.tapeId},
+                   {"path", r.tapePath},
+                   {"file_sha256", r.fileSha256},
+                   {"chain_head", r.chainHead},
+                   {"status", r.tapeStatus},
+                   {"record_count", r.recordCount},
+                   {"transaction_count", r.transactionCount},
+                   {"snapshot_count", r.snapshotCount},
+                   {"producer", r.producer},
+                   {"trained_on", r.trainedOn}};
+    out["program"] = {{"kind", r.programKind}, {"sha256", r.programSha256}, {"present", r.programPresent}, {"check", r.programCheck}};
+    out["model"] = {{"parameter_count", r.parameterCount},
+                    {"parameter_elements", r.parameterElements},
+                    {"buffer_count", r.bufferCount},
+                    {"layout", r.layout}};
+    json groups = json::array();
+    for (const std::string& group : r.optimizerGroups)
+        groups.push_back(optionsOf(group));
+    out["optimizer"] = {{"contract", r.optimizerContract}, {"groups", groups}};
+    out["replay"] = {{"run_id", r.runId},
+                     {"status", r.runStatus},
+                     {"device", r.device},
+                     {"libtorch_version", r.libtorchVersion},
+                     {"cuda_version", r.cudaVersion},
+                     {"operating_system", r.operatingSystem},
+                     {"zkdv_version", r.replayZkdvVersion},
+                     {"selection", r.selection},
+                     {"seed", r.seed},
+                     {"tolerance", r.tolerance},
+                     {"redo_command", r.redoCommand},
+                     {"selected_count", r.selectedCount},
+                     {"replayed_count", r.replayedCount},
+                     {"problem", r.runProblem}};
+    out["counts"] = {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}};
+    if (r.sampling) {
+        const SamplingStatement& s = *r.sampling;
+        out["sampling"] = {{"population", s.population},
+                           {"sampled", s.sampled},
+                           {"failures", s.failures},
+                           {"upper_95", number(s.upper95)},
+                           {"upper_99", number(s.upper99)},
+                           {"bad_upper_95", s.badUpper95},
+                           {"bad_upper_99", s.badUpper99},
+                           {"clopper_pearson_95", number(s.clopperPearson95)},
+                           {"clopper_pearson_99", number(s.clopperPearson99)},
+                           {"method", s.method},
+                           {"sentence", s.sentence}};
+    } else {
+        out["sampling"] = nullptr;
+    }
+    out["sampling_note"] = r.samplingNote;
+    json worst = json::array();
+    for (const ReportComparison& c : r.worstDivergences)
+        worst.push_back(comparisonJson(c, true));
+    out["worst_divergences"] = worst;
+    json transactions = json::array();
+    for (const ReportTransaction& t : r.transactions) {
+        json comparisons = json::array();
+        for (const ReportComparison& c : t.comparisons)
+            comparisons.push_back(comparisonJson(c, false));
+        transactions.push_back({{"index", t.index},
+                                {"segment", t.segment},
+                                {"selected", t.selected},
+                                {"verdict", t.verdict},
+                                {"detail", t.detail},
+                                {"loss", number(t.loss)},
+                                {"learning_rate", t.recordedLearningRate ? number(*t.recordedLearningRate) : json(nullptr)},
+                                {"update_norm", number(t.updateNorm)},
+                                {"replay_ns", t.replayNs},
+                                {"comparisons", comparisons}});
+    }
+    out["transactions"] = transactions;
+    return out.dump(2) + "\n";
+}
+
+}  // namespace zkdv
