@@ -7,6 +7,7 @@ packages=(
   libtorch-dev python3-torch python3-numpy
   libsqlite3-dev libssl-dev nlohmann-json3-dev
   xvfb xauth
+  poppler-utils
 )
 if [ "$(id -u)" -ne 0 ]; then
   exec sudo "$0" "$@"

@@ -24,17 +24,20 @@
 #include <QToolBar>
 
 #include <atomic>
+#include <fstream>
 #include <memory>
 
 #include "dialogs/sample_dialog.h"
 #include "jobs/background_job.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
+#include "report/report_document.h"
 #include "settings.h"
 #include "ui_info.h"
 #include "widgets/case_overview.h"
 #include "widgets/job_progress_frame.h"
 #include "zkdv/replay/replay_devices.h"
+#include "zkdv/report/audit_report.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
@@ -166,12 +169,15 @@ void MainWindow::createActions()
     QAction* open = action(file, tr("&Open Case…"), QKeySequence(Qt::CTRL | Qt::Key_O), &MainWindow::openCaseDialog, tr("Open an audit case (*.zkaudit)"));
     QAction* add = action(file, tr("&Add Tapes or Programs…"), QKeySequence(Qt::CTRL | Qt::Key_I), &MainWindow::addFilesDialog,
                           tr("Ingest tapes (*.zkdv) and sealed program files into the case"));
+    QAction* exportAction = action(file, tr("&Export Report…"), QKeySequence(Qt::CTRL | Qt::Key_E), &MainWindow::exportReportDialog,
+                                   tr("Write the audit report of the tape's newest replay as PDF, HTML, JSON or CSV"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
     action(file, tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), &QWidget::close);
-    jobActions_ << newCase << open << add << close;
-    caseActions_ << add << close;
+    jobActions_ << newCase << open << add << exportAction << close;
+    caseActions_ << add << exportAction << close;
+    tapeActions_ << exportAction;
 
     QMenu* replay = menuBar()->addMenu(tr("&Replay"));
     QAction* selected = action(replay, tr("Replay &Selected"), QKeySequence(Qt::CTRL | Qt::Key_R), &MainWindow::replaySelected,
@@ -389,7 +395,7 @@ void MainWindow::ingest(const QStringList& files)
     startJob(job);
 }
 
-bool MainWindow::startJob(BackgroundJob* job)
+bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish)
 {
     if (job_ && job_->isRunning()) {
         showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
@@ -399,7 +405,11 @@ bool MainWindow::startJob(BackgroundJob* job)
     delete job_;
     job_ = job;
     job->setParent(this);
-    connect(job, &BackgroundJob::finished, this, [this](bool ok, const QString& message) {
+    connect(job, &BackgroundJob::finished, this, [this, finish](bool jobOk, const QString& jobMessage) {
+        bool ok = jobOk;
+        QString message = jobMessage;
+        if (finish)
+            finish(ok, message);
         showMessage(message, ok ? 10000 : 0);
         overview_->showCase(casePath_);
         if (overview_->currentTape() != tape_)
@@ -467,6 +477,71 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
         return text;
     });
     return startJob(job);
+}
+
+bool MainWindow::exportReport(const QString& path)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to report: open a case with a replayed tape first."));
+        return false;
+    }
+    const QString format = QFileInfo(path).suffix().toLower() == QStringLiteral("htm") ? QStringLiteral("html") : QFileInfo(path).suffix().toLower();
+    if (!QStringList{QStringLiteral("pdf"), QStringLiteral("html"), QStringLiteral("json"), QStringLiteral("csv")}.contains(format)) {
+        showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
+        return false;
+    }
+    const std::string casePath = casePath_.toStdString();
+    const std::string target = path.toStdString();
+    const std::string formatName = format.toStdString();
+    ReportOptions options;
+    options.tapeId = tape_;
+    // PDF and HTML are rendered on this thread once the data is built; JSON and CSV are
+    // written by the job itself.
+    auto report = std::make_shared<ReportData>();
+    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), [casePath, target, formatName, options, report](ProgressSink&) {
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        *report = buildAuditReport(store, options);
+        if (formatName == "json" || formatName == "csv") {
+            const std::string text = formatName == "json" ? renderReportJson(*report) : renderReportCsv(*report);
+            std::ofstream out(target, std::ios::binary | std::ios::trunc);
+            if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
+                throw Error("cannot write " + target);
+        }
+        return QString();
+    });
+    const QString shown = QDir::toNativeSeparators(path);
+    return startJob(job, [report, target, formatName, shown, format](bool& ok, QString& message) {
+        if (!ok)
+            return;
+        if (formatName == "pdf" || formatName == "html") {
+            QApplication::setOverrideCursor(Qt::WaitCursor);
+            std::string error;
+            ok = renderReportDocument(*report, formatName, target, &error);
+            QApplication::restoreOverrideCursor();
+            if (!ok) {
+                message = QObject::tr("Report not written: %1").arg(QString::fromStdString(error));
+                return;
+            }
+        }
+        message = QObject::tr("%1 report written to %2: %3").arg(format.toUpper(), shown, QString::fromStdString(report->headline));
+    });
+}
+
+void MainWindow::exportReportDialog()
+{
+    const QStringList suffixes = {QStringLiteral("pdf"), QStringLiteral("html"), QStringLiteral("json"), QStringLiteral("csv")};
+    const QStringList filters = {tr("PDF (*.pdf)"), tr("HTML (*.html)"), tr("JSON (*.json)"), tr("CSV (*.csv)")};
+    const QFileInfo caseFile(casePath_);
+    QString filter = filters.front();
+    QString path = QFileDialog::getSaveFileName(this, tr("Export Audit Report"),
+                                                caseFile.absoluteDir().filePath(caseFile.completeBaseName() + QStringLiteral("-report.pdf")),
+                                                filters.join(QStringLiteral(";;")), &filter);
+    if (path.isEmpty())
+        return;
+    // The format follows the extension; without a known one, the chosen filter's.
+    if (!suffixes.contains(QFileInfo(path).suffix().toLower()) && QFileInfo(path).suffix().toLower() != QStringLiteral("htm"))
+        path += QLatin1Char('.') + suffixes.value(std::max<qsizetype>(0, filters.indexOf(filter)));
+    exportReport(path);
 }
 
 void MainWindow::refreshResults()

@@ -6,6 +6,8 @@
 #include <QPointer>
 #include <QStringList>
 
+#include <functional>
+
 class QComboBox;
 class QLineEdit;
 class QMenu;
@@ -33,6 +35,11 @@ public:
     bool openCase(const QString& casePath);
     // Replays `spec` (a selection spec such as "random:100") on the chosen device.
     bool startReplay(const QString& spec, quint64 seed);
+    // Writes the audit report of the current tape's newest replay run to `path`, in the
+    // format its extension names (.pdf, .html, .json, .csv): the data is built in the
+    // background, PDF and HTML are rendered on this thread (their charts are widgets).
+    // jobFinished says how it went.
+    bool exportReport(const QString& path);
 
     QString casePath() const { return casePath_; }
     qint64 currentTape() const { return tape_; }
@@ -58,7 +65,9 @@ private:
     void updateRecentFilesMenu();
     void updateActions();
     void setTape(qint64 tapeId);
-    bool startJob(BackgroundJob* job);
+    // `finish`, when given, runs on this thread before the job's result is shown and may
+    // change it (a report rendered after its data was built in the background).
+    bool startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish = {});
     void ingest(const QStringList& files);
     void refreshResults();
     void newCase();
@@ -67,6 +76,7 @@ private:
     void replaySelected();
     void replaySample();
     void replayTopQ();
+    void exportReportDialog();
     void showAbout();
     void tableSelectionChanged();
     void selectTransaction(quint64 index);

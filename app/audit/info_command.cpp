@@ -3,13 +3,13 @@
 #include <fstream>
 #include <memory>
 
+#include "case_access.h"
 #include "command_runner.h"
 #include "commands.h"
 #include "replay_json.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
 #include "zkdv/store/audit_file.h"
-#include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 
@@ -65,14 +65,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
 
 int caseInfo(const std::string& path, bool json)
 {
-    std::unique_ptr<CaseStore> opened;
-    try {
-        opened = std::make_unique<CaseStore>(path, CaseStore::Access::ReadOnly);
-    } catch (const SchemaUpgradeNeeded&) {
-        // A case from an older build: migrate it (forward only, in one transaction), then read.
-        std::fprintf(stderr, "upgrading %s to case schema %d\n", path.c_str(), CaseSchema::latestVersion());
-        opened = std::make_unique<CaseStore>(path, CaseStore::Access::ReadWrite);
-    }
+    std::unique_ptr<CaseStore> opened = openCaseForReading(path);
     CaseStore& store = *opened;
     std::vector<CaseTape> tapes = store.tapes();
     auto countOf = [&](const char* sql) { return store.database().queryInt64(sql).value_or(0); };

@@ -1,13 +1,14 @@
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
 #include "command_runner.h"
+#include "case_access.h"
 #include "commands.h"
-#include "report_documents.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
@@ -104,13 +105,12 @@ int runReport(int argc, char** argv)
         options.runId = static_cast<std::int64_t>(parser.unsignedValue("run", 0));
 
 #ifndef ZKDV_WITH_REPORT_DOCUMENTS
-#ifndef ZKDV_WITH_REPORT_DOCUMENTS
         if (format == "pdf" || format == "html")
             throw UsageError("PDF and HTML reports need the workstation build (Qt report library); this zkdv-audit writes json and csv");
 #endif
-#endif
 
-        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        std::unique_ptr<CaseStore> opened = openCaseForReading(casePath);
+        CaseStore& store = *opened;
         ReportData report;
         try {
             report = buildAuditReport(store, options);
@@ -120,11 +120,6 @@ int runReport(int argc, char** argv)
 #ifdef ZKDV_WITH_REPORT_DOCUMENTS
         if (format == "pdf" || format == "html")
             writeReportDocument(report, format, out);  // the workstation's renderer (report_documents.h)
-        else
-#endif
-#ifdef ZKDV_WITH_REPORT_DOCUMENTS
-        if (format == "pdf" || format == "html")
-            writeReportDocument(report, format, out);
         else
 #endif
             writeFile(out, format == "json" ? renderReportJson(report) : renderReportCsv(report));

@@ -1,0 +1,23 @@
+#pragma once
+// The audit report as a document for people: a PDF (A4, text laid out by QTextDocument,
+// charts drawn by QCustomPlot as vectors) or one self-contained HTML file (inline CSS,
+// charts embedded as PNG data URIs). The workstation's File → Export Report… and
+// `zkdv-audit report --format pdf|html` both come here.
+//
+// Must be called on the thread of a running QApplication (the charts are QCustomPlot
+// widgets); headless callers create one on the "offscreen" platform.
+
+#include <string>
+
+namespace zkdv {
+struct ReportData;
+}
+
+namespace zkdv::ui {
+
+// Writes `report` to `path` as `format` ("pdf" or "html"). Returns false with a one-line
+// reason in `error` (when not null) for an unknown format, a missing QApplication, the
+// wrong thread, or a file that cannot be written.
+bool renderReportDocument(const zkdv::ReportData& report, const std::string& format, const std::string& path, std::string* error);
+
+}  // namespace zkdv::ui

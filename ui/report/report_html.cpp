@@ -1,0 +1,287 @@
+#include "report/report_html.h"
+
+#include <QObject>
+#include <QStringList>
+
+#include <algorithm>
+#include <cmath>
+
+#include "plots/chart_style.h"
+#include "report/report_charts.h"
+#include "zkdv/report/audit_report.h"
+
+namespace zkdv::ui {
+
+namespace {
+
+constexpr std::size_t kMaxLayoutLines = 300;
+const char* const kFailRed = "#b71c1c";
+const char* const kPassGreen = "#1b5e20";
+
+QString esc(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
+QString esc(const QString& text) { return text.toHtmlEscaped(); }
+QString mono(const QString& escaped) { return QStringLiteral("<span style=\"font-family: monospace;\">%1</span>").arg(escaped); }
+QString orDash(const std::string& text) { return text.empty() ? QStringLiteral("—") : esc(text); }
+QString number(double value) { return ChartStyle::formatValue(value); }
+QString percent(double fraction) { return QString::number(fraction * 100.0, 'g', 4) + QStringLiteral(" %"); }
+
+QString verdictColor(const std::string& name)
+{
+    const std::optional<Verdict> verdict = verdictFromName(name);
+    return verdict ? ChartStyle::verdictColor(*verdict).darker(115).name() : QStringLiteral("#555555");
+}
+
+QString verdictSpan(const std::string& name)
+{
+    return QStringLiteral("<span style=\"color: %1; font-weight: bold;\">%2</span>").arg(verdictColor(name), orDash(name));
+}
+
+QString cell(const QString& html, bool header = false)
+{
+    return header ? QStringLiteral("<th style=\"background-color: #e8eaf0; text-align: left;\">%1</th>").arg(html)
+                  : QStringLiteral("<td>%1</td>").arg(html);
+}
+
+// A number or short word that must not break across lines.
+QString tight(const QString& html) { return QStringLiteral("<td style=\"white-space: nowrap;\">%1</td>").arg(html); }
+
+// Header cells; `widths` (percent of the table, optional) keep narrow numeric columns from
+// being squeezed by a long text column.
+QString headerRow(const QStringList& titles, const QList<int>& widths = {})
+{
+    QString row = QStringLiteral("<tr>");
+    for (int i = 0; i < titles.size(); ++i)
+        row += i < widths.size() ? QStringLiteral("<th width=\"%1%\" style=\"background-color: #e8eaf0; text-align: left;\">%2</th>")
+                                       .arg(widths[i])
+                                       .arg(esc(titles[i]))
+                                 : cell(esc(titles[i]), true);
+    return row + QStringLiteral("</tr>");
+}
+
+QString worstOf(const ReportTransaction& t, bool ulp)
+{
+    if (t.comparisons.empty())
+        return QStringLiteral("—");
+    double worst = 0.0;
+    for (const ReportComparison& c : t.comparisons)
+        worst = std::max(worst, ulp ? c.metrics.maxUlp : c.metrics.relativeL2);
+    return number(worst);
+}
+
+}  // namespace
+
+ReportHtml::ReportHtml(const ReportData& report, Target target) : report_(report), target_(target) {}
+
+QString ReportHtml::verdictWord() const { return report_.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED"); }
+
+QString ReportHtml::heading(const QString& text) const
+{
+    return QStringLiteral("<h2 style=\"font-size: 14pt; color: #1f3a93; margin-top: 14px;\">%1</h2>").arg(esc(text));
+}
+
+QString ReportHtml::table(const QString& header, const QString& rows) const
+{
+    return QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" width=\"100%\" "
+                          "style=\"border-collapse: collapse; border-color: #9a9a9a; font-size: 8pt;\">%1%2</table>")
+        .arg(header, rows);
+}
+
+QString ReportHtml::keyValues(const QStringList& pairs) const
+{
+    QString rows;
+    for (int i = 0; i + 1 < pairs.size(); i += 2)
+        rows += QStringLiteral("<tr><th style=\"background-color: #f0f1f5; text-align: left; width: 28%;\">%1</th><td>%2</td></tr>")
+                    .arg(esc(pairs[i]), pairs[i + 1]);
+    return table(QString(), rows);
+}
+
+QString ReportHtml::summary() const
+{
+    const ReportData& r = report_;
+    const QString verdictColour = r.passed ? kPassGreen : kFailRed;
+    QString html;
+
+    // Page one, top: what a non-engineer needs, large, red when the audit failed.
+    html += QStringLiteral("<h1 style=\"font-size: 18pt; margin-bottom: 2px;\">%1</h1>").arg(QObject::tr("ZKDV audit report"));
+    html += QStringLiteral("<p style=\"color: #555555; font-size: 8pt;\">%1</p>")
+                .arg(esc(QObject::tr("Tape %1 · generated %2 by ZKDV %3 · case %4")
+                             .arg(QString::fromStdString(r.tapePath), QString::fromStdString(r.generatedAt),
+                                  QString::fromStdString(r.zkdvVersion), QString::fromStdString(r.casePath))));
+    html += QStringLiteral("<p style=\"font-size: 26pt; font-weight: bold; color: %1; margin-bottom: 4px;\">%2 %3</p>")
+                .arg(verdictColour, esc(QObject::tr("Audit")), verdictWord());
+    if (!r.headline.empty())
+        html += QStringLiteral("<p style=\"font-size: 16pt; font-weight: bold; color: %1;\">%2</p>").arg(verdictColour, esc(r.headline));
+    if (!r.warnings.empty()) {
+        html += QStringLiteral("<ul style=\"font-size: 13pt; color: %1;\">").arg(kFailRed);
+        for (const std::string& warning : r.warnings)
+            html += QStringLiteral("<li><b>%1</b></li>").arg(esc(warning));
+        html += QStringLiteral("</ul>");
+    }
+
+    html += heading(QObject::tr("Verdicts"));
+    html += table(headerRow({QObject::tr("Selected"), QObject::tr("Replayed"), QObject::tr("Exact"), QObject::tr("Within tolerance"),
+                             QObject::tr("Diverged"), QObject::tr("Unverifiable")}),
+                  QStringLiteral("<tr>%1%2%3%4%5%6</tr>")
+                      .arg(cell(QString::number(r.selectedCount)), cell(QString::number(r.replayedCount)),
+                           cell(QString::number(r.exact)), cell(QString::number(r.withinTolerance)),
+                           cell(r.diverged ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed).arg(r.diverged)
+                                           : QStringLiteral("0")),
+                           cell(r.unverifiable ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed).arg(r.unverifiable)
+                                               : QStringLiteral("0"))));
+    if (!r.runProblem.empty())
+        html += QStringLiteral("<p style=\"color: %1;\"><b>%2</b> %3</p>").arg(kFailRed, esc(QObject::tr("Run problem:")), esc(r.runProblem));
+
+    if (r.sampling) {
+        const SamplingStatement& s = *r.sampling;
+        html += heading(QObject::tr("What the sample says about the whole tape"));
+        html += QStringLiteral("<p style=\"font-size: 11pt;\"><b>%1</b></p>").arg(esc(s.sentence));
+        html += keyValues({QObject::tr("Transactions in the tape (N)"), QString::number(s.population),
+                           QObject::tr("Replayed at random (n)"), QString::number(s.sampled),
+                           QObject::tr("Failures found (k)"), QString::number(s.failures),
+                           QObject::tr("Bad fraction, 95 % upper bound"), percent(s.upper95),
+                           QObject::tr("Bad fraction, 99 % upper bound"), percent(s.upper99),
+                           QObject::tr("Method"), orDash(s.method)});
+    } else if (!r.samplingNote.empty()) {
+        html += heading(QObject::tr("What the replay says about the whole tape"));
+        html += QStringLiteral("<p>%1</p>").arg(esc(r.samplingNote));
+    }
+
+    html += heading(QObject::tr("The tape"));
+    const bool sealed = r.tapeStatus == "sealed";
+    html += keyValues({QObject::tr("Tape"), QStringLiteral("#%1 %2").arg(r.tapeId).arg(esc(r.tapePath)),
+                       QObject::tr("File SHA-256"), mono(esc(r.fileSha256)),
+                       QObject::tr("Hash-chain head"), mono(esc(r.chainHead)),
+                       QObject::tr("Status"),
+                       sealed ? esc(r.tapeStatus) : QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed, orDash(r.tapeStatus)),
+                       QObject::tr("Transactions"), QString::number(r.transactionCount),
+                       QObject::tr("Snapshots"), QString::number(r.snapshotCount),
+                       QObject::tr("Intact records"), QString::number(r.recordCount),
+                       QObject::tr("Recorded by"), orDash(r.producer),
+                       QObject::tr("Trained on"), orDash(r.trainedOn)});
+
+    html += heading(QObject::tr("The training program"));
+    const bool matched = r.programCheck == "matched";
+    html += keyValues({QObject::tr("Kind"), orDash(r.programKind),
+                       QObject::tr("Program SHA-256"), mono(esc(r.programSha256)),
+                       QObject::tr("In the case"), r.programPresent ? QObject::tr("yes") : QObject::tr("no"),
+                       QObject::tr("Digest check"),
+                       QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(matched ? kPassGreen : kFailRed, orDash(r.programCheck))});
+
+    html += heading(QObject::tr("Model and optimizer"));
+    QString layout;
+    for (std::size_t i = 0; i < std::min(r.layout.size(), kMaxLayoutLines); ++i)
+        layout += esc(r.layout[i]) + QStringLiteral("<br>");
+    if (r.layout.size() > kMaxLayoutLines)
+        layout += esc(QObject::tr("… and %1 more (see the JSON report)").arg(r.layout.size() - kMaxLayoutLines));
+    QString groups;
+    for (std::size_t i = 0; i < r.optimizerGroups.size(); ++i)
+        groups += QStringLiteral("%1 %2: %3<br>").arg(esc(QObject::tr("group"))).arg(i).arg(mono(esc(r.optimizerGroups[i])));
+    html += keyValues({QObject::tr("Parameters"),
+                       QObject::tr("%1 tensors, %2 elements").arg(r.parameterCount).arg(r.parameterElements),
+                       QObject::tr("Buffers"), QString::number(r.bufferCount),
+                       QObject::tr("Layout"), layout.isEmpty() ? QStringLiteral("—") : mono(layout),
+                       QObject::tr("Optimizer contract"), orDash(r.optimizerContract),
+                       QObject::tr("Options"), groups.isEmpty() ? QStringLiteral("—") : groups});
+
+    html += heading(QObject::tr("The replay"));
+    html += keyValues({QObject::tr("Run"), QStringLiteral("#%1 (%2)").arg(r.runId).arg(orDash(r.runStatus)),
+                       QObject::tr("Selection"), mono(orDash(r.selection)),
+                       QObject::tr("Seed"), QString::number(r.seed),
+                       QObject::tr("Tolerance"), orDash(r.tolerance),
+                       QObject::tr("Device"), orDash(r.device),
+                       QObject::tr("libtorch"), orDash(r.libtorchVersion),
+                       QObject::tr("CUDA"), orDash(r.cudaVersion),
+                       QObject::tr("Operating system"), orDash(r.operatingSystem),
+                       QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
+                       QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
+    html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("Anyone with the tape can redo this audit, choosing the same transactions:")));
+    // Wrapped at spaces: a <pre> line longer than the page would be cut off in the PDF.
+    html += QStringLiteral("<p style=\"font-family: monospace; white-space: pre-wrap; background-color: #f4f4f4; font-size: 8pt;\">%1</p>")
+                .arg(orDash(r.redoCommand));
+
+    html += heading(QObject::tr("Worst divergences"));
+    if (r.worstDivergences.empty()) {
+        html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("None: every replayed tensor matched the tape bit for bit.")));
+    } else {
+        QString rows;
+        for (const ReportComparison& c : r.worstDivergences) {
+            rows += QStringLiteral("<tr>%1%2%3%4%5%6%7%8%9</tr>")
+                        .arg(cell(mono(esc(c.tensor))), cell(mono(esc(c.slot))), cell(verdictSpan(c.verdict)),
+                             cell(number(c.metrics.maxUlp)), cell(number(c.metrics.meanUlp)), cell(number(c.metrics.relativeL2)),
+                             cell(number(c.metrics.maxAbs)), cell(QString::number(c.metrics.cosine, 'g', 10)),
+                             cell(QStringLiteral("%1/%2 %3")
+                                      .arg(c.metrics.nanMismatches)
+                                      .arg(c.metrics.infMismatches)
+                                      .arg(esc(c.note))));
+        }
+        html += table(headerRow({QObject::tr("Tensor"), QObject::tr("Slot"), QObject::tr("Verdict"), QObject::tr("Max ULP"),
+                                 QObject::tr("Mean ULP"), QObject::tr("Rel. L2"), QObject::tr("Max abs"), QObject::tr("Cosine"),
+                                 QObject::tr("NaN/Inf mismatches, where")}),
+                      rows);
+    }
+    return html;
+}
+
+QString ReportHtml::transactions() const
+{
+    const ReportData& r = report_;
+    QString html = heading(QObject::tr("Replayed transactions"));
+    if (r.transactions.empty())
+        return html + QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("No transaction was replayed.")));
+    const std::size_t shown = std::min(r.transactions.size(), kMaxTableRows);
+    if (shown < r.transactions.size())
+        html += QStringLiteral("<p><b>%1</b></p>")
+                    .arg(esc(QObject::tr("The first %1 of %2 replayed transactions; the CSV report (zkdv-audit report CASE --format csv, "
+                                         "or File → Export Report… as CSV) lists them all.")
+                                 .arg(shown)
+                                 .arg(r.transactions.size())));
+    QString rows;
+    rows.reserve(static_cast<qsizetype>(shown) * 400);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const ReportTransaction& t = r.transactions[i];
+        rows += QStringLiteral("<tr>%1%2%3%4%5%6%7%8%9")
+                    .arg(tight(QString::number(t.index)), tight(QString::number(t.segment)),
+                         tight(t.selected ? QObject::tr("selected") : QObject::tr("prefix")), tight(verdictSpan(t.verdict)),
+                         tight(QString::number(t.loss, 'g', 7)),
+                         tight(t.recordedLearningRate ? QString::number(*t.recordedLearningRate, 'g', 4) : QStringLiteral("—")),
+                         tight(QString::number(t.updateNorm, 'g', 4)), tight(worstOf(t, true)), tight(worstOf(t, false)));
+        rows += QStringLiteral("%1%2</tr>").arg(tight(QString::number(static_cast<double>(t.replayNs) / 1e6, 'f', 1)), cell(esc(t.detail)));
+    }
+    html += table(headerRow({QObject::tr("Transaction"), QObject::tr("Segment"), QObject::tr("Why"), QObject::tr("Verdict"),
+                             QObject::tr("Loss"), QObject::tr("LR"), QObject::tr("Update norm"), QObject::tr("Max ULP"),
+                             QObject::tr("Rel. L2"), QObject::tr("ms"), QObject::tr("Detail")},
+                            {9, 7, 8, 10, 9, 6, 8, 7, 8, 5, 23}),
+                  rows);
+    return html;
+}
+
+QString ReportHtml::charts(const ReportCharts& charts)
+{
+    QString html = QStringLiteral("<h2 style=\"font-size: 14pt; color: #1f3a93;\">%1</h2>").arg(esc(QObject::tr("Charts")));
+    for (int i = 0; i < charts.count(); ++i)
+        html += QStringLiteral("<figure><figcaption><b>%1</b></figcaption><img alt=\"%1\" width=\"900\" height=\"360\" src=\"%2\">"
+                               "<figcaption style=\"color: #555555;\">%3</figcaption></figure>")
+                    .arg(esc(charts.title(i)), charts.pngDataUri(i, 900, 360), esc(charts.caption(i)));
+    return html;
+}
+
+QString ReportHtml::document(const QString& body) const
+{
+    QString style;
+    if (target_ == Target::File)
+        style = QStringLiteral(
+            "<style>\n"
+            "body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; max-width: 1100px; margin: 24px auto; color: #111; }\n"
+            "table { margin-bottom: 8px; }\n"
+            "td, th { vertical-align: top; }\n"
+            "tr:nth-child(even) td { background-color: #fafafa; }\n"
+            "figure { margin: 12px 0; }\n"
+            "img { max-width: 100%; height: auto; border: 1px solid #ddd; }\n"
+            "pre { padding: 6px; white-space: pre-wrap; word-break: break-all; }\n"
+            "</style>\n");
+    return QStringLiteral("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%1</title>\n%2</head>\n"
+                          "<body>\n%3\n</body></html>\n")
+        .arg(esc(QObject::tr("ZKDV audit report %1: %2").arg(QString::fromStdString(report_.tapePath), verdictWord())), style, body);
+}
+
+}  // namespace zkdv::ui
