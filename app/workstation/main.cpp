@@ -8,29 +8,68 @@
 #include "main_window.h"
 #include "zkdv/version.h"
 
-int main(int argc, char** argv)
-{
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName(QStringLiteral("zkdv"));
-    QApplication::setApplicationName(QStringLiteral("zkdv-workstation"));
-    QApplication::setApplicationVersion(QString::fromLatin1(zkdv::kVersion));
-    QApplication::setDesktopFileName(QStringLiteral("org.zkdv.Workstation"));
+namespace {
 
-    QCommandLineParser parser;
+struct Options {
+    QCommandLineOption replay{QStringLiteral("replay"), QStringLiteral("After loading, replay SPEC (e.g. random:100)."), QStringLiteral("SPEC")};
+    QCommandLineOption seed{QStringLiteral("seed"), QStringLiteral("Seed of --replay (default 1)."), QStringLiteral("S"), QStringLiteral("1")};
+    QCommandLineOption screenshot{QStringLiteral("screenshot"),
+                                  QStringLiteral("When loading (and --replay) finished, save the window as PNG to FILE and quit."),
+                                  QStringLiteral("FILE")};
+};
+
+void describe(QCommandLineParser& parser, const Options& options)
+{
     parser.setApplicationDescription(QStringLiteral(
         "The ZKDV audit workstation: load verification tapes and sealed programs into an audit case, replay chosen\n"
-        "transactions, chart the divergence. Files may be cases (*.zkaudit), tapes (*.zkdv), sealed programs or folders."));
+        "transactions, chart the divergence, export reports. Files may be cases (*.zkaudit), tapes (*.zkdv), sealed\n"
+        "programs or folders. Headless, use zkdv-audit."));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("A case, or tapes and sealed programs to ingest."), QStringLiteral("[FILE...]"));
-    const QCommandLineOption replay(QStringLiteral("replay"), QStringLiteral("After loading, replay SPEC (e.g. random:100)."), QStringLiteral("SPEC"));
-    const QCommandLineOption seed(QStringLiteral("seed"), QStringLiteral("Seed of --replay (default 1)."), QStringLiteral("S"), QStringLiteral("1"));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("When loading (and --replay) finished, save the window as PNG to FILE and quit."),
-                                        QStringLiteral("FILE"));
-    parser.addOption(replay);
-    parser.addOption(seed);
-    parser.addOption(screenshot);
+    parser.addOption(options.replay);
+    parser.addOption(options.seed);
+    parser.addOption(options.screenshot);
+}
+
+void nameApplication()
+{
+    QCoreApplication::setOrganizationName(QStringLiteral("zkdv"));
+    QCoreApplication::setApplicationName(QStringLiteral("zkdv-workstation"));
+    QCoreApplication::setApplicationVersion(QString::fromLatin1(zkdv::kVersion));
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    // --help and --version need no display: answer them before the GUI starts.
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray argument(argv[i]);
+        if (argument == "--help" || argument == "-h" || argument == "--help-all" || argument == "--version" || argument == "-v") {
+            QCoreApplication app(argc, argv);
+            nameApplication();
+            QCommandLineParser parser;
+            Options options;
+            describe(parser, options);
+            parser.process(app);
+            return 0;
+        }
+    }
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        fprintf(stderr, "zkdv-workstation: no display (neither DISPLAY nor WAYLAND_DISPLAY is set); use zkdv-audit on a machine without one\n");
+        return 2;
+    }
+    QApplication app(argc, argv);
+    nameApplication();
+    QApplication::setDesktopFileName(QStringLiteral("org.zkdv.Workstation"));
+
+    QCommandLineParser parser;
+    Options cli;
+    describe(parser, cli);
+    const QCommandLineOption& replay = cli.replay;
+    const QCommandLineOption& seed = cli.seed;
+    const QCommandLineOption& screenshot = cli.screenshot;
     parser.process(app);
     bool seedOk = false;
     const quint64 seedValue = parser.value(seed).toULongLong(&seedOk);

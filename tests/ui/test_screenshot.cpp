@@ -16,11 +16,34 @@ class TestScreenshot : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void helpAndNoDisplayNeedNoWindow();
     void realWindowUnderXvfb();
 
 private:
     test::TempDir dir_;
 };
+
+void TestScreenshot::helpAndNoDisplayNeedNoWindow()
+{
+    QProcessEnvironment headless = QProcessEnvironment::systemEnvironment();
+    for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"})
+        headless.remove(QString::fromLatin1(name));
+    QProcess help;
+    help.setProcessEnvironment(headless);
+    help.start(QStringLiteral(ZKDV_WORKSTATION_EXECUTABLE), {QStringLiteral("--help")});
+    QVERIFY(help.waitForFinished(60000));
+    QCOMPARE(help.exitCode(), 0);
+    QVERIFY(QString::fromUtf8(help.readAllStandardOutput()).contains(QStringLiteral("--replay")));
+
+    QProcess noDisplay;
+    noDisplay.setProcessEnvironment(headless);
+    noDisplay.start(QStringLiteral(ZKDV_WORKSTATION_EXECUTABLE), {QString::fromStdString(dir_.file("none.zkaudit"))});
+    QVERIFY(noDisplay.waitForFinished(60000));
+    QCOMPARE(noDisplay.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(noDisplay.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(noDisplay.readAllStandardError()).contains(QStringLiteral("no display")));
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(dir_.file("none.zkaudit"))));
+}
 
 void TestScreenshot::realWindowUnderXvfb()
 {
