@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include <QToolTip>
 
 #include "plots/chart_style.h"
 #include "plots/point_picker.h"
@@ -13,11 +12,10 @@ namespace zkdv::ui {
 namespace {
 
 constexpr double kPointRadius = 8.0;
-constexpr int kClickSlop = 4;
 
 }  // namespace
 
-DivergenceChart::DivergenceChart(QWidget* parent) : QCustomPlot(parent)
+DivergenceChart::DivergenceChart(QWidget* parent) : TransactionPlot(parent)
 {
     ChartStyle::applyInteractions(this);
     xAxis->setLabel(tr("replayed transaction"));
@@ -140,33 +138,6 @@ QString DivergenceChart::tooltipFor(quint64 index) const
         .arg(index)
         .arg(ChartStyle::verdictLabel(it->verdict), ChartStyle::formatValue(it->worstMaxUlp),
              ChartStyle::formatValue(it->worstRelativeL2), it->selected ? QString() : tr("\n(replayed as a prefix)"));
-}
-
-void DivergenceChart::mousePressEvent(QMouseEvent* event)
-{
-    pressPos_ = event->pos();
-    QCustomPlot::mousePressEvent(event);
-}
-
-void DivergenceChart::mouseMoveEvent(QMouseEvent* event)
-{
-    QCustomPlot::mouseMoveEvent(event);
-    if (event->buttons() != Qt::NoButton)
-        return;
-    if (const std::optional<quint64> index = transactionAt(event->position()))
-        QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*index), this);
-    else
-        QToolTip::hideText();
-}
-
-void DivergenceChart::mouseReleaseEvent(QMouseEvent* event)
-{
-    const bool click = event->button() == Qt::LeftButton && (event->pos() - pressPos_).manhattanLength() <= kClickSlop;
-    QCustomPlot::mouseReleaseEvent(event);
-    if (!click)
-        return;
-    if (const std::optional<quint64> index = transactionAt(event->position()))
-        emit transactionClicked(*index);
 }
 
 }  // namespace zkdv::ui

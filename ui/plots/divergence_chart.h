@@ -6,13 +6,13 @@
 #include <optional>
 #include <vector>
 
-#include <qcustomplot.h>
+#include "plots/transaction_plot.h"
 
 #include "zkdv/store/transaction_series.h"
 
 namespace zkdv::ui {
 
-class DivergenceChart : public QCustomPlot {
+class DivergenceChart : public TransactionPlot {
     Q_OBJECT
 
 public:
@@ -28,26 +28,19 @@ public:
     QCPGraph* maxUlpGraph() const { return maxUlp_; }
     QCPGraph* relativeL2Graph() const { return relativeL2_; }
     // The replayed transaction whose point lies within a few pixels of `pos`, if any.
-    std::optional<quint64> transactionAt(const QPointF& pos) const;
-
-signals:
-    void transactionClicked(quint64 index);
+    std::optional<quint64> transactionAt(const QPointF& pos) const override;
 
 protected:
-    void mousePressEvent(QMouseEvent* event) override;
-    void mouseMoveEvent(QMouseEvent* event) override;
-    void mouseReleaseEvent(QMouseEvent* event) override;
+    QString tooltipFor(quint64 index) const override;
 
 private:
     void rescale();
-    QString tooltipFor(quint64 index) const;
 
     QCPGraph* maxUlp_ = nullptr;
     QCPGraph* relativeL2_ = nullptr;
     QCPItemStraightLine* cursor_ = nullptr;
     std::vector<VerdictPoint> verdicts_;  // by index
     quint64 transactionCount_ = 0;
-    QPoint pressPos_;
 };
 
 }  // namespace zkdv::ui

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <QToolTip>
 
 #include "plots/chart_style.h"
 #include "plots/point_picker.h"
@@ -13,7 +12,6 @@ namespace zkdv::ui {
 namespace {
 
 constexpr double kMarkerRadius = 8.0;  // pixels within which the mouse means a marker
-constexpr int kClickSlop = 4;          // pixels a click may move before it is a drag
 
 const std::array<Verdict, 4> kVerdicts = {Verdict::Exact, Verdict::WithinTolerance, Verdict::Diverged, Verdict::Unverifiable};
 
@@ -59,7 +57,7 @@ QCPItemStraightLine* makeCursor(QCustomPlot* plot, QCPAxisRect* rect)
 
 }  // namespace
 
-TransactionChart::TransactionChart(QWidget* parent) : QCustomPlot(parent)
+TransactionChart::TransactionChart(QWidget* parent) : TransactionPlot(parent)
 {
     ChartStyle::applyInteractions(this);
     setAutoAddPlottableToLegend(false);
@@ -275,33 +273,6 @@ QString TransactionChart::tooltipFor(quint64 index) const
     else if (!verdicts_.empty())
         text += tr("\nnot replayed in this run");
     return text;
-}
-
-void TransactionChart::mousePressEvent(QMouseEvent* event)
-{
-    pressPos_ = event->pos();
-    QCustomPlot::mousePressEvent(event);
-}
-
-void TransactionChart::mouseMoveEvent(QMouseEvent* event)
-{
-    QCustomPlot::mouseMoveEvent(event);
-    if (event->buttons() != Qt::NoButton)
-        return;
-    if (const std::optional<quint64> index = transactionAt(event->position()))
-        QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(*index), this);
-    else
-        QToolTip::hideText();
-}
-
-void TransactionChart::mouseReleaseEvent(QMouseEvent* event)
-{
-    const bool click = event->button() == Qt::LeftButton && (event->pos() - pressPos_).manhattanLength() <= kClickSlop;
-    QCustomPlot::mouseReleaseEvent(event);
-    if (!click)
-        return;
-    if (const std::optional<quint64> index = transactionAt(event->position()))
-        emit transactionClicked(*index);
 }
 
 }  // namespace zkdv::ui

@@ -6,13 +6,13 @@
 #include <optional>
 #include <vector>
 
-#include <qcustomplot.h>
+#include "plots/transaction_plot.h"
 
 #include "zkdv/store/transaction_series.h"
 
 namespace zkdv::ui {
 
-class TransactionChart : public QCustomPlot {
+class TransactionChart : public TransactionPlot {
     Q_OBJECT
 
 public:
@@ -35,20 +35,14 @@ public:
     QCPAxisRect* normRect() const { return normRect_; }
     // The transaction under `pos` (a verdict marker within a few pixels, else the loss point
     // nearest in key), if any.
-    std::optional<quint64> transactionAt(const QPointF& pos) const;
-
-signals:
-    void transactionClicked(quint64 index);
+    std::optional<quint64> transactionAt(const QPointF& pos) const override;
 
 protected:
-    void mousePressEvent(QMouseEvent* event) override;
-    void mouseMoveEvent(QMouseEvent* event) override;
-    void mouseReleaseEvent(QMouseEvent* event) override;
+    QString tooltipFor(quint64 index) const override;
 
 private:
     void rebuildMarkers();
     const VerdictPoint* verdictOf(quint64 index) const;
-    QString tooltipFor(quint64 index) const;
 
     QCPAxisRect* normRect_ = nullptr;
     QCPLegend* normLegend_ = nullptr;
@@ -58,7 +52,6 @@ private:
     QCPItemStraightLine* lossCursor_ = nullptr;
     QCPItemStraightLine* normCursor_ = nullptr;
     std::vector<VerdictPoint> verdicts_;  // by index
-    QPoint pressPos_;
 };
 
 }  // namespace zkdv::ui
