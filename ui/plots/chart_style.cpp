@@ -71,4 +71,20 @@ QString ChartStyle::describeComparison(const TensorComparison& comparison)
     return text;
 }
 
+QCPTextElement* ChartStyle::setUpUlpBarChart(QCustomPlot* plot)
+{
+    applyInteractions(plot);
+    plot->plotLayout()->insertRow(0);
+    auto* title = new QCPTextElement(plot, QObject::tr("no transaction selected"));
+    plot->plotLayout()->addElement(0, 0, title);
+    plot->yAxis->setLabel(QObject::tr("max ULP distance (0 drawn at %1)").arg(kUlpFloor));
+    makeLogAxis(plot->yAxis);
+    plot->yAxis->setRange(kUlpFloor / 2, 1e3);
+    plot->xAxis->setTickLabelRotation(60);
+    plot->xAxis->setTickLabelFont(QFont(plot->font().family(), 7));
+    plot->xAxis->setSubTicks(false);
+    plot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+    return title;
+}
+
 }  // namespace zkdv::ui

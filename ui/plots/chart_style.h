@@ -9,6 +9,7 @@
 
 class QCPAxis;
 class QCustomPlot;
+class QCPTextElement;
 
 namespace zkdv::ui {
 
@@ -29,6 +30,9 @@ public:
     static void makeLogAxis(QCPAxis* axis);
     // The interactions every chart shares: drag to pan, wheel to zoom, select plottables.
     static void applyInteractions(QCustomPlot* plot);
+    // Bars of max ULP distances over named categories (log value axis, rotated text ticks,
+    // a title row); returns the title.
+    static QCPTextElement* setUpUlpBarChart(QCustomPlot* plot);
     // "42", "1.5e+06", "0 (bitwise equal)" for a divergence value.
     static QString formatValue(double value);
     // Every metric of one comparison, one per line, for a tooltip.

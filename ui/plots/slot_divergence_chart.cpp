@@ -25,17 +25,7 @@ QColor slotColor(int position)
 
 SlotDivergenceChart::SlotDivergenceChart(QWidget* parent) : QCustomPlot(parent)
 {
-    ChartStyle::applyInteractions(this);
-    plotLayout()->insertRow(0);
-    title_ = new QCPTextElement(this, tr("no transaction selected"));
-    plotLayout()->addElement(0, 0, title_);
-    yAxis->setLabel(tr("max ULP distance (0 drawn at %1)").arg(ChartStyle::kUlpFloor));
-    ChartStyle::makeLogAxis(yAxis);
-    yAxis->setRange(ChartStyle::kUlpFloor / 2, 1e3);
-    xAxis->setTickLabelRotation(60);
-    xAxis->setTickLabelFont(QFont(font().family(), 7));
-    xAxis->setSubTicks(false);
-    xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+    title_ = ChartStyle::setUpUlpBarChart(this);
     group_ = new QCPBarsGroup(this);
     group_->setSpacingType(QCPBarsGroup::stAbsolute);
     group_->setSpacing(1);

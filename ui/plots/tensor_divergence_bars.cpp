@@ -10,17 +10,7 @@ namespace zkdv::ui {
 
 TensorDivergenceBars::TensorDivergenceBars(QWidget* parent) : QCustomPlot(parent)
 {
-    ChartStyle::applyInteractions(this);
-    plotLayout()->insertRow(0);
-    title_ = new QCPTextElement(this, tr("no transaction selected"));
-    plotLayout()->addElement(0, 0, title_);
-    yAxis->setLabel(tr("max ULP distance (0 drawn at %1)").arg(ChartStyle::kUlpFloor));
-    ChartStyle::makeLogAxis(yAxis);
-    yAxis->setRange(ChartStyle::kUlpFloor / 2, 1e3);
-    xAxis->setTickLabelRotation(60);
-    xAxis->setTickLabelFont(QFont(font().family(), 7));
-    xAxis->setSubTicks(false);
-    xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+    title_ = ChartStyle::setUpUlpBarChart(this);
     for (Verdict verdict : {Verdict::Exact, Verdict::WithinTolerance, Verdict::Diverged, Verdict::Unverifiable}) {
         auto* bars = new QCPBars(xAxis, yAxis);
         bars->setName(ChartStyle::verdictLabel(verdict));
