@@ -215,39 +215,19 @@ void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, Rep
         position[t.index] = report.transactions.size();
         report.transactions.push_back(std::move(t));
     }
-    Statement metrics = db.prepare(
-        "SELECT idx, tensor, slot, coalesce(verdict, 'exact'), max_abs, rel_l2, cosine, max_ulp, mean_ulp, coalesce(nan_mismatches, 0),"
-        " coalesce(inf_mismatches, 0), ulp_histogram, coalesce(elements, 0), coalesce(bitwise_equal, 0), coalesce(note, '')"
-        " FROM metrics WHERE run_id = ?1 ORDER BY idx, tensor, slot");
-    metrics.bind(1, runId);
-    while (metrics.step()) {
-        auto found = position.find(static_cast<std::uint64_t>(metrics.int64(0)));
+    ReplayStore(db).forEachComparison(runId, [&](std::uint64_t index, TensorComparison&& comparison) {
+        auto found = position.find(index);
         if (found == position.end())
-            continue;  // metrics without a verdict row: not part of the run's result
+            return;  // metrics without a verdict row: not part of the run's result
         ReportComparison c;
-        c.transaction = found->first;
-        c.tensor = metrics.text(1);
-        c.slot = metrics.text(2);
-        c.verdict = metrics.text(3);
-        c.metrics.maxAbs = realOrNan(metrics, 4);
-        c.metrics.relativeL2 = realOrNan(metrics, 5);
-        c.metrics.cosine = realOrNan(metrics, 6);
-        c.metrics.maxUlp = realOrNan(metrics, 7);
-        c.metrics.meanUlp = realOrNan(metrics, 8);
-        c.metrics.nanMismatches = static_cast<std::uint64_t>(metrics.int64(9));
-        c.metrics.infMismatches = static_cast<std::uint64_t>(metrics.int64(10));
-        const ByteSpan histogram = metrics.blob(11);
-        for (std::size_t bin = 0; bin < kUlpHistogramBins && (bin + 1) * 8 <= histogram.size; ++bin) {
-            std::uint64_t value = 0;
-            for (int b = 7; b >= 0; --b)
-                value = (value << 8) | histogram.data[bin * 8 + static_cast<std::size_t>(b)];
-            c.metrics.ulpHistogram[bin] = value;
-        }
-        c.metrics.elements = static_cast<std::uint64_t>(metrics.int64(12));
-        c.metrics.bitwiseEqual = metrics.int64(13) != 0;
-        c.note = metrics.text(14);
+        c.transaction = index;
+        c.tensor = std::move(comparison.tensor);
+        c.slot = std::move(comparison.slot);
+        c.verdict = std::string(verdictName(comparison.verdict));
+        c.metrics = comparison.metrics;
+        c.note = std::move(comparison.note);
         report.transactions[found->second].comparisons.push_back(std::move(c));
-    }
+    });
 }
 
 void readLossSeries(Database& db, std::int64_t tapeId, ReportData& report)

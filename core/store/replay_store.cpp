@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <ctime>
 
 #include "zkdv/store/database.h"
@@ -292,33 +293,57 @@ std::vector<StoredVerdict> ReplayStore::verdicts(std::int64_t runId)
     return result;
 }
 
+namespace {
+
+// The columns of a metrics row, in the order metricFromRow reads them (after idx).
+constexpr const char* kMetricColumns =
+    "SELECT idx, tensor, slot, coalesce(verdict, 'exact'), max_abs, rel_l2, cosine, max_ulp, mean_ulp, coalesce(nan_mismatches, 0),"
+    " coalesce(inf_mismatches, 0), ulp_histogram, coalesce(elements, 0), coalesce(bitwise_equal, 0), coalesce(note, '') FROM metrics";
+
+// SQLite stores a NaN as NULL, so NULL reads back as NaN.
+double realOrNan(const Statement& row, int column)
+{
+    return row.isNull(column) ? std::numeric_limits<double>::quiet_NaN() : row.real(column);
+}
+
+TensorComparison metricFromRow(const Statement& row)
+{
+    TensorComparison c;
+    c.tensor = row.text(1);
+    c.slot = row.text(2);
+    c.verdict = verdictFromName(row.text(3)).value_or(Verdict::Unverifiable);
+    c.metrics.maxAbs = realOrNan(row, 4);
+    c.metrics.relativeL2 = realOrNan(row, 5);
+    c.metrics.cosine = realOrNan(row, 6);
+    c.metrics.maxUlp = realOrNan(row, 7);
+    c.metrics.meanUlp = realOrNan(row, 8);
+    c.metrics.nanMismatches = static_cast<std::uint64_t>(row.int64(9));
+    c.metrics.infMismatches = static_cast<std::uint64_t>(row.int64(10));
+    c.metrics.ulpHistogram = histogramFromBlob(row.blob(11));
+    c.metrics.elements = static_cast<std::uint64_t>(row.int64(12));
+    c.metrics.bitwiseEqual = row.int64(13) != 0;
+    c.note = row.text(14);
+    return c;
+}
+
+}  // namespace
+
 std::vector<TensorComparison> ReplayStore::comparisons(std::int64_t runId, std::uint64_t index)
 {
-    Statement rows = db_.prepare(
-        "SELECT tensor, slot, coalesce(verdict, 'exact'), coalesce(max_abs, 0), coalesce(rel_l2, 0), coalesce(cosine, 1), coalesce(max_ulp, 0),"
-        " coalesce(mean_ulp, 0), coalesce(nan_mismatches, 0), coalesce(inf_mismatches, 0), ulp_histogram, coalesce(elements, 0),"
-        " coalesce(bitwise_equal, 0), coalesce(note, '') FROM metrics WHERE run_id = ?1 AND idx = ?2 ORDER BY tensor, slot");
+    Statement rows = db_.prepare(std::string(kMetricColumns) + " WHERE run_id = ?1 AND idx = ?2 ORDER BY tensor, slot");
     rows.bind(1, runId).bind(2, static_cast<std::int64_t>(index));
     std::vector<TensorComparison> result;
-    while (rows.step()) {
-        TensorComparison c;
-        c.tensor = rows.text(0);
-        c.slot = rows.text(1);
-        c.verdict = verdictFromName(rows.text(2)).value_or(Verdict::Unverifiable);
-        c.metrics.maxAbs = rows.real(3);
-        c.metrics.relativeL2 = rows.real(4);
-        c.metrics.cosine = rows.real(5);
-        c.metrics.maxUlp = rows.real(6);
-        c.metrics.meanUlp = rows.real(7);
-        c.metrics.nanMismatches = static_cast<std::uint64_t>(rows.int64(8));
-        c.metrics.infMismatches = static_cast<std::uint64_t>(rows.int64(9));
-        c.metrics.ulpHistogram = histogramFromBlob(rows.blob(10));
-        c.metrics.elements = static_cast<std::uint64_t>(rows.int64(11));
-        c.metrics.bitwiseEqual = rows.int64(12) != 0;
-        c.note = rows.text(13);
-        result.push_back(std::move(c));
-    }
+    while (rows.step())
+        result.push_back(metricFromRow(rows));
     return result;
+}
+
+void ReplayStore::forEachComparison(std::int64_t runId, const std::function<void(std::uint64_t, TensorComparison&&)>& visit)
+{
+    Statement rows = db_.prepare(std::string(kMetricColumns) + " WHERE run_id = ?1 ORDER BY idx, tensor, slot");
+    rows.bind(1, runId);
+    while (rows.step())
+        visit(static_cast<std::uint64_t>(rows.int64(0)), metricFromRow(rows));
 }
 
 }  // namespace zkdv

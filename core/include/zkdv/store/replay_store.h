@@ -3,6 +3,7 @@
 // sealed program) and the runs, verdicts and metrics it stores. Audit-side: no torch.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +87,9 @@ public:
     std::vector<StoredReplayRun> runs(std::int64_t tapeId = 0);
     std::vector<StoredVerdict> verdicts(std::int64_t runId);
     std::vector<TensorComparison> comparisons(std::int64_t runId, std::uint64_t index);
+    // Every comparison of a run, by transaction index then tensor and slot. Metrics stored
+    // as NULL (SQLite's NaN) read back as NaN.
+    void forEachComparison(std::int64_t runId, const std::function<void(std::uint64_t index, TensorComparison&&)>& visit);
 
 private:
     Database& db_;
