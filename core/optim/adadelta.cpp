@@ -19,7 +19,7 @@ public:
     // torch keeps step as a Python int (recorded as a 0-d int64 tensor).
     SlotState initialize(const at::Tensor& parameter, const GroupOptions&) const override
     {
-        refuseComplex(parameter);
+        refuseComplex(name(), parameter);
         return {{"step", at::scalar_tensor(0, at::kLong)}, {"square_avg", at::zeros_like(parameter)}, {"acc_delta", at::zeros_like(parameter)}};
     }
 
@@ -33,9 +33,8 @@ public:
         const bool maximize = flagOption(group, "maximize");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            refuseComplex(parameter);
-            if (gradients[i].layout() != at::kStrided)
-                throw ContractError("Adadelta does not support sparse gradients");
+            refuseComplex(name(), parameter);
+            refuseSparse(name(), gradients[i]);
             SlotState& state = *states[i];
             at::Tensor& squareAvg = state.at("square_avg");
             at::Tensor& accDelta = state.at("acc_delta");
@@ -63,11 +62,6 @@ protected:
     }
 
 private:
-    static void refuseComplex(const at::Tensor& parameter)
-    {
-        if (parameter.is_complex())
-            throw ContractError("Adadelta: complex parameters are not supported; register a custom functional optimizer contract");
-    }
 };
 
 }  // namespace

@@ -52,7 +52,7 @@ public:
     // (second-to-last dim 1); a vector or scalar keeps the full `variance`.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions&) const override
     {
-        refuseUnsupported(parameter);
+        refuseComplex(name(), parameter);
         const at::ScalarType scalarType = c10::get_default_dtype_as_scalartype() == at::kDouble ? at::kDouble : at::kFloat;
         SlotState state{{"step", at::zeros({}, at::TensorOptions().dtype(scalarType))}};
         if (parameter.dim() > 1) {
@@ -81,9 +81,8 @@ public:
         const double eps2 = group.at("eps").at(1).get<double>();
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            refuseUnsupported(parameter);
-            if (gradients[i].is_sparse())
-                throw ContractError("Adafactor does not support sparse gradients (torch raises the same)");
+            refuseComplex(name(), parameter);
+            refuseSparse(name(), gradients[i]);
             const at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
             if (!eps1)
@@ -162,11 +161,6 @@ private:
         return eps[0].is_null() ? std::nullopt : std::optional<double>(eps[0].get<double>());
     }
 
-    static void refuseUnsupported(const at::Tensor& parameter)
-    {
-        if (parameter.is_complex())
-            throw ContractError("Adafactor does not support complex parameters (torch raises the same)");
-    }
 };
 
 }  // namespace

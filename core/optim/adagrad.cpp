@@ -31,7 +31,7 @@ public:
 
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
     {
-        refuseComplex(parameter);
+        refuseComplex(name(), parameter);
         return {{"step", at::scalar_tensor(0.0, at::kFloat)},
                 {"sum", at::full_like(parameter, numberOption(group, "initial_accumulator_value"))}};
     }
@@ -46,7 +46,7 @@ public:
         const bool maximize = flagOption(group, "maximize");
         bool hasSparseGrad = false;
         for (std::size_t i = 0; i < parameters.size(); ++i) {
-            refuseComplex(parameters[i]);
+            refuseComplex(name(), parameters[i]);
             if (gradients[i].layout() != at::kStrided && !gradients[i].is_sparse())
                 throw ContractError("Adagrad: only dense and sparse COO gradients are supported");
             hasSparseGrad = hasSparseGrad || gradients[i].is_sparse();
@@ -127,11 +127,6 @@ private:
         }
     }
 
-    static void refuseComplex(const at::Tensor& parameter)
-    {
-        if (parameter.is_complex())
-            throw ContractError("Adagrad: complex parameters are not supported; register a custom functional optimizer contract");
-    }
 };
 
 }  // namespace

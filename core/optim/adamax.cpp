@@ -39,10 +39,8 @@ public:
         const double weightDecay = numberOption(group, "weight_decay");
         const bool maximize = flagOption(group, "maximize");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
-            if (gradients[i].is_sparse())
-                throw ContractError("Adamax does not support sparse gradients (torch raises too)");
-            if (parameters[i].is_complex())
-                throw ContractError("Adamax: complex parameters are not supported");
+            refuseSparse(name(), gradients[i]);
+            refuseComplex(name(), parameters[i]);
         }
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];

@@ -23,7 +23,7 @@ public:
     // int64 for an integer lr, as torch infers it.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
     {
-        refuseComplex(parameter);
+        refuseComplex(name(), parameter);
         const double lr = numberOption(group, "lr");
         return {{"step", at::scalar_tensor(0.0, at::kFloat)},
                 {"eta", at::scalar_tensor(lr, group["lr"].is_number_integer() ? at::kLong : at::kFloat)},
@@ -41,9 +41,8 @@ public:
         const double weightDecay = numberOption(group, "weight_decay");
         const bool maximize = flagOption(group, "maximize");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
-            refuseComplex(parameters[i]);
-            if (gradients[i].layout() != at::kStrided)
-                throw ContractError("ASGD does not support sparse gradients");
+            refuseComplex(name(), parameters[i]);
+            refuseSparse(name(), gradients[i]);
         }
         if (flagOption(group, "foreach")) {
             multiTensorUpdate(parameters, gradients, states, lr, lambd, alpha, t0, weightDecay, maximize);
@@ -130,11 +129,6 @@ private:
         }
     }
 
-    static void refuseComplex(const at::Tensor& parameter)
-    {
-        if (parameter.is_complex())
-            throw ContractError("ASGD: complex parameters are not supported; register a custom functional optimizer contract");
-    }
 };
 
 }  // namespace

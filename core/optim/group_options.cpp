@@ -45,4 +45,16 @@ void refuseOption(const GroupOptions& group, const char* name, const nlohmann::j
         throw ContractError(std::string("optimizer option ") + name + "=" + value.dump() + " is not supported: " + why);
 }
 
+void refuseComplex(const std::string& contract, const at::Tensor& parameter)
+{
+    if (parameter.is_complex())
+        throw ContractError(contract + ": complex parameters are not supported; register a custom functional optimizer contract");
+}
+
+void refuseSparse(const std::string& contract, const at::Tensor& gradient)
+{
+    if (gradient.layout() != at::kStrided)
+        throw ContractError(contract + " does not support sparse gradients (torch raises too)");
+}
+
 }  // namespace zkdv::optim

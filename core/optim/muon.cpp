@@ -108,8 +108,7 @@ public:
             at::Tensor parameter = parameters[i];
             refuseUnsupported(parameter);
             const at::Tensor& grad = gradients[i];
-            if (grad.is_sparse())
-                throw ContractError("Muon does not support sparse gradients (torch raises the same)");
+            refuseSparse(name(), grad);
             if (grad.dim() != 2)
                 throw ContractError("Muon: the gradient must be a 2-D matrix, found size " + c10::str(grad.sizes()));
 
@@ -152,8 +151,7 @@ private:
         if (parameter.dim() != 2)
             throw ContractError("Muon only supports 2-D parameters (torch refuses the others), found a parameter of size " +
                                 c10::str(parameter.sizes()) + "; optimize biases, embeddings and other non-matrix parameters with another optimizer such as AdamW");
-        if (parameter.is_complex())
-            throw ContractError("Muon does not support complex parameters (torch raises the same)");
+        refuseComplex("Muon", parameter);
     }
 };
 

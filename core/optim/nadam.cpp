@@ -42,10 +42,8 @@ public:
         const double weightDecay = numberOption(group, "weight_decay");
         const double momentumDecay = numberOption(group, "momentum_decay");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
-            if (gradients[i].is_sparse())
-                throw ContractError("NAdam does not support sparse gradients (torch raises too)");
-            if (parameters[i].is_complex())
-                throw ContractError("NAdam: complex parameters are not supported");
+            refuseSparse(name(), gradients[i]);
+            refuseComplex(name(), parameters[i]);
         }
         if (flagOption(group, "foreach")) {
             multiTensorUpdate(parameters, gradients, states, lr, beta1, beta2, eps, weightDecay, momentumDecay);

@@ -38,10 +38,8 @@ public:
         const double eps = numberOption(group, "eps");
         const double weightDecay = numberOption(group, "weight_decay");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
-            if (gradients[i].is_sparse())
-                throw ContractError("RAdam does not support sparse gradients (torch raises too)");
-            if (parameters[i].is_complex())
-                throw ContractError("RAdam: complex parameters are not supported");
+            refuseSparse(name(), gradients[i]);
+            refuseComplex(name(), parameters[i]);
         }
         if (flagOption(group, "foreach")) {
             multiTensorUpdate(parameters, gradients, states, lr, beta1, beta2, weightDecay);

@@ -21,7 +21,7 @@ public:
     // with momentum > 0, grad_avg only when centered.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
     {
-        refuseComplex(parameter);
+        refuseComplex(name(), parameter);
         SlotState state{{"step", at::scalar_tensor(0, at::kLong)}, {"square_avg", at::zeros_like(parameter)}};
         if (numberOption(group, "momentum") > 0)
             state.emplace("momentum_buffer", at::zeros_like(parameter));
@@ -42,9 +42,8 @@ public:
         const bool maximize = flagOption(group, "maximize");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            refuseComplex(parameter);
-            if (gradients[i].layout() != at::kStrided)
-                throw ContractError("RMSprop does not support sparse gradients");
+            refuseComplex(name(), parameter);
+            refuseSparse(name(), gradients[i]);
             SlotState& state = *states[i];
             at::Tensor& squareAvg = state.at("square_avg");
             state.at("step").add_(1);
@@ -80,11 +79,6 @@ protected:
     }
 
 private:
-    static void refuseComplex(const at::Tensor& parameter)
-    {
-        if (parameter.is_complex())
-            throw ContractError("RMSprop: complex parameters are not supported; register a custom functional optimizer contract");
-    }
 };
 
 }  // namespace

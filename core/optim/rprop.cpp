@@ -20,7 +20,7 @@ public:
     // with lr (torch shapes it like the gradient, which has the parameter's shape and dtype).
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
     {
-        refuseComplex(parameter);
+        refuseComplex(name(), parameter);
         return {{"step", at::scalar_tensor(0, at::kLong)},
                 {"prev", at::zeros_like(parameter)},
                 {"step_size", at::empty(parameter.sizes(), parameter.options()).fill_(numberOption(group, "lr"))}};
@@ -34,9 +34,8 @@ public:
         const bool maximize = flagOption(group, "maximize");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            refuseComplex(parameter);
-            if (gradients[i].layout() != at::kStrided)
-                throw ContractError("Rprop does not support sparse gradients");
+            refuseComplex(name(), parameter);
+            refuseSparse(name(), gradients[i]);
             SlotState& state = *states[i];
             at::Tensor& prev = state.at("prev");
             at::Tensor& stepSize = state.at("step_size");
@@ -68,11 +67,6 @@ protected:
     }
 
 private:
-    static void refuseComplex(const at::Tensor& parameter)
-    {
-        if (parameter.is_complex())
-            throw ContractError("Rprop: complex parameters are not supported; register a custom functional optimizer contract");
-    }
 };
 
 }  // namespace
