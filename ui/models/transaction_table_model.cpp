@@ -208,10 +208,7 @@ void TransactionTableModel::refresh()
     // moving the persistent indexes with their transactions.
     Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
     const QModelIndexList before = persistentIndexList();
-    std::vector<std::uint64_t> transactions;
-    transactions.reserve(static_cast<std::size_t>(before.size()));
-    for (const QModelIndex& index : before)
-        transactions.push_back(transactionAt(index.row()));
+    const std::vector<std::uint64_t> transactions = transactionsOf(before);
     try {
         table_->refresh();
     } catch (const std::exception& error) {
@@ -230,14 +227,7 @@ void TransactionTableModel::refresh()
         endResetModel();
         return;
     }
-    const std::vector<std::int64_t> now = table_->rowsOf(transactions);
-    QModelIndexList after;
-    after.reserve(before.size());
-    for (qsizetype i = 0; i < before.size(); ++i) {
-        const std::int64_t row = now[static_cast<std::size_t>(i)];
-        after.append(row < 0 ? QModelIndex() : index(static_cast<int>(row), before[i].column()));
-    }
-    changePersistentIndexList(before, after);
+    movePersistentIndexes(before, transactions);
     Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
     if (rows_ > 0)
         Q_EMIT dataChanged(index(0, 0), index(rows_ - 1, ColumnCount - 1));
@@ -253,22 +243,12 @@ void TransactionTableModel::sort(int column, Qt::SortOrder order)
         return;
     Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
     const QModelIndexList before = persistentIndexList();
-    std::vector<std::uint64_t> transactions;
-    transactions.reserve(static_cast<std::size_t>(before.size()));
-    for (const QModelIndex& index : before)
-        transactions.push_back(transactionAt(index.row()));
+    const std::vector<std::uint64_t> transactions = transactionsOf(before);
     bool sorted = true;
     std::string failure;
     try {
         table_->setSort(tableColumn(column), order == Qt::AscendingOrder);
-        const std::vector<std::int64_t> now = table_->rowsOf(transactions);
-        QModelIndexList after;
-        after.reserve(before.size());
-        for (qsizetype i = 0; i < before.size(); ++i) {
-            const std::int64_t row = now[static_cast<std::size_t>(i)];
-            after.append(row < 0 ? QModelIndex() : index(static_cast<int>(row), before[i].column()));
-        }
-        changePersistentIndexList(before, after);
+        movePersistentIndexes(before, transactions);
     } catch (const std::exception& error) {
         sorted = false;
         failure = error.what();
@@ -280,6 +260,27 @@ void TransactionTableModel::sort(int column, Qt::SortOrder order)
         fail(tr("Cannot sort the transactions"), Error(failure));
         endResetModel();
     }
+}
+
+std::vector<std::uint64_t> TransactionTableModel::transactionsOf(const QModelIndexList& indexes) const
+{
+    std::vector<std::uint64_t> transactions;
+    transactions.reserve(static_cast<std::size_t>(indexes.size()));
+    for (const QModelIndex& index : indexes)
+        transactions.push_back(transactionAt(index.row()));
+    return transactions;
+}
+
+void TransactionTableModel::movePersistentIndexes(const QModelIndexList& before, const std::vector<std::uint64_t>& transactions)
+{
+    const std::vector<std::int64_t> now = table_->rowsOf(transactions);
+    QModelIndexList after;
+    after.reserve(before.size());
+    for (qsizetype i = 0; i < before.size(); ++i) {
+        const std::int64_t row = now[static_cast<std::size_t>(i)];
+        after.append(row < 0 ? QModelIndex() : index(static_cast<int>(row), before[i].column()));
+    }
+    changePersistentIndexList(before, after);
 }
 
 qint64 TransactionTableModel::runId() const

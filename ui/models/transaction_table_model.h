@@ -71,6 +71,10 @@ private:
     const TransactionRow* rowAt(int row) const;
     void applyFilter();
     void fail(const QString& what, const std::exception& error);
+    // The transactions behind persistent indexes, and the indexes moved to where those
+    // transactions are after a re-sort or re-read (the selection follows its transactions).
+    std::vector<std::uint64_t> transactionsOf(const QModelIndexList& indexes) const;
+    void movePersistentIndexes(const QModelIndexList& before, const std::vector<std::uint64_t>& transactions);
     void failLater(const std::exception& error) const;
     void closeCase();
     void clearWindows() const;
