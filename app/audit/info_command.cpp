@@ -100,7 +100,8 @@ int caseInfo(const std::string& path, bool json)
         std::printf("  status %s, %llu transactions, %llu snapshots, %llu bytes%s\n", tape.status.c_str(),
                     static_cast<unsigned long long>(tape.transactionCount), static_cast<unsigned long long>(tape.snapshotCount),
                     static_cast<unsigned long long>(tape.size), tape.embedded ? ", payloads embedded" : "");
-        std::printf("  file sha256 %s\n  chain head  %s\n", tape.fileSha256.c_str(), tape.chainHead.c_str());
+        std::printf("  chain head  %s\n  file sha256 %s\n", tape.chainHead.c_str(),
+                    tape.fileSha256.empty() ? "not computed (ingest --sha256)" : tape.fileSha256.c_str());
         std::printf("  producer %s; optimizer %s; snapshots every %d\n", tape.producer.c_str(), tape.optimizerContract.c_str(),
                     tape.snapshotInterval);
         std::printf("  program %s %s (%s)\n", tape.programKind.c_str(), tape.programSha256.c_str(),

@@ -13,17 +13,19 @@ namespace zkdv::cli {
 
 int runIngest(int argc, char** argv)
 {
-    ArgumentParser parser("zkdv-audit ingest FILE... --case CASE [--embed] [--allow-incomplete] [--json]",
+    ArgumentParser parser("zkdv-audit ingest FILE... --case CASE [--embed] [--allow-incomplete] [--sha256] [--json]",
                           "Verifies tapes and loads them into an audit case (created if missing), one SQLite\n"
                           "transaction per tape: a tape that fails leaves the case as it was. Files that are not\n"
                           "tapes are taken as sealed program files and stored when their SHA-256 matches a tape's\n"
-                          "program. Ingesting the same tape again changes nothing.\n"
+                          "program. A tape is identified by its chain head and size; ingesting the same tape again\n"
+                          "changes nothing (except storing a file SHA-256 asked for now).\n"
                           "Exit 0 when every file was ingested, 1 when a tape failed verification, 2 when a file\n"
                           "could not be read or matched nothing.");
     parser.setPositionals("FILE...", "tapes (*.zkdv) and sealed program files", 1, true);
     parser.addOption("case", "CASE", "the audit case file (*.zkaudit)");
     parser.addFlag("embed", "copy record payloads into the case, making it self-contained");
     parser.addFlag("allow-incomplete", "also ingest the readable part of truncated or unsealed tapes");
+    parser.addFlag("sha256", "also store each tape file's SHA-256 (hashes every byte a second time)");
     parser.addFlag("json", "print JSON on stdout");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("ingest", parser, argc, argv, [&]() {
@@ -34,6 +36,7 @@ int runIngest(int argc, char** argv)
         IngestOptions options;
         options.embed = parser.has("embed");
         options.allowIncomplete = parser.has("allow-incomplete");
+        options.computeFileSha256 = parser.has("sha256");
         options.progress = &progress;
 
         int exitCode = kExitOk;

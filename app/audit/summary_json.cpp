@@ -59,8 +59,8 @@ nlohmann::json caseTapeJson(const CaseTape& tape)
     return {
         {"id", tape.id},
         {"path", tape.path},
-        {"file_sha256", tape.fileSha256},
         {"chain_head", tape.chainHead},
+        {"file_sha256", tape.fileSha256.empty() ? nlohmann::json() : nlohmann::json(tape.fileSha256)},
         {"size", tape.size},
         {"status", tape.status},
         {"producer", tape.producer},

@@ -334,7 +334,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
                                           {"cuda_devices", cudaDeviceCount()},
                                           {"deterministic_algorithms", true},
                                           {"program_sha256", toHex(root.programSha256)},
-                                          {"tape_sha256", tape->fileSha256}}
+                                          {"tape_chain_head", tape->chainHead}}
                                .dump();
 
     ReplaySummary summary;

@@ -70,8 +70,8 @@ std::string renderReportJson(const ReportData& r)
     out["conclusion"] = {{"passed", r.passed}, {"headline", r.headline}, {"warnings", r.warnings}};
     out["tape"] = {{"id", r.tapeId},
                    {"path", r.tapePath},
-                   {"file_sha256", r.fileSha256},
                    {"chain_head", r.chainHead},
+                   {"file_sha256", r.fileSha256.empty() ? json() : json(r.fileSha256)},
                    {"status", r.tapeStatus},
                    {"record_count", r.recordCount},
                    {"transaction_count", r.transactionCount},

@@ -193,6 +193,54 @@ CREATE INDEX transactions_sampled ON transactions(tape_id, has_deltas, has_state
     WHERE has_deltas OR has_state_digest;
 CREATE INDEX verdicts_by_run_verdict ON verdicts(run_id, verdict);
 )sql"},
+    // A tape is identified by its chain head (which commits to every byte of a sealed tape)
+    // and size, so ingest hashes it once; the whole-file SHA-256 is kept when asked for.
+    // The sort orders of loss, learning rate and update norm are stored at ingest (sorted
+    // in memory while the rows stream in) instead of three indexes SQLite builds by sorting
+    // the table again. Rebuilding `tapes` follows SQLite's table-rebuild procedure: the
+    // migration runs with foreign keys off, so dropping the old table cascades to nothing.
+    {4, R"sql(
+CREATE TABLE tapes_v4(
+    id INTEGER PRIMARY KEY,
+    chain_head TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    file_sha256 TEXT,
+    path TEXT NOT NULL,
+    status TEXT NOT NULL CHECK(status IN ('sealed','unsealed','truncated')),
+    format_major INTEGER NOT NULL,
+    format_minor INTEGER NOT NULL,
+    root_json TEXT NOT NULL,
+    producer TEXT,
+    optimizer_contract TEXT,
+    snapshot_interval INTEGER,
+    program_sha256 TEXT,
+    program_kind TEXT,
+    record_count INTEGER NOT NULL,
+    transaction_count INTEGER NOT NULL,
+    snapshot_count INTEGER NOT NULL,
+    embedded INTEGER NOT NULL DEFAULT 0,
+    ingested_at TEXT NOT NULL,
+    UNIQUE(chain_head, size)
+);
+INSERT INTO tapes_v4(id, chain_head, size, file_sha256, path, status, format_major, format_minor, root_json,
+    producer, optimizer_contract, snapshot_interval, program_sha256, program_kind, record_count,
+    transaction_count, snapshot_count, embedded, ingested_at)
+SELECT id, chain_head, size, file_sha256, path, status, format_major, format_minor, root_json,
+    producer, optimizer_contract, snapshot_interval, program_sha256, program_kind, record_count,
+    transaction_count, snapshot_count, embedded, ingested_at FROM tapes;
+DROP TABLE tapes;
+ALTER TABLE tapes_v4 RENAME TO tapes;
+
+DROP INDEX transactions_by_loss;
+DROP INDEX transactions_by_lr;
+DROP INDEX transactions_by_update_norm;
+CREATE TABLE transaction_orders(
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    column_name TEXT NOT NULL CHECK(column_name IN ('loss','lr','update_norm')),
+    ascending BLOB NOT NULL,
+    PRIMARY KEY(tape_id, column_name)
+) WITHOUT ROWID;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.
@@ -241,6 +289,26 @@ void requireUpgradable(const FileState& state, const std::string& path)
                     "it is damaged, refusing to use it");
 }
 
+// A migration may rebuild a table the way SQLite documents it (create, copy, drop, rename),
+// which must not cascade deletes to the rows referring to it. PRAGMA foreign_keys is a
+// no-op inside a transaction, so it is switched off around the migration's transaction.
+class ForeignKeysOff {
+public:
+    explicit ForeignKeysOff(Database& db) : db_(db) { db_.exec("PRAGMA foreign_keys=OFF"); }
+    ~ForeignKeysOff()
+    {
+        try {
+            db_.exec("PRAGMA foreign_keys=ON");
+        } catch (...) {  // a destructor must not throw; the next statement reports a dead connection
+        }
+    }
+    ForeignKeysOff(const ForeignKeysOff&) = delete;
+    ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+private:
+    Database& db_;
+};
+
 }  // namespace
 
 int CaseSchema::latestVersion()
@@ -261,6 +329,7 @@ void CaseSchema::upgrade(Database& db)
                                   std::to_string(latestVersion()) + ", and a read-only connection cannot migrate it; open it once for writing "
                                   "(zkdv-audit ingest or replay, or the workstation)");
 
+    ForeignKeysOff foreignKeysOff(db);
     SqlTransaction transaction(db);
     // Another process may have upgraded the file between the check and the write lock.
     state = readState(db);
@@ -279,6 +348,10 @@ void CaseSchema::upgrade(Database& db)
         const std::string createdBy = std::string("zkdv ") + kVersion;
         info.bind(1, std::string_view(createdBy)).run();
     }
+    const std::int64_t danglingReferences = db.queryInt64("SELECT count(*) FROM pragma_foreign_key_check").value_or(0);
+    if (danglingReferences != 0)
+        throw Error("case " + db.path() + ": upgrading it to schema version " + std::to_string(latestVersion()) + " would leave " +
+                    std::to_string(danglingReferences) + " rows referring to rows that do not exist; the case is left as it was");
     db.setUserVersion(latestVersion());
     transaction.commit();
 }

@@ -1,14 +1,16 @@
 #include "zkdv/store/case_store.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
-#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <deque>
 #include <exception>
+#include <future>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -17,6 +19,7 @@
 
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/transaction_order.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/mapped_file.h"
@@ -44,6 +47,10 @@ void bindStaticBlob(Database& db, Statement& statement, int index, ByteSpan blob
     if (rc != SQLITE_OK)
         db.check(rc, "cannot bind parameter " + std::to_string(index) + " of a row insert");
 }
+
+constexpr const char* kInsertTransactionColumns =
+    "INSERT INTO transactions(tape_id, idx, segment, loss, lr, update_norm, max_update, fingerprints, has_deltas,"
+    " has_state_digest, state_digest, wall_time_ns, record_index, record_offset, record_length, record_digest)";
 
 // The row of one transaction or snapshot record, kept until a thread of its own inserts it.
 struct PendingRow {
@@ -80,9 +87,10 @@ public:
     static constexpr std::size_t kQueuedChunks = 4;
 
     RowInserter(Database& db, Statement& insertTransaction, Statement& insertSnapshot, std::int64_t tapeId)
-        : db_(db), insertTransaction_(insertTransaction), insertSnapshot_(insertSnapshot), tapeId_(tapeId),
-          thread_([this] { work(); })
+        : db_(db), insertTransaction_(insertTransaction), insertSnapshot_(insertSnapshot),
+          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), tapeId_(tapeId), thread_([this] { work(); })
     {
+        insertTransactions_.bind(1, tapeId_);
     }
 
     ~RowInserter()
@@ -182,8 +190,12 @@ private:
         }
     }
 
+    // Transaction rows go in kRowsPerStatement at a time: one statement keeps its cursor on
+    // the table's last page between rows (appends need no descent from the root) and is
+    // stepped and reset once per batch, and the tape id is bound once.
     void insert(const RowChunk& chunk)
     {
+        batch_.clear();
         for (const PendingRow& row : chunk.rows) {
             if (abandon_.load(std::memory_order_relaxed))
                 return;
@@ -197,33 +209,68 @@ private:
                 insertSnapshot_.run();
                 continue;
             }
-            insertTransaction_.bind(1, tapeId_)
-                .bind(2, row.idx)
-                .bind(3, row.segment)
-                .bind(4, row.loss)
-                .bind(5, row.lr)
-                .bind(6, row.updateNorm)
-                .bind(7, row.maxUpdate)
-                .bind(9, row.hasDeltas ? 1 : 0)
-                .bind(10, row.hasStateDigest ? 1 : 0);
-            bindStaticBlob(db_, insertTransaction_, 8,
-                           ByteSpan(chunk.fingerprints.data() + row.fingerprintsAt, row.fingerprintCount * sizeof(double)));
-            if (row.hasStateDigest)
-                bindStaticBlob(db_, insertTransaction_, 11, digestBytes(row.stateDigest));
-            else
-                insertTransaction_.bindNull(11);
-            insertTransaction_.bind(12, row.wallTimeNs)
-                .bind(13, row.recordIndex)
-                .bind(14, row.recordOffset)
-                .bind(15, row.recordLength);
-            bindStaticBlob(db_, insertTransaction_, 16, digestBytes(row.recordDigest));
+            batch_.push_back(&row);
+            if (batch_.size() == kRowsPerStatement) {
+                for (std::size_t i = 0; i < batch_.size(); ++i)
+                    bindTransaction(insertTransactions_, 2 + static_cast<int>(i * kTransactionValues), chunk, *batch_[i]);
+                insertTransactions_.run();
+                batch_.clear();
+            }
+        }
+        for (const PendingRow* row : batch_) {
+            insertTransaction_.bind(1, tapeId_);
+            bindTransaction(insertTransaction_, 2, chunk, *row);
             insertTransaction_.run();
         }
+        batch_.clear();
     }
+
+    // Binds one transaction row's values (all but the tape id) from parameter `first` on,
+    // in the column order of IngestVisitor's single-row statement.
+    void bindTransaction(Statement& statement, int first, const RowChunk& chunk, const PendingRow& row)
+    {
+        statement.bind(first, row.idx)
+            .bind(first + 1, row.segment)
+            .bind(first + 2, row.loss)
+            .bind(first + 3, row.lr)
+            .bind(first + 4, row.updateNorm)
+            .bind(first + 5, row.maxUpdate)
+            .bind(first + 7, row.hasDeltas ? 1 : 0)
+            .bind(first + 8, row.hasStateDigest ? 1 : 0);
+        bindStaticBlob(db_, statement, first + 6,
+                       ByteSpan(chunk.fingerprints.data() + row.fingerprintsAt, row.fingerprintCount * sizeof(double)));
+        if (row.hasStateDigest)
+            bindStaticBlob(db_, statement, first + 9, digestBytes(row.stateDigest));
+        else
+            statement.bindNull(first + 9);
+        statement.bind(first + 10, row.wallTimeNs)
+            .bind(first + 11, row.recordIndex)
+            .bind(first + 12, row.recordOffset)
+            .bind(first + 13, row.recordLength);
+        bindStaticBlob(db_, statement, first + 14, digestBytes(row.recordDigest));
+    }
+
+    static std::string multiRowInsert(std::size_t rows)
+    {
+        std::string sql = std::string(kInsertTransactionColumns) + " VALUES";
+        int parameter = 2;
+        for (std::size_t r = 0; r < rows; ++r) {
+            sql += r ? ",(?1" : "(?1";
+            for (std::size_t c = 0; c < kTransactionValues; ++c)
+                sql += ",?" + std::to_string(parameter++);
+            sql += ')';
+        }
+        return sql;
+    }
+
+    static constexpr std::size_t kTransactionValues = 15;  // per row, besides the tape id
+    static constexpr std::size_t kRowsPerStatement = 64;   // 961 parameters, under SQLite's 32,766
 
     Database& db_;
     Statement& insertTransaction_;
     Statement& insertSnapshot_;
+    Statement insertTransactions_;
+    std::vector<const PendingRow*> batch_;
     std::int64_t tapeId_;
     RowChunk current_;
     RowChunk spare_;
@@ -244,10 +291,8 @@ class IngestVisitor : public TapeVisitor {
 public:
     IngestVisitor(Database& db, const std::string& tapePath, const IngestOptions& options)
         : db_(db), tapePath_(tapePath), options_(options),
-          insertTransaction_(db.prepare(
-              "INSERT INTO transactions(tape_id, idx, segment, loss, lr, update_norm, max_update, fingerprints, has_deltas,"
-              " has_state_digest, state_digest, wall_time_ns, record_index, record_offset, record_length, record_digest)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)")),
+          insertTransaction_(db.prepare(std::string(kInsertTransactionColumns) +
+                                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)")),
           insertSnapshot_(db.prepare(
               "INSERT INTO snapshots(tape_id, before_transaction, record_index, record_offset, record_length, record_digest)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6)")),
@@ -269,14 +314,19 @@ public:
     void onRoot(const RootRecord& root, const RecordLocation& location) override
     {
         root_ = root;
+        // Room for the transactions the tape's size suggests, so gathering never reallocates;
+        // pages not written to are never resident.
+        std::error_code error;
+        const std::size_t expected = std::min<std::size_t>(std::filesystem::file_size(tapePath_, error) / 256, kMaxOrderedTransactions);
+        for (TransactionOrder& order : orders_)
+            order.reserve(error ? 0 : expected);
         Statement insert = db_.prepare(
             "INSERT INTO tapes(file_sha256, chain_head, path, size, status, format_major, format_minor, root_json, producer,"
             " optimizer_contract, snapshot_interval, program_sha256, program_kind, record_count, transaction_count,"
             " snapshot_count, embedded, ingested_at)"
-            " VALUES(?1, '', ?2, 0, 'unsealed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, 0, 0, ?11, ?12)");
-        // A placeholder identity until the whole file has been hashed.
-        insert.bind(1, "pending:" + tapePath_)
-            .bind(2, absolutePath(tapePath_))
+            " VALUES(NULL, '', ?2, 0, 'unsealed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, 0, 0, ?11, ?12)");
+        // A placeholder identity (no chain head, size 0) until the whole tape has been read.
+        insert.bind(2, absolutePath(tapePath_))
             .bind(3, root.formatMajor)
             .bind(4, root.formatMinor)
             .bind(5, location.payload.asString())
@@ -355,6 +405,9 @@ public:
 
     void onTransaction(const TransactionRecord& record, const RecordLocation& location) override
     {
+        const std::optional<double> lr = record.optimizerValue("lr");
+        const double updateNorm = record.updateNorm();
+        gatherOrders(record.index, record.loss, lr, updateNorm);
         if (inserter_) {
             RowChunk& chunk = inserter_->current();
             PendingRow& row = chunk.rows.emplace_back();
@@ -370,8 +423,8 @@ public:
             row.idx = static_cast<std::int64_t>(record.index);
             row.segment = static_cast<std::int64_t>(record.index / static_cast<std::uint64_t>(root_.snapshotInterval));
             row.loss = record.loss;
-            row.lr = record.optimizerValue("lr");
-            row.updateNorm = record.updateNorm();
+            row.lr = lr;
+            row.updateNorm = updateNorm;
             row.hasDeltas = !record.deltas.empty();
             row.hasStateDigest = record.stateDigest.has_value();
             if (record.stateDigest)
@@ -396,8 +449,8 @@ public:
             .bind(2, static_cast<std::int64_t>(record.index))
             .bind(3, static_cast<std::int64_t>(record.index / static_cast<std::uint64_t>(root_.snapshotInterval)))
             .bind(4, record.loss)
-            .bind(5, record.optimizerValue("lr"))
-            .bind(6, record.updateNorm())
+            .bind(5, lr)
+            .bind(6, updateNorm)
             .bind(7, maxUpdate)
             .bindBlob(8, ByteSpan(fingerprints_.data(), fingerprints_.size() * sizeof(double)))
             .bind(9, record.deltas.empty() ? 0 : 1)
@@ -417,7 +470,45 @@ public:
 
     void onSeal(const SealRecord&, const RecordLocation& location) override { embed(location); }
 
+    // Sorts the gathered columns (two at a time) and stores their orders. Call after finish().
+    void storeOrders()
+    {
+        if (orders_[0].size() == 0 || ordersAbandoned_)
+            return;
+        auto second = std::async(std::launch::async, [this] { orders_[1].sort(); });
+        orders_[0].sort();
+        orders_[2].sort();
+        second.get();
+        Statement insert = db_.prepare("INSERT INTO transaction_orders(tape_id, column_name, ascending) VALUES(?1, ?2, ?3)");
+        for (std::size_t column = 0; column < orders_.size(); ++column) {
+            const std::optional<std::string> blob = orders_[column].encode();
+            if (!blob)
+                return;
+            insert.bind(1, tapeId_).bind(2, kOrderedTransactionColumns[column]).bindBlob(3, ByteSpan(std::string_view(*blob)));
+            insert.run();
+        }
+    }
+
 private:
+    // The stored orders take 48 bytes per transaction while a tape is read; past this many
+    // transactions a tape keeps none (its table sorts when asked), so ingest stays within
+    // its memory bound whatever the tape's size.
+    static constexpr std::size_t kMaxOrderedTransactions = std::size_t(1) << 21;
+
+    void gatherOrders(std::uint64_t index, double loss, std::optional<double> lr, double updateNorm)
+    {
+        if (ordersAbandoned_)
+            return;
+        if (orders_[0].size() >= kMaxOrderedTransactions) {
+            ordersAbandoned_ = true;
+            orders_ = {};
+            return;
+        }
+        orders_[0].add(index, loss);
+        orders_[1].add(index, lr.value_or(std::numeric_limits<double>::quiet_NaN()));
+        orders_[2].add(index, updateNorm);
+    }
+
     void embed(const RecordLocation& location)
     {
         if (!options_.embed)
@@ -435,58 +526,44 @@ private:
     RootRecord root_;
     std::int64_t tapeId_ = 0;
     std::vector<double> fingerprints_;
+    std::array<TransactionOrder, std::size(kOrderedTransactionColumns)> orders_;
+    bool ordersAbandoned_ = false;
     // Last: stopped (and joined) before the statements it uses go.
     std::unique_ptr<RowInserter> inserter_;
 };
 
-// A secondary index of the transactions table, dropped for a bulk insert and created again
-// from its own SQL before the ingest commits.
-struct DeferredIndex {
-    std::string name;
-    std::string sql;
+// While it has the case to itself, an ingest runs in rollback-journal mode: pages new to the
+// file are then written once, into the file. In WAL mode each page goes to the write-ahead
+// log and is copied into the file again by the checkpoint after the commit (a million
+// transactions are ~170 MB, and the checkpoint cannot overlap the scan). The mode changes
+// only when no other connection has the case open (the workstation reading it, say); the
+// ingest then stays in WAL mode. synchronous=FULL keeps the rollback journal as durable as
+// WAL with NORMAL. A case a crash left in rollback mode is put back when opened for writing.
+class RollbackJournalWhileAlone {
+public:
+    explicit RollbackJournalWhileAlone(Database& db) : db_(db)
+    {
+        switched_ = db_.trySetJournalMode("delete");
+        if (switched_)
+            db_.exec("PRAGMA synchronous=FULL");
+    }
+    ~RollbackJournalWhileAlone()
+    {
+        if (!switched_)
+            return;
+        try {
+            db_.exec("PRAGMA synchronous=NORMAL");
+            db_.trySetJournalMode("wal");
+        } catch (...) {  // a destructor must not throw; the next open for writing restores WAL
+        }
+    }
+    RollbackJournalWhileAlone(const RollbackJournalWhileAlone&) = delete;
+    RollbackJournalWhileAlone& operator=(const RollbackJournalWhileAlone&) = delete;
+
+private:
+    Database& db_;
+    bool switched_ = false;
 };
-
-// Typical bytes per transaction record of a tape, for guessing how many rows it brings.
-constexpr std::uint64_t kTapeBytesPerTransaction = 2048;
-
-// Inserting a tape's rows one by one into indexes keyed on values in random order (loss,
-// learning rate, update norm) costs a random B-tree page per row and index; once those pages
-// outgrow SQLite's page cache, every row reads and spills pages. Building an index in one
-// go after the insert sorts instead. Worth it when the tape likely brings at least as many
-// rows as the case already holds (rebuilding also covers the rows already there). The
-// indexes are dropped inside the ingest's transaction, so a failed or cancelled ingest
-// restores them with everything else, and they are created again from the exact SQL the
-// case stores, so the schema is unchanged. Unique indexes stay, so constraints keep firing
-// at the row that breaks them.
-std::vector<DeferredIndex> deferTransactionIndexes(Database& db, const std::string& tapePath)
-{
-    std::error_code error;
-    const std::uint64_t tapeBytes = std::filesystem::file_size(tapePath, error);
-    if (error)
-        return {};
-    const std::int64_t present = db.queryInt64("SELECT coalesce(sum(transaction_count), 0) FROM tapes").value_or(0);
-    if (present < 0 || static_cast<std::uint64_t>(present) > tapeBytes / kTapeBytesPerTransaction)
-        return {};
-    std::vector<DeferredIndex> deferred;
-    Statement indexes = db.prepare(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'transactions' AND sql IS NOT NULL"
-        " ORDER BY name");
-    while (indexes.step()) {
-        DeferredIndex index{indexes.text(0), indexes.text(1)};
-        std::string upper = index.sql;
-        for (char& ch : upper)
-            ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-        if (upper.find("UNIQUE") == std::string::npos)
-            deferred.push_back(std::move(index));
-    }
-    for (const DeferredIndex& index : deferred) {
-        std::string quoted = "\"";
-        for (char ch : index.name)
-            quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        db.exec("DROP INDEX " + quoted + "\"");
-    }
-    return deferred;
-}
 
 }  // namespace
 
@@ -494,60 +571,78 @@ CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
 {
     db_ = std::make_unique<Database>(path, access == Access::ReadOnly ? Database::Mode::ReadOnly : Database::Mode::ReadWriteCreate);
     CaseSchema::upgrade(*db_);
+    if (access == Access::ReadWrite) {
+        bool wal = true;
+        {
+            Statement mode = db_->prepare("PRAGMA journal_mode");
+            wal = !mode.step() || mode.text(0) == "wal";
+        }
+        if (!wal)
+            db_->trySetJournalMode("wal");  // after an ingest interrupted in rollback mode
+    }
 }
 
 CaseStore::~CaseStore() = default;
 
 IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOptions& options)
 {
-    SqlTransaction transaction(*db_);
-    const std::vector<DeferredIndex> deferredIndexes = deferTransactionIndexes(*db_, tapePath);
-    IngestVisitor visitor(*db_, tapePath, options);
-    ScanOptions scan;
-    scan.computeFileSha256 = true;
-    scan.progress = options.progress;
-
     IngestResult result;
-    result.summary = scanTape(tapePath, &visitor, scan);
-    visitor.finish();
-    const TapeSummary& summary = result.summary;
-    if (summary.status == TapeStatus::Corrupt)
-        throw IngestError("tape " + tapePath + " is corrupt: " + summary.problem->describe(), summary);
-    if (!summary.complete() && !options.allowIncomplete)
-        throw IngestError("tape " + tapePath + " is " + std::string(tapeStatusName(summary.status)) +
-                              (summary.problem ? " (" + summary.problem->describe() + ")" : std::string()) +
-                              "; it holds " + std::to_string(summary.transactionCount) +
-                              " whole transactions but is not complete. Allow incomplete tapes to ingest its readable part.",
-                          summary);
-    if (!summary.root)
-        throw IngestError("tape " + tapePath + " has no readable root record", summary);
+    std::optional<std::string> fileSha256;
+    {
+        RollbackJournalWhileAlone journal(*db_);
+        SqlTransaction transaction(*db_);
+        IngestVisitor visitor(*db_, tapePath, options);
+        ScanOptions scan;
+        scan.computeFileSha256 = options.computeFileSha256;
+        scan.progress = options.progress;
 
-    const std::string fileSha256 = toHex(*summary.fileSha256);
-    Statement existing = db_->prepare("SELECT id FROM tapes WHERE file_sha256 = ?1");
-    existing.bind(1, fileSha256);
-    if (existing.step()) {
-        result.tapeId = existing.int64(0);
-        result.alreadyPresent = true;
-        return result;  // the transaction rolls back: the case stays exactly as it was
+        result.summary = scanTape(tapePath, &visitor, scan);
+        visitor.finish();
+        const TapeSummary& summary = result.summary;
+        if (summary.status == TapeStatus::Corrupt)
+            throw IngestError("tape " + tapePath + " is corrupt: " + summary.problem->describe(), summary);
+        if (!summary.complete() && !options.allowIncomplete)
+            throw IngestError("tape " + tapePath + " is " + std::string(tapeStatusName(summary.status)) +
+                                  (summary.problem ? " (" + summary.problem->describe() + ")" : std::string()) +
+                                  "; it holds " + std::to_string(summary.transactionCount) +
+                                  " whole transactions but is not complete. Allow incomplete tapes to ingest its readable part.",
+                              summary);
+        if (!summary.root)
+            throw IngestError("tape " + tapePath + " has no readable root record", summary);
+        if (summary.fileSha256)
+            fileSha256 = toHex(*summary.fileSha256);
+
+        const std::string chainHead = toHex(summary.chainHead);
+        Statement existing = db_->prepare("SELECT id FROM tapes WHERE chain_head = ?1 AND size = ?2");
+        existing.bind(1, chainHead).bind(2, static_cast<std::int64_t>(summary.fileSize));
+        if (existing.step()) {
+            result.tapeId = existing.int64(0);
+            result.alreadyPresent = true;
+        } else {
+            Statement finish = db_->prepare(
+                "UPDATE tapes SET file_sha256 = ?1, chain_head = ?2, size = ?3, status = ?4, record_count = ?5,"
+                " transaction_count = ?6, snapshot_count = ?7 WHERE id = ?8");
+            finish.bind(1, fileSha256)
+                .bind(2, chainHead)
+                .bind(3, static_cast<std::int64_t>(summary.fileSize))
+                .bind(4, tapeStatusName(summary.status))
+                .bind(5, static_cast<std::int64_t>(summary.recordCount))
+                .bind(6, static_cast<std::int64_t>(summary.transactionCount))
+                .bind(7, static_cast<std::int64_t>(summary.snapshotCount))
+                .bind(8, visitor.tapeId());
+            finish.run();
+            visitor.storeOrders();
+            transaction.commit();
+            result.tapeId = visitor.tapeId();
+            return result;
+        }
+    }  // the same tape again: its rows roll back, the case stays exactly as it was
+    if (fileSha256) {
+        // ...except that a whole-file SHA-256 asked for now completes a tape ingested without one.
+        Statement complete = db_->prepare("UPDATE tapes SET file_sha256 = ?1 WHERE id = ?2 AND file_sha256 IS NULL");
+        complete.bind(1, *fileSha256).bind(2, result.tapeId);
+        complete.run();
     }
-    Statement finish = db_->prepare(
-        "UPDATE tapes SET file_sha256 = ?1, chain_head = ?2, size = ?3, status = ?4, record_count = ?5, transaction_count = ?6,"
-        " snapshot_count = ?7 WHERE id = ?8");
-    finish.bind(1, fileSha256)
-        .bind(2, toHex(summary.chainHead))
-        .bind(3, static_cast<std::int64_t>(summary.fileSize))
-        .bind(4, tapeStatusName(summary.status))
-        .bind(5, static_cast<std::int64_t>(summary.recordCount))
-        .bind(6, static_cast<std::int64_t>(summary.transactionCount))
-        .bind(7, static_cast<std::int64_t>(summary.snapshotCount))
-        .bind(8, visitor.tapeId());
-    finish.run();
-    if (options.progress && !deferredIndexes.empty())
-        options.progress->report(summary.fileSize, summary.fileSize, "indexing");
-    for (const DeferredIndex& index : deferredIndexes)
-        db_->exec(index.sql);
-    transaction.commit();
-    result.tapeId = visitor.tapeId();
     return result;
 }
 

@@ -10,6 +10,7 @@
 #include "zkdv/replay/selection.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_order.h"
 
 namespace zkdv {
 
@@ -107,8 +108,8 @@ TransactionTable::Column orderColumnOf(TransactionTable::Column column)
 
 TransactionTable::TransactionTable(Database& db, std::int64_t tapeId) : db_(db), tapeId_(tapeId)
 {
-    sortIndexes_ = db_.queryInt64("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'transactions_by_loss'")
-                       .value_or(0) != 0;
+    storedOrders_ = db_.queryInt64("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'transaction_orders'")
+                        .value_or(0) != 0;
     loadTape();
     resolveRun();
     rebuild();
@@ -120,7 +121,7 @@ void TransactionTable::loadTape()
 {
     // The tape row changes when a tape is ingested again (e.g. a truncated tape, completed):
     // only then are its transactions counted again, so refresh() stays cheap.
-    Statement tape = db_.prepare("SELECT transaction_count, file_sha256, ingested_at FROM tapes WHERE id = ?1");
+    Statement tape = db_.prepare("SELECT transaction_count, chain_head, ingested_at FROM tapes WHERE id = ?1");
     tape.bind(1, tapeId_);
     tapeExists_ = tape.step();
     std::string signature = tapeExists_ ? std::to_string(tape.int64(0)) + ' ' + tape.text(1) + ' ' + tape.text(2) : std::string();
@@ -206,25 +207,11 @@ void TransactionTable::rebuild()
     const Column order = orderColumnOf(sortColumn_);
     view_.reset();
     identity_ = false;
-    lazy_.reset();
     if (!filter) {
-        if (order == Column::Index && contiguous_) {
+        if (order == Column::Index && contiguous_)
             identity_ = true;
-        } else if (const char* column = indexedColumn(order); column && !orders_.count(order)) {
-            // A view shows the first or the last screen after a sort: read just both ends
-            // through the index now, the whole order only when a row in between is asked for.
-            LazyOrder ends;
-            ends.column = order;
-            ends.head = limitedOrder(column, true);
-            ends.tail = limitedOrder(column, false);
-            std::reverse(ends.tail.begin(), ends.tail.end());
-            if (ends.head.size() + ends.tail.size() >= transactionCount_)
-                view_ = ascendingOrder(order);
-            else
-                lazy_ = std::move(ends);
-        } else {
+        else
             view_ = ascendingOrder(order);
-        }
         return;
     }
     if (order == Column::Index) {
@@ -281,73 +268,27 @@ std::shared_ptr<const TransactionTable::IndexList> TransactionTable::ascendingOr
     return order;
 }
 
-const char* TransactionTable::indexedColumn(Column column) const
-{
-    if (!sortIndexes_)
-        return nullptr;
-    switch (column) {
-    case Column::Loss:
-        return "loss";
-    case Column::LearningRate:
-        return "lr";
-    case Column::UpdateNorm:
-        return "update_norm";
-    default:
-        return nullptr;
-    }
-}
-
-TransactionTable::IndexList TransactionTable::limitedOrder(const char* column, bool ascending) const
-{
-    Statement rows = db_.prepare(std::string("SELECT idx FROM transactions WHERE tape_id = ?1 ORDER BY ") + column
-                                 + (ascending ? ", idx" : " DESC, idx DESC") + " LIMIT ?2");
-    rows.bind(1, tapeId_).bind(2, static_cast<std::int64_t>(kLazyEnd));
-    IndexList result;
-    while (rows.step())
-        result.push_back(rows.int64(0));
-    return result;
-}
-
-void TransactionTable::materialize() const
-{
-    if (!lazy_)
-        return;
-    const Column column = lazy_->column;
-    auto order = columnOrder(indexedColumn(column));
-    orders_[column] = order;
-    view_ = order;
-    lazy_.reset();
-}
-
 std::shared_ptr<const TransactionTable::IndexList> TransactionTable::columnOrder(const char* column) const
 {
-    auto order = std::make_shared<IndexList>();
-    order->reserve(transactionCount_);
-    if (sortIndexes_) {
-        // Served by the covering index transactions_by_<column> (tape_id, column, idx): no sort.
-        Statement rows = db_.prepare(std::string("SELECT idx FROM transactions WHERE tape_id = ?1 ORDER BY ") + column + ", idx");
-        rows.bind(1, tapeId_);
-        while (rows.step())
-            order->push_back(rows.int64(0));
-        return order;
+    if (storedOrders_) {
+        Statement stored = db_.prepare("SELECT ascending FROM transaction_orders WHERE tape_id = ?1 AND column_name = ?2");
+        stored.bind(1, tapeId_).bind(2, column);
+        // A stored order that does not cover the rows now present is not used.
+        if (stored.step()) {
+            if (std::optional<IndexList> order = decodeTransactionOrder(stored.blob(0), transactionCount_))
+                return std::make_shared<const IndexList>(std::move(*order));
+        }
     }
-    // A case below schema version 3 has no such index, and SQLite's own sort of a million
-    // rows spills to disk; sorting here is an order of magnitude faster.
-    std::vector<std::pair<double, std::int64_t>> keyed;
-    keyed.reserve(transactionCount_);
+    // Tapes ingested before schema version 4, or too long for a stored order: sorted here,
+    // the same way ingest sorts (SQLite's own sort of a million rows spills to disk).
+    TransactionOrder order;
+    order.reserve(transactionCount_);
     Statement rows = db_.prepare(std::string("SELECT idx, ") + column + " FROM transactions WHERE tape_id = ?1");
     rows.bind(1, tapeId_);
-    while (rows.step()) {
-        // NULLs first, as SQLite orders them ascending.
-        const double key = rows.isNull(1) ? -std::numeric_limits<double>::infinity() : rows.real(1);
-        keyed.emplace_back(key, rows.int64(0));
-    }
-    std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-        return a.first < b.first || (a.first == b.first && a.second < b.second);
-    });
-    for (const auto& entry : keyed)
-        order->push_back(entry.second);
-    return order;
+    while (rows.step())
+        order.add(static_cast<std::uint64_t>(rows.int64(0)), rows.isNull(1) ? std::numeric_limits<double>::quiet_NaN() : rows.real(1));
+    order.sort();
+    return std::make_shared<const IndexList>(order.ascending());
 }
 
 std::shared_ptr<const TransactionTable::IndexList> TransactionTable::sampledOrder()
@@ -536,7 +477,7 @@ TransactionTable::IndexList TransactionTable::query(const std::string& sql, bool
 
 std::uint64_t TransactionTable::rowCount() const
 {
-    return identity_ || lazy_ ? transactionCount_ : view_->size();
+    return identity_ ? transactionCount_ : view_->size();
 }
 
 std::int64_t TransactionTable::viewAt(std::uint64_t position) const
@@ -545,13 +486,6 @@ std::int64_t TransactionTable::viewAt(std::uint64_t position) const
     const std::uint64_t at = ascending_ ? position : count - 1 - position;
     if (identity_)
         return static_cast<std::int64_t>(at);
-    if (lazy_) {
-        if (at < lazy_->head.size())
-            return lazy_->head[at];
-        if (at >= count - lazy_->tail.size())
-            return lazy_->tail[at - (count - lazy_->tail.size())];
-        materialize();
-    }
     return (*view_)[at];
 }
 
@@ -562,7 +496,6 @@ std::uint64_t TransactionTable::transactionAt(std::uint64_t row) const
 
 std::optional<std::uint64_t> TransactionTable::rowOf(std::uint64_t index) const
 {
-    materialize();
     const std::uint64_t count = rowCount();
     std::optional<std::uint64_t> at;
     if (identity_) {
@@ -587,7 +520,6 @@ std::vector<std::int64_t> TransactionTable::rowsOf(const std::vector<std::uint64
     std::vector<std::int64_t> result(indexes.size(), -1);
     if (indexes.empty())
         return result;
-    materialize();
     if (indexes.size() < 8 || identity_ || orderColumnOf(sortColumn_) == Column::Index) {
         for (std::size_t i = 0; i < indexes.size(); ++i) {
             if (std::optional<std::uint64_t> row = rowOf(indexes[i]))

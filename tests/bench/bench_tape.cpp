@@ -121,6 +121,7 @@ int main(int argc, char** argv)
         {"zkdv-audit verify", {audit, "verify", "--quiet", tape}, false, {}},
         {"zkdv-audit verify --sha256", {audit, "verify", "--quiet", "--sha256", tape}, false, {}},
         {"zkdv-audit ingest (new case)", {audit, "ingest", "--quiet", "--case", caseFile, tape}, true, {}},
+        {"zkdv-audit ingest --sha256 (new case)", {audit, "ingest", "--quiet", "--sha256", "--case", caseFile, tape}, true, {}},
     };
     if (!baseline.empty()) {
         rows.push_back({"baseline verify", {baseline, "verify", "--quiet", tape}, false, {}});
@@ -128,7 +129,7 @@ int main(int argc, char** argv)
         rows.push_back({"baseline ingest (new case)", {baseline, "ingest", "--quiet", "--case", caseFile, tape}, true, {}});
         // Alternate: this build's command, then the baseline's same command.
         std::vector<Row> alternated;
-        for (std::size_t i : {0, 1, 4, 2, 5, 3, 6})
+        for (std::size_t i : {0, 1, 5, 2, 6, 3, 7, 4})
             alternated.push_back(std::move(rows[i]));
         rows = std::move(alternated);
     }

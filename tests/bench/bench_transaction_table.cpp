@@ -75,7 +75,7 @@ std::string buildCase(const std::string& dir, std::uint64_t steps)
         zkdv::CaseStore store(partial, zkdv::CaseStore::Access::ReadWrite);
         std::int64_t tapeId = 0;
         ms = milliseconds([&] { tapeId = store.ingestTape(tape).tapeId; });
-        std::printf("  ingest (with the schema 3 indexes): %.1f s\n", ms / 1000);
+        std::printf("  ingest (sort orders stored): %.1f s\n", ms / 1000);
         zkdv::ReplayStore replays(store.database());
         zkdv::ReplayRunInfo info;
         info.tapeId = tapeId;

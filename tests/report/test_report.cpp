@@ -246,7 +246,9 @@ void TestReport::initTestCase()
     runCnnDemo(tape_, options);
     case_ = dir_.file("demo.zkaudit");
     CaseStore store(case_, CaseStore::Access::ReadWrite);
-    store.ingestTape(tape_);
+    IngestOptions withSha256;
+    withSha256.computeFileSha256 = true;  // so the report names the file's SHA-256 too
+    store.ingestTape(tape_, withSha256);
     const ReplaySummary summary = runReplay(store, randomRequest("random:6", 1));
     QVERIFY(summary.passed());
     selected_ = summary.selected;

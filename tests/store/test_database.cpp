@@ -65,7 +65,7 @@ std::int64_t count(Database& db, const std::string& sql)
 const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 19},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 16}, {"snapshots", 6},  {"payloads", 3},
-    {"replay_runs", 16}, {"verdicts", 11},    {"metrics", 16},
+    {"replay_runs", 16}, {"verdicts", 11},    {"metrics", 16},  {"transaction_orders", 3},
 };
 
 // A case at the latest schema version, closed again.
@@ -301,7 +301,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 3);
+    QCOMPARE(CaseSchema::latestVersion(), 4);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
@@ -320,9 +320,25 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
              std::int64_t(kTables.size()));
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'verdicts_by_idx'"),
              std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('transactions_sampled',"
+                       " 'verdicts_by_run_verdict')"),
+             std::int64_t(2));
+    // Version 4 stores sort orders instead of version 3's sort indexes.
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('transactions_by_loss',"
-                       " 'transactions_by_lr', 'transactions_by_update_norm', 'transactions_sampled', 'verdicts_by_run_verdict')"),
-             std::int64_t(5));
+                       " 'transactions_by_lr', 'transactions_by_update_norm')"),
+             std::int64_t(0));
+    // A tape's identity is (chain_head, size); the file SHA-256 is optional.
+    db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
+            " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
+            " VALUES (7, NULL, 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now')");
+    auto sameIdentity = caught<DatabaseError>([&] {
+        db.exec("INSERT INTO tapes(file_sha256, chain_head, path, size, status, format_major, format_minor,"
+                " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
+                " VALUES (NULL, 'c', '/other', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now')");
+    });
+    QVERIFY(sameIdentity);
+    QVERIFY2(contains(sameIdentity->what(), "UNIQUE constraint failed: tapes.chain_head, tapes.size"), sameIdentity->what());
+    db.exec("DELETE FROM tapes");
 
     Statement createdBy = db.prepare("SELECT value FROM case_info WHERE key = 'created_by'");
     QVERIFY(createdBy.step());
@@ -352,7 +368,7 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
     {
         Database db(path, Database::Mode::ReadWriteCreate);
         CaseSchema::upgrade(db);
-        db.exec("DROP INDEX transactions_by_loss; DROP INDEX transactions_by_lr; DROP INDEX transactions_by_update_norm;"
+        db.exec("DROP TABLE transaction_orders;"
                 "DROP INDEX transactions_sampled; DROP INDEX verdicts_by_run_verdict;"
                 "DROP INDEX replay_runs_by_tape;"
                 "ALTER TABLE replay_runs DROP COLUMN intra_op_threads; ALTER TABLE replay_runs DROP COLUMN selected_count;"
@@ -369,7 +385,8 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
                 " VALUES (1, 'f', 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now');"
                 "INSERT INTO replay_runs(id, tape_id, device, selection_spec, started_at, status)"
                 " VALUES (1, 1, 'cpu', 'all', 'now', 'finished');"
-                "INSERT INTO verdicts(run_id, idx, verdict) VALUES (1, 3, 'exact');");
+                "INSERT INTO verdicts(run_id, idx, verdict) VALUES (1, 3, 'exact');"
+                "INSERT INTO tensors VALUES (1, 'parameter', 0, 'w', 'float32', '[2]');");
         QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_info('verdicts')"), std::int64_t(4));
     }
     {
@@ -384,7 +401,7 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
     }
     Database db(path, Database::Mode::ReadWrite);
     CaseSchema::upgrade(db);
-    QCOMPARE(db.userVersion(), 3);
+    QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     for (const auto& [table, columns] : kTables) {
         Statement columnCount = db.prepare("SELECT count(*) FROM pragma_table_info(?1)");
         columnCount.bind(1, std::string_view(table));
@@ -392,7 +409,15 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
         QVERIFY2(columnCount.int64(0) == columns, table.c_str());
     }
     QCOMPARE(count(db, "SELECT count(*) FROM verdicts WHERE idx = 3 AND verdict = 'exact' AND selected = 1"), std::int64_t(1));
+    // Migration 4 rebuilt `tapes`: the row moved with its values, and nothing referring to it
+    // was cascaded away; foreign keys are on again afterwards.
+    QCOMPARE(count(db, "SELECT count(*) FROM tapes WHERE id = 1 AND file_sha256 = 'f' AND chain_head = 'c' AND size = 1"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM tensors WHERE tape_id = 1"), std::int64_t(1));
+    QCOMPARE(count(db, "PRAGMA foreign_keys"), std::int64_t(1));
     QCOMPARE(count(db, "SELECT count(*) FROM replay_runs WHERE device = 'cpu'"), std::int64_t(1));
+    db.exec("DELETE FROM tapes");
+    QCOMPARE(count(db, "SELECT count(*) FROM tensors"), std::int64_t(0));
+    QCOMPARE(count(db, "SELECT count(*) FROM replay_runs"), std::int64_t(0));
 }
 
 void TestDatabase::upgradeIsIdempotent()

@@ -313,7 +313,7 @@ private slots:
             report = buildAuditReport(store);
         }
         QVERIFY(report.passed);
-        QCOMPARE(report.fileSha256.size(), std::size_t(64));
+        QCOMPARE(report.chainHead.size(), std::size_t(64));
 
         std::string error;
         const std::string pdf = dir.file("demo-report.pdf");
@@ -321,7 +321,7 @@ private slots:
         keep(pdf);
         const QString text = simplified(pdfText(QString::fromStdString(pdf)));
         QVERIFY(text.contains(QStringLiteral("PASSED")));
-        QVERIFY(text.contains(QString::fromStdString(report.fileSha256)));
+        QVERIFY(text.contains(QString::fromStdString(report.chainHead)));
         // A long command wraps, at spaces or inside a long path: compare without whitespace.
         const auto squeezed = [](QString t) { return t.remove(QLatin1Char(' ')); };
         QVERIFY(squeezed(text).contains(squeezed(simplified(QString::fromStdString(report.redoCommand)))));
@@ -338,9 +338,9 @@ private slots:
             QVERIFY2(arguments.at(0).toBool(), qPrintable(arguments.at(1).toString()));
             QVERIFY2(QFileInfo(path).size() > 0, format);
         }
-        QVERIFY(simplified(pdfText(QString::fromStdString(dir.file("gui.pdf")))).contains(QString::fromStdString(report.fileSha256)));
+        QVERIFY(simplified(pdfText(QString::fromStdString(dir.file("gui.pdf")))).contains(QString::fromStdString(report.chainHead)));
         QVERIFY(readFile(dir.file("gui.html")).find("data:image/png;base64,") != std::string::npos);
-        QVERIFY(readFile(dir.file("gui.json")).find(report.fileSha256) != std::string::npos);
+        QVERIFY(readFile(dir.file("gui.json")).find(report.chainHead) != std::string::npos);
         QVERIFY(!window.exportReport(QString::fromStdString(dir.file("gui.docx"))));
 
         // The command line.
@@ -352,7 +352,7 @@ private slots:
             QVERIFY2(cli.exitCode() == 0, qPrintable(QString::fromLocal8Bit(cli.readAllStandardError())));
             QVERIFY2(QFileInfo(path).size() > 0, format);
         }
-        QVERIFY(simplified(pdfText(QString::fromStdString(dir.file("cli.pdf")))).contains(QString::fromStdString(report.fileSha256)));
+        QVERIFY(simplified(pdfText(QString::fromStdString(dir.file("cli.pdf")))).contains(QString::fromStdString(report.chainHead)));
         const std::string html = readFile(dir.file("cli.html"));
         QVERIFY(html.find("data:image/png;base64,") != std::string::npos);
         QVERIFY(html.find("https://") == std::string::npos && html.find("http://") == std::string::npos);

@@ -109,8 +109,8 @@ private slots:
     void runSelection();
     void selectionFollowsSortAndRefresh();
     void refreshSeesNewVerdicts();
-    void olderSchemaAndGapsStillSort();
-    void sortedEndsBeforeTheMiddle();
+    void unstoredOrdersAndGapsStillSort();
+    void storedOrdersOfALongTape();
     void sqliteErrorsDoNotCrash();
 
 private:
@@ -551,17 +551,16 @@ void TestTransactionModel::refreshSeesNewVerdicts()
     QCOMPARE(model.transactionAt(0), quint64(1));  // still sorted by verdict, descending
 }
 
-void TestTransactionModel::olderSchemaAndGapsStillSort()
+void TestTransactionModel::unstoredOrdersAndGapsStillSort()
 {
-    // A version 2 case (no sort indexes) whose tape lost some rows: every path without the
-    // index order and without contiguous indexes.
+    // A tape without stored sort orders (ingested before schema version 4) whose rows have
+    // gaps, and one whose stored orders no longer match its rows: every path that sorts in
+    // memory and without contiguous indexes.
     const std::string path = copyCase("gaps.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
-        db.exec("DROP INDEX transactions_by_loss; DROP INDEX transactions_by_lr; DROP INDEX transactions_by_update_norm;"
-                "DROP INDEX transactions_sampled; DROP INDEX verdicts_by_run_verdict;"
+        db.exec("DELETE FROM transaction_orders WHERE column_name = 'loss';"
                 "DELETE FROM transactions WHERE idx % 7 = 3 OR idx < 2;");
-        db.setUserVersion(2);
     }
     Model model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -593,10 +592,10 @@ void TestTransactionModel::olderSchemaAndGapsStillSort()
     QCOMPARE(model.transactionAt(model.rowOfTransaction(4)), quint64(4));
 }
 
-void TestTransactionModel::sortedEndsBeforeTheMiddle()
+void TestTransactionModel::storedOrdersOfALongTape()
 {
-    // Longer than both ends a sort reads first (1,024 rows each): the first and last
-    // screens, then the middle, then a lookup, each against SQL.
+    // A tape of 5,000 transactions sorted through the orders ingest stored: ends, middle and
+    // lookups, each against SQL.
     const std::string tape = dir_.file("long.zkdv");
     SyntheticDemoOptions options;
     options.steps = 5000;

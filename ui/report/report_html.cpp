@@ -149,8 +149,9 @@ QString ReportHtml::summary() const
     html += heading(QObject::tr("The tape"));
     const bool sealed = r.tapeStatus == "sealed";
     html += keyValues({QObject::tr("Tape"), QStringLiteral("#%1 %2").arg(r.tapeId).arg(esc(r.tapePath)),
-                       QObject::tr("File SHA-256"), mono(esc(r.fileSha256)),
                        QObject::tr("Hash-chain head"), mono(esc(r.chainHead)),
+                       QObject::tr("File SHA-256"),
+                       r.fileSha256.empty() ? QObject::tr("not computed (zkdv-audit ingest --sha256)") : mono(esc(r.fileSha256)),
                        QObject::tr("Status"),
                        sealed ? esc(r.tapeStatus) : QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed, orDash(r.tapeStatus)),
                        QObject::tr("Transactions"), QString::number(r.transactionCount),

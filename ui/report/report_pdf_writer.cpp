@@ -62,7 +62,7 @@ bool ReportPdfWriter::write(const QString& path, QString* error) const
     painter.setMode(QCPPainter::pmNoCaching);
 
     int page = 0;
-    const QString tapeDigest = QString::fromStdString(report_.fileSha256).left(16);
+    const QString tapeDigest = QString::fromStdString(report_.chainHead).left(16);
     auto finishPage = [&](bool last) {
         ++page;
         painter.save();
@@ -73,7 +73,7 @@ bool ReportPdfWriter::write(const QString& path, QString* error) const
         const QRectF footer(0, content.height() - kFooterHeight + 6, content.width(), kFooterHeight - 6);
         painter.drawLine(footer.topLeft(), footer.topRight());
         painter.drawText(footer, Qt::AlignLeft | Qt::AlignBottom,
-                         QObject::tr("ZKDV audit report · %1 · tape SHA-256 %2…").arg(html.verdictWord(), tapeDigest));
+                         QObject::tr("ZKDV audit report · %1 · tape chain head %2…").arg(html.verdictWord(), tapeDigest));
         painter.drawText(footer, Qt::AlignRight | Qt::AlignBottom, QObject::tr("page %1 of %2").arg(page).arg(total));
         painter.restore();
         if (!last)

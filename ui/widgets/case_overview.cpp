@@ -74,8 +74,9 @@ bool CaseOverview::showCase(const QString& casePath)
                                    .arg(QString::fromStdString(tape.status))
                                    .arg(tape.transactionCount)
                                    .arg(tape.snapshotCount));
-        add(top, tr("File SHA-256"), QString::fromStdString(tape.fileSha256));
         add(top, tr("Chain head"), QString::fromStdString(tape.chainHead));
+        add(top, tr("File SHA-256"), tape.fileSha256.empty() ? tr("not computed (zkdv-audit ingest --sha256)")
+                                                             : QString::fromStdString(tape.fileSha256));
         add(top, tr("Program"), tr("%1 %2 — %3")
                                     .arg(QString::fromStdString(tape.programKind), QString::fromStdString(tape.programSha256),
                                          tape.programPresent ? tr("present, digest matches") : tr("missing: drop the program file here")));

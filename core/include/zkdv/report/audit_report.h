@@ -78,8 +78,8 @@ struct ReportData {
     // The tape.
     std::int64_t tapeId = 0;
     std::string tapePath;
-    std::string fileSha256;
-    std::string chainHead;
+    std::string chainHead;   // the tape's identity: commits to every byte of a sealed tape
+    std::string fileSha256;  // empty unless computed at ingest
     std::string tapeStatus;    // sealed, unsealed, truncated (a corrupt tape is never in a case)
     std::uint64_t transactionCount = 0;
     std::uint64_t snapshotCount = 0;

@@ -30,12 +30,17 @@ private:
 struct IngestOptions {
     bool embed = false;            // copy every record payload into the case
     bool allowIncomplete = false;  // accept truncated and unsealed tapes (their readable part)
+    // Also hash the whole file (a second SHA-256 pass over every byte) and store it with the
+    // tape; the tape's identity is its chain head and size either way.
+    bool computeFileSha256 = false;
     ProgressSink* progress = nullptr;
 };
 
 struct IngestResult {
     std::int64_t tapeId = 0;
-    bool alreadyPresent = false;  // the same file (by SHA-256) was ingested before: nothing changed
+    // The same tape (same chain head and size) was ingested before: nothing changed, except
+    // a file SHA-256 computed now is stored when the case had none for it.
+    bool alreadyPresent = false;
     TapeSummary summary;
 };
 
@@ -43,8 +48,8 @@ struct IngestResult {
 struct CaseTape {
     std::int64_t id = 0;
     std::string path;
-    std::string fileSha256;
-    std::string chainHead;
+    std::string chainHead;    // with size: the tape's identity in the case
+    std::string fileSha256;   // empty unless computed at ingest (IngestOptions::computeFileSha256)
     std::uint64_t size = 0;
     std::string status;
     std::string producer;

@@ -99,6 +99,9 @@ public:
 
     int userVersion();
     void setUserVersion(int version);
+    // Switches the journal mode ("wal", "delete") without waiting for other connections
+    // (the change needs the file to itself); true when the file is then in `mode`.
+    bool trySetJournalMode(const std::string& mode);
 
     const std::string& path() const { return path_; }
     sqlite3* handle() const { return db_; }

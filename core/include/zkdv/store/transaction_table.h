@@ -34,9 +34,9 @@ struct TransactionRow {
 // The rows of one tape under a sort and a filter, for a view that shows a few dozen of a
 // million at a time. The visible order is computed once per sort/filter as a vector of
 // transaction indexes (the index order needs none); rows() then reads only the window
-// asked for. Sorting by loss, lr or update norm scans a covering index (schema version 3),
-// and only when a row away from both ends is first asked for; descending is the ascending
-// order reversed (ties by index, NULLs first ascending).
+// asked for. Sorting by loss, lr or update norm reads the order ingest stored (schema
+// version 4, transaction_order.h); descending is the ascending order reversed (ties by
+// index, NULLs first ascending).
 // Not thread-safe; the Database must outlive the table. Throws DatabaseError.
 class TransactionTable {
 public:
@@ -89,9 +89,6 @@ private:
     void rebuild();
     std::shared_ptr<const IndexList> ascendingOrder(Column column);
     std::shared_ptr<const IndexList> columnOrder(const char* column) const;
-    const char* indexedColumn(Column column) const;  // the column's name when a v3 index orders it
-    IndexList limitedOrder(const char* column, bool ascending) const;
-    void materialize() const;
     std::shared_ptr<const IndexList> verdictOrder(bool byWorstUlp);
     std::shared_ptr<const IndexList> sampledOrder();
     std::optional<IndexList> quickFilterSet();
@@ -109,7 +106,7 @@ private:
     std::int64_t tapeId_;
     bool tapeExists_ = false;
     bool contiguous_ = true;  // idx runs 0..count-1, so the index order needs no vector
-    bool sortIndexes_ = false;  // schema version 3 indexes are present
+    bool storedOrders_ = false;  // the case has table transaction_orders (schema version 4)
     std::uint64_t transactionCount_ = 0;
     std::string tapeSignature_;  // the tapes row the counts were taken from
     std::int64_t requestedRun_ = 0;
@@ -123,23 +120,14 @@ private:
 
     // Ascending orders of every transaction, by column (those that need no verdicts survive
     // refresh()), and the filter sets that depend only on the tape.
-    mutable std::map<Column, std::shared_ptr<const IndexList>> orders_;
+    std::map<Column, std::shared_ptr<const IndexList>> orders_;
     std::optional<IndexList> sampledSet_;
     std::optional<std::pair<std::uint64_t, IndexList>> topqSet_;
 
     // The view: when identity_, position p shows transaction p of the ascending index
     // order (before direction); otherwise view_ holds the indexes in ascending sort order.
     bool identity_ = true;
-    mutable std::shared_ptr<const IndexList> view_;
-    // Right after a sort by an indexed column without a filter: only the first and last
-    // kLazyEnd transactions of the ascending order, until a row in between is asked for.
-    struct LazyOrder {
-        Column column = Column::Index;
-        IndexList head;
-        IndexList tail;
-    };
-    static constexpr std::uint64_t kLazyEnd = 1024;
-    mutable std::optional<LazyOrder> lazy_;
+    std::shared_ptr<const IndexList> view_;
 
     std::unique_ptr<Statement> rangeQuery_;
     std::unique_ptr<Statement> pointQuery_;
