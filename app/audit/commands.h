@@ -1,18 +1,15 @@
 #pragma once
-// The subcommands of zkdv-audit. Each parses its own arguments from argv[2..] and returns
-// the process exit code: 0 ok, 1 a check failed, 2 usage error or unreadable input.
+// The subcommands the zkdv-audit executable runs itself. Each parses its own arguments from
+// argv[2..] and returns the process exit code (exit_codes.h). demo and replay need libtorch
+// and run in a module loaded on demand (torch_module.h).
+
+#include "exit_codes.h"
 
 namespace zkdv::cli {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitCheckFailed = 1;
-inline constexpr int kExitUsage = 2;
 
 int runVerify(int argc, char** argv);
 int runInfo(int argc, char** argv);
 int runIngest(int argc, char** argv);
-int runDemo(int argc, char** argv);
-int runReplay(int argc, char** argv);
 int runReport(int argc, char** argv);
 
 }  // namespace zkdv::cli

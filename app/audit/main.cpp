@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "torch_module.h"
 #include "zkdv/version.h"
 
 namespace {
@@ -50,12 +51,10 @@ int main(int argc, char** argv)
         return runInfo(argc, argv);
     if (command == "ingest")
         return runIngest(argc, argv);
-    if (command == "replay")
-        return runReplay(argc, argv);
     if (command == "report")
         return runReport(argc, argv);
-    if (command == "demo")
-        return runDemo(argc, argv);
+    if (isTorchCommand(argv[1]))
+        return runTorchCommand(argv[1], argc, argv);
     std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
     return kExitUsage;
 }

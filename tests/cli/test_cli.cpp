@@ -52,9 +52,10 @@ struct Result {
     }
 };
 
-Result runAudit(const QStringList& arguments)
+Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
 {
     QProcess process;
+    process.setProcessEnvironment(environment);
     process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
     process.setArguments(arguments);
     process.setProcessChannelMode(QProcess::SeparateChannels);
@@ -114,6 +115,7 @@ private Q_SLOTS:
     void infoJson_data();
     void infoJson();
     void replayCommand();
+    void libtorchLoadsOnlyForDemoAndReplay();
 
 private:
     // Substitutes {name} placeholders with the fixture paths.
@@ -487,6 +489,35 @@ void TestCli::replayCommand()
     json = jsonObject(result.out);
     QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("unverifiable")).toInt(), 5);
     QVERIFY(json.value(QStringLiteral("problem")).toString().contains(QStringLiteral("synthetic")));
+}
+
+void TestCli::libtorchLoadsOnlyForDemoAndReplay()
+{
+    // libtorch's static initialisation costs most of a second, so only demo and replay (in
+    // the zkdv-audit-torch module) may load it. The dynamic loader lists every file it
+    // loads under LD_DEBUG=files; demo must appear there too, or the list was not read.
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
+    const QString casePath = path("libtorch-at-start.zkaudit");
+    const QString tape = path("libtorch-at-start.zkdv");
+    const QList<std::pair<QStringList, bool>> commands = {
+        {{QStringLiteral("--help")}, false},
+        {{QStringLiteral("--version")}, false},
+        {{QStringLiteral("verify"), expand(QStringLiteral("{good}")), QStringLiteral("--quiet")}, false},
+        {{QStringLiteral("ingest"), expand(QStringLiteral("{good}")), QStringLiteral("--case"), casePath, QStringLiteral("--quiet")}, false},
+        {{QStringLiteral("info"), casePath}, false},
+        {{QStringLiteral("demo"), QStringLiteral("--synthetic"), QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--out"), tape,
+          QStringLiteral("--quiet")},
+         true},
+    };
+    for (const auto& [arguments, loadsTorch] : commands) {
+        const Result result = runAudit(arguments, environment);
+        const QString command = arguments.join(QLatin1Char(' '));
+        QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(command + QStringLiteral(": exit %1, stdout: ").arg(result.exitCode) + result.out.left(300)));
+        const qsizetype at = result.err.indexOf(QStringLiteral("libtorch"));
+        const QString line = at < 0 ? QString() : result.err.mid(std::max<qsizetype>(0, result.err.lastIndexOf(QLatin1Char('\n'), at)), 160);
+        QVERIFY2((at >= 0) == loadsTorch, qPrintable(command + (loadsTorch ? QStringLiteral(": libtorch not loaded") : QStringLiteral(": ") + line)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "commands.h"
+#include "exit_codes.h"
 #include "zkdv/util/progress.h"
 
 namespace zkdv::cli {

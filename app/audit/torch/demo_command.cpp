@@ -1,8 +1,8 @@
 #include <cstdio>
 
 #include "command_runner.h"
-#include "commands.h"
 #include "terminal_progress.h"
+#include "torch_commands.h"
 #include "zkdv/demo/cnn_demo.h"
 #include "zkdv/demo/synthetic_demo.h"
 

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "command_runner.h"
-#include "commands.h"
 #include "replay_json.h"
 #include "terminal_progress.h"
+#include "torch_commands.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 

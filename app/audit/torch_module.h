@@ -1,0 +1,15 @@
+#pragma once
+// The commands that need libtorch (demo, replay) live in a module, zkdv-audit-torch, that is
+// loaded only when one of them runs: linking libtorch into the executable would cost every
+// command its static initialisation, most of a second, even `--help`.
+
+namespace zkdv::cli {
+
+// True for the commands the module runs.
+bool isTorchCommand(const char* command);
+
+// Loads the module and runs `command` in it. Returns its exit code, or 2 after saying on
+// stderr where the module was looked for and why it could not be loaded.
+int runTorchCommand(const char* command, int argc, char** argv);
+
+}  // namespace zkdv::cli
