@@ -8,6 +8,7 @@ packages=(
   libsqlite3-dev libssl-dev nlohmann-json3-dev
   xvfb xauth
   poppler-utils
+  openssl
 )
 if [ "$(id -u)" -ne 0 ]; then
   exec sudo "$0" "$@"

@@ -5,6 +5,8 @@
 #include <QtTest>
 
 #include <QDateTime>
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -234,6 +236,7 @@ class TestCaseStore : public QObject {
 private Q_SLOTS:
     void ingestStoresTheTapeRow();
     void ingestStoresTheSortOrders();
+    void ingestLeavesTheCaseInWalMode();
     void ingestIndexesEveryRecord_data();
     void ingestIndexesEveryRecord();
     void ingestStoresTheModelLayout();
@@ -371,6 +374,52 @@ void TestCaseStore::ingestStoresTheSortOrders()
     TransactionOrder tooWide;
     tooWide.add(std::uint64_t(1) << 32, 1.0);
     QVERIFY(!tooWide.encode());
+}
+
+void TestCaseStore::ingestLeavesTheCaseInWalMode()
+{
+    // Alone with the case, ingest switches to the rollback journal and back; with another
+    // connection reading the case it cannot switch, and ingests in WAL mode without waiting.
+    const auto journalMode = [](Database& db) {
+        Statement mode = db.prepare("PRAGMA journal_mode");
+        return mode.step() ? mode.text(0) : std::string();
+    };
+    const std::string casePath = freshCase();
+    const std::string first = writeDemo(dir_.file("wal-1.zkdv"));
+    DemoSpec other;
+    other.seed = 23;
+    const std::string second = writeDemo(dir_.file("wal-2.zkdv"), other);
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        QVERIFY(!store.ingestTape(first).alreadyPresent);
+        QCOMPARE(journalMode(store.database()), std::string("wal"));
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(casePath + "-journal")));
+    }
+    {
+        CaseStore reader(casePath, CaseStore::Access::ReadOnly);
+        Statement reading = reader.database().prepare("SELECT idx FROM transactions");
+        QVERIFY(reading.step());  // a read transaction stays open
+        {
+            CaseStore store(casePath, CaseStore::Access::ReadWrite);
+            QElapsedTimer timer;
+            timer.start();
+            QVERIFY(!store.ingestTape(second).alreadyPresent);
+            QVERIFY2(timer.elapsed() < 4000, "ingest waited for the reader's lock");
+            QCOMPARE(journalMode(store.database()), std::string("wal"));
+            QCOMPARE(count(store.database(), "SELECT count(*) FROM tapes"), std::int64_t(2));
+        }
+        reading.reset();
+        QCOMPARE(count(reader.database(), "SELECT count(*) FROM transactions"), std::int64_t(60));
+    }
+
+    // A case left in rollback mode (by an ingest interrupted there) is WAL again once opened
+    // for writing.
+    {
+        Database db(casePath, Database::Mode::ReadWrite);
+        QVERIFY(db.trySetJournalMode("delete"));
+    }
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    QCOMPARE(journalMode(store.database()), std::string("wal"));
 }
 
 void TestCaseStore::ingestIndexesEveryRecord_data()
