@@ -52,7 +52,8 @@ constexpr const char* kInsertTransactionColumns =
     "INSERT INTO transactions(tape_id, idx, segment, loss, lr, update_norm, max_update, fingerprints, has_deltas,"
     " has_state_digest, state_digest, wall_time_ns, record_index, record_offset, record_length, record_digest)";
 
-// The row of one transaction or snapshot record, kept until a thread of its own inserts it.
+// The row of one transaction or snapshot record as the case stores it, kept until inserted
+// (by a thread of its own, except with --embed).
 struct PendingRow {
     bool snapshot = false;
     std::int64_t idx = 0;  // transaction index, or the snapshot's before_transaction
@@ -76,7 +77,93 @@ struct PendingRow {
 struct RowChunk {
     std::vector<PendingRow> rows;
     std::vector<double> fingerprints;  // every row's (l2, max_abs) pairs, back to back
+
+    PendingRow& addTransaction(const TransactionRecord& record, const RecordLocation& location, std::optional<double> lr,
+                               double updateNorm, std::uint64_t snapshotInterval)
+    {
+        PendingRow& row = rows.emplace_back();
+        const std::size_t parameters = record.updateL2.size();
+        row.fingerprintsAt = fingerprints.size();
+        row.fingerprintCount = parameters * 2;
+        row.maxUpdate = 0.0;
+        for (std::size_t i = 0; i < parameters; ++i) {
+            fingerprints.push_back(record.updateL2[i]);
+            fingerprints.push_back(record.updateMaxAbs[i]);
+            row.maxUpdate = std::max(row.maxUpdate, record.updateMaxAbs[i]);
+        }
+        row.idx = static_cast<std::int64_t>(record.index);
+        row.segment = static_cast<std::int64_t>(record.index / snapshotInterval);
+        row.loss = record.loss;
+        row.lr = lr;
+        row.updateNorm = updateNorm;
+        row.hasDeltas = !record.deltas.empty();
+        row.hasStateDigest = record.stateDigest.has_value();
+        if (record.stateDigest)
+            row.stateDigest = *record.stateDigest;
+        row.wallTimeNs = static_cast<std::int64_t>(record.wallTimeNs);
+        setRecord(row, location);
+        return row;
+    }
+
+    PendingRow& addSnapshot(const SnapshotRecord& snapshot, const RecordLocation& location)
+    {
+        PendingRow& row = rows.emplace_back();
+        row.snapshot = true;
+        row.idx = static_cast<std::int64_t>(snapshot.beforeTransaction);
+        setRecord(row, location);
+        return row;
+    }
+
+private:
+    static void setRecord(PendingRow& row, const RecordLocation& location)
+    {
+        row.recordIndex = static_cast<std::int64_t>(location.index);
+        row.recordOffset = static_cast<std::int64_t>(location.offset);
+        row.recordLength = static_cast<std::int64_t>(location.frameSize);
+        row.recordDigest = location.digest;
+    }
 };
+
+constexpr std::size_t kTransactionValues = 15;  // per transactions row, besides the tape id
+
+// Binds a transaction row's values (all but the tape id) from parameter `first` on, in the
+// column order of kInsertTransactionColumns.
+void bindTransactionRow(Database& db, Statement& statement, int first, const RowChunk& chunk, const PendingRow& row)
+{
+    statement.bind(first, row.idx)
+        .bind(first + 1, row.segment)
+        .bind(first + 2, row.loss)
+        .bind(first + 3, row.lr)
+        .bind(first + 4, row.updateNorm)
+        .bind(first + 5, row.maxUpdate)
+        .bind(first + 7, row.hasDeltas ? 1 : 0)
+        .bind(first + 8, row.hasStateDigest ? 1 : 0);
+    bindStaticBlob(db, statement, first + 6,
+                   ByteSpan(chunk.fingerprints.data() + row.fingerprintsAt, row.fingerprintCount * sizeof(double)));
+    if (row.hasStateDigest)
+        bindStaticBlob(db, statement, first + 9, digestBytes(row.stateDigest));
+    else
+        statement.bindNull(first + 9);
+    statement.bind(first + 10, row.wallTimeNs)
+        .bind(first + 11, row.recordIndex)
+        .bind(first + 12, row.recordOffset)
+        .bind(first + 13, row.recordLength);
+    bindStaticBlob(db, statement, first + 14, digestBytes(row.recordDigest));
+}
+
+void insertTransactionRow(Database& db, Statement& insertOne, std::int64_t tapeId, const RowChunk& chunk, const PendingRow& row)
+{
+    insertOne.bind(1, tapeId);
+    bindTransactionRow(db, insertOne, 2, chunk, row);
+    insertOne.run();
+}
+
+void insertSnapshotRow(Database& db, Statement& insertOne, std::int64_t tapeId, const PendingRow& row)
+{
+    insertOne.bind(1, tapeId).bind(2, row.idx).bind(3, row.recordIndex).bind(4, row.recordOffset).bind(5, row.recordLength);
+    bindStaticBlob(db, insertOne, 6, digestBytes(row.recordDigest));
+    insertOne.run();
+}
 
 // Inserts transaction and snapshot rows on a thread of its own, fed through a short queue
 // of row chunks, so SQLite's work overlaps the tape's hashing and checking instead of
@@ -200,54 +287,20 @@ private:
             if (abandon_.load(std::memory_order_relaxed))
                 return;
             if (row.snapshot) {
-                insertSnapshot_.bind(1, tapeId_)
-                    .bind(2, row.idx)
-                    .bind(3, row.recordIndex)
-                    .bind(4, row.recordOffset)
-                    .bind(5, row.recordLength);
-                bindStaticBlob(db_, insertSnapshot_, 6, digestBytes(row.recordDigest));
-                insertSnapshot_.run();
+                insertSnapshotRow(db_, insertSnapshot_, tapeId_, row);
                 continue;
             }
             batch_.push_back(&row);
             if (batch_.size() == kRowsPerStatement) {
                 for (std::size_t i = 0; i < batch_.size(); ++i)
-                    bindTransaction(insertTransactions_, 2 + static_cast<int>(i * kTransactionValues), chunk, *batch_[i]);
+                    bindTransactionRow(db_, insertTransactions_, 2 + static_cast<int>(i * kTransactionValues), chunk, *batch_[i]);
                 insertTransactions_.run();
                 batch_.clear();
             }
         }
-        for (const PendingRow* row : batch_) {
-            insertTransaction_.bind(1, tapeId_);
-            bindTransaction(insertTransaction_, 2, chunk, *row);
-            insertTransaction_.run();
-        }
+        for (const PendingRow* row : batch_)
+            insertTransactionRow(db_, insertTransaction_, tapeId_, chunk, *row);
         batch_.clear();
-    }
-
-    // Binds one transaction row's values (all but the tape id) from parameter `first` on,
-    // in the column order of IngestVisitor's single-row statement.
-    void bindTransaction(Statement& statement, int first, const RowChunk& chunk, const PendingRow& row)
-    {
-        statement.bind(first, row.idx)
-            .bind(first + 1, row.segment)
-            .bind(first + 2, row.loss)
-            .bind(first + 3, row.lr)
-            .bind(first + 4, row.updateNorm)
-            .bind(first + 5, row.maxUpdate)
-            .bind(first + 7, row.hasDeltas ? 1 : 0)
-            .bind(first + 8, row.hasStateDigest ? 1 : 0);
-        bindStaticBlob(db_, statement, first + 6,
-                       ByteSpan(chunk.fingerprints.data() + row.fingerprintsAt, row.fingerprintCount * sizeof(double)));
-        if (row.hasStateDigest)
-            bindStaticBlob(db_, statement, first + 9, digestBytes(row.stateDigest));
-        else
-            statement.bindNull(first + 9);
-        statement.bind(first + 10, row.wallTimeNs)
-            .bind(first + 11, row.recordIndex)
-            .bind(first + 12, row.recordOffset)
-            .bind(first + 13, row.recordLength);
-        bindStaticBlob(db_, statement, first + 14, digestBytes(row.recordDigest));
     }
 
     static std::string multiRowInsert(std::size_t rows)
@@ -263,8 +316,7 @@ private:
         return sql;
     }
 
-    static constexpr std::size_t kTransactionValues = 15;  // per row, besides the tape id
-    static constexpr std::size_t kRowsPerStatement = 64;   // 961 parameters, under SQLite's 32,766
+    static constexpr std::size_t kRowsPerStatement = 64;  // 961 parameters, under SQLite's 32,766
 
     Database& db_;
     Statement& insertTransaction_;
@@ -383,23 +435,12 @@ public:
     void onSnapshot(const SnapshotRecord& snapshot, const RecordLocation& location) override
     {
         if (inserter_) {
-            PendingRow& row = inserter_->current().rows.emplace_back();
-            row.snapshot = true;
-            row.idx = static_cast<std::int64_t>(snapshot.beforeTransaction);
-            row.recordIndex = static_cast<std::int64_t>(location.index);
-            row.recordOffset = static_cast<std::int64_t>(location.offset);
-            row.recordLength = static_cast<std::int64_t>(location.frameSize);
-            row.recordDigest = location.digest;
+            inserter_->current().addSnapshot(snapshot, location);
             inserter_->pushIfFull();
             return;
         }
-        insertSnapshot_.bind(1, tapeId_)
-            .bind(2, static_cast<std::int64_t>(snapshot.beforeTransaction))
-            .bind(3, static_cast<std::int64_t>(location.index))
-            .bind(4, static_cast<std::int64_t>(location.offset))
-            .bind(5, static_cast<std::int64_t>(location.frameSize))
-            .bindBlob(6, digestBytes(location.digest));
-        insertSnapshot_.run();
+        single_.rows.clear();
+        insertSnapshotRow(db_, insertSnapshot_, tapeId_, single_.addSnapshot(snapshot, location));
         embed(location);
     }
 
@@ -408,63 +449,16 @@ public:
         const std::optional<double> lr = record.optimizerValue("lr");
         const double updateNorm = record.updateNorm();
         gatherOrders(record.index, record.loss, lr, updateNorm);
+        const auto interval = static_cast<std::uint64_t>(root_.snapshotInterval);
         if (inserter_) {
-            RowChunk& chunk = inserter_->current();
-            PendingRow& row = chunk.rows.emplace_back();
-            const std::size_t parameters = record.updateL2.size();
-            row.fingerprintsAt = chunk.fingerprints.size();
-            row.fingerprintCount = parameters * 2;
-            row.maxUpdate = 0.0;
-            for (std::size_t i = 0; i < parameters; ++i) {
-                chunk.fingerprints.push_back(record.updateL2[i]);
-                chunk.fingerprints.push_back(record.updateMaxAbs[i]);
-                row.maxUpdate = std::max(row.maxUpdate, record.updateMaxAbs[i]);
-            }
-            row.idx = static_cast<std::int64_t>(record.index);
-            row.segment = static_cast<std::int64_t>(record.index / static_cast<std::uint64_t>(root_.snapshotInterval));
-            row.loss = record.loss;
-            row.lr = lr;
-            row.updateNorm = updateNorm;
-            row.hasDeltas = !record.deltas.empty();
-            row.hasStateDigest = record.stateDigest.has_value();
-            if (record.stateDigest)
-                row.stateDigest = *record.stateDigest;
-            row.wallTimeNs = static_cast<std::int64_t>(record.wallTimeNs);
-            row.recordIndex = static_cast<std::int64_t>(location.index);
-            row.recordOffset = static_cast<std::int64_t>(location.offset);
-            row.recordLength = static_cast<std::int64_t>(location.frameSize);
-            row.recordDigest = location.digest;
+            inserter_->current().addTransaction(record, location, lr, updateNorm, interval);
             inserter_->pushIfFull();
             return;
         }
-        const std::size_t parameters = record.updateL2.size();
-        fingerprints_.resize(parameters * 2);
-        double maxUpdate = 0.0;
-        for (std::size_t i = 0; i < parameters; ++i) {
-            fingerprints_[2 * i] = record.updateL2[i];
-            fingerprints_[2 * i + 1] = record.updateMaxAbs[i];
-            maxUpdate = std::max(maxUpdate, record.updateMaxAbs[i]);
-        }
-        insertTransaction_.bind(1, tapeId_)
-            .bind(2, static_cast<std::int64_t>(record.index))
-            .bind(3, static_cast<std::int64_t>(record.index / static_cast<std::uint64_t>(root_.snapshotInterval)))
-            .bind(4, record.loss)
-            .bind(5, lr)
-            .bind(6, updateNorm)
-            .bind(7, maxUpdate)
-            .bindBlob(8, ByteSpan(fingerprints_.data(), fingerprints_.size() * sizeof(double)))
-            .bind(9, record.deltas.empty() ? 0 : 1)
-            .bind(10, record.stateDigest ? 1 : 0);
-        if (record.stateDigest)
-            insertTransaction_.bindBlob(11, digestBytes(*record.stateDigest));
-        else
-            insertTransaction_.bindNull(11);
-        insertTransaction_.bind(12, static_cast<std::int64_t>(record.wallTimeNs))
-            .bind(13, static_cast<std::int64_t>(location.index))
-            .bind(14, static_cast<std::int64_t>(location.offset))
-            .bind(15, static_cast<std::int64_t>(location.frameSize))
-            .bindBlob(16, digestBytes(location.digest));
-        insertTransaction_.run();
+        single_.rows.clear();
+        single_.fingerprints.clear();
+        const PendingRow& row = single_.addTransaction(record, location, lr, updateNorm, interval);
+        insertTransactionRow(db_, insertTransaction_, tapeId_, single_, row);
         embed(location);
     }
 
@@ -525,7 +519,7 @@ private:
     Statement insertPayload_;
     RootRecord root_;
     std::int64_t tapeId_ = 0;
-    std::vector<double> fingerprints_;
+    RowChunk single_;  // the one row inserted on this thread (--embed)
     std::array<TransactionOrder, std::size(kOrderedTransactionColumns)> orders_;
     bool ordersAbandoned_ = false;
     // Last: stopped (and joined) before the statements it uses go.
