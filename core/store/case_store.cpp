@@ -464,15 +464,17 @@ public:
 
     void onSeal(const SealRecord&, const RecordLocation& location) override { embed(location); }
 
-    // Sorts the gathered columns (two at a time) and stores their orders. Call after finish().
+    // Sorts the gathered columns (loss on a second thread: the learning rate, mostly constant
+    // or a few steps of a schedule, costs next to nothing) and stores their orders. Call
+    // after finish().
     void storeOrders()
     {
         if (orders_[0].size() == 0 || ordersAbandoned_)
             return;
-        auto second = std::async(std::launch::async, [this] { orders_[1].sort(); });
-        orders_[0].sort();
+        auto loss = std::async(std::launch::async, [this] { orders_[0].sort(); });
+        orders_[1].sort();
         orders_[2].sort();
-        second.get();
+        loss.get();
         Statement insert = db_.prepare("INSERT INTO transaction_orders(tape_id, column_name, ascending) VALUES(?1, ?2, ?3)");
         for (std::size_t column = 0; column < orders_.size(); ++column) {
             const std::optional<std::string> blob = orders_[column].encode();

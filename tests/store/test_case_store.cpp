@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -371,6 +372,32 @@ void TestCaseStore::ingestStoresTheSortOrders()
     QVERIFY(blob);
     QCOMPARE(decodeTransactionOrder(ByteSpan(std::string_view(*blob)), values.size()), std::optional<std::vector<std::int64_t>>(expected));
     QVERIFY(!decodeTransactionOrder(ByteSpan(std::string_view(*blob)), values.size() + 1));
+    // Many entries, few distinct values (ties) and keys spread over every digit, added in a
+    // shuffled order: the same order as sorting by (value, index) directly.
+    std::mt19937_64 random(7);
+    std::vector<std::pair<double, std::uint64_t>> reference;
+    TransactionOrder large;
+    std::vector<std::uint64_t> indexes(200000);
+    std::iota(indexes.begin(), indexes.end(), std::uint64_t(0));
+    std::shuffle(indexes.begin(), indexes.end(), random);
+    for (std::uint64_t index : indexes) {
+        const std::uint64_t draw = random();
+        double value = draw % 5 == 0 ? double(draw % 7) : std::ldexp(double(draw % 1000003) - 500000.0, int(draw % 200) - 100);
+        if (draw % 97 == 0)
+            value = nan;
+        large.add(index, value);
+        reference.emplace_back(std::isnan(value) ? -inf : value, index);
+    }
+    std::sort(reference.begin(), reference.end(), [&](const auto& a, const auto& b) {
+        // NaN (stored as -inf here) first, before a real -inf: none is drawn, so -inf is only NaN.
+        return a.first < b.first || (a.first == b.first && a.second < b.second);
+    });
+    large.sort();
+    const std::vector<std::int64_t> sortedLarge = large.ascending();
+    QCOMPARE(sortedLarge.size(), reference.size());
+    for (std::size_t i = 0; i < reference.size(); ++i)
+        QCOMPARE(sortedLarge[i], static_cast<std::int64_t>(reference[i].second));
+
     TransactionOrder tooWide;
     tooWide.add(std::uint64_t(1) << 32, 1.0);
     QVERIFY(!tooWide.encode());
