@@ -110,6 +110,8 @@ using MetadataMap = std::map<std::string, std::string, std::less<>>;
 // handed back by SafetensorsView::reparse. Bounded, so one huge header is not kept alive.
 constexpr std::size_t kKeptPlacements = 4096;
 constexpr std::size_t kKeptMetadataNodes = 64;
+// A view remembers the layout of headers up to this size for SafetensorsView::reparse().
+constexpr std::uint64_t kRememberedHeaderLimit = 64u << 10;
 struct ParseStorage {
     std::vector<Placement> placements;
     std::vector<MetadataMap::node_type> spareNodes;
@@ -118,6 +120,43 @@ ParseStorage& parseStorage()
 {
     thread_local ParseStorage storage;
     return storage;
+}
+
+[[noreturn]] void duplicateMetadataKey(const std::string& key, std::uint64_t keyAt)
+{
+    throw FormatError("expected distinct metadata keys, found " + JsonScanner::quoteForMessage(key) + " twice", keyAt);
+}
+
+// Reads the "__metadata__" object at the scanner's cursor into the empty map `metadata`,
+// taking nodes (and their strings' storage) from `spareNodes` while there are any.
+void parseMetadataObject(JsonScanner& scanner, MetadataMap& metadata, std::vector<MetadataMap::node_type>& spareNodes)
+{
+    scanner.expect('{', "'{' opening the \"__metadata__\" object");
+    if (scanner.consumeIf('}'))
+        return;
+    do {
+        const std::uint64_t keyAt = (scanner.skipWhitespace(), scanner.offset());
+        if (spareNodes.empty()) {
+            std::string key;
+            scanner.readString(key, "a '\"' opening a metadata key");
+            scanner.expect(':', "':' after a metadata key");
+            std::string value;
+            scanner.readString(value, "a string as the metadata value");
+            const auto [position, inserted] = metadata.emplace(std::move(key), std::move(value));
+            if (!inserted)
+                duplicateMetadataKey(position->first, keyAt);
+            continue;
+        }
+        MetadataMap::node_type node = std::move(spareNodes.back());
+        spareNodes.pop_back();
+        scanner.readString(node.key(), "a '\"' opening a metadata key");
+        scanner.expect(':', "':' after a metadata key");
+        scanner.readString(node.mapped(), "a string as the metadata value");
+        auto result = metadata.insert(std::move(node));
+        if (!result.inserted)
+            duplicateMetadataKey(result.position->first, keyAt);
+    } while (scanner.consumeIf(','));
+    scanner.expect('}', "',' or '}' in the \"__metadata__\" object");
 }
 
 class HeaderParser {
@@ -150,6 +189,10 @@ public:
 
     std::vector<Placement>& placements() { return placements_; }
     std::uint64_t bufferSize() const { return bufferSize_; }
+    // The metadata object's bytes, from the first byte after its key's ':' to its '}';
+    // null when the header has none.
+    const std::uint8_t* metadataBegin() const { return metadataBegin_; }
+    const std::uint8_t* metadataEnd() const { return metadataEnd_; }
 
 private:
     void parseEntries(std::vector<TensorView>& tensors, MetadataMap& metadata)
@@ -194,39 +237,9 @@ private:
 
     void parseMetadata(MetadataMap& metadata)
     {
-        scanner_.expect('{', "'{' opening the \"__metadata__\" object");
-        if (scanner_.consumeIf('}'))
-            return;
-        do {
-            const std::uint64_t keyAt = (scanner_.skipWhitespace(), scanner_.offset());
-            if (spareNodes_.empty()) {
-                std::string key;
-                scanner_.readString(key, "a '\"' opening a metadata key");
-                scanner_.expect(':', "':' after a metadata key");
-                std::string value;
-                scanner_.readString(value, "a string as the metadata value");
-                const auto [position, inserted] = metadata.emplace(std::move(key), std::move(value));
-                if (!inserted)
-                    duplicateMetadataKey(position->first, keyAt);
-                continue;
-            }
-            // The same, in a node (and strings) left over from an earlier parse.
-            MetadataMap::node_type node = std::move(spareNodes_.back());
-            spareNodes_.pop_back();
-            scanner_.readString(node.key(), "a '\"' opening a metadata key");
-            scanner_.expect(':', "':' after a metadata key");
-            scanner_.readString(node.mapped(), "a string as the metadata value");
-            auto result = metadata.insert(std::move(node));
-            if (!result.inserted)
-                duplicateMetadataKey(result.position->first, keyAt);
-        } while (scanner_.consumeIf(','));
-        scanner_.expect('}', "',' or '}' in the \"__metadata__\" object");
-    }
-
-    [[noreturn]] static void duplicateMetadataKey(const std::string& key, std::uint64_t keyAt)
-    {
-        throw FormatError("expected distinct metadata keys, found " + JsonScanner::quoteForMessage(key) + " twice",
-                          keyAt);
+        metadataBegin_ = scanner_.cursor();
+        parseMetadataObject(scanner_, metadata, spareNodes_);
+        metadataEnd_ = scanner_.cursor();
     }
 
     enum Field : unsigned { kDtype = 1, kShape = 2, kDataOffsets = 4 };
@@ -440,6 +453,8 @@ private:
     std::vector<Placement>& placements_;
     std::vector<MetadataMap::node_type>& spareNodes_;
     std::size_t used_ = 0;  // tensors filled so far
+    const std::uint8_t* metadataBegin_ = nullptr;
+    const std::uint8_t* metadataEnd_ = nullptr;
     // Holds field names and dtypes that needed decoding.
     std::string scratch_;
 };
@@ -521,20 +536,69 @@ void SafetensorsView::reparse(ByteSpan blob)
 {
     // Hand the metadata nodes to this thread's spares; the parse takes them back.
     std::vector<MetadataMap::node_type>& spareNodes = parseStorage().spareNodes;
-    while (!metadata_.empty()) {
-        if (spareNodes.size() < kKeptMetadataNodes)
-            spareNodes.push_back(metadata_.extract(metadata_.begin()));
-        else
-            metadata_.erase(metadata_.begin());
-    }
+    const auto recycleMetadata = [&] {
+        while (!metadata_.empty()) {
+            if (spareNodes.size() < kKeptMetadataNodes)
+                spareNodes.push_back(metadata_.extract(metadata_.begin()));
+            else
+                metadata_.erase(metadata_.begin());
+        }
+    };
+    recycleMetadata();
     try {
+        if (layoutKnown_ && reparseMetadataOnly(blob))
+            return;
+        recycleMetadata();
         parseInto(blob);
     } catch (...) {
         tensors_.clear();
         metadata_.clear();
         dataOffset_ = 0;
+        forgetLayout();
         throw;
     }
+}
+
+bool SafetensorsView::reparseMetadataOnly(ByteSpan blob)
+{
+    // Anything parseInto() would check before the header's JSON goes to it.
+    if (blob.size < kLengthPrefixSize)
+        return false;
+    const std::uint64_t headerLength = readLittleEndian64(blob.data);
+    if (headerLength == 0 || headerLength > kMaxHeaderSize || headerLength > blob.size - kLengthPrefixSize ||
+        blob.size - kLengthPrefixSize - headerLength != layoutBufferSize_)
+        return false;
+    const std::uint8_t* header = blob.data + kLengthPrefixSize;
+    const std::size_t before = headerBefore_.size();
+    if (headerLength < before + headerAfter_.size() || std::memcmp(header, headerBefore_.data(), before) != 0)
+        return false;
+    if (!layoutHasMetadata_) {
+        if (headerLength != before)
+            return false;
+    } else {
+        // The full parse would reach the metadata object in the same state, through the same
+        // bytes, so a failure here is the failure it would report, at the same offset.
+        JsonScanner scanner(header, static_cast<std::size_t>(headerLength), kLengthPrefixSize);
+        scanner.setCursor(header + before);
+        parseMetadataObject(scanner, metadata_, parseStorage().spareNodes);
+        const std::uint8_t* rest = scanner.cursor();
+        if (static_cast<std::uint64_t>(header + headerLength - rest) != headerAfter_.size() ||
+            std::memcmp(rest, headerAfter_.data(), headerAfter_.size()) != 0)
+            return false;
+    }
+    dataOffset_ = kLengthPrefixSize + headerLength;
+    const std::uint8_t* buffer = blob.data + dataOffset_;
+    for (std::size_t i = 0; i < tensors_.size(); ++i)
+        tensors_[i].data = ByteSpan(buffer + layoutDataBegins_[i], tensors_[i].data.size);
+    return true;
+}
+
+void SafetensorsView::forgetLayout()
+{
+    layoutKnown_ = false;
+    headerBefore_.clear();
+    headerAfter_.clear();
+    layoutDataBegins_.clear();
 }
 
 void SafetensorsView::parseInto(ByteSpan blob)
@@ -554,6 +618,7 @@ void SafetensorsView::parseInto(ByteSpan blob)
                               " (the bytes after the length), found " + std::to_string(headerLength),
                           0);
 
+    view.forgetLayout();
     view.dataOffset_ = kLengthPrefixSize + headerLength;
     HeaderParser parser(blob, headerLength);
     parser.parse(view.tensors_, view.metadata_);
@@ -603,6 +668,24 @@ void SafetensorsView::parseInto(ByteSpan blob)
         }
         view.tensors_ = std::move(sorted);
     }
+
+    // Kept for reparse(); a header too large to be worth keeping is parsed in full each time.
+    if (headerLength > kRememberedHeaderLimit)
+        return;
+    const std::uint8_t* header = blob.data + kLengthPrefixSize;
+    view.layoutHasMetadata_ = parser.metadataBegin() != nullptr;
+    if (view.layoutHasMetadata_) {
+        view.headerBefore_.assign(reinterpret_cast<const char*>(header), static_cast<std::size_t>(parser.metadataBegin() - header));
+        view.headerAfter_.assign(reinterpret_cast<const char*>(parser.metadataEnd()),
+                                 static_cast<std::size_t>(header + headerLength - parser.metadataEnd()));
+    } else {
+        view.headerBefore_.assign(reinterpret_cast<const char*>(header), static_cast<std::size_t>(headerLength));
+    }
+    view.layoutBufferSize_ = parser.bufferSize();
+    view.layoutDataBegins_.resize(view.tensors_.size());
+    for (std::size_t i = 0; i < view.tensors_.size(); ++i)
+        view.layoutDataBegins_[i] = static_cast<std::uint64_t>(view.tensors_[i].data.data - buffer);
+    view.layoutKnown_ = true;
 }
 
 const TensorView* SafetensorsView::find(std::string_view name) const

@@ -112,6 +112,46 @@ void verifyViewInvariants(const SafetensorsView& view, const QByteArray& blob)
     QCOMPARE(cursor, blobBegin + blob.size());
 }
 
+// Everything a parsed view says, or the error a parse reported: two parses of the same
+// bytes must describe the same way.
+std::string describe(const SafetensorsView& view, const QByteArray& blob)
+{
+    const auto* base = reinterpret_cast<const std::uint8_t*>(blob.constData());
+    std::string out = "data at " + std::to_string(view.dataOffset()) + ";";
+    for (const zkdv::TensorView& tensor : view.tensors()) {
+        out += " " + tensor.name + ":" + std::string(zkdv::dtypeName(tensor.dtype)) + "[";
+        for (std::int64_t dim : tensor.shape)
+            out += std::to_string(dim) + ",";
+        out += "]@" + std::to_string(tensor.data.data - base) + "+" + std::to_string(tensor.data.size);
+    }
+    for (const auto& [key, value] : view.metadata())
+        out += " " + key + "=" + value;
+    return out;
+}
+
+template <typename Parse>
+std::string outcomeOf(Parse parse)
+{
+    try {
+        return parse();
+    } catch (const zkdv::FormatError& error) {
+        return "error at " + std::to_string(error.offset()) + ": " + error.detail();
+    }
+}
+
+QByteArray blobOfLayout(const std::string& index, const std::string& wallTime, std::uint8_t seed)
+{
+    static std::vector<std::vector<std::uint8_t>> storage;
+    storage.push_back(patternBytes(12, seed));
+    storage.push_back(patternBytes(3, static_cast<std::uint8_t>(seed + 1)));
+    SafetensorsBuilder builder;
+    builder.setMetadata("index", index);
+    builder.setMetadata("wall_time_ns", wallTime);
+    builder.add("loss", DType::F32, {3}, storage[storage.size() - 2]);
+    builder.add("batch/0", DType::U8, {3}, storage.back());
+    return toQByteArray(builder.toBytes());
+}
+
 }  // namespace
 
 class TestSafetensors : public QObject {
@@ -138,6 +178,9 @@ private Q_SLOTS:
     void rejectsEveryTruncation();
     void everyByteValueAtEveryPositionParsesOrThrowsFormatError();
     void parsesTwelveTensorHeader();
+    void reparseOfOneLayoutSeesEachBlobsMetadataAndData();
+    void reparseAgreesWithParseOnEveryMutation_data();
+    void reparseAgreesWithParseOnEveryMutation();
 };
 
 void TestSafetensors::dtypeNamesAndSizes()
@@ -702,6 +745,81 @@ void TestSafetensors::parsesTwelveTensorHeader()
     for (std::size_t i = 0; i < 12; ++i)
         QCOMPARE(std::vector<std::uint8_t>(view.tensors()[i].data.begin(), view.tensors()[i].data.end()), storage[i]);
     verifyViewInvariants(view, blob);
+}
+
+void TestSafetensors::reparseOfOneLayoutSeesEachBlobsMetadataAndData()
+{
+    // Records of one run differ in their metadata (of any length) and data only: reparse()
+    // must report each one's own values and point into each one's own bytes.
+    const QByteArray first = blobOfLayout("1", "250", 10);
+    const QByteArray second = blobOfLayout("1000000", "31", 20);
+    const QByteArray third = blobOfLayout("7", "123456789", 30);
+    QVERIFY(first.size() != second.size());
+    SafetensorsView view;
+    for (const QByteArray* blob : {&first, &second, &third, &first}) {
+        view.reparse(spanOf(*blob));
+        QCOMPARE(describe(view, *blob), describe(SafetensorsView::parse(spanOf(*blob)), *blob));
+        verifyViewInvariants(view, *blob);
+    }
+    QCOMPARE(view.metadataValue("index"), std::string_view("1"));
+    QCOMPARE(view.tensors().front().data.data[0], patternBytes(1, 10)[0]);
+
+    // Another layout in between (a snapshot record), then the first one again.
+    const QByteArray other = smallValidBlob();
+    view.reparse(spanOf(other));
+    QCOMPARE(describe(view, other), describe(SafetensorsView::parse(spanOf(other)), other));
+    view.reparse(spanOf(second));
+    QCOMPARE(describe(view, second), describe(SafetensorsView::parse(spanOf(second)), second));
+}
+
+void TestSafetensors::reparseAgreesWithParseOnEveryMutation_data()
+{
+    QTest::addColumn<QByteArray>("original");
+    QTest::newRow("metadata first, as writers put it") << smallValidBlob();
+    QTest::newRow("metadata between tensors, spaced")
+        << blobWithHeader("{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}, \"__metadata__\" : {\"k\":\"v\", \"x\":\"\"} ,"
+                          "\"b\":{\"dtype\":\"I16\",\"shape\":[],\"data_offsets\":[2,4]}}  ",
+                          "wxyz");
+    QTest::newRow("no metadata") << blobWithHeader("{\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,3]}}", "abc");
+}
+
+void TestSafetensors::reparseAgreesWithParseOnEveryMutation()
+{
+    // A view that has just parsed `original` reparses each single-byte mutation of it: the
+    // result, or the error and where it points, must be what a fresh parse says, and the
+    // view must then read the original again as if nothing had happened.
+    QFETCH(QByteArray, original);
+    const std::string expectedOriginal = describe(SafetensorsView::parse(spanOf(original)), original);
+    int parsedMutations = 0;
+    for (int position = 0; position < original.size(); ++position) {
+        for (int value = 0; value < 256; ++value) {
+            if (static_cast<unsigned char>(original[position]) == value)
+                continue;
+            QByteArray mutated = original;
+            mutated[position] = static_cast<char>(value);
+            SafetensorsView view;
+            view.reparse(spanOf(original));
+            const std::string fresh = outcomeOf([&] { return describe(SafetensorsView::parse(spanOf(mutated)), mutated); });
+            const std::string reused = outcomeOf([&] {
+                view.reparse(spanOf(mutated));
+                return describe(view, mutated);
+            });
+            if (reused != fresh)
+                QFAIL(qPrintable(QStringLiteral("byte %1 set to %2: reparse says \"%3\", parse says \"%4\"")
+                                     .arg(position)
+                                     .arg(value)
+                                     .arg(QString::fromStdString(reused), QString::fromStdString(fresh))));
+            if (reused.rfind("error", 0) != 0) {
+                ++parsedMutations;
+                verifyViewInvariants(view, mutated);
+            } else {
+                QVERIFY(view.tensors().empty() && view.metadata().empty());
+            }
+            view.reparse(spanOf(original));
+            QCOMPARE(describe(view, original), expectedOriginal);
+        }
+    }
+    QVERIFY(parsedMutations > 0);
 }
 
 QTEST_APPLESS_MAIN(TestSafetensors)

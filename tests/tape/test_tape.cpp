@@ -15,6 +15,7 @@
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/util/huge_page_allocator.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/util/sampling_generator.h"
 
@@ -155,6 +156,7 @@ private Q_SLOTS:
     void writerRefusesExistingPathWithoutOverwrite();
     void bytesAfterTheSealAreCorruption();
     void fileSha256MatchesAStraightHash();
+    void hugePageBuffersHoldWhatIsWritten();
     void sampledChecksFollowTheSeededGenerator();
 
 private:
@@ -563,6 +565,28 @@ void TestTape::bytesAfterTheSealAreCorruption()
     QCOMPARE(summary.status, TapeStatus::Corrupt);
     QVERIFY2(summary.problem->message.find("follow the seal") != std::string::npos, summary.problem->message.c_str());
     QCOMPARE(summary.validBytes, std::uint64_t(sealedSize));
+}
+
+void TestTape::hugePageBuffersHoldWhatIsWritten()
+{
+    // The scanner's read windows and the stored sort orders live in these buffers.
+    for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(1000), std::size_t(3) << 18}) {
+        HugePageVector<std::uint64_t> values;
+        for (std::size_t i = 0; i < count; ++i)
+            values.push_back(i * 0x9E3779B97F4A7C15u);  // grows through every size class
+        QCOMPARE(values.size(), count);
+        for (std::size_t i = 0; i < count; ++i)
+            if (values[i] != i * 0x9E3779B97F4A7C15u)
+                QFAIL(qPrintable(QStringLiteral("element %1 of %2 changed").arg(i).arg(count)));
+        HugePageVector<std::uint64_t> moved = std::move(values);
+        QCOMPARE(moved.size(), count);
+    }
+#if defined(__linux__)
+    // Only whole, aligned 2 MiB ranges can be huge pages: a large buffer starts on one.
+    HugePageVector<std::uint8_t> window(std::size_t(8) << 20, 0xA5);
+    QCOMPARE(reinterpret_cast<std::uintptr_t>(window.data()) % (std::uintptr_t(2) << 20), std::uintptr_t(0));
+    QCOMPARE(std::count(window.begin(), window.end(), std::uint8_t(0xA5)), std::ptrdiff_t(window.size()));
+#endif
 }
 
 void TestTape::fileSha256MatchesAStraightHash()

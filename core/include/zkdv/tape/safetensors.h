@@ -41,8 +41,11 @@ public:
 
     // Parses `blob` exactly as parse() does, into this view, reusing the storage it holds
     // from an earlier parse: a reader going through many blobs of one layout (a tape's
-    // records) then allocates nothing per blob. Views of the previous blob are invalidated.
-    // Throws as parse() does, leaving the view empty.
+    // records) then allocates nothing per blob. When the header differs from the previous
+    // one only inside the "__metadata__" object (a tape's records of one run: same tensors,
+    // new index and timings) and the data buffer has the same size, only the metadata is
+    // parsed again: the tensors are the previous ones at the new address. Views of the
+    // previous blob are invalidated. Throws as parse() does, leaving the view empty.
     void reparse(ByteSpan blob);
 
     // Tensors in the order of their data offsets.
@@ -57,10 +60,24 @@ public:
 
 private:
     void parseInto(ByteSpan blob);  // into an empty or reused view
+    // The reparse() of a header that differs from the last one parsed only in its metadata;
+    // false, with the view unchanged but its metadata, when the header differs elsewhere.
+    bool reparseMetadataOnly(ByteSpan blob);
+    void forgetLayout();
 
     std::vector<TensorView> tensors_;
     std::map<std::string, std::string, std::less<>> metadata_;
     std::uint64_t dataOffset_ = 0;
+
+    // The layout of the last header parsed in full, for reparseMetadataOnly(): its bytes
+    // before and after the metadata object (all of them in `headerBefore_` when it has
+    // none), the data buffer's size and where each tensor starts in it.
+    bool layoutKnown_ = false;
+    bool layoutHasMetadata_ = false;
+    std::string headerBefore_;
+    std::string headerAfter_;
+    std::uint64_t layoutBufferSize_ = 0;
+    std::vector<std::uint64_t> layoutDataBegins_;
 };
 
 // Builds one blob. Tensor bytes are referenced, not copied: they must stay alive until
