@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include "sync_ahead.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/transaction_order.h"
@@ -48,8 +49,11 @@ void bindStaticBlob(Database& db, Statement& statement, int index, ByteSpan blob
         db.check(rc, "cannot bind parameter " + std::to_string(index) + " of a row insert");
 }
 
+// OR FAIL: a row that breaks a constraint stops the ingest, which then rolls back as a
+// whole, so a statement need not undo its own earlier rows; with the default (ABORT) SQLite
+// keeps a statement journal for every multi-row INSERT to be able to.
 constexpr const char* kInsertTransactionColumns =
-    "INSERT INTO transactions(tape_id, idx, segment, loss, lr, update_norm, max_update, fingerprints, has_deltas,"
+    "INSERT OR FAIL INTO transactions(tape_id, idx, segment, loss, lr, update_norm, max_update, fingerprints, has_deltas,"
     " has_state_digest, state_digest, wall_time_ns, record_index, record_offset, record_length, record_digest)";
 
 // The row of one transaction or snapshot record as the case stores it, kept until inserted
@@ -175,7 +179,8 @@ public:
 
     RowInserter(Database& db, Statement& insertTransaction, Statement& insertSnapshot, std::int64_t tapeId)
         : db_(db), insertTransaction_(insertTransaction), insertSnapshot_(insertSnapshot),
-          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), tapeId_(tapeId), thread_([this] { work(); })
+          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), syncAhead_(db.path()), tapeId_(tapeId),
+          thread_([this] { work(); })
     {
         insertTransactions_.bind(1, tapeId_);
     }
@@ -259,6 +264,8 @@ private:
             changed_.notify_all();
             try {
                 insert(chunk);
+                if (++insertedChunks_ % kSyncAheadChunks == 0)
+                    syncAhead_.request();
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mutex_);
                 failure_ = std::current_exception();
@@ -317,12 +324,16 @@ private:
     }
 
     static constexpr std::size_t kRowsPerStatement = 64;  // 961 parameters, under SQLite's 32,766
+    // ~11 MB of rows a sync.
+    static constexpr std::size_t kSyncAheadChunks = 32;
 
     Database& db_;
     Statement& insertTransaction_;
     Statement& insertSnapshot_;
     Statement insertTransactions_;
     std::vector<const PendingRow*> batch_;
+    SyncAhead syncAhead_;
+    std::size_t insertedChunks_ = 0;
     std::int64_t tapeId_;
     RowChunk current_;
     RowChunk spare_;
@@ -464,24 +475,32 @@ public:
 
     void onSeal(const SealRecord&, const RecordLocation& location) override { embed(location); }
 
-    // Sorts the gathered columns (loss on a second thread: the learning rate, mostly constant
-    // or a few steps of a schedule, costs next to nothing) and stores their orders. Call
-    // after finish().
+    // Sorts the gathered columns and stores their orders. Loss sorts and encodes on a second
+    // thread while this one does the learning rate (mostly constant or a few steps of a
+    // schedule: next to nothing) and the update norm. Call after finish().
     void storeOrders()
     {
         if (orders_[0].size() == 0 || ordersAbandoned_)
             return;
-        auto loss = std::async(std::launch::async, [this] { orders_[0].sort(); });
-        orders_[1].sort();
-        orders_[2].sort();
-        loss.get();
-        Statement insert = db_.prepare("INSERT INTO transaction_orders(tape_id, column_name, ascending) VALUES(?1, ?2, ?3)");
+        using Encoded = std::optional<HugePageVector<std::uint8_t>>;
+        auto sortAndEncode = [](TransactionOrder& order) -> Encoded {
+            order.sort();
+            return order.encode();
+        };
+        std::future<Encoded> loss = std::async(std::launch::async, sortAndEncode, std::ref(orders_[0]));
+        std::array<Encoded, std::size(kOrderedTransactionColumns)> blobs;
+        for (std::size_t column = 1; column < orders_.size(); ++column)
+            blobs[column] = sortAndEncode(orders_[column]);
+        blobs[0] = loss.get();
+        Statement insert =
+            db_.prepare("INSERT INTO transaction_orders(tape_id, column_name, ascending) VALUES(?1, ?2, zeroblob(?3))");
         for (std::size_t column = 0; column < orders_.size(); ++column) {
-            const std::optional<std::string> blob = orders_[column].encode();
-            if (!blob)
+            if (!blobs[column])
                 return;
-            insert.bind(1, tapeId_).bind(2, kOrderedTransactionColumns[column]).bindBlob(3, ByteSpan(std::string_view(*blob)));
+            const ByteSpan blob(blobs[column]->data(), blobs[column]->size());
+            insert.bind(1, tapeId_).bind(2, kOrderedTransactionColumns[column]).bind(3, static_cast<std::int64_t>(blob.size));
             insert.run();
+            db_.writeBlob("transaction_orders", "ascending", db_.lastInsertRowId(), blob);
         }
     }
 
@@ -586,6 +605,11 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
     std::optional<std::string> fileSha256;
     {
         RollbackJournalWhileAlone journal(*db_);
+        // Every row an ingest adds refers to the tape row it adds first, so the foreign keys
+        // hold by construction. Enforced, they would make each multi-row INSERT keep a
+        // statement journal, a copy of every page it changes in case a later row of the
+        // statement fails: 1.4 GB of temporary-file writes for a million transactions.
+        ForeignKeysOff foreignKeysOff(*db_);
         SqlTransaction transaction(*db_);
         IngestVisitor visitor(*db_, tapePath, options);
         ScanOptions scan;

@@ -1,8 +1,9 @@
 #include "zkdv/store/database.h"
 
-#include <sqlite3.h>
-
+#include <limits>
 #include <utility>
+
+#include <sqlite3.h>
 
 namespace zkdv {
 
@@ -356,6 +357,19 @@ int Database::userVersion()
     return static_cast<int>(queryInt64("PRAGMA user_version").value_or(0));
 }
 
+void Database::writeBlob(const char* table, const char* column, std::int64_t rowid, ByteSpan bytes)
+{
+    sqlite3_blob* blob = nullptr;
+    const std::string what = std::string("cannot write ") + table + "." + column + " of row " + std::to_string(rowid);
+    check(sqlite3_blob_open(db_, "main", table, column, rowid, 1, &blob), what);
+    const int written = bytes.size > static_cast<std::size_t>(std::numeric_limits<int>::max())
+                            ? SQLITE_TOOBIG
+                            : sqlite3_blob_write(blob, bytes.data, static_cast<int>(bytes.size), 0);
+    const int closed = sqlite3_blob_close(blob);
+    check(written, what);
+    check(closed, what);
+}
+
 bool Database::trySetJournalMode(const std::string& mode)
 {
     sqlite3_busy_timeout(db_, 0);
@@ -403,6 +417,16 @@ void SqlTransaction::commit()
 {
     db_.exec("COMMIT");
     done_ = true;
+}
+
+ForeignKeysOff::ForeignKeysOff(Database& db) : db_(db) { db_.exec("PRAGMA foreign_keys=OFF"); }
+
+ForeignKeysOff::~ForeignKeysOff()
+{
+    try {
+        db_.exec("PRAGMA foreign_keys=ON");
+    } catch (...) {  // a destructor must not throw; the next statement reports a dead connection
+    }
 }
 
 std::string sqliteVersion() { return sqlite3_libversion(); }

@@ -54,7 +54,7 @@ void TransactionOrder::sort()
     for (const Keyed& entry : keyed_)
         for (int d = 0; d < kDigits; ++d)
             ++counts[d][(entry.key >> (d * kDigitBits)) & (kBuckets - 1)];
-    std::vector<Keyed> buffer;
+    HugePageVector<Keyed> buffer;
     for (int d = 0; d < kDigits; ++d) {
         const std::uint64_t sharedDigit = keyed_.empty() ? 0 : (keyed_.front().key >> (d * kDigitBits)) & (kBuckets - 1);
         if (counts[d][sharedDigit] == keyed_.size())
@@ -81,10 +81,10 @@ std::vector<std::int64_t> TransactionOrder::ascending() const
     return order;
 }
 
-std::optional<std::string> TransactionOrder::encode() const
+std::optional<HugePageVector<std::uint8_t>> TransactionOrder::encode() const
 {
-    std::string blob(keyed_.size() * 4, '\0');
-    auto* out = reinterpret_cast<std::uint8_t*>(blob.data());
+    HugePageVector<std::uint8_t> blob(keyed_.size() * 4);
+    std::uint8_t* out = blob.data();
     for (const Keyed& entry : keyed_) {
         if (entry.index > std::numeric_limits<std::uint32_t>::max())
             return std::nullopt;

@@ -238,6 +238,7 @@ private Q_SLOTS:
     void ingestStoresTheTapeRow();
     void ingestStoresTheSortOrders();
     void ingestLeavesTheCaseInWalMode();
+    void ingestLeavesForeignKeysEnforced();
     void ingestIndexesEveryRecord_data();
     void ingestIndexesEveryRecord();
     void ingestStoresTheModelLayout();
@@ -368,10 +369,10 @@ void TestCaseStore::ingestStoresTheSortOrders()
     while (sorted.step())
         expected.push_back(sorted.int64(0));
     QCOMPARE(order.ascending(), expected);
-    const std::optional<std::string> blob = order.encode();
+    const auto blob = order.encode();
     QVERIFY(blob);
-    QCOMPARE(decodeTransactionOrder(ByteSpan(std::string_view(*blob)), values.size()), std::optional<std::vector<std::int64_t>>(expected));
-    QVERIFY(!decodeTransactionOrder(ByteSpan(std::string_view(*blob)), values.size() + 1));
+    QCOMPARE(decodeTransactionOrder(ByteSpan(blob->data(), blob->size()), values.size()), std::optional<std::vector<std::int64_t>>(expected));
+    QVERIFY(!decodeTransactionOrder(ByteSpan(blob->data(), blob->size()), values.size() + 1));
     // Many entries, few distinct values (ties) and keys spread over every digit, added in a
     // shuffled order: the same order as sorting by (value, index) directly.
     std::mt19937_64 random(7);
@@ -447,6 +448,30 @@ void TestCaseStore::ingestLeavesTheCaseInWalMode()
     }
     CaseStore store(casePath, CaseStore::Access::ReadWrite);
     QCOMPARE(journalMode(store.database()), std::string("wal"));
+}
+
+void TestCaseStore::ingestLeavesForeignKeysEnforced()
+{
+    // Ingest inserts with foreign keys off (its rows refer to the tape row it adds); the
+    // connection must enforce them again afterwards, whether the ingest succeeded or not.
+    CaseStore store(freshCase(), CaseStore::Access::ReadWrite);
+    const auto enforced = [&] { return count(store.database(), "PRAGMA foreign_keys") == 1; };
+    const std::string good = writeDemo(dir_.file("fk-good.zkdv"));
+    const std::int64_t tapeId = store.ingestTape(good).tapeId;
+    QVERIFY(enforced());
+    std::vector<std::uint8_t> bytes = readAll(good);
+    bytes[bytes.size() / 2] ^= 0x01;
+    const std::string corrupt = dir_.file("fk-corrupt.zkdv");
+    writeAll(corrupt, bytes, bytes.size());
+    QVERIFY_THROWS_EXCEPTION(IngestError, store.ingestTape(corrupt));
+    QVERIFY(enforced());
+    QVERIFY_THROWS_EXCEPTION(DatabaseError, store.database().exec("INSERT INTO snapshots VALUES(12345, 0, 0, 0, 0, x'00')"));
+    // Deleting the tape cascades to every row that refers to it.
+    Statement remove = store.database().prepare("DELETE FROM tapes WHERE id = ?1");
+    remove.bind(1, tapeId).run();
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM transactions"), std::int64_t(0));
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM snapshots"), std::int64_t(0));
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM transaction_orders"), std::int64_t(0));
 }
 
 void TestCaseStore::ingestIndexesEveryRecord_data()

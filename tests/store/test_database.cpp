@@ -2,6 +2,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -89,6 +90,8 @@ private Q_SLOTS:
     void upgradeCreatesEverySchemaObject();
     void upgradeIsIdempotent();
     void versionOneCaseMigratesKeepingItsRows();
+    void versionFourCaseKeepsItsStoredOrders();
+    void writeBlobFillsAZeroblobInPlace();
     void newerCaseIsRefusedAndUntouched();
     void foreignDatabaseIsRefusedAndUntouched();
     void missingFileFailsNamingThePath();
@@ -301,7 +304,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 4);
+    QCOMPARE(CaseSchema::latestVersion(), 5);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
@@ -418,6 +421,67 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
     db.exec("DELETE FROM tapes");
     QCOMPARE(count(db, "SELECT count(*) FROM tensors"), std::int64_t(0));
     QCOMPARE(count(db, "SELECT count(*) FROM replay_runs"), std::int64_t(0));
+}
+
+void TestDatabase::versionFourCaseKeepsItsStoredOrders()
+{
+    // Version 4 kept the orders in a WITHOUT ROWID table; migration 5 rebuilds it as an
+    // ordinary one (for incremental blob writes), keeping every order.
+    const std::string path = dir_.file("v4.zkaudit");
+    {
+        Database db(path, Database::Mode::ReadWriteCreate);
+        CaseSchema::upgrade(db);
+        db.exec("DROP TABLE transaction_orders;"
+                "CREATE TABLE transaction_orders(tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,"
+                " column_name TEXT NOT NULL CHECK(column_name IN ('loss','lr','update_norm')), ascending BLOB NOT NULL,"
+                " PRIMARY KEY(tape_id, column_name)) WITHOUT ROWID;"
+                "INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
+                " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
+                " VALUES (1, NULL, 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 2, 0, 'now');"
+                "INSERT INTO transaction_orders VALUES (1, 'loss', x'0100000000000000'), (1, 'lr', x'0000000001000000');");
+        db.setUserVersion(4);
+        QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_list WHERE name = 'transaction_orders' AND wr = 1"), std::int64_t(1));
+    }
+    Database db(path, Database::Mode::ReadWrite);
+    CaseSchema::upgrade(db);
+    QCOMPARE(db.userVersion(), 5);
+    QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_list WHERE name = 'transaction_orders' AND wr = 0"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM transaction_orders WHERE tape_id = 1 AND column_name = 'loss'"
+                       " AND ascending = x'0100000000000000'"),
+             std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM transaction_orders WHERE tape_id = 1 AND column_name = 'lr'"
+                       " AND ascending = x'0000000001000000'"),
+             std::int64_t(1));
+    // The key and the cascade hold as before.
+    QVERIFY(caught<DatabaseError>([&] { db.exec("INSERT INTO transaction_orders VALUES (1, 'loss', x'00')"); }));
+    db.exec("DELETE FROM tapes");
+    QCOMPARE(count(db, "SELECT count(*) FROM transaction_orders"), std::int64_t(0));
+}
+
+void TestDatabase::writeBlobFillsAZeroblobInPlace()
+{
+    Database db(dir_.file("blob.sqlite"), Database::Mode::ReadWriteCreate);
+    db.exec("CREATE TABLE blobs(id INTEGER PRIMARY KEY, content BLOB)");
+    db.exec("INSERT INTO blobs VALUES (1, zeroblob(100000))");
+    std::vector<std::uint8_t> bytes(70000);
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<std::uint8_t>(i * 13 + 1);
+    db.writeBlob("blobs", "content", 1, zkdv::ByteSpan(bytes));
+    Statement read = db.prepare("SELECT content FROM blobs WHERE id = 1");
+    QVERIFY(read.step());
+    const zkdv::ByteSpan stored = read.blob(0);
+    QCOMPARE(stored.size, std::size_t(100000));
+    QVERIFY(std::equal(bytes.begin(), bytes.end(), stored.data));
+    QVERIFY(std::all_of(stored.data + bytes.size(), stored.data + stored.size, [](std::uint8_t b) { return b == 0; }));
+    read.reset();
+    // No such row, or a blob too short for the bytes: an error naming what was written.
+    auto missing = caught<DatabaseError>([&] { db.writeBlob("blobs", "content", 2, zkdv::ByteSpan(bytes)); });
+    QVERIFY(missing);
+    QVERIFY2(contains(missing->what(), "blobs.content of row 2"), missing->what());
+    db.exec("INSERT INTO blobs VALUES (3, zeroblob(10))");
+    auto tooLong = caught<DatabaseError>([&] { db.writeBlob("blobs", "content", 3, zkdv::ByteSpan(bytes)); });
+    QVERIFY(tooLong);
+    QVERIFY2(contains(tooLong->what(), "row 3"), tooLong->what());
 }
 
 void TestDatabase::upgradeIsIdempotent()

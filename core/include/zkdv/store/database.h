@@ -99,6 +99,11 @@ public:
 
     int userVersion();
     void setUserVersion(int version);
+    // Writes `bytes` at the start of the blob in `column` of the row `rowid` of `table`,
+    // which must already hold at least that many bytes (inserted as zeroblob(N)). A bound
+    // blob is copied into a new record before it is inserted; this writes straight into the
+    // pages, for values of megabytes.
+    void writeBlob(const char* table, const char* column, std::int64_t rowid, ByteSpan bytes);
     // Switches the journal mode ("wal", "delete") without waiting for other connections
     // (the change needs the file to itself); true when the file is then in `mode`.
     bool trySetJournalMode(const std::string& mode);
@@ -128,6 +133,19 @@ public:
 private:
     Database& db_;
     bool done_ = false;
+};
+
+// Switches foreign key enforcement off for its lifetime, then on again. PRAGMA foreign_keys
+// is a no-op inside a transaction, so this goes around one, never inside.
+class ForeignKeysOff {
+public:
+    explicit ForeignKeysOff(Database& db);
+    ForeignKeysOff(const ForeignKeysOff&) = delete;
+    ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+    ~ForeignKeysOff();
+
+private:
+    Database& db_;
 };
 
 }  // namespace zkdv

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zkdv/util/byte_span.h"
+#include "zkdv/util/huge_page_allocator.h"
 
 namespace zkdv {
 
@@ -30,7 +31,7 @@ public:
     std::vector<std::int64_t> ascending() const;
     // Little-endian uint32 transaction indexes; nullopt when an index does not fit in 32
     // bits (such a tape keeps no stored order).
-    std::optional<std::string> encode() const;
+    std::optional<HugePageVector<std::uint8_t>> encode() const;
 
 private:
     // The value mapped to an unsigned key whose integer order is the SQL order (NULL below
@@ -39,7 +40,7 @@ private:
         std::uint64_t key;
         std::uint64_t index;
     };
-    std::vector<Keyed> keyed_;
+    HugePageVector<Keyed> keyed_;
 };
 
 // The order a stored blob holds, or nullopt when the blob cannot be one of
