@@ -79,6 +79,16 @@ int main(int argc, char** argv)
     int runs = 3;
     std::string dir = std::filesystem::temp_directory_path() / "zkdv-bench";
     std::string baseline;
+    const char* usage = "usage: bench_tape [--transactions N] [--batch-size B] [--dir DIR] [--runs R] [--baseline ZKDV_AUDIT]\n";
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::printf("%s", usage);
+            return 0;
+        }
+    if (argc % 2 == 0) {
+        std::fprintf(stderr, "bench_tape: %s needs a value\n%s", argv[argc - 1], usage);
+        return 2;
+    }
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
         if (flag == "--transactions")
@@ -91,6 +101,10 @@ int main(int argc, char** argv)
             runs = std::stoi(argv[i + 1]);
         else if (flag == "--baseline")
             baseline = argv[i + 1];
+        else {
+            std::fprintf(stderr, "bench_tape: unknown option %s\n%s", flag.c_str(), usage);
+            return 2;
+        }
     }
     std::filesystem::create_directories(dir);
     const std::string tape = dir + "/bench-" + std::to_string(transactions) + "-" + std::to_string(batchSize) + ".zkdv";
@@ -165,6 +179,16 @@ int main(int argc, char** argv)
                     gigabytes / median.seconds, reference / median.seconds, cpu[cpu.size() / 2], peak / 1024,
                     median.exitCode);
         std::fflush(stdout);
+    }
+    if (!baseline.empty()) {
+        // The rows alternate: this build's command, then the baseline's.
+        std::printf("\nthis build's median time / the baseline's, same run:\n");
+        for (std::size_t i = 2; i + 1 < rows.size(); ++i) {
+            if (rows[i + 1].name.rfind("baseline ", 0) != 0)
+                continue;
+            const auto median = [](const Row& row) { return row.samples[row.samples.size() / 2].seconds; };
+            std::printf("  %-32s %6.2fx\n", rows[i].name.c_str(), median(rows[i]) / median(rows[i + 1]));
+        }
     }
     return 0;
 }
