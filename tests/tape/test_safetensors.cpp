@@ -112,6 +112,24 @@ void verifyViewInvariants(const SafetensorsView& view, const QByteArray& blob)
     QCOMPARE(cursor, blobBegin + blob.size());
 }
 
+// Calls visit(position, value, mutated) for every blob that differs from `original` in
+// exactly one byte, until the test has failed.
+template <typename Visit>
+void forEachSingleByteMutation(const QByteArray& original, Visit visit)
+{
+    for (int position = 0; position < original.size(); ++position) {
+        for (int value = 0; value < 256; ++value) {
+            if (static_cast<unsigned char>(original[position]) == value)
+                continue;
+            QByteArray mutated = original;
+            mutated[position] = static_cast<char>(value);
+            visit(position, value, mutated);
+            if (QTest::currentTestFailed())
+                return;
+        }
+    }
+}
+
 // Everything a parsed view says, or the error a parse reported: two parses of the same
 // bytes must describe the same way.
 std::string describe(const SafetensorsView& view, const QByteArray& blob)
@@ -700,25 +718,18 @@ void TestSafetensors::everyByteValueAtEveryPositionParsesOrThrowsFormatError()
     const QByteArray original = smallValidBlob();
     int parsed = 0;
     int refused = 0;
-    for (int position = 0; position < original.size(); ++position) {
-        for (int value = 0; value < 256; ++value) {
-            if (static_cast<unsigned char>(original[position]) == value)
-                continue;
-            QByteArray mutated = original;
-            mutated[position] = static_cast<char>(value);
-            try {
-                const SafetensorsView view = SafetensorsView::parse(spanOf(mutated));
-                verifyViewInvariants(view, mutated);
-                ++parsed;
-            } catch (const zkdv::FormatError&) {
-                ++refused;
-            } catch (...) {
-                QFAIL(qPrintable(QStringLiteral("byte %1 set to %2 threw something other than FormatError")
-                                     .arg(position)
-                                     .arg(value)));
-            }
+    forEachSingleByteMutation(original, [&](int position, int value, const QByteArray& mutated) {
+        try {
+            const SafetensorsView view = SafetensorsView::parse(spanOf(mutated));
+            verifyViewInvariants(view, mutated);
+            ++parsed;
+        } catch (const zkdv::FormatError&) {
+            ++refused;
+        } catch (...) {
+            QFAIL(qPrintable(QStringLiteral("byte %1 set to %2 threw something other than FormatError").arg(position).arg(value)));
         }
-    }
+    });
+    QVERIFY(!QTest::currentTestFailed());
     // Every change to a data byte must still parse; most header changes must not.
     QVERIFY(parsed >= 11 * 255);
     QVERIFY(refused > parsed);
@@ -791,34 +802,29 @@ void TestSafetensors::reparseAgreesWithParseOnEveryMutation()
     QFETCH(QByteArray, original);
     const std::string expectedOriginal = describe(SafetensorsView::parse(spanOf(original)), original);
     int parsedMutations = 0;
-    for (int position = 0; position < original.size(); ++position) {
-        for (int value = 0; value < 256; ++value) {
-            if (static_cast<unsigned char>(original[position]) == value)
-                continue;
-            QByteArray mutated = original;
-            mutated[position] = static_cast<char>(value);
-            SafetensorsView view;
-            view.reparse(spanOf(original));
-            const std::string fresh = outcomeOf([&] { return describe(SafetensorsView::parse(spanOf(mutated)), mutated); });
-            const std::string reused = outcomeOf([&] {
-                view.reparse(spanOf(mutated));
-                return describe(view, mutated);
-            });
-            if (reused != fresh)
-                QFAIL(qPrintable(QStringLiteral("byte %1 set to %2: reparse says \"%3\", parse says \"%4\"")
-                                     .arg(position)
-                                     .arg(value)
-                                     .arg(QString::fromStdString(reused), QString::fromStdString(fresh))));
-            if (reused.rfind("error", 0) != 0) {
-                ++parsedMutations;
-                verifyViewInvariants(view, mutated);
-            } else {
-                QVERIFY(view.tensors().empty() && view.metadata().empty());
-            }
-            view.reparse(spanOf(original));
-            QCOMPARE(describe(view, original), expectedOriginal);
+    forEachSingleByteMutation(original, [&](int position, int value, const QByteArray& mutated) {
+        SafetensorsView view;
+        view.reparse(spanOf(original));
+        const std::string fresh = outcomeOf([&] { return describe(SafetensorsView::parse(spanOf(mutated)), mutated); });
+        const std::string reused = outcomeOf([&] {
+            view.reparse(spanOf(mutated));
+            return describe(view, mutated);
+        });
+        if (reused != fresh)
+            QFAIL(qPrintable(QStringLiteral("byte %1 set to %2: reparse says \"%3\", parse says \"%4\"")
+                                 .arg(position)
+                                 .arg(value)
+                                 .arg(QString::fromStdString(reused), QString::fromStdString(fresh))));
+        if (reused.rfind("error", 0) != 0) {
+            ++parsedMutations;
+            verifyViewInvariants(view, mutated);
+        } else {
+            QVERIFY(view.tensors().empty() && view.metadata().empty());
         }
-    }
+        view.reparse(spanOf(original));
+        QCOMPARE(describe(view, original), expectedOriginal);
+    });
+    QVERIFY(!QTest::currentTestFailed());
     QVERIFY(parsedMutations > 0);
 }
 
