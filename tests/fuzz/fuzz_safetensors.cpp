@@ -1,4 +1,7 @@
-// Fuzz target for SafetensorsView::parse: any input may be refused, none may crash.
+// Fuzz target for SafetensorsView::parse: any input may be refused, none may crash. It also
+// checks reparse() against parse(): a view that has read the input reads a copy with one
+// byte changed (in the middle) exactly as a fresh parse reads that copy; when the byte is in
+// the metadata or the data, that is reparse()'s path that re-reads only the metadata.
 //
 // Built with -DZKDV_LIBFUZZER and -fsanitize=fuzzer it is a libFuzzer target; otherwise it
 // is a plain program that replays the files named on its command line (a corpus or a
@@ -6,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/util/error.h"
@@ -13,6 +18,55 @@
 namespace {
 // Keeps the checksum loop from being optimised away.
 volatile std::uint64_t g_sink = 0;
+}  // namespace
+
+namespace {
+
+// What a parse says: the view's contents (data as offsets into the blob) or the error.
+template <typename Parse>
+std::string outcomeOf(const std::uint8_t* blob, Parse parse)
+{
+    try {
+        const zkdv::SafetensorsView& view = parse();
+        std::string out = std::to_string(view.dataOffset());
+        for (const zkdv::TensorView& tensor : view.tensors()) {
+            out += "|" + tensor.name + ":" + std::to_string(static_cast<int>(tensor.dtype)) + ":";
+            for (std::int64_t dim : tensor.shape)
+                out += std::to_string(dim) + ",";
+            out += std::to_string(tensor.data.data - blob) + "+" + std::to_string(tensor.data.size);
+        }
+        for (const auto& [key, value] : view.metadata())
+            out += "|" + key + "=" + value;
+        return out;
+    } catch (const zkdv::FormatError& error) {
+        return "error " + std::to_string(error.offset()) + " " + error.detail();
+    }
+}
+
+void checkReparseAgrees(const std::uint8_t* data, std::size_t size)
+{
+    if (size == 0)
+        return;
+    std::vector<std::uint8_t> changed(data, data + size);
+    changed[size / 2] = static_cast<std::uint8_t>(changed[size / 2] + 1);
+    zkdv::SafetensorsView view;
+    try {
+        view.reparse(zkdv::ByteSpan(data, size));
+    } catch (const zkdv::FormatError&) {
+    }
+    const std::string reused = outcomeOf(changed.data(), [&]() -> const zkdv::SafetensorsView& {
+        view.reparse(zkdv::ByteSpan(changed.data(), changed.size()));
+        return view;
+    });
+    zkdv::SafetensorsView fresh;
+    const std::string expected = outcomeOf(changed.data(), [&]() -> const zkdv::SafetensorsView& {
+        fresh = zkdv::SafetensorsView::parse(zkdv::ByteSpan(changed.data(), changed.size()));
+        return fresh;
+    });
+    if (reused != expected)
+        __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -34,6 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const zkdv::FormatError&) {
         // Refusing malformed input is the expected outcome.
     }
+    checkReparseAgrees(data, size);
     return 0;
 }
 
