@@ -39,8 +39,8 @@ int runDemo(int argc, char** argv)
         if (batchSize < 1 || batchSize > 65536)
             throw UsageError("--batch-size must be between 1 and 65536");
 
-        if (parser.has("synthetic")) {
-            SyntheticDemoOptions options;
+        // The options both demos share, each starting from its own defaults.
+        const auto fillCommonOptions = [&](auto& options) {
             options.steps = parser.unsignedValue("steps", options.steps);
             options.seed = parser.unsignedValue("seed", options.seed);
             options.snapshotInterval = interval;
@@ -49,6 +49,11 @@ int runDemo(int argc, char** argv)
             options.stateCheckProbability = parser.doubleValue("state-check", options.stateCheckProbability, 0.0, 1.0);
             options.overwrite = parser.has("overwrite");
             options.progress = &progress;
+        };
+
+        if (parser.has("synthetic")) {
+            SyntheticDemoOptions options;
+            fillCommonOptions(options);
             SyntheticDemoResult result = writeSyntheticDemoTape(path, options);
             progress.finish();
             std::printf("%s: %llu transactions, loss %.4f -> %.4f, %llu bytes, chain head %s\n", path.c_str(),
@@ -58,16 +63,9 @@ int runDemo(int argc, char** argv)
         }
 
         CnnDemoOptions options;
-        options.steps = parser.unsignedValue("steps", options.steps);
+        fillCommonOptions(options);
         options.optimizer = parser.value("optimizer", options.optimizer);
         options.device = parser.value("device", options.device);
-        options.seed = parser.unsignedValue("seed", options.seed);
-        options.snapshotInterval = interval;
-        options.batchSize = batchSize;
-        options.updateCheckProbability = parser.doubleValue("update-check", options.updateCheckProbability, 0.0, 1.0);
-        options.stateCheckProbability = parser.doubleValue("state-check", options.stateCheckProbability, 0.0, 1.0);
-        options.overwrite = parser.has("overwrite");
-        options.progress = &progress;
         CnnDemoResult result = runCnnDemo(path, options);
         progress.finish();
         std::printf("%s: %llu transactions with %s on %s in %.1f s; mean loss over 50 steps %.4f at the start, %.4f at the end; "
