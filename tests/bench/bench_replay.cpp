@@ -107,7 +107,7 @@ int main(int argc, char** argv)
         for (std::uint64_t index : chosen.selected)
             ids += (ids.empty() ? "" : ",") + std::to_string(index);
         const auto started = std::chrono::steady_clock::now();
-        const std::string output = capture("/usr/bin/python3 " ZKDV_TESTS_SOURCE_DIR "/bench/python_replay.py " + tape + " --threads " +
+        const std::string output = capture(ZKDV_TEST_PYTHON " " ZKDV_TESTS_SOURCE_DIR "/bench/python_replay.py " + tape + " --threads " +
                                            std::to_string(zkdv::defaultIntraOpThreads()) + " --ids " + ids);
         pythonProcess.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
         const nlohmann::json python = nlohmann::json::parse(output, nullptr, false);

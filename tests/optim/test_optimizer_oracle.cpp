@@ -57,7 +57,7 @@ void TestOptimizerOracle::initTestCase()
     at::set_num_threads(1);
     QProcess oracle;
     oracle.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    oracle.start(QStringLiteral("/usr/bin/python3"),
+    oracle.start(QStringLiteral(ZKDV_TEST_PYTHON),
                  {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/generate_optimizer_oracle.py"), QString::fromStdString(dir_.path())});
     QVERIFY2(oracle.waitForFinished(600000), "the oracle script did not finish in 10 minutes");
     QVERIFY2(oracle.exitStatus() == QProcess::NormalExit && oracle.exitCode() == 0,

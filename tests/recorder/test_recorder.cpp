@@ -71,7 +71,7 @@ bool runPython(const QStringList& arguments, QString* output)
 {
     QProcess process;
     process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(QStringLiteral("/usr/bin/python3"), arguments);
+    process.start(QStringLiteral(ZKDV_TEST_PYTHON), arguments);
     bool ok = process.waitForFinished(300000) && process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0;
     *output = QString::fromUtf8(process.readAll());
     return ok;
