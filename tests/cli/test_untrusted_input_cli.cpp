@@ -81,8 +81,6 @@ QJsonObject validJson(const QByteArray& bytes)
     return error.error == QJsonParseError::NoError && document.isObject() ? document.object() : QJsonObject();
 }
 
-void writeFile(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
 std::string readFile(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
