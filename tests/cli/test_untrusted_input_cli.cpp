@@ -87,6 +87,20 @@ std::string readFile(const std::string& path)
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The root record the case stores for its tape, with an array nested kDeep levels added to
+// its metadata: everything else about it is valid.
+std::string rootWithDeepMetadata(const std::string& casePath)
+{
+    Database db(casePath, Database::Mode::ReadOnly);
+    Statement row = db.prepare("SELECT root_json FROM tapes");
+    if (!row.step())
+        throw Error("no tape in " + casePath);
+    std::string root = row.text(0);
+    const std::string anchor = "\"metadata\":{";
+    root.replace(root.find(anchor), anchor.size(), anchor + "\"deep\":" + nested(kDeep) + ",");
+    return root;
+}
+
 void exec(const std::string& casePath, const std::string& sql, const std::string& text)
 {
     Database db(casePath, Database::Mode::ReadWrite);
@@ -211,7 +225,7 @@ void TestUntrustedInputCli::deepJsonStoredInACase_data()
 {
     QTest::addColumn<QString>("sql");
     QTest::addColumn<QString>("value");  // DEEP stands for the deep array
-    QTest::newRow("tapes.root_json") << "UPDATE tapes SET root_json = ?1" << "{\"metadata\":DEEP}";
+    QTest::newRow("tapes.root_json") << "UPDATE tapes SET root_json = ?1" << "ROOT";
     QTest::newRow("tensors.shape") << "UPDATE tensors SET shape = ?1" << "DEEP";
     QTest::newRow("optimizer_groups.options") << "UPDATE optimizer_groups SET options = ?1" << "{\"deep\":DEEP}";
     QTest::newRow("replay_runs.environment") << "UPDATE replay_runs SET environment = ?1" << "{\"os\":DEEP}";
@@ -223,7 +237,10 @@ void TestUntrustedInputCli::deepJsonStoredInACase()
     QFETCH(QString, value);
     const QString casePath = syntheticCase("stored-deep.zkaudit");
     std::string text = value.toStdString();
-    text.replace(text.find("DEEP"), 4, nested(kDeep));
+    if (text == "ROOT")
+        text = rootWithDeepMetadata(casePath.toStdString());
+    else
+        text.replace(text.find("DEEP"), 4, nested(kDeep));
     exec(casePath.toStdString(), sql.toStdString(), text);
 
     const std::string report = dir_.file("stored-deep.json");
@@ -244,10 +261,16 @@ void TestUntrustedInputCli::deepJsonStoredInACase()
 void TestUntrustedInputCli::deepRootStoredInACaseStopsTheReplay()
 {
     const QString casePath = syntheticCase("stored-deep-root.zkaudit");
-    exec(casePath.toStdString(), "UPDATE tapes SET root_json = ?1", "{\"metadata\":" + nested(kDeep) + "}");
+    const std::string root = rootWithDeepMetadata(casePath.toStdString());
+    exec(casePath.toStdString(), "UPDATE tapes SET root_json = ?1", root);
     const Result result = runAudit({"replay", casePath, "--select", "all", "--quiet"});
     QVERIFY2(!result.crashed && result.exitCode == 2, qPrintable(result.describe()));
-    QVERIFY2(result.err.contains("root record in the case does not parse: root record nests JSON arrays and objects more than 64 levels deep (at byte 75)"),
+    // The root object and the metadata object are open where the array starts.
+    const std::size_t tooDeep = root.find(std::string(64, '[')) + 64 - 2;
+    QVERIFY2(result.err.contains(QStringLiteral("root record in the case does not parse: root record nests JSON arrays and objects "
+                                                "more than 64 levels deep (at byte %1)")
+                                     .arg(tooDeep)
+                                     .toUtf8()),
              qPrintable(result.describe()));
 }
 
