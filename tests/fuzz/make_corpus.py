@@ -69,9 +69,9 @@ def main():
     assert deep_root != root, "the root has no metadata object"
 
     target = os.path.join(corpus, "fuzz_tape")
-    write(target, "synthetic.zkdv", tape)
-    write(target, "regression-empty.zkdv", b"")
-    write(target, "regression-deep-root.zkdv", framed(tape[:FILE_HEADER], [(ROOT, records[0][1], deep_root.encode())] + records[1:]))
+    write(target, "synthetic-3-steps.tape", tape)
+    write(target, "regression-empty.tape", b"")
+    write(target, "regression-deep-root.tape", framed(tape[:FILE_HEADER], [(ROOT, records[0][1], deep_root.encode())] + records[1:]))
 
     target = os.path.join(corpus, "fuzz_safetensors")
     write(target, "snapshot.safetensors", first[SNAPSHOT])
