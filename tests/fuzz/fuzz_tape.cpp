@@ -41,7 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.hashThreads = 1;
     options.computeFileSha256 = size % 2 == 0;
     try {
-        const zkdv::TapeSummary summary = zkdv::scanTapeBytes(zkdv::ByteSpan(data, size), "fuzz input", &visitor, options);
+        // An empty file maps to no bytes at all, a null pointer; libFuzzer never passes one.
+        const zkdv::ByteSpan bytes = size == 0 ? zkdv::ByteSpan() : zkdv::ByteSpan(data, size);
+        const zkdv::TapeSummary summary = zkdv::scanTapeBytes(bytes, "fuzz input", &visitor, options);
         const bool whole = summary.status == zkdv::TapeStatus::Sealed || summary.status == zkdv::TapeStatus::Unsealed;
         if (whole == summary.problem.has_value())
             __builtin_trap();
