@@ -11,3 +11,13 @@ function(zkdv_target_warnings target)
     target_compile_options(${target} PRIVATE -Wall -Wextra)
   endif()
 endfunction()
+
+# Fuzzing builds (docs/fuzzing.md): every target instrumented for libFuzzer's coverage and
+# checked by AddressSanitizer and UndefinedBehaviorSanitizer; undefined behaviour aborts.
+if(ZKDV_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "ZKDV_FUZZ needs clang: configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -12,6 +12,7 @@
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
 
@@ -35,7 +36,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     if (json) {
         nlohmann::json out = {{"kind", "tape"}, {"tape", summaryJson(summary)}};
         out["root"] = summary.root ? rootJson(*summary.root) : nlohmann::json(nullptr);
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", toJsonText(out, 2).c_str());
         return kExitOk;
     }
     std::printf("tape %s\n  %s\n  chain head %s\n", path.c_str(), summaryLine(summary).c_str(), toHex(summary.chainHead).c_str());
@@ -89,7 +90,7 @@ int caseInfo(const std::string& path, bool json)
             runList.push_back(entry);
         }
         out["replay_runs"] = runList;
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", toJsonText(out, 2).c_str());
         return kExitOk;
     }
     const std::vector<StoredReplayRun> runs = replays.runs();

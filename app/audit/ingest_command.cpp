@@ -7,6 +7,7 @@
 #include "summary_json.h"
 #include "terminal_progress.h"
 #include "zkdv/store/audit_file.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
 
@@ -104,7 +105,7 @@ int runIngest(int argc, char** argv)
             results.push_back(entry);
         }
         if (parser.has("json"))
-            std::printf("%s\n", nlohmann::json{{"case", parser.value("case")}, {"files", results}}.dump(2).c_str());
+            std::printf("%s\n", toJsonText(nlohmann::json{{"case", parser.value("case")}, {"files", results}}, 2).c_str());
         return exitCode;
     });
 }

@@ -1,5 +1,7 @@
 #include "summary_json.h"
 
+#include "zkdv/util/json_text.h"
+
 namespace zkdv::cli {
 
 using nlohmann::json;
@@ -40,7 +42,7 @@ nlohmann::json rootJson(const RootRecord& root)
     };
     json groups = json::array();
     for (const OptimizerGroup& group : root.optimizerGroups)
-        groups.push_back({{"parameters", group.parameters}, {"options", json::parse(group.optionsJson)}});
+        groups.push_back({{"parameters", group.parameters}, {"options", parseUntrustedJson(group.optionsJson, "optimizer group options")}});
     return {
         {"producer", {{"name", root.producerName}, {"version", root.producerVersion}, {"torch_version", root.torchVersion}, {"device", root.device}}},
         {"model", {{"parameters", specs(root.parameters)}, {"buffers", specs(root.buffers)}}},
@@ -50,7 +52,7 @@ nlohmann::json rootJson(const RootRecord& root)
         {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}}},
         {"max_in_flight", root.maxInFlight},
         {"overlap", root.overlap},
-        {"metadata", json::parse(root.metadataJson)},
+        {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},
     };
 }
 

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
 
@@ -27,7 +28,7 @@ int runVerify(int argc, char** argv)
         TapeSummary summary = scanTape(path, nullptr, options);
         progress.finish();
         if (parser.has("json")) {
-            std::printf("%s\n", summaryJson(summary).dump(2).c_str());
+            std::printf("%s\n", toJsonText(summaryJson(summary), 2).c_str());
         } else {
             std::printf("%s: %s\n", path.c_str(), summaryLine(summary).c_str());
             std::printf("  chain head %s\n", toHex(summary.chainHead).c_str());

@@ -23,6 +23,8 @@
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
 #include "zkdv/tensor/torch_build.h"
+#include "zkdv/util/json_text.h"
+#include "zkdv/util/mapped_file.h"
 
 namespace zkdv {
 
@@ -40,10 +42,12 @@ std::string operatingSystem()
 
 std::vector<std::uint8_t> readWholeFile(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw ReplayError("cannot read program file " + path);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    try {
+        const MappedFile file(path);  // refuses FIFOs and devices instead of waiting on them
+        return std::vector<std::uint8_t>(file.bytes().begin(), file.bytes().end());
+    } catch (const IoError& error) {
+        throw ReplayError(std::string("cannot read program file: ") + error.what());
+    }
 }
 
 // Record locations for every record the plan reads, fetched up front so workers never
@@ -328,14 +332,13 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     info.threads = workers;
     info.intraOpThreads = intraOp;
     info.selectedCount = selected.size();
-    info.environmentJson = nlohmann::json{{"os", operatingSystem()},
-                                          {"libtorch", libtorchVersion()},
-                                          {"cuda", cudaVersion()},
-                                          {"cuda_devices", cudaDeviceCount()},
-                                          {"deterministic_algorithms", true},
-                                          {"program_sha256", toHex(root.programSha256)},
-                                          {"tape_chain_head", tape->chainHead}}
-                               .dump();
+    info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
+                                                     {"libtorch", libtorchVersion()},
+                                                     {"cuda", cudaVersion()},
+                                                     {"cuda_devices", cudaDeviceCount()},
+                                                     {"deterministic_algorithms", true},
+                                                     {"program_sha256", toHex(root.programSha256)},
+                                                     {"tape_chain_head", tape->chainHead}});
 
     ReplaySummary summary;
     summary.tapeId = tape->id;

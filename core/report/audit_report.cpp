@@ -18,6 +18,7 @@
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/root_record.h"
+#include "zkdv/util/json_text.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
@@ -119,10 +120,10 @@ std::string shapeText(const std::string& shapeJson)
 {
     std::string text = "[";
     try {
-        const nlohmann::json shape = nlohmann::json::parse(shapeJson);
+        const nlohmann::json shape = parseUntrustedJson(shapeJson, "tensor shape");
         for (std::size_t i = 0; i < shape.size(); ++i)
-            text += (i ? ", " : "") + shape[i].dump();
-    } catch (const nlohmann::json::exception&) {
+            text += (i ? ", " : "") + toJsonText(shape[i]);
+    } catch (const FormatError&) {
         return shapeJson;
     }
     return text + "]";
@@ -132,9 +133,11 @@ std::uint64_t elementsOf(const std::string& shapeJson)
 {
     try {
         std::uint64_t product = 1;
-        for (const nlohmann::json& d : nlohmann::json::parse(shapeJson))
+        for (const nlohmann::json& d : parseUntrustedJson(shapeJson, "tensor shape"))
             product *= d.get<std::uint64_t>();
         return product;
+    } catch (const FormatError&) {
+        return 0;
     } catch (const nlohmann::json::exception&) {
         return 0;
     }
@@ -173,22 +176,23 @@ void readTrainingSide(const CaseTape& tape, ReportData& report)
                                                     : std::string(", intra-op threads not recorded"));
         if (report.producer.empty())
             report.producer = root.producerName + " " + root.producerVersion;
-    } catch (const std::exception&) {
-        report.trainedOn = "not recorded";
+    } catch (const FormatError& error) {
+        report.trainedOn = std::string("unreadable: the case's ") + error.what();
     }
 }
 
 void readEnvironment(const StoredReplayRun& run, ReportData& report)
 {
     try {
-        const nlohmann::json environment = nlohmann::json::parse(run.environmentJson);
+        const nlohmann::json environment = parseUntrustedJson(run.environmentJson, "replay environment");
         if (environment.contains("os") && environment["os"].is_string())
             report.operatingSystem = environment["os"].get<std::string>();
         if (environment.contains("cuda") && environment["cuda"].is_string())
             report.cudaVersion = environment["cuda"].get<std::string>();
         if (report.libtorchVersion.empty() && environment.contains("libtorch") && environment["libtorch"].is_string())
             report.libtorchVersion = environment["libtorch"].get<std::string>();
-    } catch (const nlohmann::json::exception&) {
+    } catch (const FormatError&) {
+        // A damaged environment leaves these fields "not recorded"; the verdicts stand.
     }
 }
 

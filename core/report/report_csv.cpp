@@ -6,13 +6,15 @@
 #include <cstdio>
 
 #include "zkdv/report/audit_report.h"
+#include "zkdv/util/utf8.h"
 
 namespace zkdv {
 
 namespace {
 
-std::string field(const std::string& text)
+std::string field(const std::string& stored)
 {
+    const std::string text = toValidUtf8(stored);
     if (text.find_first_of(",\"\r\n") == std::string::npos)
         return text;
     std::string quoted = "\"";

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/report/audit_report.h"
+#include "zkdv/util/error.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv {
 
@@ -21,10 +23,10 @@ json number(double value)
 json optionsOf(const std::string& text)
 {
     try {
-        json parsed = json::parse(text);
+        json parsed = parseUntrustedJson(text, "optimizer group options");
         if (parsed.is_object())
             return parsed;
-    } catch (const json::exception&) {
+    } catch (const FormatError&) {
     }
     return json{{"unparsed", text}};
 }
@@ -140,7 +142,7 @@ std::string renderReportJson(const ReportData& r)
                                 {"comparisons", comparisons}});
     }
     out["transactions"] = transactions;
-    return out.dump(2) + "\n";
+    return toJsonText(out, 2) + "\n";
 }
 
 }  // namespace zkdv

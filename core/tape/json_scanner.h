@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "zkdv/util/utf8.h"
+
 namespace zkdv::detail {
 
 // Bytes that may appear unescaped in a string and need no UTF-8 check.
@@ -166,12 +168,5 @@ private:
     const std::uint8_t* end_;
     std::uint64_t base_;
 };
-
-// Length of the well-formed UTF-8 sequence starting at `p` (at most `available` bytes
-// long), or 0 when the bytes there are not one.
-std::size_t utf8SequenceLength(const std::uint8_t* p, std::size_t available);
-
-// True when all of `text` is well-formed UTF-8.
-bool isValidUtf8(std::string_view text);
 
 }  // namespace zkdv::detail

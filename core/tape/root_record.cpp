@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/util/error.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv {
 
@@ -118,7 +119,7 @@ std::string RootRecord::toJson() const
 {
     json groups = json::array();
     for (const OptimizerGroup& group : optimizerGroups)
-        groups.push_back({{"parameters", group.parameters}, {"options", json::parse(group.optionsJson)}});
+        groups.push_back({{"parameters", group.parameters}, {"options", parseUntrustedJson(group.optionsJson, "optimizer group options")}});
     json producer = {{"name", producerName}, {"version", producerVersion}, {"torch_version", torchVersion}, {"device", device}};
     if (intraOpThreads > 0)
         producer["intra_op_threads"] = intraOpThreads;
@@ -133,19 +134,14 @@ std::string RootRecord::toJson() const
         {"sampling", {{"state_check_probability", stateCheckProbability}, {"update_check_probability", updateCheckProbability}, {"seed", samplingSeed}, {"generator", samplingGenerator}}},
         {"max_in_flight", maxInFlight},
         {"overlap", overlap},
-        {"metadata", json::parse(metadataJson)},
+        {"metadata", parseUntrustedJson(metadataJson, "run metadata")},
     };
     return root.dump();
 }
 
 RootRecord RootRecord::parse(ByteSpan payload)
 {
-    json root;
-    try {
-        root = json::parse(payload.begin(), payload.end());
-    } catch (const json::parse_error& error) {
-        throw FormatError(std::string("root record is not valid JSON: ") + error.what(), error.byte);
-    }
+    const json root = parseUntrustedJson(payload.asString(), "root record");
     if (!root.is_object())
         fail("expected a JSON object");
 

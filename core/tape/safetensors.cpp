@@ -706,7 +706,7 @@ std::string_view SafetensorsView::metadataValue(std::string_view key) const
 void SafetensorsBuilder::setMetadata(std::string key, std::string value)
 {
     // A reader would reject the blob later; failing here names the culprit.
-    if (!detail::isValidUtf8(key) || !detail::isValidUtf8(value))
+    if (!isValidUtf8(key) || !isValidUtf8(value))
         throw Error("safetensors metadata must be valid UTF-8 (key " + JsonScanner::quoteForMessage(key) + ")");
     metadata_[std::move(key)] = std::move(value);
 }
@@ -718,7 +718,7 @@ void SafetensorsBuilder::add(std::string name, DType dtype, std::vector<std::int
         throw Error("safetensors tensor names must not be empty");
     if (name == kMetadataKey)
         throw Error("\"__metadata__\" is reserved and cannot name a tensor");
-    if (!detail::isValidUtf8(name))
+    if (!isValidUtf8(name))
         throw Error("safetensors tensor name " + quoted + " is not valid UTF-8");
     for (const Entry& entry : entries_) {
         if (entry.name == name)

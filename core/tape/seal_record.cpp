@@ -3,18 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/util/error.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv {
 
 SealRecord SealRecord::parse(ByteSpan payload)
 {
     using nlohmann::json;
-    json seal;
-    try {
-        seal = json::parse(payload.begin(), payload.end());
-    } catch (const json::parse_error& error) {
-        throw FormatError(std::string("seal record is not valid JSON: ") + error.what(), error.byte);
-    }
+    const json seal = parseUntrustedJson(payload.asString(), "seal record");
     auto count = [&](const char* name) -> std::uint64_t {
         auto it = seal.find(name);
         if (it == seal.end() || !it->is_number_unsigned())

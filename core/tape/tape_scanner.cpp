@@ -173,10 +173,21 @@ public:
     Scanner(const std::string& path, TapeVisitor* visitor, const ScanOptions& options)
         : file_(path), visitor_(visitor), options_(options)
     {
-        summary_.path = path;
+        start();
+    }
+
+    Scanner(ByteSpan bytes, const std::string& name, TapeVisitor* visitor, const ScanOptions& options)
+        : file_(bytes, name), visitor_(visitor), options_(options)
+    {
+        start();
+    }
+
+    void start()
+    {
+        summary_.path = file_.path();
         summary_.fileSize = file_.size();
         unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-        threads_ = options.hashThreads ? options.hashThreads : std::min(hardware, 4u);
+        threads_ = options_.hashThreads ? options_.hashThreads : std::min(hardware, 4u);
     }
 
     TapeSummary run()
@@ -240,7 +251,8 @@ private:
     {
         ByteSpan bytes = file_.bytes();
         const std::size_t known = std::min<std::uint64_t>(bytes.size, sizeof tape::kMagic);
-        if (std::memcmp(bytes.data, tape::kMagic, known) != 0 || bytes.size == 0) {
+        // An empty file maps to no bytes at all (a null pointer), which memcmp may not see.
+        if (bytes.size == 0 || std::memcmp(bytes.data, tape::kMagic, known) != 0) {
             std::size_t at = 0;
             while (at < known && bytes.data[at] == static_cast<std::uint8_t>(tape::kMagic[at]))
                 ++at;
@@ -727,6 +739,12 @@ private:
 TapeSummary scanTape(const std::string& path, TapeVisitor* visitor, const ScanOptions& options)
 {
     Scanner scanner(path, visitor, options);
+    return scanner.run();
+}
+
+TapeSummary scanTapeBytes(ByteSpan bytes, const std::string& name, TapeVisitor* visitor, const ScanOptions& options)
+{
+    Scanner scanner(bytes, name, visitor, options);
     return scanner.run();
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "zkdv/util/error.h"
 
@@ -24,11 +25,29 @@ std::uint64_t pageSize()
     static const std::uint64_t size = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
     return size;
 }
+
+// For the message refusing a file that is not a regular one.
+const char* kindOf(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    return "a special file";
+}
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path)
 {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+    // Only regular files are read, and for them the flag changes nothing.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         throw IoError(systemError("cannot open", path));
     struct stat info {};
@@ -38,9 +57,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path)
         errno = saved;
         throw IoError(systemError("cannot stat", path));
     }
-    if (S_ISDIR(info.st_mode)) {
+    if (!S_ISREG(info.st_mode)) {
         ::close(fd);
-        throw IoError("cannot read " + path + ": it is a directory");
+        throw IoError("cannot read " + path + ": it is " + kindOf(info.st_mode) + ", not a regular file");
     }
     size_ = static_cast<std::uint64_t>(info.st_size);
     if (size_ > 0) {
@@ -59,9 +78,11 @@ MappedFile::MappedFile(const std::string& path) : path_(path)
     fd_ = fd;
 }
 
+MappedFile::MappedFile(ByteSpan bytes, std::string name) : path_(std::move(name)), data_(bytes.data), size_(bytes.size), owned_(false) {}
+
 MappedFile::~MappedFile()
 {
-    if (data_)
+    if (data_ && owned_)
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
     if (fd_ >= 0)
         ::close(fd_);
@@ -70,6 +91,11 @@ MappedFile::~MappedFile()
 void MappedFile::read(std::uint64_t offset, void* into, std::uint64_t length) const
 {
     auto* out = static_cast<std::uint8_t*>(into);
+    if (!owned_) {
+        if (length > 0)
+            std::memcpy(out, data_ + offset, length);
+        return;
+    }
     while (length > 0) {
         const std::size_t step = static_cast<std::size_t>(std::min<std::uint64_t>(length, 1u << 30));
         const ssize_t got = ::pread(fd_, out, step, static_cast<off_t>(offset));
@@ -89,7 +115,7 @@ void MappedFile::read(std::uint64_t offset, void* into, std::uint64_t length) co
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const
 {
-    if (!data_ || length == 0 || offset >= size_)
+    if (!data_ || !owned_ || length == 0 || offset >= size_)
         return;
     std::uint64_t end = std::min(size_, offset + length);
     std::uint64_t first = (offset + pageSize() - 1) / pageSize() * pageSize();

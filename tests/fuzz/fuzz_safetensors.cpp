@@ -3,9 +3,7 @@
 // byte changed (in the middle) exactly as a fresh parse reads that copy; when the byte is in
 // the metadata or the data, that is reparse()'s path that re-reads only the metadata.
 //
-// Built with -DZKDV_LIBFUZZER and -fsanitize=fuzzer it is a libFuzzer target; otherwise it
-// is a plain program that replays the files named on its command line (a corpus or a
-// crash reproducer).
+// See docs/fuzzing.md for how it is built and run.
 
 #include <cstddef>
 #include <cstdint>
@@ -91,27 +89,3 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     checkReparseAgrees(data, size);
     return 0;
 }
-
-#ifndef ZKDV_LIBFUZZER
-
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <vector>
-
-int main(int argc, char** argv)
-{
-    for (int i = 1; i < argc; ++i) {
-        std::ifstream file(argv[i], std::ios::binary);
-        if (!file) {
-            std::cerr << "fuzz_safetensors: cannot open " << argv[i] << '\n';
-            return 1;
-        }
-        const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-        LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
-    }
-    std::cout << "fuzz_safetensors: ran " << (argc - 1) << " input(s)\n";
-    return 0;
-}
-
-#endif

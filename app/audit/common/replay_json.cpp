@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "zkdv/util/error.h"
+#include "zkdv/util/json_text.h"
+
 namespace zkdv::cli {
 
 namespace {
@@ -63,7 +66,12 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
 
 nlohmann::json storedRunJson(const StoredReplayRun& r)
 {
-    nlohmann::json environment = nlohmann::json::parse(r.environmentJson, nullptr, false);
+    // A damaged environment in the case is left out rather than failing the whole listing.
+    nlohmann::json environment;
+    try {
+        environment = parseUntrustedJson(r.environmentJson, "replay environment");
+    } catch (const FormatError&) {
+    }
     return {{"run_id", r.id},
             {"tape_id", r.tapeId},
             {"status", r.status},
@@ -78,7 +86,7 @@ nlohmann::json storedRunJson(const StoredReplayRun& r)
             {"started_at", r.startedAt},
             {"finished_at", r.finishedAt},
             {"problem", r.problem.empty() ? nlohmann::json() : nlohmann::json(r.problem)},
-            {"environment", environment.is_discarded() ? nlohmann::json() : environment},
+            {"environment", environment},
             {"selected", r.selectedCount},
             {"replayed", r.replayed},
             {"verdicts", {{"exact", r.exact}, {"within-tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}}};

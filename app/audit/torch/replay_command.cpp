@@ -10,6 +10,7 @@
 #include "torch_commands.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
 
@@ -71,7 +72,7 @@ int runReplay(int argc, char** argv)
         }
         progress.finish();
         if (parser.has("json")) {
-            std::printf("%s\n", replaySummaryJson(summary).dump(2).c_str());
+            std::printf("%s\n", toJsonText(replaySummaryJson(summary), 2).c_str());
         } else {
             std::printf("replay run %lld of tape %lld on %s: %s, seed %llu: %zu of %llu transactions selected, %llu replayed in %.2f s\n",
                         static_cast<long long>(summary.runId), static_cast<long long>(summary.tapeId), summary.device.c_str(),

@@ -95,4 +95,8 @@ struct ScanOptions {
 // it is not a tape, OperationCancelled when the progress sink asks to stop.
 TapeSummary scanTape(const std::string& path, TapeVisitor* visitor = nullptr, const ScanOptions& options = {});
 
+// Scans a tape already in memory (`name` stands for its path in the summary and messages)
+// through the same code as scanTape; the fuzz target uses it to skip a file per input.
+TapeSummary scanTapeBytes(ByteSpan bytes, const std::string& name, TapeVisitor* visitor = nullptr, const ScanOptions& options = {});
+
 }  // namespace zkdv

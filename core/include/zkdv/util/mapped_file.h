@@ -14,7 +14,13 @@ namespace zkdv {
 class MappedFile {
 public:
     // Throws IoError naming the path and the system's reason.
+    // Only regular files: a FIFO, socket, device or directory is refused before anything
+    // waits on it.
     explicit MappedFile(const std::string& path);
+    // Bytes already in memory, read through the same interface as a file's (the caller
+    // keeps them alive; release() does nothing): lets a parser of files run on a buffer, as
+    // the fuzz targets do, without a scratch file.
+    MappedFile(ByteSpan bytes, std::string name);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -38,6 +44,7 @@ private:
     int fd_ = -1;
     const std::uint8_t* data_ = nullptr;
     std::uint64_t size_ = 0;
+    bool owned_ = true;  // mapped by this object (and fd_ is open)
 };
 
 }  // namespace zkdv
