@@ -1,6 +1,7 @@
 #include "zkdv/tape/tape_scanner.h"
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -682,6 +683,15 @@ private:
         }
     }
 
+    // The shortest decimal that reads back as `value`, so a draw just below its probability
+    // does not print as equal to it.
+    static std::string shortestDecimal(double value)
+    {
+        char text[32];
+        const auto result = std::to_chars(text, text + sizeof text, value);
+        return std::string(text, result.ptr);
+    }
+
     static std::string transactionAt(const RecordLocation& location, std::uint64_t index)
     {
         return "transaction " + std::to_string(index) + " (offset " + std::to_string(location.offset) + "): ";
@@ -692,16 +702,17 @@ private:
     void checkSampledChecks(const TransactionRecord& transaction, const RecordLocation& location)
     {
         const SampledChecks drawn = sampling_->next(samplingAnchor_);
-        const bool hasDeltas = !transaction.deltas.empty();
+        // A model without parameters has no deltas to record: its update checks hold vacuously.
+        const bool hasDeltas = root_->parameters.empty() ? drawn.update : !transaction.deltas.empty();
         const bool hasDigest = transaction.stateDigest.has_value();
         if (drawn.update == hasDeltas && drawn.state == hasDigest)
             return;
         const std::string draws = std::string(samplingGuaranteeName(sampling_->guarantee())) + " draw ";
         auto compared = [&](double draw, bool sampled, double probability, const char* member) {
-            return "(" + draws + std::to_string(draw) + (sampled ? " < " : " >= ") + std::string(member) + " " +
-                   std::to_string(probability) + ")";
+            return "(" + draws + shortestDecimal(draw) + (sampled ? " < " : " >= ") + std::string(member) + " " +
+                   shortestDecimal(probability) + ")";
         };
-        const std::string firstDelta = "delta/" + (root_->parameters.empty() ? std::string("*") : root_->parameters.front().name);
+        const std::string firstDelta = "delta/" + root_->parameters.front().name;
         std::string message = transactionAt(location, transaction.index);
         if (drawn.update != hasDeltas)
             message += drawn.update ? "update check sampled " + compared(drawn.updateDraw, true, root_->updateCheckProbability, "update_check_probability") +
