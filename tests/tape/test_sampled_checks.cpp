@@ -297,6 +297,7 @@ void TestSampledChecks::sampledCheckRemovedOrAddedIsRefused()
     QVERIFY2(summary.status == TapeStatus::Corrupt, describe(summary).c_str());
     QCOMPARE(summary.problem->recordIndex, seen.record);
     QCOMPARE(summary.problem->byteOffset, seen.offset);
+    qInfo("%s", summary.problem->describe().c_str());
     const std::string& message = summary.problem->message;
     const std::string where = "transaction " + std::to_string(*victim) + " (offset " + std::to_string(seen.offset) + "): ";
     QVERIFY2(message.rfind(where + expectedText(what), 0) == 0, message.c_str());
@@ -359,6 +360,7 @@ void TestSampledChecks::staticOptionsAreEnforced()
     const TapeSummary summary = scanTape(tampered);
     QVERIFY2(summary.status == TapeStatus::Corrupt, describe(summary).c_str());
     QCOMPARE(summary.problem->recordIndex, seen.record);
+    qInfo("%s", summary.problem->describe().c_str());
     const std::string& message = summary.problem->message;
     QVERIFY2(message.rfind("transaction 5 (offset " + std::to_string(seen.offset) + "): ", 0) == 0, message.c_str());
     if (removeAll)
