@@ -665,6 +665,21 @@ void TestTape::sampledChecksFollowTheChainBoundDraws()
     QVERIFY(seedStreamAgrees < 300);
     // splitmix64's published first output for seed 0.
     QCOMPARE(SamplingGenerator(0).next(), std::uint64_t(0xE220A8397B1DCDAFull));
+
+    // The spec's chain-bound example (5.2), as computed by a Python reimplementation.
+    RootRecord root;
+    root.samplingSeed = 5;
+    root.updateCheckProbability = 0.5;
+    root.stateCheckProbability = 0.5;
+    SamplingSchedule schedule(root);
+    QCOMPARE(schedule.guarantee(), SamplingGuarantee::ChainBound);
+    const SampledChecks example = schedule.next(Sha256::of(ByteSpan()));
+    QVERIFY(example.updateDraw == 0.3721881556047013);  // exact, not fuzzy
+    QVERIFY(example.stateDraw == 0.6422635780592324);
+    QVERIFY(example.update && !example.state);
+    root.formatMinor = 2;
+    QCOMPARE(SamplingSchedule(root).guarantee(), SamplingGuarantee::SeedChosen);
+    QCOMPARE(SamplingSchedule(root).next(Digest{}).updateDraw, SamplingGenerator(5).uniform());
 }
 
 QTEST_GUILESS_MAIN(TestTape)
