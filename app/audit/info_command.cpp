@@ -57,8 +57,8 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     for (const TensorSpec& spec : root.buffers)
         std::printf("  buffer    %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());
     std::printf("snapshots  every %d transactions\n", root.snapshotInterval);
-    std::printf("sampling   update check %g, state check %g, seed %llu\n", root.updateCheckProbability, root.stateCheckProbability,
-                static_cast<unsigned long long>(root.samplingSeed));
+    std::printf("sampling   update check %g, state check %g, seed %llu, %s\n", root.updateCheckProbability, root.stateCheckProbability,
+                static_cast<unsigned long long>(root.samplingSeed), std::string(samplingGuaranteeText(samplingGuaranteeOf(root.formatMinor))).c_str());
     std::printf("pipeline   max in flight %d, overlap %s\n", root.maxInFlight, root.overlap.c_str());
     std::printf("metadata   %s\n", root.metadataJson.c_str());
     return kExitOk;

@@ -23,6 +23,8 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     };
     if (summary.fileSha256)
         out["file_sha256"] = toHex(*summary.fileSha256);
+    if (summary.root)
+        out["sampling_guarantee"] = std::string(samplingGuaranteeName(samplingGuaranteeOf(summary.root->formatMinor)));
     if (summary.problem)
         out["problem"] = {{"record", summary.problem->recordIndex},
                           {"byte_offset", summary.problem->byteOffset},

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/store/case_store.h"
+#include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/tape_scanner.h"
 
 namespace zkdv::cli {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
@@ -91,7 +92,6 @@ SyntheticDemoResult writeSyntheticDemoTape(const std::string& path, const Synthe
         throw Error("demo: features >= 1, classes >= 2, batch size >= 1 and snapshot interval >= 1 are required");
 
     DemoRandom data(options.seed ^ 0x5A4B4456ull);
-    SamplingGenerator sampling(options.seed);
     Model model{F, C, std::vector<float>(static_cast<std::size_t>(C * F)), std::vector<float>(static_cast<std::size_t>(C)),
                 std::vector<float>(static_cast<std::size_t>(F)), 0, {}, {}, false};
     for (float& w : model.weight)
@@ -122,7 +122,8 @@ SyntheticDemoResult writeSyntheticDemoTape(const std::string& path, const Synthe
 
     TapeWriter writer(path, options.overwrite ? TapeWriter::OpenMode::Overwrite : TapeWriter::OpenMode::CreateNew);
     std::string rootJson = root.toJson();
-    writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+    SamplingSchedule sampling(root);
+    Digest samplingAnchor = writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
     writer.append(tape::RecordType::Program, ByteSpan(std::string_view(kProgramSource)));
 
     SyntheticDemoResult result;
@@ -136,8 +137,9 @@ SyntheticDemoResult writeSyntheticDemoTape(const std::string& path, const Synthe
         if (step % static_cast<std::uint64_t>(options.snapshotInterval) == 0)
             writeSnapshot(writer, model, step);
         const auto started = std::chrono::steady_clock::now();
-        const bool updateCheck = sampling.uniform() < options.updateCheckProbability;
-        const bool stateCheck = sampling.uniform() < options.stateCheckProbability;
+        const SampledChecks checks = sampling.next(samplingAnchor);
+        const bool updateCheck = checks.update;
+        const bool stateCheck = checks.state;
 
         for (int i = 0; i < B; ++i) {
             y[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(data.next() % static_cast<std::uint64_t>(C));
@@ -220,7 +222,7 @@ SyntheticDemoResult writeSyntheticDemoTape(const std::string& path, const Synthe
         }
         SafetensorsBuilder blob = record.blob();
         std::vector<std::uint8_t> header;
-        writer.append(tape::RecordType::Transaction, blob.pieces(header));
+        samplingAnchor = writer.append(tape::RecordType::Transaction, blob.pieces(header));
 
         if (step == 0)
             result.firstLoss = loss;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <future>
 
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
@@ -11,13 +12,13 @@
 #include "snapshot_pool.h"
 #include "zkdv/recorder/sealed_program.h"
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
-#include "zkdv/util/sampling_generator.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
@@ -78,7 +79,10 @@ struct Recorder::Impl {
     std::unique_ptr<PreparedOptimizer> optimizer;
     std::unique_ptr<optim::OptimizerBridge> bridge;
     std::vector<optim::SlotState> state;
-    SamplingGenerator sampling;
+    std::optional<SamplingSchedule> sampling;
+    // The digest of the last transaction record (the root record before the first), which
+    // keys the next transaction's draws (spec 5.2); set by the background writer.
+    std::shared_future<Digest> samplingAnchor;
     bool started = false;
     bool sealed = false;
 
@@ -96,8 +100,7 @@ struct Recorder::Impl {
         : path(p), config(std::move(c)), maxInFlight(inFlight), interval(every),
           writer(std::make_unique<TapeWriter>(p, config.overwrite ? TapeWriter::OpenMode::Overwrite : TapeWriter::OpenMode::CreateNew)),
           pool(static_cast<std::size_t>(inFlight)),
-          background(std::make_unique<BackgroundWriter>(*writer, static_cast<std::size_t>(inFlight))),
-          sampling(config.samplingSeed)
+          background(std::make_unique<BackgroundWriter>(*writer, static_cast<std::size_t>(inFlight)))
     {
     }
 
@@ -160,8 +163,11 @@ struct Recorder::Impl {
 
         auto shared = std::make_shared<SealedProgram>(std::move(program));
         const bool embed = config.embedProgram;
-        background->submit([rootJson, shared, embed](TapeWriter& w) {
-            w.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+        sampling.emplace(root);
+        auto rootDigest = std::make_shared<std::promise<Digest>>();
+        samplingAnchor = rootDigest->get_future().share();
+        background->submit([rootJson, shared, embed, rootDigest](TapeWriter& w) {
+            rootDigest->set_value(w.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson))));
             if (embed)
                 w.append(tape::RecordType::Program, ByteSpan(shared->bytes));
         });
@@ -187,6 +193,21 @@ struct Recorder::Impl {
             w.append(tape::RecordType::Snapshot, blob.pieces(header));
         });
         ++snapshots;
+    }
+
+    // The next transaction's draws. They wait for the previous transaction's record to be
+    // hashed, which the writer does while this step computes.
+    SampledChecks drawSampledChecks()
+    {
+        Digest anchor;
+        try {
+            anchor = samplingAnchor.get();
+        } catch (const std::future_error&) {
+            // The writer failed before it wrote that record: report its error, not ours.
+            background->drain();
+            throw;
+        }
+        return sampling->next(anchor);
     }
 };
 
@@ -317,8 +338,9 @@ void Recorder::step(PreparedOptimizer& prepared)
         detached[i].copy_(transition.parameters[i]);
     d.state = std::move(transition.state);
 
-    const bool updateCheck = d.sampling.uniform() < d.config.updateCheckProbability;
-    const bool stateCheck = d.sampling.uniform() < d.config.stateCheckProbability;
+    const SampledChecks checks = d.drawSampledChecks();
+    const bool updateCheck = checks.update;
+    const bool stateCheck = checks.state;
     auto l2 = std::make_shared<std::vector<double>>(), maxAbs = std::make_shared<std::vector<double>>();
     for (const at::Tensor& delta : transition.deltas) {
         const UpdateFingerprint fingerprint = updateFingerprint(delta);
@@ -358,6 +380,8 @@ void Recorder::step(PreparedOptimizer& prepared)
     const auto wallTime = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - d.startedAt).count());
 
+    auto recordDigest = std::make_shared<std::promise<Digest>>();
+    d.samplingAnchor = recordDigest->get_future().share();
     d.background->submit([=](TapeWriter& w) {
         TransactionRecordBuilder record(index, wallTime);
         record.setLoss(dtypeOf(loss->scalar_type()), tensorBytes(*loss));
@@ -372,7 +396,7 @@ void Recorder::step(PreparedOptimizer& prepared)
             record.setStateDigest(*digest);
         SafetensorsBuilder blob = record.blob();
         std::vector<std::uint8_t> header;
-        w.append(tape::RecordType::Transaction, blob.pieces(header));
+        recordDigest->set_value(w.append(tape::RecordType::Transaction, blob.pieces(header)));
     });
     ++d.transactions;
     d.committed = true;

@@ -1,6 +1,7 @@
 #include "zkdv/tape/tape_scanner.h"
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "zkdv/tape/safetensors.h"
+#include "zkdv/tape/sampling_schedule.h"
+#include "zkdv/tape/static_optimizer_options.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/crc32.h"
 #include "zkdv/util/huge_page_allocator.h"
@@ -607,6 +610,9 @@ private:
                                        std::to_string(summary_.formatMinor));
             root_ = std::move(root);
             summary_.root = root_;
+            sampling_.emplace(*root_);
+            samplingAnchor_ = location.digest;
+            staticOptions_.emplace(*root_);
             if (visitor_)
                 visitor_->onRoot(*root_, location);
             break;
@@ -653,6 +659,10 @@ private:
             if (expected % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 && lastSnapshot_ != static_cast<std::int64_t>(expected))
                 throw RecordOrderError("transaction " + std::to_string(expected) + " must be preceded by the snapshot before it (interval " +
                                        std::to_string(root_->snapshotInterval) + ")");
+            checkSampledChecks(transaction, location);
+            if (std::optional<std::string> mismatch = staticOptions_->mismatch(transaction))
+                throw RecordOrderError(transactionAt(location, expected) + *mismatch);
+            samplingAnchor_ = location.digest;
             ++summary_.transactionCount;
             if (visitor_)
                 visitor_->onTransaction(transaction, location);
@@ -683,6 +693,52 @@ private:
             break;
         }
         }
+    }
+
+    // The shortest decimal that reads back as `value`, so a draw just below its probability
+    // does not print as equal to it.
+    static std::string shortestDecimal(double value)
+    {
+        char text[32];
+        const auto result = std::to_chars(text, text + sizeof text, value);
+        return std::string(text, result.ptr);
+    }
+
+    static std::string transactionAt(const RecordLocation& location, std::uint64_t index)
+    {
+        return "transaction " + std::to_string(index) + " (offset " + std::to_string(location.offset) + "): ";
+    }
+
+    // The checks a transaction carries are the ones its draws select (spec 5.2): a sampled
+    // check left out, or one added where none was drawn, is the trainer choosing.
+    void checkSampledChecks(const TransactionRecord& transaction, const RecordLocation& location)
+    {
+        const SampledChecks drawn = sampling_->next(samplingAnchor_);
+        // A model without parameters has no deltas to record: its update checks hold vacuously.
+        const bool hasDeltas = root_->parameters.empty() ? drawn.update : !transaction.deltas.empty();
+        const bool hasDigest = transaction.stateDigest.has_value();
+        if (drawn.update == hasDeltas && drawn.state == hasDigest)
+            return;
+        const std::string draws = std::string(samplingGuaranteeName(sampling_->guarantee())) + " draw ";
+        auto compared = [&](double draw, bool sampled, double probability, const char* member) {
+            return "(" + draws + shortestDecimal(draw) + (sampled ? " < " : " >= ") + std::string(member) + " " +
+                   shortestDecimal(probability) + ")";
+        };
+        const std::string firstDelta = "delta/" + root_->parameters.front().name;
+        std::string message = transactionAt(location, transaction.index);
+        if (drawn.update != hasDeltas)
+            message += drawn.update ? "update check sampled " + compared(drawn.updateDraw, true, root_->updateCheckProbability, "update_check_probability") +
+                                          " but " + firstDelta + " missing"
+                                    : "update check not sampled " +
+                                          compared(drawn.updateDraw, false, root_->updateCheckProbability, "update_check_probability") +
+                                          " but the record holds " + firstDelta;
+        else
+            message += drawn.state ? "state check sampled " + compared(drawn.stateDraw, true, root_->stateCheckProbability, "state_check_probability") +
+                                         " but metadata state_digest missing"
+                                   : "state check not sampled " +
+                                         compared(drawn.stateDraw, false, root_->stateCheckProbability, "state_check_probability") +
+                                         " but the record holds metadata state_digest";
+        throw RecordOrderError(message);
     }
 
     void finish()
@@ -719,6 +775,9 @@ private:
     SafetensorsView view_;
     SafetensorsView snapshotView_;
     TransactionRecord transaction_;
+    std::optional<SamplingSchedule> sampling_;
+    Digest samplingAnchor_{};  // the digest the next transaction's draws are keyed by (1.3)
+    std::optional<StaticOptimizerOptions> staticOptions_;
     bool sealed_ = false;
     bool stopped_ = false;
     // Where the frame walk stands; it runs a batch ahead of the in-order checks.

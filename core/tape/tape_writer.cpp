@@ -21,7 +21,7 @@ constexpr std::size_t kBufferSize = 1u << 20;
 constexpr std::size_t kDirectWriteThreshold = 256u * 1024u;
 }  // namespace
 
-TapeWriter::TapeWriter(const std::string& path, OpenMode mode) : path_(path)
+TapeWriter::TapeWriter(const std::string& path, OpenMode mode, std::uint16_t minorVersion) : path_(path)
 {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (mode == OpenMode::CreateNew ? O_EXCL : O_TRUNC);
     fd_ = ::open(path.c_str(), flags, 0644);
@@ -34,7 +34,7 @@ TapeWriter::TapeWriter(const std::string& path, OpenMode mode) : path_(path)
     std::uint8_t header[tape::kFileHeaderSize] = {};
     std::memcpy(header, tape::kMagic, sizeof tape::kMagic);
     writeLittleEndian<std::uint16_t>(header + 8, tape::kMajorVersion);
-    writeLittleEndian<std::uint16_t>(header + 10, tape::kMinorVersion);
+    writeLittleEndian<std::uint16_t>(header + 10, minorVersion);
     writeLittleEndian<std::uint32_t>(header + 12, 0);
     write(ByteSpan(header, sizeof header));
     chainHead_ = Sha256::of(ByteSpan(header, sizeof header));

@@ -4,7 +4,7 @@ loop with the real torch.optim optimizer and a scripted model with training_step
 in the same format as the C++ recorder, so the test suite holds tapes made by real PyTorch.
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
-                          [--update-check P] [--state-check P] [--options JSON]
+                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3]
 """
 
 import argparse
@@ -46,12 +46,23 @@ class SplitMix64:
         return (z >> 11) * 2.0 ** -53
 
 
+def sampled_checks(generator, update_probability, state_probability):
+    """The (update, state) checks one transaction's draws select (spec section 5.2)."""
+    return generator.uniform() < update_probability, generator.uniform() < state_probability
+
+
+def chain_bound_generator(seed, anchor):
+    """Format 1.3: the draws of a transaction are keyed by the digest of the transaction record
+    before it (the root record's for transaction 0)."""
+    return SplitMix64(seed ^ int.from_bytes(anchor[:8], "little"))
+
+
 class TapeWriter:
     """Framing and hash chain of spec section 2."""
 
-    def __init__(self, path):
+    def __init__(self, path, minor):
         self.out = open(path, "xb")
-        header = b"ZKDVTAPE" + struct.pack("<HHI", 1, 2, 0)
+        header = b"ZKDVTAPE" + struct.pack("<HHI", 1, minor, 0)
         self.out.write(header)
         self.head = hashlib.sha256(header).digest()
         self.counts = {"records": 0, "transactions": 0, "snapshots": 0}
@@ -66,6 +77,7 @@ class TapeWriter:
         self.counts["records"] += 1
         if kind in ("transaction", "snapshot"):
             self.counts[kind + "s"] += 1
+        return digest
 
     def seal(self):
         seal = dict(self.counts, chain_head=self.head.hex(), signature=None)
@@ -140,6 +152,8 @@ def main():
     parser.add_argument("--interval", type=int, default=12)
     parser.add_argument("--update-check", type=float, default=0.25)
     parser.add_argument("--state-check", type=float, default=0.25)
+    parser.add_argument("--format-minor", type=int, choices=(2, 3), default=3,
+                        help="3: chain-bound draws (default); 2: the seed-chosen draws of format 1.2")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -158,7 +172,7 @@ def main():
 
     root = {
         "prover": "whitebox-torch",
-        "format": {"major": 1, "minor": 2},
+        "format": {"major": 1, "minor": args.format_minor},
         "producer": {"name": "tests/oracle/record.py", "version": "1", "torch_version": torch.__version__, "device": "cpu",
                      "intra_op_threads": torch.get_num_threads()},
         "model": {
@@ -174,10 +188,10 @@ def main():
         "overlap": "unchecked",
         "metadata": {"producer": "real torch.optim", "optimizer": args.optimizer},
     }
-    tape = TapeWriter(args.out)
-    tape.append("root", json.dumps(root).encode())
+    tape = TapeWriter(args.out, args.format_minor)
+    anchor = tape.append("root", json.dumps(root).encode())
     tape.append("program", program)
-    sampling = SplitMix64(args.seed)
+    seed_stream = SplitMix64(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     centers = torch.randn(3, 6, generator=generator) * 2
 
@@ -198,8 +212,8 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)  # fresh gradients, as the replay computes them
         deltas = [p.detach() - b for p, b in zip(model.parameters(), before)]
-        update_check = sampling.uniform() < args.update_check
-        state_check = sampling.uniform() < args.state_check
+        draws = seed_stream if args.format_minor < 3 else chain_bound_generator(args.seed, anchor)
+        update_check, state_check = sampled_checks(draws, args.update_check, args.state_check)
         tensors = [("loss", loss.detach()), ("batch/0", x), ("batch/1", y)]
         tensors.append(("optimizer/lr", torch.tensor([float(optimizer.param_groups[0]["lr"])], dtype=torch.float64)))
         tensors.append(("update/l2", torch.tensor([d.double().norm().item() for d in deltas], dtype=torch.float64)))
@@ -209,7 +223,7 @@ def main():
         metadata = {"zkdv.record": "transaction", "index": str(step), "wall_time_ns": str(time.monotonic_ns() - started)}
         if state_check:
             metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names))
-        tape.append("transaction", blob(tensors, metadata))
+        anchor = tape.append("transaction", blob(tensors, metadata))
         first_loss = loss.item() if first_loss is None else first_loss
         last_loss = loss.item()
     if args.steps % args.interval == 0:

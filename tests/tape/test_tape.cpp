@@ -2,6 +2,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -9,6 +10,7 @@
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/scalar_value.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
@@ -157,7 +159,7 @@ private Q_SLOTS:
     void bytesAfterTheSealAreCorruption();
     void fileSha256MatchesAStraightHash();
     void hugePageBuffersHoldWhatIsWritten();
-    void sampledChecksFollowTheSeededGenerator();
+    void sampledChecksFollowTheChainBoundDraws();
 
 private:
     test::TempDir dir_;
@@ -179,6 +181,11 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
     const std::string path = dir_.file("roundtrip-" + std::to_string(lossDtype) + ".zkdv");
     const std::string program = "program bytes \x01\x02\x00 end";
     RootRecord root = smallRoot(program);
+    root.updateCheckProbability = 0.5;
+    root.stateCheckProbability = 0.5;
+    root.samplingSeed = 3;
+    SamplingSchedule sampling(root);
+    std::vector<bool> expectedDeltas, expectedDigests;
 
     // One batch tensor of every dtype, with bytes that differ per transaction.
     const std::vector<DType> dtypes = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
@@ -189,9 +196,12 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
     {
         TapeWriter writer(path);
         std::string rootJson = root.toJson();
-        writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+        Digest anchor = writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
         writer.append(tape::RecordType::Program, ByteSpan(std::string_view(program)));
         for (std::uint64_t t = 0; t < 5; ++t) {
+            const SampledChecks checks = sampling.next(anchor);
+            expectedDeltas.push_back(checks.update);
+            expectedDigests.push_back(checks.state);
             if (t % 2 == 0)
                 writeSnapshot(writer, t);
             TransactionRecordBuilder record(t, 1000 + t);
@@ -233,17 +243,17 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
             record.setOptimizerValue("lr", {0.1, 0.2});
             record.setUpdateFingerprints({0.5 * static_cast<double>(t), 1.0}, {0.25, 0.125});
             std::vector<float> deltaWeight(6, -0.5f), deltaBias(2, 0.25f);
-            if (t == 3) {
+            if (checks.update) {
                 record.addDelta("layer.weight", DType::F32, {2, 3}, ByteSpan(deltaWeight.data(), 24));
                 record.addDelta("layer.bias", DType::F32, {2}, ByteSpan(deltaBias.data(), 8));
             }
             Digest digest = Sha256::of(ByteSpan(std::string_view("state " + std::to_string(t))));
             stateDigests.push_back(digest);
-            if (t == 1)
+            if (checks.state)
                 record.setStateDigest(digest);
             SafetensorsBuilder blob = record.blob();
             std::vector<std::uint8_t> header;
-            writer.append(tape::RecordType::Transaction, blob.pieces(header));
+            anchor = writer.append(tape::RecordType::Transaction, blob.pieces(header));
         }
         writer.seal();
     }
@@ -266,9 +276,17 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
     for (std::size_t d = 0; d < dtypes.size(); ++d)
         QCOMPARE(visitor.batchDtypes[d], std::string(dtypeName(dtypes[d])));
     QCOMPARE(visitor.l2[4], (std::vector<double>{2.0, 1.0}));
-    QCOMPARE(visitor.hasDeltas, (std::vector<bool>{false, false, false, true, false}));
-    QVERIFY(!visitor.stateDigests[0]);
-    QVERIFY(visitor.stateDigests[1] && *visitor.stateDigests[1] == stateDigests[1]);
+    QCOMPARE(visitor.hasDeltas, expectedDeltas);
+    // Both kinds of transaction occur, so the round trip covers records with and without checks.
+    const auto deltaRecords = std::count(expectedDeltas.begin(), expectedDeltas.end(), true);
+    const auto digestRecords = std::count(expectedDigests.begin(), expectedDigests.end(), true);
+    QVERIFY(deltaRecords > 0 && deltaRecords < 5);
+    QVERIFY(digestRecords > 0 && digestRecords < 5);
+    for (std::size_t t = 0; t < 5; ++t) {
+        QCOMPARE(visitor.stateDigests[t].has_value(), bool(expectedDigests[t]));
+        if (expectedDigests[t])
+            QVERIFY(*visitor.stateDigests[t] == stateDigests[t]);
+    }
     QCOMPARE(visitor.snapshotPositions, (std::vector<std::uint64_t>{0, 2, 4}));
     QCOMPARE(visitor.snapshotNames[1].back(), std::string("state/layer.bias/momentum_buffer"));
     QCOMPARE(summary.chainHead, visitor.records.back().digest);
@@ -599,7 +617,7 @@ void TestTape::fileSha256MatchesAStraightHash()
     QCOMPARE(toHex(*summary.fileSha256), toHex(Sha256::of(ByteSpan(readAll(path)))));
 }
 
-void TestTape::sampledChecksFollowTheSeededGenerator()
+void TestTape::sampledChecksFollowTheChainBoundDraws()
 {
     SyntheticDemoOptions options;
     options.steps = 300;
@@ -611,24 +629,57 @@ void TestTape::sampledChecksFollowTheSeededGenerator()
     const std::string path = dir_.file("sampling.zkdv");
     writeSyntheticDemoTape(path, options);
     RecordingVisitor visitor;
-    QCOMPARE(scanTape(path, &visitor).status, TapeStatus::Sealed);
+    const TapeSummary summary = scanTape(path, &visitor);
+    QCOMPARE(summary.status, TapeStatus::Sealed);
+    QCOMPARE(summary.formatMinor, std::uint16_t(3));
     QCOMPARE(visitor.root->samplingGenerator, std::string("splitmix64"));
 
-    // An auditor recomputes, from the seed alone, which transactions had to carry checks.
-    SamplingGenerator generator(visitor.root->samplingSeed);
-    int updates = 0, states = 0;
-    for (std::size_t t = 0; t < visitor.hasDeltas.size(); ++t) {
+    // An auditor recomputes which transactions had to carry checks (spec 5.2, format 1.3):
+    // splitmix64 seeded with the seed XOR the first 8 bytes (little-endian) of the digest of
+    // the transaction record before (the root record's for transaction 0); first draw update,
+    // second state.
+    Digest anchor = visitor.records.front().digest;
+    std::size_t t = 0;
+    int updates = 0, states = 0, seedStreamAgrees = 0;
+    SamplingGenerator seedStream(visitor.root->samplingSeed);
+    for (const RecordLocation& record : visitor.records) {
+        if (record.type != static_cast<std::uint32_t>(tape::RecordType::Transaction))
+            continue;
+        SamplingGenerator generator(visitor.root->samplingSeed ^ readLittleEndian<std::uint64_t>(anchor.data()));
         const bool update = generator.uniform() < visitor.root->updateCheckProbability;
         const bool state = generator.uniform() < visitor.root->stateCheckProbability;
         QCOMPARE(visitor.hasDeltas[t], update);
         QCOMPARE(visitor.stateDigests[t].has_value(), state);
+        const bool seedUpdate = seedStream.uniform() < visitor.root->updateCheckProbability;
+        const bool seedState = seedStream.uniform() < visitor.root->stateCheckProbability;
+        seedStreamAgrees += seedUpdate == update && seedState == state;
         updates += update;
         states += state;
+        anchor = record.digest;
+        ++t;
     }
+    QCOMPARE(t, std::size_t(300));
     QVERIFY(updates > 30 && updates < 90);
     QVERIFY(states > 10 && states < 55);
+    // The seed alone no longer decides: the draws of format 1.2 give another pattern.
+    QVERIFY(seedStreamAgrees < 300);
     // splitmix64's published first output for seed 0.
     QCOMPARE(SamplingGenerator(0).next(), std::uint64_t(0xE220A8397B1DCDAFull));
+
+    // The spec's chain-bound example (5.2), as computed by a Python reimplementation.
+    RootRecord root;
+    root.samplingSeed = 5;
+    root.updateCheckProbability = 0.5;
+    root.stateCheckProbability = 0.5;
+    SamplingSchedule schedule(root);
+    QCOMPARE(schedule.guarantee(), SamplingGuarantee::ChainBound);
+    const SampledChecks example = schedule.next(Sha256::of(ByteSpan()));
+    QVERIFY(example.updateDraw == 0.3721881556047013);  // exact, not fuzzy
+    QVERIFY(example.stateDraw == 0.6422635780592324);
+    QVERIFY(example.update && !example.state);
+    root.formatMinor = 2;
+    QCOMPARE(SamplingSchedule(root).guarantee(), SamplingGuarantee::SeedChosen);
+    QCOMPARE(SamplingSchedule(root).next(Digest{}).updateDraw, SamplingGenerator(5).uniform());
 }
 
 QTEST_GUILESS_MAIN(TestTape)

@@ -28,7 +28,7 @@ struct OptimizerGroup {
 struct RootRecord {
     std::string prover = "whitebox-torch";
     int formatMajor = 1;
-    int formatMinor = 2;
+    int formatMinor = 3;
 
     std::string producerName;
     std::string producerVersion;

@@ -16,8 +16,9 @@ public:
     enum class OpenMode { CreateNew, Overwrite };
 
     // Creates the file and writes the file header. CreateNew refuses an existing path
-    // (IoError saying to pass overwrite explicitly).
-    explicit TapeWriter(const std::string& path, OpenMode mode = OpenMode::CreateNew);
+    // (IoError saying to pass overwrite explicitly). An older `minorVersion` is for rewriting
+    // tapes of that version (tests); the root record must then say the same version.
+    explicit TapeWriter(const std::string& path, OpenMode mode = OpenMode::CreateNew, std::uint16_t minorVersion = tape::kMinorVersion);
     // Flushes and closes; an unsealed tape stays readable as `unsealed`.
     ~TapeWriter();
     TapeWriter(const TapeWriter&) = delete;
