@@ -210,7 +210,7 @@ void TestSampledChecks::initTestCase()
         const QString name = QStringLiteral("Python 1.") + QLatin1String(minor);
         tapes_[name] = dir_.file(std::string("python-1.") + minor + ".zkdv");
         QString output;
-        QVERIFY2(runProcess(QStringLiteral("/usr/bin/python3"),
+        QVERIFY2(runProcess(QStringLiteral(ZKDV_TEST_PYTHON),
                             {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), QString::fromStdString(tapes_[name]), QStringLiteral("--steps"),
                              QStringLiteral("40"), QStringLiteral("--update-check"), QStringLiteral("0.4"), QStringLiteral("--state-check"),
                              QStringLiteral("0.4"), QStringLiteral("--format-minor"), QLatin1String(minor)},
