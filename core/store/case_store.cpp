@@ -20,6 +20,7 @@
 #include "sync_ahead.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/transaction_count.h"
 #include "zkdv/store/transaction_order.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/tape/tape_format.h"
@@ -179,7 +180,7 @@ public:
 
     RowInserter(Database& db, Statement& insertTransaction, Statement& insertSnapshot, std::int64_t tapeId)
         : db_(db), insertTransaction_(insertTransaction), insertSnapshot_(insertSnapshot),
-          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), syncAhead_(db.path()), tapeId_(tapeId),
+          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), syncAhead_(db), tapeId_(tapeId),
           thread_([this] { work(); })
     {
         insertTransactions_.bind(1, tapeId_);
@@ -709,7 +710,7 @@ constexpr const char* kTapeColumns =
     " t.program_kind, EXISTS(SELECT 1 FROM programs p WHERE p.sha256 = t.program_sha256 AND p.content IS NOT NULL),"
     " t.snapshot_interval, t.record_count, t.transaction_count, t.snapshot_count, t.embedded, t.ingested_at, t.root_json FROM tapes t";
 
-CaseTape tapeFromRow(const Statement& row)
+CaseTape tapeFromRow(Database& db, const Statement& row)
 {
     CaseTape tape;
     tape.id = row.int64(0);
@@ -725,7 +726,7 @@ CaseTape tapeFromRow(const Statement& row)
     tape.programPresent = row.int64(10) != 0;
     tape.snapshotInterval = static_cast<int>(row.int64(11));
     tape.recordCount = static_cast<std::uint64_t>(row.int64(12));
-    tape.transactionCount = static_cast<std::uint64_t>(row.int64(13));
+    tape.transactionCount = checkedTransactionCount(db, tape.id, row.int64(13));
     tape.snapshotCount = static_cast<std::uint64_t>(row.int64(14));
     tape.embedded = row.int64(15) != 0;
     tape.ingestedAt = row.text(16);
@@ -739,7 +740,7 @@ std::vector<CaseTape> CaseStore::tapes()
     Statement query = db_->prepare(std::string(kTapeColumns) + " ORDER BY t.id");
     std::vector<CaseTape> result;
     while (query.step())
-        result.push_back(tapeFromRow(query));
+        result.push_back(tapeFromRow(*db_, query));
     return result;
 }
 
@@ -749,7 +750,7 @@ std::optional<CaseTape> CaseStore::tape(std::int64_t id)
     query.bind(1, id);
     if (!query.step())
         return std::nullopt;
-    return tapeFromRow(query);
+    return tapeFromRow(*db_, query);
 }
 
 }  // namespace zkdv

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "zkdv/store/database.h"
+#include "zkdv/store/transaction_count.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/version.h"
@@ -63,7 +64,7 @@ SelectionInput ReplayStore::selectionInput(std::int64_t tapeId, bool withUpdateN
     tape.bind(1, tapeId);
     if (!tape.step())
         return input;
-    input.transactionCount = static_cast<std::uint64_t>(tape.int64(0));
+    input.transactionCount = checkedTransactionCount(db_, tapeId, tape.int64(0));
     input.snapshotInterval = static_cast<std::uint64_t>(std::max<std::int64_t>(1, tape.int64(1)));
     input.parameterCount = static_cast<std::size_t>(tape.int64(2));
     input.hasSampledCheck.assign(input.transactionCount, false);
@@ -141,6 +142,7 @@ std::optional<std::vector<std::uint8_t>> ReplayStore::embeddedPayload(std::int64
 
 std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
 {
+    BusyTimeout wait(db_, kLongWriteWaitMs);
     SqlTransaction transaction(db_);
     Statement insert = db_.prepare(
         "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
@@ -166,9 +168,37 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
 
 void ReplayStore::storeOutcomes(std::int64_t runId, const std::vector<TransactionOutcome>& outcomes)
 {
-    if (outcomes.empty())
+    if (!pending_.empty() && pendingRun_ != runId) {  // another run's, kept: store them first
+        BusyTimeout wait(db_, kLongWriteWaitMs);
+        SqlTransaction transaction(db_);
+        writePending();
+        transaction.commit();
+        pending_.clear();
+    }
+    pendingRun_ = runId;
+    pending_.insert(pending_.end(), outcomes.begin(), outcomes.end());
+    if (pending_.empty())
         return;
-    SqlTransaction transaction(db_);
+    try {
+        BusyTimeout wait(db_, kBatchWriteWaitMs);
+        SqlTransaction transaction(db_);
+        writePending();
+        transaction.commit();
+        pending_.clear();
+    } catch (const DatabaseError& error) {
+        // Locked by another writer: the transaction rolled back and the outcomes stay
+        // pending, for the next batch or finishRun().
+        if (!error.busy())
+            throw;
+    }
+}
+
+// Inserts the pending outcomes inside the caller's transaction; the caller clears them once
+// it has committed.
+void ReplayStore::writePending()
+{
+    const std::int64_t runId = pendingRun_;
+    const std::vector<TransactionOutcome>& outcomes = pending_;
     Statement verdict = db_.prepare(
         "INSERT OR REPLACE INTO verdicts(run_id, idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp,"
         " worst_rel_l2, replay_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
@@ -213,11 +243,14 @@ void ReplayStore::storeOutcomes(std::int64_t runId, const std::vector<Transactio
             metric.run();
         }
     }
-    transaction.commit();
 }
 
 void ReplayStore::finishRun(std::int64_t runId, const std::string& status, const std::string& problem)
 {
+    BusyTimeout wait(db_, kLongWriteWaitMs);
+    SqlTransaction transaction(db_);
+    if (!pending_.empty())
+        writePending();
     Statement update = db_.prepare("UPDATE replay_runs SET status = ?1, finished_at = ?2, problem = ?3 WHERE id = ?4");
     update.bind(1, status).bind(2, utcNow());
     if (problem.empty())
@@ -225,6 +258,8 @@ void ReplayStore::finishRun(std::int64_t runId, const std::string& status, const
     else
         update.bind(3, problem);
     update.bind(4, runId).run();
+    transaction.commit();
+    pending_.clear();
 }
 
 std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)

@@ -366,23 +366,12 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
 
 void TestDatabase::versionOneCaseMigratesKeepingItsRows()
 {
-    // Build a version-1 case by taking migrations 3 and 2 back out of a new one.
+    // A version-1 case as the build of that version left it (the schema check refuses one
+    // put together any other way).
     const std::string path = dir_.file("v1.zkaudit");
     {
         Database db(path, Database::Mode::ReadWriteCreate);
-        CaseSchema::upgrade(db);
-        db.exec("DROP TABLE transaction_orders;"
-                "DROP INDEX transactions_sampled; DROP INDEX verdicts_by_run_verdict;"
-                "DROP INDEX replay_runs_by_tape;"
-                "ALTER TABLE replay_runs DROP COLUMN intra_op_threads; ALTER TABLE replay_runs DROP COLUMN selected_count;"
-                "ALTER TABLE replay_runs DROP COLUMN environment; ALTER TABLE replay_runs DROP COLUMN problem;"
-                "ALTER TABLE verdicts DROP COLUMN segment; ALTER TABLE verdicts DROP COLUMN selected;"
-                "ALTER TABLE verdicts DROP COLUMN worst_tensor; ALTER TABLE verdicts DROP COLUMN worst_slot;"
-                "ALTER TABLE verdicts DROP COLUMN worst_max_ulp; ALTER TABLE verdicts DROP COLUMN worst_rel_l2;"
-                "ALTER TABLE verdicts DROP COLUMN replay_ns;"
-                "ALTER TABLE metrics DROP COLUMN verdict; ALTER TABLE metrics DROP COLUMN elements;"
-                "ALTER TABLE metrics DROP COLUMN bitwise_equal; ALTER TABLE metrics DROP COLUMN note;");
-        db.setUserVersion(1);
+        CaseSchema::upgradeTo(db, 1);
         db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
                 " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
                 " VALUES (1, 'f', 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now');"
@@ -430,16 +419,11 @@ void TestDatabase::versionFourCaseKeepsItsStoredOrders()
     const std::string path = dir_.file("v4.zkaudit");
     {
         Database db(path, Database::Mode::ReadWriteCreate);
-        CaseSchema::upgrade(db);
-        db.exec("DROP TABLE transaction_orders;"
-                "CREATE TABLE transaction_orders(tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,"
-                " column_name TEXT NOT NULL CHECK(column_name IN ('loss','lr','update_norm')), ascending BLOB NOT NULL,"
-                " PRIMARY KEY(tape_id, column_name)) WITHOUT ROWID;"
-                "INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
+        CaseSchema::upgradeTo(db, 4);
+        db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
                 " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
                 " VALUES (1, NULL, 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 2, 0, 'now');"
                 "INSERT INTO transaction_orders VALUES (1, 'loss', x'0100000000000000'), (1, 'lr', x'0000000001000000');");
-        db.setUserVersion(4);
         QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_list WHERE name = 'transaction_orders' AND wr = 1"), std::int64_t(1));
     }
     Database db(path, Database::Mode::ReadWrite);

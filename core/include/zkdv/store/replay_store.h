@@ -77,11 +77,23 @@ public:
     // An embedded record payload (ingest --embed), if any.
     std::optional<std::vector<std::uint8_t>> embeddedPayload(std::int64_t tapeId, std::uint64_t recordIndex);
 
-    // A new run in state "running", committed at once so a crash leaves a trace.
+    // Another process may be writing the case (an ingest holds the write lock for its whole
+    // tape): the writes below wait for it, boundedly, and never drop a result.
+    // A new run in state "running", committed at once so a crash leaves a trace; waits up to
+    // kLongWriteWaitMs for the write lock.
     std::int64_t beginRun(const ReplayRunInfo& info);
-    // Stores verdicts and every comparison's metrics in one transaction.
+    // Stores verdicts and every comparison's metrics in one transaction. When the case stays
+    // locked for kBatchWriteWaitMs they are kept in memory and stored with the next call or
+    // by finishRun(); other failures throw.
     void storeOutcomes(std::int64_t runId, const std::vector<TransactionOutcome>& outcomes);
+    // Stores whatever storeOutcomes() kept, and the run's end, in one transaction; waits up to
+    // kLongWriteWaitMs for the write lock, then throws DatabaseError (busy()).
     void finishRun(std::int64_t runId, const std::string& status, const std::string& problem);
+    // Outcomes storeOutcomes() accepted that are not in the case yet.
+    std::size_t pendingOutcomes() const { return pending_.size(); }
+
+    static constexpr int kBatchWriteWaitMs = 200;
+    static constexpr int kLongWriteWaitMs = 10 * 60 * 1000;
 
     // Runs of one tape (0: every tape), newest first, with counts by verdict.
     std::vector<StoredReplayRun> runs(std::int64_t tapeId = 0);
@@ -92,7 +104,11 @@ public:
     void forEachComparison(std::int64_t runId, const std::function<void(std::uint64_t index, TensorComparison&&)>& visit);
 
 private:
+    void writePending();
+
     Database& db_;
+    std::int64_t pendingRun_ = 0;
+    std::vector<TransactionOutcome> pending_;
 };
 
 }  // namespace zkdv
