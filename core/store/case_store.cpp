@@ -548,39 +548,6 @@ private:
     std::unique_ptr<RowInserter> inserter_;
 };
 
-// While it has the case to itself, an ingest runs in rollback-journal mode: pages new to the
-// file are then written once, into the file. In WAL mode each page goes to the write-ahead
-// log and is copied into the file again by the checkpoint after the commit (a million
-// transactions are ~170 MB, and the checkpoint cannot overlap the scan). The mode changes
-// only when no other connection has the case open (the workstation reading it, say); the
-// ingest then stays in WAL mode. synchronous=FULL keeps the rollback journal as durable as
-// WAL with NORMAL. A case a crash left in rollback mode is put back when opened for writing.
-class RollbackJournalWhileAlone {
-public:
-    explicit RollbackJournalWhileAlone(Database& db) : db_(db)
-    {
-        switched_ = db_.trySetJournalMode("delete");
-        if (switched_)
-            db_.exec("PRAGMA synchronous=FULL");
-    }
-    ~RollbackJournalWhileAlone()
-    {
-        if (!switched_)
-            return;
-        try {
-            db_.exec("PRAGMA synchronous=NORMAL");
-            db_.trySetJournalMode("wal");
-        } catch (...) {  // a destructor must not throw; the next open for writing restores WAL
-        }
-    }
-    RollbackJournalWhileAlone(const RollbackJournalWhileAlone&) = delete;
-    RollbackJournalWhileAlone& operator=(const RollbackJournalWhileAlone&) = delete;
-
-private:
-    Database& db_;
-    bool switched_ = false;
-};
-
 }  // namespace
 
 CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
@@ -594,7 +561,7 @@ CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
             wal = !mode.step() || mode.text(0) == "wal";
         }
         if (!wal)
-            db_->trySetJournalMode("wal");  // after an ingest interrupted in rollback mode
+            db_->trySetJournalMode("wal");  // a case an older build's ingest left in rollback mode
     }
 }
 
@@ -605,7 +572,11 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
     IngestResult result;
     std::optional<std::string> fileSha256;
     {
-        RollbackJournalWhileAlone journal(*db_);
+        // The ingest writes in WAL mode, like every other writer: readers (info, report, the
+        // workstation, a replay's workers) read the case throughout, and a replay storing
+        // results waits for the commit (ReplayStore). The rollback journal wrote the new pages
+        // once instead of twice (log, then checkpoint) but locked every reader out from the
+        // first page spilled to the file until the commit; docs/reliability.md has the cost.
         // Every row an ingest adds refers to the tape row it adds first, so the foreign keys
         // hold by construction. Enforced, they would make each multi-row INSERT keep a
         // statement journal, a copy of every page it changes in case a later row of the

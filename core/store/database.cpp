@@ -63,7 +63,7 @@ std::string plainReason(const Database& db, int code)
     if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && (systemError == ENOSPC || systemError == EDQUOT)))
         return "the disk is full (writing " + db.path() + "); free some space and run the command again, nothing was half-written";
     if (primary == SQLITE_BUSY)
-        return db.path() + " is being written by another process and stayed locked for " + std::to_string(db.busyTimeoutMs()) +
+        return db.path() + " is being written by another process (or connection) and stayed locked for " + std::to_string(db.busyTimeoutMs()) +
                " ms; run the command again when that one has finished";
     return {};
 }

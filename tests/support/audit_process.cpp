@@ -81,13 +81,19 @@ bool AuditProcess::pump(std::chrono::milliseconds timeout)
     return outPipe_ >= 0 || errPipe_ >= 0;
 }
 
-bool AuditProcess::waitForStderr(const std::string& text, std::chrono::milliseconds timeout)
+bool AuditProcess::waitForStderr(const std::string& text, std::chrono::milliseconds timeout, int times)
 {
+    const auto seen = [&] {
+        int found = 0;
+        for (std::size_t at = err_.find(text); at != std::string::npos && found < times; at = err_.find(text, at + text.size()))
+            ++found;
+        return found >= times;
+    };
     const auto deadline = Clock::now() + timeout;
-    while (err_.find(text) == std::string::npos) {
+    while (!seen()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0 || !pump(std::min(left, std::chrono::milliseconds(50))))
-            return err_.find(text) != std::string::npos;
+        if (left.count() <= 0 || !pump(std::min(left, std::chrono::milliseconds(20))))
+            return seen();
     }
     return true;
 }

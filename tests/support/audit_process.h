@@ -18,9 +18,9 @@ public:
     AuditProcess(const AuditProcess&) = delete;
     AuditProcess& operator=(const AuditProcess&) = delete;
 
-    // Reads output until stderr holds `text` (true), or the process ends or `timeout`
-    // passes (false).
-    bool waitForStderr(const std::string& text, std::chrono::milliseconds timeout);
+    // Reads output until stderr holds `text` `times` times (true), or the process ends or
+    // `timeout` passes (false). Progress lines make milestones: ("verifying ", 3) is the third.
+    bool waitForStderr(const std::string& text, std::chrono::milliseconds timeout, int times = 1);
     // SIGKILL, as a crash or `kill -9` would, then reaps it.
     void kill();
     // Waits for the end (reading output meanwhile); the exit status, or -1 when it was
