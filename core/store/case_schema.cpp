@@ -264,6 +264,42 @@ SELECT tape_id, column_name, ascending FROM transaction_orders;
 DROP TABLE transaction_orders;
 ALTER TABLE transaction_orders_v5 RENAME TO transaction_orders;
 )sql"},
+    // A replay killed (or on a machine that lost power) stayed `running` for ever. A run now
+    // records the process that writes it (host, boot, pid and the pid's start time, so a
+    // reused pid is told apart), and a later open marks a run whose process is gone
+    // `interrupted`, which the status constraint must admit: the table is rebuilt as in
+    // migration 4.
+    {6, R"sql(
+CREATE TABLE replay_runs_v6(
+    id INTEGER PRIMARY KEY,
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    device TEXT NOT NULL,
+    libtorch_version TEXT,
+    zkdv_version TEXT,
+    selection_spec TEXT NOT NULL,
+    seed INTEGER,
+    tolerance TEXT,
+    threads INTEGER,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL CHECK(status IN ('running','finished','cancelled','failed','interrupted')),
+    intra_op_threads INTEGER,
+    selected_count INTEGER,
+    environment TEXT,
+    problem TEXT,
+    owner_host TEXT,
+    owner_boot_id TEXT,
+    owner_pid INTEGER,
+    owner_start_time INTEGER
+);
+INSERT INTO replay_runs_v6(id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,
+    started_at, finished_at, status, intra_op_threads, selected_count, environment, problem)
+SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,
+    started_at, finished_at, status, intra_op_threads, selected_count, environment, problem FROM replay_runs;
+DROP TABLE replay_runs;
+ALTER TABLE replay_runs_v6 RENAME TO replay_runs;
+CREATE INDEX replay_runs_by_tape ON replay_runs(tape_id);
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

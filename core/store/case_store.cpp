@@ -20,6 +20,7 @@
 #include "sync_ahead.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_count.h"
 #include "zkdv/store/transaction_order.h"
 #include "zkdv/util/utc_time.h"
@@ -562,6 +563,13 @@ CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
         }
         if (!wal)
             db_->trySetJournalMode("wal");  // a case an older build's ingest left in rollback mode
+        try {
+            BusyTimeout wait(*db_, 100);
+            ReplayStore(*db_).markInterruptedRuns();
+        } catch (const DatabaseError& error) {
+            if (!error.busy())
+                throw;  // another process is writing: a later open records them
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "zkdv/store/database.h"
+#include "zkdv/store/run_owner.h"
 #include "zkdv/store/transaction_count.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/util/little_endian.h"
@@ -54,6 +55,35 @@ UlpHistogram histogramFromBlob(ByteSpan blob)
 }
 
 }  // namespace
+
+std::string interruptedRunProblem(const RunOwner& owner)
+{
+    return "the replay process (" + owner.describe() +
+           ") ended before the run finished: it was killed or crashed, or the machine restarted; the verdicts it stored are kept";
+}
+
+void ReplayStore::markInterruptedRuns()
+{
+    std::vector<std::pair<std::int64_t, RunOwner>> gone;
+    {
+        Statement running = db_.prepare(
+            "SELECT id, owner_host, coalesce(owner_boot_id, ''), coalesce(owner_pid, 0), coalesce(owner_start_time, 0)"
+            " FROM replay_runs WHERE status = 'running' AND owner_host IS NOT NULL");
+        while (running.step()) {
+            RunOwner owner{running.text(1), running.text(2), running.int64(3), running.int64(4)};
+            if (owner.isGone())
+                gone.emplace_back(running.int64(0), owner);
+        }
+    }
+    if (gone.empty())
+        return;
+    SqlTransaction transaction(db_);
+    Statement mark = db_.prepare(
+        "UPDATE replay_runs SET status = 'interrupted', finished_at = ?1, problem = ?2 WHERE id = ?3 AND status = 'running'");
+    for (const auto& [id, owner] : gone)
+        mark.bind(1, utcNow()).bind(2, interruptedRunProblem(owner)).bind(3, id).run();
+    transaction.commit();
+}
 
 SelectionInput ReplayStore::selectionInput(std::int64_t tapeId, bool withUpdateNorms)
 {
@@ -146,8 +176,8 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     SqlTransaction transaction(db_);
     Statement insert = db_.prepare(
         "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
-        " started_at, status, intra_op_threads, selected_count, environment)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12)");
+        " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     insert.bind(1, info.tapeId)
         .bind(2, info.device)
         .bind(3, info.libtorchVersion)
@@ -160,6 +190,9 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
         .bind(10, info.intraOpThreads)
         .bind(11, static_cast<std::int64_t>(info.selectedCount))
         .bind(12, info.environmentJson);
+    // The process that will store this run's results: while it lives the run is `running`.
+    const RunOwner owner = RunOwner::current();
+    insert.bind(13, owner.host).bind(14, owner.bootId).bind(15, owner.pid).bind(16, owner.startTime);
     insert.run();
     const std::int64_t id = db_.lastInsertRowId();
     transaction.commit();
@@ -272,7 +305,8 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'exact'),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'within-tolerance'),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'diverged'),"
-        " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable')"
+        " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'),"
+        " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0)"
         " FROM replay_runs r WHERE ?1 = 0 OR r.tape_id = ?1 ORDER BY r.id DESC");
     rows.bind(1, tapeId);
     std::vector<StoredReplayRun> result;
@@ -299,6 +333,15 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.withinTolerance = static_cast<std::uint64_t>(rows.int64(18));
         run.diverged = static_cast<std::uint64_t>(rows.int64(19));
         run.unverifiable = static_cast<std::uint64_t>(rows.int64(20));
+        if (run.status == "running") {
+            // A reader may not write, so it shows a run whose process is gone as what the next
+            // writable open will record (CaseStore).
+            RunOwner owner{rows.text(21), rows.text(22), rows.int64(23), rows.int64(24)};
+            if (owner.isGone()) {
+                run.status = "interrupted";
+                run.problem = interruptedRunProblem(owner);
+            }
+        }
         result.push_back(std::move(run));
     }
     return result;

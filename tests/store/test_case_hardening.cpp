@@ -26,6 +26,8 @@
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/store/run_owner.h"
 
 using zkdv::CaseSchema;
 using zkdv::CaseStore;
@@ -131,6 +133,8 @@ private Q_SLOTS:
     void syncAheadKeepsTheTransactionsLocks();
     void fullDiskSaysSo();
     void lockedCaseSaysSo();
+    void killedReplayIsMarkedInterrupted();
+    void runOwnerTellsAReusedPid();
 
 private:
     zkdv::test::TempDir dir_;
@@ -314,6 +318,80 @@ void TestCaseHardening::lockedCaseSaysSo()
     QVERIFY(busy->busy());
     QVERIFY2(contains(busy->what(), path + " is being written by another process (or connection) and stayed locked for 50 ms"), busy->what());
     holder.exec("ROLLBACK");
+}
+
+void TestCaseHardening::killedReplayIsMarkedInterrupted()
+{
+    const std::string path = dir_.file("replay-killed.zkaudit");
+    createCase(path);
+    {
+        Database db(path, Database::Mode::ReadWrite);
+        db.exec("DELETE FROM replay_runs");
+    }
+    // A replay process that began a run, stored three results and was killed.
+    const int exit = inChild([&] {
+        CaseStore& store = *new CaseStore(path, CaseStore::Access::ReadWrite);  // never closed: the process dies
+        zkdv::ReplayStore replay(store.database());
+        zkdv::ReplayRunInfo info;
+        info.tapeId = 1;
+        info.device = "cpu";
+        info.selection = "all";
+        const std::int64_t run = replay.beginRun(info);
+        std::vector<zkdv::TransactionOutcome> outcomes(3);
+        for (std::size_t i = 0; i < outcomes.size(); ++i)
+            outcomes[i].index = i;
+        replay.storeOutcomes(run, outcomes);
+        return replay.pendingOutcomes() == 0 ? 0 : 1;
+    });
+    QCOMPARE(exit, 0);
+    // A run of this (living) process stays running.
+    std::int64_t living = 0;
+    {
+        Database db(path, Database::Mode::ReadWrite);  // not a CaseStore, which would mark the other
+        zkdv::ReplayRunInfo info;
+        info.tapeId = 1;
+        info.device = "cpu";
+        info.selection = "ids:1";
+        living = zkdv::ReplayStore(db).beginRun(info);
+    }
+    const std::vector<char> before = readFile(path);
+    {
+        // Read-only: shown as interrupted, nothing written.
+        CaseStore reader(path, CaseStore::Access::ReadOnly);
+        const auto runs = zkdv::ReplayStore(reader.database()).runs();
+        QCOMPARE(runs.size(), std::size_t(2));
+        QCOMPARE(runs[0].id, living);
+        QCOMPARE(runs[0].status, std::string("running"));
+        QCOMPARE(runs[1].status, std::string("interrupted"));
+        QVERIFY2(contains(runs[1].problem, "ended before the run finished"), runs[1].problem.c_str());
+        QCOMPARE(runs[1].replayed, std::uint64_t(3));
+        QCOMPARE(count(reader.database(), "SELECT count(*) FROM replay_runs WHERE status = 'running'"), std::int64_t(2));
+    }
+    QVERIFY(readFile(path) == before);
+    // Opened for writing: recorded, with its verdicts kept.
+    CaseStore store(path, CaseStore::Access::ReadWrite);
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM replay_runs WHERE status = 'interrupted' AND finished_at IS NOT NULL"),
+             std::int64_t(1));
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM replay_runs WHERE status = 'running'"), std::int64_t(1));
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM verdicts"), std::int64_t(3));
+}
+
+void TestCaseHardening::runOwnerTellsAReusedPid()
+{
+    zkdv::RunOwner owner = zkdv::RunOwner::current();
+    QVERIFY(owner.pid > 0);
+    QVERIFY(owner.startTime > 0);
+    QVERIFY(!owner.bootId.empty());
+    QVERIFY(!owner.isGone());
+    zkdv::RunOwner reused = owner;  // the same pid, given to a process started at another time
+    reused.startTime += 1;
+    QVERIFY(reused.isGone());
+    zkdv::RunOwner rebooted = owner;
+    rebooted.bootId = "00000000-0000-0000-0000-000000000000";
+    QVERIFY(rebooted.isGone());
+    zkdv::RunOwner elsewhere = reused;  // another machine's process: cannot be told, never gone
+    elsewhere.host += ".elsewhere";
+    QVERIFY(!elsewhere.isGone());
 }
 
 QTEST_GUILESS_MAIN(TestCaseHardening)

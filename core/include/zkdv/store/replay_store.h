@@ -15,6 +15,10 @@
 namespace zkdv {
 
 class Database;
+struct RunOwner;
+
+// The problem recorded for a run whose process ended before it finished.
+std::string interruptedRunProblem(const RunOwner& owner);
 
 struct ReplayRunInfo {
     std::int64_t tapeId = 0;
@@ -95,7 +99,12 @@ public:
     static constexpr int kBatchWriteWaitMs = 200;
     static constexpr int kLongWriteWaitMs = 10 * 60 * 1000;
 
-    // Runs of one tape (0: every tape), newest first, with counts by verdict.
+    // Marks `interrupted` every run still `running` whose process is gone (RunOwner::isGone);
+    // CaseStore does it when it opens a case for writing.
+    void markInterruptedRuns();
+
+    // Runs of one tape (0: every tape), newest first, with counts by verdict. A `running` run
+    // whose process is gone reads as `interrupted`, even on a read-only connection.
     std::vector<StoredReplayRun> runs(std::int64_t tapeId = 0);
     std::vector<StoredVerdict> verdicts(std::int64_t runId);
     std::vector<TensorComparison> comparisons(std::int64_t runId, std::uint64_t index);
