@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -590,7 +591,9 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
         // statement journal, a copy of every page it changes in case a later row of the
         // statement fails: 1.4 GB of temporary-file writes for a million transactions.
         ForeignKeysOff foreignKeysOff(*db_);
+        std::optional<BusyTimeout> waitForOtherWriters(std::in_place, *db_, kWriterWaitMs);
         SqlTransaction transaction(*db_);
+        waitForOtherWriters.reset();
         IngestVisitor visitor(*db_, tapePath, options);
         ScanOptions scan;
         scan.computeFileSha256 = options.computeFileSha256;
@@ -705,7 +708,7 @@ CaseTape tapeFromRow(Database& db, const Statement& row)
     tape.programPresent = row.int64(10) != 0;
     tape.snapshotInterval = static_cast<int>(row.int64(11));
     tape.recordCount = static_cast<std::uint64_t>(row.int64(12));
-    tape.transactionCount = checkedTransactionCount(db, tape.id, row.int64(13));
+    tape.transactionCount = checkedTransactionCount(db, tape.id, row.int64(13), CountCheck::Bounds);
     tape.snapshotCount = static_cast<std::uint64_t>(row.int64(14));
     tape.embedded = row.int64(15) != 0;
     tape.ingestedAt = row.text(16);

@@ -94,7 +94,7 @@ SelectionInput ReplayStore::selectionInput(std::int64_t tapeId, bool withUpdateN
     tape.bind(1, tapeId);
     if (!tape.step())
         return input;
-    input.transactionCount = checkedTransactionCount(db_, tapeId, tape.int64(0));
+    input.transactionCount = checkedTransactionCount(db_, tapeId, tape.int64(0), CountCheck::CountRows);  // it reads every row next
     input.snapshotInterval = static_cast<std::uint64_t>(std::max<std::int64_t>(1, tape.int64(1)));
     input.parameterCount = static_cast<std::size_t>(tape.int64(2));
     input.hasSampledCheck.assign(input.transactionCount, false);

@@ -139,6 +139,11 @@ private:
     int busyTimeoutMs_ = 0;
 };
 
+// How long a writer that cannot go on without the write lock (an ingest starting, a replay
+// beginning or finishing a run) waits for another writer to finish: an ingest holds the lock
+// for its whole tape. Bounded, so that a writer that never finishes is reported.
+constexpr int kWriterWaitMs = 10 * 60 * 1000;
+
 // Another busy timeout for its lifetime, then the previous one again.
 class BusyTimeout {
 public:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/replay/replay_outcome.h"
+#include "zkdv/store/database.h"
 #include "zkdv/replay/selection.h"
 #include "zkdv/tape/record_reader.h"
 
@@ -97,7 +98,7 @@ public:
     std::size_t pendingOutcomes() const { return pending_.size(); }
 
     static constexpr int kBatchWriteWaitMs = 200;
-    static constexpr int kLongWriteWaitMs = 10 * 60 * 1000;
+    static constexpr int kLongWriteWaitMs = kWriterWaitMs;
 
     // Marks `interrupted` every run still `running` whose process is gone (RunOwner::isGone);
     // CaseStore does it when it opens a case for writing.

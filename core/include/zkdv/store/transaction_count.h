@@ -9,9 +9,13 @@ namespace zkdv {
 
 class Database;
 
-// `stated` (tapes.transaction_count of tape `tapeId`) when the tape holds exactly that many
-// transaction rows, indexes 0 to stated − 1; otherwise throws Error naming the tape, the case
-// and both numbers.
-std::uint64_t checkedTransactionCount(Database& db, std::int64_t tapeId, std::int64_t stated);
+enum class CountCheck {
+    Bounds,    // 0 ≤ stated ≤ what the file could hold, rows numbered 0 to stated − 1: two lookups
+    CountRows  // also exactly `stated` rows: reads every row of the tape
+};
+
+// `stated` (tapes.transaction_count of tape `tapeId`) when the tape's rows agree with it;
+// otherwise throws Error naming the tape, the case and what disagrees.
+std::uint64_t checkedTransactionCount(Database& db, std::int64_t tapeId, std::int64_t stated, CountCheck check);
 
 }  // namespace zkdv
