@@ -20,12 +20,16 @@ std::string firstLine(const std::string& path)
     return line;
 }
 
+// The host name and the pid namespace: containers on one machine share its boot id but
+// number their processes apart, so a pid means something only within the same namespace.
 std::string hostName()
 {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0)
         return {};
-    return name;
+    char space[64] = {};
+    const ssize_t length = ::readlink("/proc/self/ns/pid", space, sizeof space - 1);
+    return std::string(name) + (length > 0 ? "/" + std::string(space, static_cast<std::size_t>(length)) : std::string());
 }
 
 // Field 22 of /proc/PID/stat, after the command name (which may hold spaces and parentheses,

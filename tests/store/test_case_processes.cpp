@@ -5,6 +5,8 @@
 
 #include <QtTest>
 
+#include <sqlite3.h>
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -77,6 +79,7 @@ private Q_SLOTS:
     void killedIngestLeavesAWholeCase();
     void secondWriterDuringAnIngest_data();
     void secondWriterDuringAnIngest();
+    void everyCommandRefusesAHostileCase();
 
 private:
     // A fresh copy of the case holding only the small tape.
@@ -202,6 +205,36 @@ void TestCaseProcesses::secondWriterDuringAnIngest()
     checkWhole(casePath);
     Database db(casePath, Database::Mode::ReadOnly);
     QCOMPARE(count(db, "SELECT count(*) FROM tapes"), std::int64_t(3));
+}
+
+void TestCaseProcesses::everyCommandRefusesAHostileCase()
+{
+    // The schema check sits in the one place that opens a case, so every command gets it.
+    const std::string casePath = freshCase("hostile.zkaudit");
+    {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open_v2(casePath.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+        const int rc = sqlite3_exec(db, "CREATE TRIGGER forge AFTER INSERT ON verdicts BEGIN UPDATE verdicts SET verdict = 'exact'"
+                                        " WHERE run_id = new.run_id AND idx = new.idx; END", nullptr, nullptr, nullptr);
+        sqlite3_close(db);
+        QCOMPARE(rc, SQLITE_OK);
+    }
+    const std::vector<std::vector<std::string>> commands = {
+        {"info", casePath},
+        {"report", casePath, "-o", dir_.file("hostile.json")},
+        {"ingest", otherTape_, "--case", casePath},
+        {"replay", casePath, "--select", "all"},
+    };
+    for (const std::vector<std::string>& command : commands) {
+        AuditProcess process(test::auditExecutable(), command);
+        const int exit = process.wait(120s);
+        const std::string what = command.front() + ": exit " + std::to_string(exit) + ": " + process.err();
+        QVERIFY2(exit == 2, what.c_str());
+        QVERIFY2(process.err().find("is refused: it has a trigger \"forge\" on table \"verdicts\"") != std::string::npos, what.c_str());
+    }
+    Database db(casePath, Database::Mode::ReadOnly);
+    QCOMPARE(count(db, "SELECT count(*) FROM tapes"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM replay_runs"), std::int64_t(0));
 }
 
 QTEST_GUILESS_MAIN(TestCaseProcesses)

@@ -8,7 +8,7 @@
 namespace zkdv {
 
 struct RunOwner {
-    std::string host;     // gethostname()
+    std::string host;     // gethostname() and the pid namespace ("box/pid:[4026531836]")
     std::string bootId;   // /proc/sys/kernel/random/boot_id: changes at every boot
     std::int64_t pid = 0;
     std::int64_t startTime = 0;  // the process's start, in clock ticks after boot (/proc/PID/stat)
