@@ -137,6 +137,7 @@ void writeConclusion(ReportData& report)
     if (!finished)
         report.warnings.push_back("The replay " + std::string(report.runStatus == "cancelled" ? "was cancelled" :
                                                               report.runStatus == "running"   ? "was still running when this report was made" :
+                                                              report.runStatus == "interrupted" ? "was interrupted (its process ended before it finished)" :
                                                                                                  "failed") +
                                   ": only " + std::to_string(report.replayedCount) + " transactions were replayed (" +
                                   std::to_string(report.selectedCount) + " were selected).");

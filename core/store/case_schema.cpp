@@ -1,10 +1,17 @@
 #include "zkdv/store/case_schema.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <sqlite3.h>
-#include <iterator>
-#include <string>
+
+#include "normalized_sql.h"
 
 #include "zkdv/store/database.h"
 #include "zkdv/util/error.h"
@@ -257,6 +264,42 @@ SELECT tape_id, column_name, ascending FROM transaction_orders;
 DROP TABLE transaction_orders;
 ALTER TABLE transaction_orders_v5 RENAME TO transaction_orders;
 )sql"},
+    // A replay killed (or on a machine that lost power) stayed `running` for ever. A run now
+    // records the process that writes it (host, boot, pid and the pid's start time, so a
+    // reused pid is told apart), and a later open marks a run whose process is gone
+    // `interrupted`, which the status constraint must admit: the table is rebuilt as in
+    // migration 4.
+    {6, R"sql(
+CREATE TABLE replay_runs_v6(
+    id INTEGER PRIMARY KEY,
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    device TEXT NOT NULL,
+    libtorch_version TEXT,
+    zkdv_version TEXT,
+    selection_spec TEXT NOT NULL,
+    seed INTEGER,
+    tolerance TEXT,
+    threads INTEGER,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL CHECK(status IN ('running','finished','cancelled','failed','interrupted')),
+    intra_op_threads INTEGER,
+    selected_count INTEGER,
+    environment TEXT,
+    problem TEXT,
+    owner_host TEXT,
+    owner_boot_id TEXT,
+    owner_pid INTEGER,
+    owner_start_time INTEGER
+);
+INSERT INTO replay_runs_v6(id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,
+    started_at, finished_at, status, intra_op_threads, selected_count, environment, problem)
+SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,
+    started_at, finished_at, status, intra_op_threads, selected_count, environment, problem FROM replay_runs;
+DROP TABLE replay_runs;
+ALTER TABLE replay_runs_v6 RENAME TO replay_runs;
+CREATE INDEX replay_runs_by_tape ON replay_runs(tape_id);
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.
@@ -305,20 +348,107 @@ void requireUpgradable(const FileState& state, const std::string& path)
                     "it is damaged, refusing to use it");
 }
 
+// One row of sqlite_master, its SQL normalized (normalizedSql).
+struct SchemaObject {
+    std::string type;
+    std::string table;
+    std::string sql;
+    bool operator==(const SchemaObject& other) const
+    {
+        return std::tie(type, table, sql) == std::tie(other.type, other.table, other.sql);
+    }
+};
+using SchemaObjects = std::map<std::string, SchemaObject>;  // by name
+
+SchemaObjects schemaObjects(Database& db)
+{
+    SchemaObjects objects;
+    Statement rows = db.prepare("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master");
+    while (rows.step())
+        objects[rows.text(1)] = SchemaObject{rows.text(0), rows.text(2), normalizedSql(rows.text(3))};
+    return objects;
+}
+
+// What the migrations up to `version` create, built once per version in a database in memory
+// by this very SQLite library: the scripts are the one statement of the schema.
+const SchemaObjects& expectedObjects(int version)
+{
+    static std::mutex mutex;
+    static std::map<int, SchemaObjects> built;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = built.find(version);
+    if (found != built.end())
+        return found->second;
+    Database scratch(":memory:", Database::Mode::ReadWriteCreate);
+    {
+        ForeignKeysOff foreignKeysOff(scratch);
+        for (const Migration& migration : kMigrations)
+            if (migration.version <= version)
+                scratch.exec(migration.script);
+    }
+    return built.emplace(version, schemaObjects(scratch)).first->second;
+}
+
+std::string describe(const std::string& name, const SchemaObject& object)
+{
+    std::string text = object.type + " \"" + name + "\"";
+    if ((object.type == "index" || object.type == "trigger") && !object.table.empty())
+        text += " on table \"" + object.table + "\"";
+    return text;
+}
+
 }  // namespace
+
+void CaseSchema::requireExpectedSchema(Database& db, int version)
+{
+    const SchemaObjects& expected = expectedObjects(version);
+    const SchemaObjects actual = schemaObjects(db);
+    // Triggers and views first: they are what would run.
+    auto rank = [](const std::string& type) { return type == "trigger" ? 0 : type == "view" ? 1 : 2; };
+    std::vector<std::pair<int, std::string>> problems;
+    for (const auto& [name, object] : actual) {
+        auto want = expected.find(name);
+        if (want == expected.end())
+            problems.emplace_back(rank(object.type), "it has a " + describe(name, object) + " that ZKDV does not create");
+        else if (want->second.type != object.type)
+            problems.emplace_back(rank(object.type), "its " + describe(name, object) + " stands where ZKDV creates a " +
+                                                         describe(name, want->second));
+        else if (!(want->second == object))
+            problems.emplace_back(rank(object.type), "its " + describe(name, object) + " is defined differently from the one ZKDV creates");
+    }
+    for (const auto& [name, object] : expected)
+        if (!actual.count(name))
+            problems.emplace_back(rank(object.type), "it lacks the " + describe(name, object) + " that ZKDV creates");
+    if (problems.empty())
+        return;
+    std::stable_sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    constexpr std::size_t kNamed = 3;
+    std::string named;
+    for (std::size_t i = 0; i < problems.size() && i < kNamed; ++i)
+        named += (i ? "; " : "") + problems[i].second;
+    if (problems.size() > kNamed)
+        named += "; and " + std::to_string(problems.size() - kNamed) + " more differences";
+    throw UnexpectedCaseSchema("case " + db.path() + " is refused: " + named + " (case schema version " + std::to_string(version) +
+                               "). A case whose schema was changed outside ZKDV may carry SQL that would run while ZKDV reads or "
+                               "writes it (a trigger, a view standing in for a table) and forge results; nothing was written to it");
+}
 
 int CaseSchema::latestVersion()
 {
     return std::end(kMigrations)[-1].version;
 }
 
-void CaseSchema::upgrade(Database& db)
+void CaseSchema::upgrade(Database& db) { upgradeTo(db, latestVersion()); }
+
+void CaseSchema::upgradeTo(Database& db, int target)
 {
     // Checked outside a transaction first so that an up-to-date case needs no write lock
     // (read-only connections) and a refused file never sees a BEGIN.
     FileState state = readState(db);
     requireUpgradable(state, db.path());
-    if (state.version == latestVersion())
+    if (state.version != 0)
+        requireExpectedSchema(db, state.version);
+    if (state.version >= target)
         return;
     if (sqlite3_db_readonly(db.handle(), "main") == 1 && !(state.version == 0 && state.schemaObjects == 0))
         throw SchemaUpgradeNeeded("case " + db.path() + " uses schema version " + std::to_string(state.version) + "; this build reads version " +
@@ -332,11 +462,13 @@ void CaseSchema::upgrade(Database& db)
     // Another process may have upgraded the file between the check and the write lock.
     state = readState(db);
     requireUpgradable(state, db.path());
-    if (state.version == latestVersion())
+    if (state.version != 0)
+        requireExpectedSchema(db, state.version);
+    if (state.version >= target)
         return;
 
     for (const Migration& migration : kMigrations) {
-        if (migration.version > state.version)
+        if (migration.version > state.version && migration.version <= target)
             db.exec(migration.script);
     }
     if (state.version == 0) {
@@ -348,9 +480,9 @@ void CaseSchema::upgrade(Database& db)
     }
     const std::int64_t danglingReferences = db.queryInt64("SELECT count(*) FROM pragma_foreign_key_check").value_or(0);
     if (danglingReferences != 0)
-        throw Error("case " + db.path() + ": upgrading it to schema version " + std::to_string(latestVersion()) + " would leave " +
+        throw Error("case " + db.path() + ": upgrading it to schema version " + std::to_string(target) + " would leave " +
                     std::to_string(danglingReferences) + " rows referring to rows that do not exist; the case is left as it was");
-    db.setUserVersion(latestVersion());
+    db.setUserVersion(target);
     transaction.commit();
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@
 #include "sync_ahead.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_count.h"
 #include "zkdv/store/transaction_order.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/tape/tape_format.h"
@@ -179,7 +182,7 @@ public:
 
     RowInserter(Database& db, Statement& insertTransaction, Statement& insertSnapshot, std::int64_t tapeId)
         : db_(db), insertTransaction_(insertTransaction), insertSnapshot_(insertSnapshot),
-          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), syncAhead_(db.path()), tapeId_(tapeId),
+          insertTransactions_(db.prepare(multiRowInsert(kRowsPerStatement))), syncAhead_(db), tapeId_(tapeId),
           thread_([this] { work(); })
     {
         insertTransactions_.bind(1, tapeId_);
@@ -547,39 +550,6 @@ private:
     std::unique_ptr<RowInserter> inserter_;
 };
 
-// While it has the case to itself, an ingest runs in rollback-journal mode: pages new to the
-// file are then written once, into the file. In WAL mode each page goes to the write-ahead
-// log and is copied into the file again by the checkpoint after the commit (a million
-// transactions are ~170 MB, and the checkpoint cannot overlap the scan). The mode changes
-// only when no other connection has the case open (the workstation reading it, say); the
-// ingest then stays in WAL mode. synchronous=FULL keeps the rollback journal as durable as
-// WAL with NORMAL. A case a crash left in rollback mode is put back when opened for writing.
-class RollbackJournalWhileAlone {
-public:
-    explicit RollbackJournalWhileAlone(Database& db) : db_(db)
-    {
-        switched_ = db_.trySetJournalMode("delete");
-        if (switched_)
-            db_.exec("PRAGMA synchronous=FULL");
-    }
-    ~RollbackJournalWhileAlone()
-    {
-        if (!switched_)
-            return;
-        try {
-            db_.exec("PRAGMA synchronous=NORMAL");
-            db_.trySetJournalMode("wal");
-        } catch (...) {  // a destructor must not throw; the next open for writing restores WAL
-        }
-    }
-    RollbackJournalWhileAlone(const RollbackJournalWhileAlone&) = delete;
-    RollbackJournalWhileAlone& operator=(const RollbackJournalWhileAlone&) = delete;
-
-private:
-    Database& db_;
-    bool switched_ = false;
-};
-
 }  // namespace
 
 CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
@@ -593,7 +563,14 @@ CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
             wal = !mode.step() || mode.text(0) == "wal";
         }
         if (!wal)
-            db_->trySetJournalMode("wal");  // after an ingest interrupted in rollback mode
+            db_->trySetJournalMode("wal");  // a case an older build's ingest left in rollback mode
+        try {
+            BusyTimeout wait(*db_, 100);
+            ReplayStore(*db_).markInterruptedRuns();
+        } catch (const DatabaseError& error) {
+            if (!error.busy())
+                throw;  // another process is writing: a later open records them
+        }
     }
 }
 
@@ -604,13 +581,19 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
     IngestResult result;
     std::optional<std::string> fileSha256;
     {
-        RollbackJournalWhileAlone journal(*db_);
+        // The ingest writes in WAL mode, like every other writer: readers (info, report, the
+        // workstation, a replay's workers) read the case throughout, and a replay storing
+        // results waits for the commit (ReplayStore). The rollback journal wrote the new pages
+        // once instead of twice (log, then checkpoint) but locked every reader out from the
+        // first page spilled to the file until the commit; docs/reliability.md has the cost.
         // Every row an ingest adds refers to the tape row it adds first, so the foreign keys
         // hold by construction. Enforced, they would make each multi-row INSERT keep a
         // statement journal, a copy of every page it changes in case a later row of the
         // statement fails: 1.4 GB of temporary-file writes for a million transactions.
         ForeignKeysOff foreignKeysOff(*db_);
+        std::optional<BusyTimeout> waitForOtherWriters(std::in_place, *db_, kWriterWaitMs);
         SqlTransaction transaction(*db_);
+        waitForOtherWriters.reset();
         IngestVisitor visitor(*db_, tapePath, options);
         ScanOptions scan;
         scan.computeFileSha256 = options.computeFileSha256;
@@ -709,7 +692,7 @@ constexpr const char* kTapeColumns =
     " t.program_kind, EXISTS(SELECT 1 FROM programs p WHERE p.sha256 = t.program_sha256 AND p.content IS NOT NULL),"
     " t.snapshot_interval, t.record_count, t.transaction_count, t.snapshot_count, t.embedded, t.ingested_at, t.root_json FROM tapes t";
 
-CaseTape tapeFromRow(const Statement& row)
+CaseTape tapeFromRow(Database& db, const Statement& row)
 {
     CaseTape tape;
     tape.id = row.int64(0);
@@ -725,7 +708,7 @@ CaseTape tapeFromRow(const Statement& row)
     tape.programPresent = row.int64(10) != 0;
     tape.snapshotInterval = static_cast<int>(row.int64(11));
     tape.recordCount = static_cast<std::uint64_t>(row.int64(12));
-    tape.transactionCount = static_cast<std::uint64_t>(row.int64(13));
+    tape.transactionCount = checkedTransactionCount(db, tape.id, row.int64(13), CountCheck::Bounds);
     tape.snapshotCount = static_cast<std::uint64_t>(row.int64(14));
     tape.embedded = row.int64(15) != 0;
     tape.ingestedAt = row.text(16);
@@ -739,7 +722,7 @@ std::vector<CaseTape> CaseStore::tapes()
     Statement query = db_->prepare(std::string(kTapeColumns) + " ORDER BY t.id");
     std::vector<CaseTape> result;
     while (query.step())
-        result.push_back(tapeFromRow(query));
+        result.push_back(tapeFromRow(*db_, query));
     return result;
 }
 
@@ -749,7 +732,7 @@ std::optional<CaseTape> CaseStore::tape(std::int64_t id)
     query.bind(1, id);
     if (!query.step())
         return std::nullopt;
-    return tapeFromRow(query);
+    return tapeFromRow(*db_, query);
 }
 
 }  // namespace zkdv

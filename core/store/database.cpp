@@ -1,9 +1,13 @@
 #include "zkdv/store/database.h"
 
+#include <cerrno>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 namespace zkdv {
 
@@ -50,9 +54,25 @@ std::string messageFor(sqlite3* db, int code)
     return sqlite3_errstr(code);
 }
 
-DatabaseError makeError(sqlite3* db, int code, std::string_view what)
+// The failures an auditor can do something about, said so: SQLite's own words ("database or
+// disk is full", "disk I/O error", "database is locked") name neither the file nor the remedy.
+std::string plainReason(const Database& db, int code)
 {
-    return DatabaseError(std::string(what) + ": " + messageFor(db, code), code);
+    const int primary = code & 0xff;
+    const int systemError = db.handle() ? sqlite3_system_errno(db.handle()) : 0;
+    if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && (systemError == ENOSPC || systemError == EDQUOT)))
+        return "the disk is full (writing " + db.path() + "); free some space and run the command again, nothing was half-written";
+    if (primary == SQLITE_BUSY)
+        return db.path() + " is being written by another process (or connection) and stayed locked for " + std::to_string(db.busyTimeoutMs()) +
+               " ms; run the command again when that one has finished";
+    return {};
+}
+
+DatabaseError makeError(const Database& db, int code, std::string_view what)
+{
+    const std::string reason = plainReason(db, code);
+    const std::string sqliteSays = messageFor(db.handle(), code);
+    return DatabaseError(std::string(what) + ": " + (reason.empty() ? sqliteSays : reason + " (" + sqliteSays + ")"), code);
 }
 
 // The statement's SQL for messages; a moved-from Statement has none.
@@ -73,6 +93,18 @@ bool DatabaseError::interrupted() const
 {
     return (code_ & 0xff) == SQLITE_INTERRUPT;
 }
+
+bool DatabaseError::busy() const
+{
+    return (code_ & 0xff) == SQLITE_BUSY;
+}
+
+BusyTimeout::BusyTimeout(Database& db, int milliseconds) : db_(db), previous_(db.busyTimeoutMs())
+{
+    db_.setBusyTimeout(milliseconds);
+}
+
+BusyTimeout::~BusyTimeout() { db_.setBusyTimeout(previous_); }
 
 // --- Statement ---------------------------------------------------------------
 
@@ -169,7 +201,7 @@ bool Statement::step()
         return false;
     // Build the error before resetting so the message is the step's own; the reset lets
     // the statement be run again after the caller handles the error.
-    DatabaseError error = makeError(db_->handle(), rc, "cannot run " + quoted(sqlOf(stmt_)));
+    DatabaseError error = makeError(*db_, rc, "cannot run " + quoted(sqlOf(stmt_)));
     sqlite3_reset(stmt_);
     throw error;
 }
@@ -232,6 +264,34 @@ ByteSpan Statement::blob(int column) const
 
 Database::Database(const std::string& path, Mode mode) : path_(path)
 {
+    try {
+        open(mode);
+    } catch (const DatabaseError& error) {
+        // A process killed while writing the file leaves its journal (or an unrecovered
+        // write-ahead log) behind; a read-only connection may not roll it back and refuses the
+        // file. Any connection that may write does so on its first read, restoring the last
+        // committed state, which is all a reader asked for.
+        if (mode != Mode::ReadOnly || (error.code() & 0xff) != SQLITE_READONLY)
+            throw;
+        recoverInterruptedWrite(error);
+        open(mode);
+    }
+}
+
+void Database::recoverInterruptedWrite(const DatabaseError& refusal)
+{
+    const std::string folder = std::filesystem::path(path_).parent_path().string();
+    if (::access(path_.c_str(), W_OK) != 0 || ::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0)
+        throw DatabaseError("case " + path_ + " was left in the middle of a write by a process that stopped (killed, crashed or "
+                                "lost power); that write must be rolled back before the case can be read, which needs write "
+                                "access to the case and its folder: run any command that writes it (zkdv-audit ingest or replay, "
+                                "or the workstation) as a user allowed to (" + refusal.what() + ")",
+                            refusal.code());
+    Database writer(path_, Mode::ReadWrite);  // its first read rolls the write back
+}
+
+void Database::open(Mode mode)
+{
     int flags = SQLITE_OPEN_NOMUTEX;
     switch (mode) {
     case Mode::ReadOnly:
@@ -249,10 +309,10 @@ Database::Database(const std::string& path, Mode mode) : path_(path)
 #endif
 
     auto fail = [this](int rc) {
-        std::string message = messageFor(db_, rc);
+        DatabaseError error = makeError(*this, rc, "cannot open case " + path_);
         sqlite3_close_v2(db_);
         db_ = nullptr;
-        throw DatabaseError("cannot open case " + path_ + ": " + message, rc);
+        throw error;
     };
 
     // SQLite's memory statistics take a process-wide mutex on every allocation, which a bulk
@@ -260,11 +320,25 @@ Database::Database(const std::string& path, Mode mode) : path_(path)
     static const int memoryStatisticsOff = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     (void)memoryStatisticsOff;
 
-    int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK)
         fail(rc);
     sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    setBusyTimeout(kBusyTimeoutMs);
+    // A case is a file people hand to each other: nothing stored in it may run as SQL here.
+    // ZKDV creates no triggers or views, so none fire or expand (one in a case could rewrite
+    // the verdicts a replay stores); functions in the schema must be harmless ones
+    // (trusted_schema off); defensive mode forbids what could corrupt the file on purpose
+    // (writable_schema, journal_mode=OFF). CaseSchema refuses a case with such objects anyway.
+    const std::pair<int, int> hardening[] = {{SQLITE_DBCONFIG_DEFENSIVE, 1},
+                                             {SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0},
+                                             {SQLITE_DBCONFIG_ENABLE_TRIGGER, 0},
+                                             {SQLITE_DBCONFIG_ENABLE_VIEW, 0}};
+    for (const auto& [option, value] : hardening) {
+        rc = sqlite3_db_config(db_, option, value, nullptr);
+        if (rc != SQLITE_OK)
+            fail(rc);
+    }
 
     // SQLite opens lazily; reading the schema here makes a file that is not a database fail
     // now, with the path in the message, instead of at some later query.
@@ -287,8 +361,22 @@ Database::Database(const std::string& path, Mode mode) : path_(path)
 
 Database::~Database()
 {
-    // close_v2 defers the close until any statement that outlived us is finalized.
+    if (sqlite3_close(db_) == SQLITE_OK) {
+        if (syncDescriptor_ >= 0)
+            ::close(syncDescriptor_);
+        return;
+    }
+    // A statement outlived us: close_v2 defers the close until it is finalized, and the
+    // connection may hold locks until then, so the sync descriptor stays open (for the rest
+    // of the process) rather than drop them.
     sqlite3_close_v2(db_);
+}
+
+int Database::syncDescriptor()
+{
+    if (syncDescriptor_ < 0)
+        syncDescriptor_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    return syncDescriptor_;
 }
 
 Statement Database::prepare(std::string_view sql)
@@ -370,8 +458,15 @@ void Database::writeBlob(const char* table, const char* column, std::int64_t row
     check(closed, what);
 }
 
+void Database::setBusyTimeout(int milliseconds)
+{
+    busyTimeoutMs_ = milliseconds;
+    sqlite3_busy_timeout(db_, milliseconds);
+}
+
 bool Database::trySetJournalMode(const std::string& mode)
 {
+    const int waited = busyTimeoutMs_;
     sqlite3_busy_timeout(db_, 0);
     std::string now;
     try {
@@ -380,7 +475,7 @@ bool Database::trySetJournalMode(const std::string& mode)
             now = pragma.text(0);
     } catch (const DatabaseError&) {  // busy: another connection has the file open
     }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db_, waited);
     return now == mode;
 }
 
@@ -393,7 +488,7 @@ void Database::setUserVersion(int version)
 void Database::check(int code, std::string_view what) const
 {
     if (!isSuccess(code))
-        throw makeError(db_, code, what);
+        throw makeError(*this, code, what);
 }
 
 // --- SqlTransaction ----------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <ctime>
 
 #include "zkdv/store/database.h"
+#include "zkdv/store/run_owner.h"
+#include "zkdv/store/transaction_count.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/version.h"
@@ -54,6 +56,35 @@ UlpHistogram histogramFromBlob(ByteSpan blob)
 
 }  // namespace
 
+std::string interruptedRunProblem(const RunOwner& owner)
+{
+    return "the replay process (" + owner.describe() +
+           ") ended before the run finished: it was killed or crashed, or the machine restarted; the verdicts it stored are kept";
+}
+
+void ReplayStore::markInterruptedRuns()
+{
+    std::vector<std::pair<std::int64_t, RunOwner>> gone;
+    {
+        Statement running = db_.prepare(
+            "SELECT id, owner_host, coalesce(owner_boot_id, ''), coalesce(owner_pid, 0), coalesce(owner_start_time, 0)"
+            " FROM replay_runs WHERE status = 'running' AND owner_host IS NOT NULL");
+        while (running.step()) {
+            RunOwner owner{running.text(1), running.text(2), running.int64(3), running.int64(4)};
+            if (owner.isGone())
+                gone.emplace_back(running.int64(0), owner);
+        }
+    }
+    if (gone.empty())
+        return;
+    SqlTransaction transaction(db_);
+    Statement mark = db_.prepare(
+        "UPDATE replay_runs SET status = 'interrupted', finished_at = ?1, problem = ?2 WHERE id = ?3 AND status = 'running'");
+    for (const auto& [id, owner] : gone)
+        mark.bind(1, utcNow()).bind(2, interruptedRunProblem(owner)).bind(3, id).run();
+    transaction.commit();
+}
+
 SelectionInput ReplayStore::selectionInput(std::int64_t tapeId, bool withUpdateNorms)
 {
     SelectionInput input;
@@ -63,7 +94,7 @@ SelectionInput ReplayStore::selectionInput(std::int64_t tapeId, bool withUpdateN
     tape.bind(1, tapeId);
     if (!tape.step())
         return input;
-    input.transactionCount = static_cast<std::uint64_t>(tape.int64(0));
+    input.transactionCount = checkedTransactionCount(db_, tapeId, tape.int64(0), CountCheck::CountRows);  // it reads every row next
     input.snapshotInterval = static_cast<std::uint64_t>(std::max<std::int64_t>(1, tape.int64(1)));
     input.parameterCount = static_cast<std::size_t>(tape.int64(2));
     input.hasSampledCheck.assign(input.transactionCount, false);
@@ -141,11 +172,12 @@ std::optional<std::vector<std::uint8_t>> ReplayStore::embeddedPayload(std::int64
 
 std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
 {
+    BusyTimeout wait(db_, kLongWriteWaitMs);
     SqlTransaction transaction(db_);
     Statement insert = db_.prepare(
         "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
-        " started_at, status, intra_op_threads, selected_count, environment)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12)");
+        " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     insert.bind(1, info.tapeId)
         .bind(2, info.device)
         .bind(3, info.libtorchVersion)
@@ -158,6 +190,9 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
         .bind(10, info.intraOpThreads)
         .bind(11, static_cast<std::int64_t>(info.selectedCount))
         .bind(12, info.environmentJson);
+    // The process that will store this run's results: while it lives the run is `running`.
+    const RunOwner owner = RunOwner::current();
+    insert.bind(13, owner.host).bind(14, owner.bootId).bind(15, owner.pid).bind(16, owner.startTime);
     insert.run();
     const std::int64_t id = db_.lastInsertRowId();
     transaction.commit();
@@ -166,9 +201,37 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
 
 void ReplayStore::storeOutcomes(std::int64_t runId, const std::vector<TransactionOutcome>& outcomes)
 {
-    if (outcomes.empty())
+    if (!pending_.empty() && pendingRun_ != runId) {  // another run's, kept: store them first
+        BusyTimeout wait(db_, kLongWriteWaitMs);
+        SqlTransaction transaction(db_);
+        writePending();
+        transaction.commit();
+        pending_.clear();
+    }
+    pendingRun_ = runId;
+    pending_.insert(pending_.end(), outcomes.begin(), outcomes.end());
+    if (pending_.empty())
         return;
-    SqlTransaction transaction(db_);
+    try {
+        BusyTimeout wait(db_, kBatchWriteWaitMs);
+        SqlTransaction transaction(db_);
+        writePending();
+        transaction.commit();
+        pending_.clear();
+    } catch (const DatabaseError& error) {
+        // Locked by another writer: the transaction rolled back and the outcomes stay
+        // pending, for the next batch or finishRun().
+        if (!error.busy())
+            throw;
+    }
+}
+
+// Inserts the pending outcomes inside the caller's transaction; the caller clears them once
+// it has committed.
+void ReplayStore::writePending()
+{
+    const std::int64_t runId = pendingRun_;
+    const std::vector<TransactionOutcome>& outcomes = pending_;
     Statement verdict = db_.prepare(
         "INSERT OR REPLACE INTO verdicts(run_id, idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp,"
         " worst_rel_l2, replay_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
@@ -213,11 +276,14 @@ void ReplayStore::storeOutcomes(std::int64_t runId, const std::vector<Transactio
             metric.run();
         }
     }
-    transaction.commit();
 }
 
 void ReplayStore::finishRun(std::int64_t runId, const std::string& status, const std::string& problem)
 {
+    BusyTimeout wait(db_, kLongWriteWaitMs);
+    SqlTransaction transaction(db_);
+    if (!pending_.empty())
+        writePending();
     Statement update = db_.prepare("UPDATE replay_runs SET status = ?1, finished_at = ?2, problem = ?3 WHERE id = ?4");
     update.bind(1, status).bind(2, utcNow());
     if (problem.empty())
@@ -225,6 +291,8 @@ void ReplayStore::finishRun(std::int64_t runId, const std::string& status, const
     else
         update.bind(3, problem);
     update.bind(4, runId).run();
+    transaction.commit();
+    pending_.clear();
 }
 
 std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
@@ -237,7 +305,8 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'exact'),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'within-tolerance'),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'diverged'),"
-        " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable')"
+        " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'),"
+        " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0)"
         " FROM replay_runs r WHERE ?1 = 0 OR r.tape_id = ?1 ORDER BY r.id DESC");
     rows.bind(1, tapeId);
     std::vector<StoredReplayRun> result;
@@ -264,6 +333,15 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.withinTolerance = static_cast<std::uint64_t>(rows.int64(18));
         run.diverged = static_cast<std::uint64_t>(rows.int64(19));
         run.unverifiable = static_cast<std::uint64_t>(rows.int64(20));
+        if (run.status == "running") {
+            // A reader may not write, so it shows a run whose process is gone as what the next
+            // writable open will record (CaseStore).
+            RunOwner owner{rows.text(21), rows.text(22), rows.int64(23), rows.int64(24)};
+            if (owner.isGone()) {
+                run.status = "interrupted";
+                run.problem = interruptedRunProblem(owner);
+            }
+        }
         result.push_back(std::move(run));
     }
     return result;

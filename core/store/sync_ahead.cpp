@@ -1,5 +1,7 @@
 #include "sync_ahead.h"
 
+#include "zkdv/store/database.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,8 +24,8 @@ void syncData(int fd)
 }
 }  // namespace
 
-SyncAhead::SyncAhead(const std::string& databasePath)
-    : database_(openForSync(databasePath)), log_(openForSync(databasePath + "-wal")), thread_([this] { run(); })
+SyncAhead::SyncAhead(Database& db)
+    : database_(db.syncDescriptor()), log_(openForSync(db.path() + "-wal")), thread_([this] { run(); })
 {
 }
 
@@ -35,9 +37,10 @@ SyncAhead::~SyncAhead()
     }
     wake_.notify_one();
     thread_.join();
-    for (int fd : {database_, log_})
-        if (fd >= 0)
-            ::close(fd);
+    // Only the log's own descriptor: closing one of the database file would drop the
+    // locks of the transaction that is still open (see Database::syncDescriptor).
+    if (log_ >= 0)
+        ::close(log_);
 }
 
 void SyncAhead::request()

@@ -13,10 +13,13 @@
 
 namespace zkdv {
 
+class Database;
+
 class SyncAhead {
 public:
-    // `databasePath` is the case file; its write-ahead log is synced too when present.
-    explicit SyncAhead(const std::string& databasePath);
+    // Syncs the connection's database file (through Database::syncDescriptor(), which outlives
+    // every lock SQLite holds) and its write-ahead log when present.
+    explicit SyncAhead(Database& db);
     // Waits for a sync in progress.
     ~SyncAhead();
     SyncAhead(const SyncAhead&) = delete;
@@ -29,8 +32,8 @@ public:
 private:
     void run();
 
-    int database_ = -1;
-    int log_ = -1;
+    int database_ = -1;  // owned by the Database
+    int log_ = -1;       // owned here: SQLite takes no locks on the -wal file itself
     std::mutex mutex_;
     std::condition_variable wake_;
     bool requested_ = false;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <numeric>
@@ -29,6 +30,7 @@
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_order.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/tape_scanner.h"
@@ -259,6 +261,10 @@ private Q_SLOTS:
     void newerCaseIsRefusedAndUnchanged_data();
     void newerCaseIsRefusedAndUnchanged();
     void tapesListsIngestedTapes();
+    void readersWorkDuringAnIngest();
+    void replayResultsSurviveAConcurrentIngest();
+    void impossibleTransactionCountIsRefused_data();
+    void impossibleTransactionCountIsRefused();
 
 private:
     test::TempDir dir_;
@@ -406,8 +412,8 @@ void TestCaseStore::ingestStoresTheSortOrders()
 
 void TestCaseStore::ingestLeavesTheCaseInWalMode()
 {
-    // Alone with the case, ingest switches to the rollback journal and back; with another
-    // connection reading the case it cannot switch, and ingests in WAL mode without waiting.
+    // Ingest writes in WAL mode and leaves no rollback journal; with another connection
+    // reading the case it ingests without waiting for it.
     const auto journalMode = [](Database& db) {
         Statement mode = db.prepare("PRAGMA journal_mode");
         return mode.step() ? mode.text(0) : std::string();
@@ -1101,6 +1107,174 @@ void TestCaseStore::tapesListsIngestedTapes()
     QVERIFY(byId);
     QCOMPARE(byId->chainHead, tape.chainHead);
     QVERIFY(!store.tape(id + 1000));
+}
+
+namespace {
+
+// Calls `action` once, from inside the ingest, when the scan has passed `fraction` of the tape.
+class ProgressTrigger : public ProgressSink {
+public:
+    ProgressTrigger(double fraction, std::function<void()> action) : fraction_(fraction), action_(std::move(action)) {}
+    void report(std::uint64_t done, std::uint64_t total, std::string_view) override
+    {
+        if (!fired_ && total > 0 && static_cast<double>(done) >= fraction_ * static_cast<double>(total)) {
+            fired_ = true;
+            action_();
+        }
+    }
+    bool fired() const { return fired_; }
+
+private:
+    double fraction_;
+    std::function<void()> action_;
+    bool fired_ = false;
+};
+
+TransactionOutcome exactOutcome(std::uint64_t index)
+{
+    TransactionOutcome outcome;
+    outcome.index = index;
+    outcome.detail = "replayed bit for bit";
+    TensorComparison comparison;
+    comparison.tensor = "loss";
+    comparison.slot = "loss";
+    comparison.metrics.bitwiseEqual = true;
+    outcome.comparisons.push_back(comparison);
+    return outcome;
+}
+
+}  // namespace
+
+void TestCaseStore::readersWorkDuringAnIngest()
+{
+    // Half-way through a large ingest (its page cache long spilled to the file), a second
+    // connection reads the case at once: the tapes before it, not the one being written.
+    DemoSpec spec;
+    spec.steps = 120000;
+    const std::string large = writeDemo(dir_.file("read-during-large.zkdv"), spec);
+    const std::string small = writeDemo(dir_.file("read-during-small.zkdv"));
+    const std::string casePath = freshCase();
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    store.ingestTape(small);
+
+    std::string failure;
+    std::int64_t tapesSeen = -1;
+    ProgressTrigger halfWay(0.5, [&] {
+        try {
+            CaseStore reader(casePath, CaseStore::Access::ReadOnly);
+            reader.database().setBusyTimeout(500);
+            tapesSeen = static_cast<std::int64_t>(reader.tapes().size());
+        } catch (const std::exception& error) {
+            failure = error.what();
+        }
+    });
+    IngestOptions options;
+    options.progress = &halfWay;
+    store.ingestTape(large, options);
+    QVERIFY(halfWay.fired());
+    QVERIFY2(failure.empty(), failure.c_str());
+    QCOMPARE(tapesSeen, std::int64_t(1));
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM tapes"), std::int64_t(2));
+}
+
+void TestCaseStore::replayResultsSurviveAConcurrentIngest()
+{
+    // A replay storing results while another connection ingests a tape (holding the write lock
+    // for the whole tape) keeps them and stores them once the lock is free: nothing is lost
+    // and nothing fails.
+    DemoSpec spec;
+    spec.steps = 40000;
+    const std::string large = writeDemo(dir_.file("replay-during-large.zkdv"), spec);
+    const std::string small = writeDemo(dir_.file("replay-during-small.zkdv"));
+    const std::string casePath = freshCase();
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    const std::int64_t tapeId = store.ingestTape(small).tapeId;
+
+    CaseStore replayCase(casePath, CaseStore::Access::ReadWrite);
+    ReplayStore replay(replayCase.database());
+    ReplayRunInfo info;
+    info.tapeId = tapeId;
+    info.device = "cpu";
+    info.selection = "all";
+    const std::int64_t runId = replay.beginRun(info);
+
+    std::string failure;
+    std::size_t pendingMidway = 0;
+    ProgressTrigger halfWay(0.5, [&] {
+        try {
+            for (std::uint64_t batch = 0; batch < 3; ++batch) {
+                std::vector<TransactionOutcome> outcomes;
+                for (std::uint64_t i = 0; i < 10; ++i)
+                    outcomes.push_back(exactOutcome(batch * 10 + i));
+                replay.storeOutcomes(runId, outcomes);
+            }
+            pendingMidway = replay.pendingOutcomes();
+        } catch (const std::exception& error) {
+            failure = error.what();
+        }
+    });
+    IngestOptions options;
+    options.progress = &halfWay;
+    store.ingestTape(large, options);
+    QVERIFY(halfWay.fired());
+    QVERIFY2(failure.empty(), failure.c_str());
+    QCOMPARE(pendingMidway, std::size_t(30));  // the ingest held the lock: kept, not failed
+
+    replay.finishRun(runId, "finished", "");
+    QCOMPARE(replay.pendingOutcomes(), std::size_t(0));
+    const std::vector<StoredReplayRun> runs = replay.runs(tapeId);
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs.front().status, std::string("finished"));
+    QCOMPARE(runs.front().replayed, std::uint64_t(30));
+    QCOMPARE(runs.front().exact, std::uint64_t(30));
+    QCOMPARE(count(store.database(), "SELECT count(*) FROM metrics"), std::int64_t(30));
+}
+
+void TestCaseStore::impossibleTransactionCountIsRefused_data()
+{
+    QTest::addColumn<qint64>("claimed");
+    QTest::addColumn<bool>("rowMissing");  // found only where every row is read (the replay)
+    QTest::newRow("huge") << qint64(1000000000000000000) << false;
+    QTest::newRow("negative") << qint64(-5) << false;
+    QTest::newRow("one too many") << qint64(31) << false;
+    QTest::newRow("one too few") << qint64(29) << false;
+    QTest::newRow("a row missing in the middle") << qint64(30) << true;
+}
+
+void TestCaseStore::impossibleTransactionCountIsRefused()
+{
+    // A case someone edited (or damaged) claims a transaction count its rows do not have;
+    // everything sized from it (the replay's selection, the transaction table) would allocate
+    // for it. The count is checked against the rows wherever it is read.
+    QFETCH(qint64, claimed);
+    QFETCH(bool, rowMissing);
+    const std::string casePath = freshCase();
+    std::int64_t tapeId = 0;
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        tapeId = store.ingestTape(writeDemo(dir_.file("claims.zkdv"))).tapeId;
+        Statement edit = store.database().prepare("UPDATE tapes SET transaction_count = ?1 WHERE id = ?2");
+        edit.bind(1, static_cast<std::int64_t>(claimed)).bind(2, tapeId).run();
+        if (rowMissing)
+            store.database().exec("DELETE FROM transactions WHERE idx = 15");
+    }
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    const std::string expected = "tape " + std::to_string(tapeId) + " of case " + casePath + " claims " + std::to_string(claimed) +
+                                 " transactions, but ";
+    for (int reader = rowMissing ? 2 : 0; reader < 3; ++reader) {
+        std::string message;
+        try {
+            if (reader == 0)
+                store.tapes();
+            else if (reader == 1)
+                store.tape(tapeId);
+            else
+                ReplayStore(store.database()).selectionInput(tapeId, true);
+        } catch (const Error& error) {
+            message = error.what();
+        }
+        QVERIFY2(contains(message, expected), message.c_str());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCaseStore)

@@ -66,7 +66,7 @@ std::int64_t count(Database& db, const std::string& sql)
 const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 19},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 16}, {"snapshots", 6},  {"payloads", 3},
-    {"replay_runs", 16}, {"verdicts", 11},    {"metrics", 16},  {"transaction_orders", 3},
+    {"replay_runs", 20}, {"verdicts", 11},    {"metrics", 16},  {"transaction_orders", 3},
 };
 
 // A case at the latest schema version, closed again.
@@ -91,6 +91,7 @@ private Q_SLOTS:
     void upgradeIsIdempotent();
     void versionOneCaseMigratesKeepingItsRows();
     void versionFourCaseKeepsItsStoredOrders();
+    void versionFiveCaseKeepsItsRunsAndAdmitsInterrupted();
     void writeBlobFillsAZeroblobInPlace();
     void newerCaseIsRefusedAndUntouched();
     void foreignDatabaseIsRefusedAndUntouched();
@@ -304,7 +305,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 5);
+    QCOMPARE(CaseSchema::latestVersion(), 6);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
@@ -366,23 +367,12 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
 
 void TestDatabase::versionOneCaseMigratesKeepingItsRows()
 {
-    // Build a version-1 case by taking migrations 3 and 2 back out of a new one.
+    // A version-1 case as the build of that version left it (the schema check refuses one
+    // put together any other way).
     const std::string path = dir_.file("v1.zkaudit");
     {
         Database db(path, Database::Mode::ReadWriteCreate);
-        CaseSchema::upgrade(db);
-        db.exec("DROP TABLE transaction_orders;"
-                "DROP INDEX transactions_sampled; DROP INDEX verdicts_by_run_verdict;"
-                "DROP INDEX replay_runs_by_tape;"
-                "ALTER TABLE replay_runs DROP COLUMN intra_op_threads; ALTER TABLE replay_runs DROP COLUMN selected_count;"
-                "ALTER TABLE replay_runs DROP COLUMN environment; ALTER TABLE replay_runs DROP COLUMN problem;"
-                "ALTER TABLE verdicts DROP COLUMN segment; ALTER TABLE verdicts DROP COLUMN selected;"
-                "ALTER TABLE verdicts DROP COLUMN worst_tensor; ALTER TABLE verdicts DROP COLUMN worst_slot;"
-                "ALTER TABLE verdicts DROP COLUMN worst_max_ulp; ALTER TABLE verdicts DROP COLUMN worst_rel_l2;"
-                "ALTER TABLE verdicts DROP COLUMN replay_ns;"
-                "ALTER TABLE metrics DROP COLUMN verdict; ALTER TABLE metrics DROP COLUMN elements;"
-                "ALTER TABLE metrics DROP COLUMN bitwise_equal; ALTER TABLE metrics DROP COLUMN note;");
-        db.setUserVersion(1);
+        CaseSchema::upgradeTo(db, 1);
         db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
                 " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
                 " VALUES (1, 'f', 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now');"
@@ -430,21 +420,16 @@ void TestDatabase::versionFourCaseKeepsItsStoredOrders()
     const std::string path = dir_.file("v4.zkaudit");
     {
         Database db(path, Database::Mode::ReadWriteCreate);
-        CaseSchema::upgrade(db);
-        db.exec("DROP TABLE transaction_orders;"
-                "CREATE TABLE transaction_orders(tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,"
-                " column_name TEXT NOT NULL CHECK(column_name IN ('loss','lr','update_norm')), ascending BLOB NOT NULL,"
-                " PRIMARY KEY(tape_id, column_name)) WITHOUT ROWID;"
-                "INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
+        CaseSchema::upgradeTo(db, 4);
+        db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
                 " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
                 " VALUES (1, NULL, 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 2, 0, 'now');"
                 "INSERT INTO transaction_orders VALUES (1, 'loss', x'0100000000000000'), (1, 'lr', x'0000000001000000');");
-        db.setUserVersion(4);
         QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_list WHERE name = 'transaction_orders' AND wr = 1"), std::int64_t(1));
     }
     Database db(path, Database::Mode::ReadWrite);
     CaseSchema::upgrade(db);
-    QCOMPARE(db.userVersion(), 5);
+    QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_list WHERE name = 'transaction_orders' AND wr = 0"), std::int64_t(1));
     QCOMPARE(count(db, "SELECT count(*) FROM transaction_orders WHERE tape_id = 1 AND column_name = 'loss'"
                        " AND ascending = x'0100000000000000'"),
@@ -456,6 +441,39 @@ void TestDatabase::versionFourCaseKeepsItsStoredOrders()
     QVERIFY(caught<DatabaseError>([&] { db.exec("INSERT INTO transaction_orders VALUES (1, 'loss', x'00')"); }));
     db.exec("DELETE FROM tapes");
     QCOMPARE(count(db, "SELECT count(*) FROM transaction_orders"), std::int64_t(0));
+}
+
+void TestDatabase::versionFiveCaseKeepsItsRunsAndAdmitsInterrupted()
+{
+    // Migration 6 rebuilds replay_runs (owner columns, the `interrupted` status): every run
+    // keeps its id and values, its verdicts and metrics stay attached, the index is back.
+    const std::string path = dir_.file("v5.zkaudit");
+    {
+        Database db(path, Database::Mode::ReadWriteCreate);
+        CaseSchema::upgradeTo(db, 5);
+        db.exec("INSERT INTO tapes(id, chain_head, path, size, status, format_major, format_minor,"
+                " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
+                " VALUES (1, 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 2, 0, 'now');"
+                "INSERT INTO replay_runs(id, tape_id, device, selection_spec, started_at, status, selected_count, problem)"
+                " VALUES (4, 1, 'cpu', 'all', 'then', 'running', 2, NULL), (9, 1, 'cuda:0', 'ids:1', 'then', 'failed', 1, 'why');"
+                "INSERT INTO verdicts(run_id, idx, verdict, selected) VALUES (4, 0, 'exact', 1), (9, 1, 'diverged', 1);"
+                "INSERT INTO metrics(run_id, idx, tensor, slot) VALUES (9, 1, 'w', 'delta');");
+        QVERIFY(caught<DatabaseError>([&] { db.exec("UPDATE replay_runs SET status = 'interrupted' WHERE id = 4"); }));
+    }
+    Database db(path, Database::Mode::ReadWrite);
+    CaseSchema::upgrade(db);
+    QCOMPARE(db.userVersion(), 6);
+    QCOMPARE(count(db, "SELECT count(*) FROM replay_runs WHERE id = 4 AND status = 'running' AND selected_count = 2 AND owner_pid IS NULL"),
+             std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM replay_runs WHERE id = 9 AND device = 'cuda:0' AND problem = 'why'"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM verdicts"), std::int64_t(2));
+    QCOMPARE(count(db, "SELECT count(*) FROM metrics"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'replay_runs_by_tape'"), std::int64_t(1));
+    db.exec("UPDATE replay_runs SET status = 'interrupted' WHERE id = 4");
+    // The cascade from tapes to runs to verdicts holds as before.
+    db.exec("DELETE FROM tapes");
+    QCOMPARE(count(db, "SELECT count(*) FROM verdicts"), std::int64_t(0));
+    QCOMPARE(count(db, "SELECT count(*) FROM metrics"), std::int64_t(0));
 }
 
 void TestDatabase::writeBlobFillsAZeroblobInPlace()

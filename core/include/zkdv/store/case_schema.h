@@ -14,6 +14,14 @@ public:
     using Error::Error;
 };
 
+// A case whose schema objects (tables, indexes, triggers, views) are not exactly those this
+// build creates for its schema version: it may carry SQL that would run inside ZKDV (a
+// trigger, a view standing in for a table), so it is not opened. Nothing was written.
+class UnexpectedCaseSchema : public Error {
+public:
+    using Error::Error;
+};
+
 class Database;
 
 // The case file's schema: its version and the forward migrations that reach it.
@@ -30,7 +38,18 @@ public:
     // no ZKDV application id); upgrade() writes nothing to such files.
     // A case already at latestVersion() needs no write, so read-only connections may call this;
     // on an older case they get SchemaUpgradeNeeded.
+    // Before anything is written, the file's schema objects must be exactly what the
+    // migrations create at its version (requireExpectedSchema); UnexpectedCaseSchema otherwise.
     static void upgrade(Database& db);
+    // The same, stopping at `version` (≤ latestVersion()): a case as the build of that schema
+    // version left it, for tests of the migrations and of the schema check.
+    static void upgradeTo(Database& db, int version);
+
+    // Throws UnexpectedCaseSchema naming the first object (trigger, view, table, index) of
+    // the file's sqlite_master that the migrations up to `version` do not create, create
+    // differently, or that is missing. Definitions are compared as SQL tokens: whitespace,
+    // comments, identifier quoting and keyword case do not count.
+    static void requireExpectedSchema(Database& db, int version);
 };
 
 }  // namespace zkdv

@@ -21,6 +21,7 @@ public:
     DatabaseError(const std::string& message, int code) : Error(message), code_(code) {}
     int code() const { return code_; }  // the SQLite extended result code
     bool interrupted() const;          // SQLITE_INTERRUPT: cancelled through Database::interrupt()
+    bool busy() const;                 // SQLITE_BUSY: another connection held the lock past the busy timeout
 
 private:
     int code_;
@@ -80,7 +81,9 @@ public:
     enum class Mode { ReadOnly, ReadWrite, ReadWriteCreate };
 
     // Throws DatabaseError naming the path. Enables foreign keys and a busy timeout;
-    // a new, empty file is switched to WAL (a persistent property of the file).
+    // a new, empty file is switched to WAL (a persistent property of the file). A read-only
+    // open of a file a killed writer left mid-write rolls that write back first (see
+    // recoverInterruptedWrite).
     Database(const std::string& path, Mode mode);
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
@@ -104,9 +107,20 @@ public:
     // blob is copied into a new record before it is inserted; this writes straight into the
     // pages, for values of megabytes.
     void writeBlob(const char* table, const char* column, std::int64_t rowid, ByteSpan bytes);
+    // How long a statement waits for another connection's lock before it fails with
+    // SQLITE_BUSY (DatabaseError::busy()); 5 s unless set (see BusyTimeout).
+    void setBusyTimeout(int milliseconds);
+    int busyTimeoutMs() const { return busyTimeoutMs_; }
     // Switches the journal mode ("wal", "delete") without waiting for other connections
     // (the change needs the file to itself); true when the file is then in `mode`.
     bool trySetJournalMode(const std::string& mode);
+
+    // A read-only descriptor of the database file, for syncing it from another thread
+    // (SyncAhead); -1 when it cannot be opened. It stays open as long as the connection and
+    // is closed only after SQLite has closed it: on POSIX, closing any descriptor of a file
+    // drops every lock the process holds on it, SQLite's included, and a second process would
+    // then take the journal of a transaction still running for hot and roll it back.
+    int syncDescriptor();
 
     const std::string& path() const { return path_; }
     sqlite3* handle() const { return db_; }
@@ -114,8 +128,33 @@ public:
     void check(int code, std::string_view what) const;
 
 private:
+    void open(Mode mode);
+    // Rolls back what a killed writer left (through a connection that may write) or throws
+    // saying what to do; `refusal` is the read-only connection's error.
+    void recoverInterruptedWrite(const DatabaseError& refusal);
+
     sqlite3* db_ = nullptr;
     std::string path_;
+    int syncDescriptor_ = -1;
+    int busyTimeoutMs_ = 0;
+};
+
+// How long a writer that cannot go on without the write lock (an ingest starting, a replay
+// beginning or finishing a run) waits for another writer to finish: an ingest holds the lock
+// for its whole tape. Bounded, so that a writer that never finishes is reported.
+constexpr int kWriterWaitMs = 10 * 60 * 1000;
+
+// Another busy timeout for its lifetime, then the previous one again.
+class BusyTimeout {
+public:
+    BusyTimeout(Database& db, int milliseconds);
+    BusyTimeout(const BusyTimeout&) = delete;
+    BusyTimeout& operator=(const BusyTimeout&) = delete;
+    ~BusyTimeout();
+
+private:
+    Database& db_;
+    int previous_;
 };
 
 // The SQLite library's version ("3.40.1").

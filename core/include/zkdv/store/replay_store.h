@@ -9,12 +9,17 @@
 #include <vector>
 
 #include "zkdv/replay/replay_outcome.h"
+#include "zkdv/store/database.h"
 #include "zkdv/replay/selection.h"
 #include "zkdv/tape/record_reader.h"
 
 namespace zkdv {
 
 class Database;
+struct RunOwner;
+
+// The problem recorded for a run whose process ended before it finished.
+std::string interruptedRunProblem(const RunOwner& owner);
 
 struct ReplayRunInfo {
     std::int64_t tapeId = 0;
@@ -77,13 +82,30 @@ public:
     // An embedded record payload (ingest --embed), if any.
     std::optional<std::vector<std::uint8_t>> embeddedPayload(std::int64_t tapeId, std::uint64_t recordIndex);
 
-    // A new run in state "running", committed at once so a crash leaves a trace.
+    // Another process may be writing the case (an ingest holds the write lock for its whole
+    // tape): the writes below wait for it, boundedly, and never drop a result.
+    // A new run in state "running", committed at once so a crash leaves a trace; waits up to
+    // kLongWriteWaitMs for the write lock.
     std::int64_t beginRun(const ReplayRunInfo& info);
-    // Stores verdicts and every comparison's metrics in one transaction.
+    // Stores verdicts and every comparison's metrics in one transaction. When the case stays
+    // locked for kBatchWriteWaitMs they are kept in memory and stored with the next call or
+    // by finishRun(); other failures throw.
     void storeOutcomes(std::int64_t runId, const std::vector<TransactionOutcome>& outcomes);
+    // Stores whatever storeOutcomes() kept, and the run's end, in one transaction; waits up to
+    // kLongWriteWaitMs for the write lock, then throws DatabaseError (busy()).
     void finishRun(std::int64_t runId, const std::string& status, const std::string& problem);
+    // Outcomes storeOutcomes() accepted that are not in the case yet.
+    std::size_t pendingOutcomes() const { return pending_.size(); }
 
-    // Runs of one tape (0: every tape), newest first, with counts by verdict.
+    static constexpr int kBatchWriteWaitMs = 200;
+    static constexpr int kLongWriteWaitMs = kWriterWaitMs;
+
+    // Marks `interrupted` every run still `running` whose process is gone (RunOwner::isGone);
+    // CaseStore does it when it opens a case for writing.
+    void markInterruptedRuns();
+
+    // Runs of one tape (0: every tape), newest first, with counts by verdict. A `running` run
+    // whose process is gone reads as `interrupted`, even on a read-only connection.
     std::vector<StoredReplayRun> runs(std::int64_t tapeId = 0);
     std::vector<StoredVerdict> verdicts(std::int64_t runId);
     std::vector<TensorComparison> comparisons(std::int64_t runId, std::uint64_t index);
@@ -92,7 +114,11 @@ public:
     void forEachComparison(std::int64_t runId, const std::function<void(std::uint64_t index, TensorComparison&&)>& visit);
 
 private:
+    void writePending();
+
     Database& db_;
+    std::int64_t pendingRun_ = 0;
+    std::vector<TransactionOutcome> pending_;
 };
 
 }  // namespace zkdv
