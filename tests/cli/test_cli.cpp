@@ -219,6 +219,8 @@ void TestCli::exitCodesAndMessages_data()
     QTest::newRow("info, missing file") << QStringList{"info", "{missing}"} << 2 << "" << "{missing}";
     QTest::newRow("info, good tape") << QStringList{"info", "{good}"} << 0 << "optimizer  SGD" << "";
     QTest::newRow("replay --help") << QStringList{"replay", "--help"} << 0 << "usage: zkdv-audit replay" << "";
+    QTest::newRow("replay --help, intra-op default") << QStringList{"replay", "--help"} << 0
+                                                     << "default: the tape's recorded count, producer.intra_op_threads" << "";
     QTest::newRow("replay without a case") << QStringList{"replay", "--select", "all"} << 2 << "" << "missing CASE";
     QTest::newRow("replay, missing case") << QStringList{"replay", "{case}", "--select", "all"} << 2 << "" << "does not exist";
 }
@@ -459,6 +461,14 @@ void TestCli::replayCommand()
     QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), 26);
     QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 26);
     QCOMPARE(json.value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
+    QCOMPARE(json.value(QStringLiteral("first_failures")).toArray().size(), qsizetype(0));
+    QVERIFY(!json.value(QStringLiteral("tolerance")).toString().isEmpty());
+    // The intra-op default is the count the tape recorded.
+    Result info = runAudit({QStringLiteral("info"), tape, QStringLiteral("--json"), QStringLiteral("--quiet")});
+    const QJsonObject producer =
+        jsonObject(info.out).value(QStringLiteral("root")).toObject().value(QStringLiteral("producer")).toObject();
+    QVERIFY2(producer.value(QStringLiteral("intra_op_threads")).toInt(0) >= 1, qPrintable(info.describe()));
+    QCOMPARE(json.value(QStringLiteral("intra_op_threads")).toInt(-1), producer.value(QStringLiteral("intra_op_threads")).toInt(0));
 
     result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("random:3"), QStringLiteral("--seed"),
                        QStringLiteral("9")});
