@@ -138,6 +138,8 @@ private:
     std::map<QString, QString> fixtures_;
     std::uint64_t corruptRecord_ = 0;
     std::string goodSha256_;
+    std::uint64_t goodSize_ = 0;     // bytes of the good tape
+    std::uint64_t goodRecords_ = 0;  // its records, the seal included
 };
 
 void TestCli::initTestCase()
@@ -170,6 +172,13 @@ void TestCli::initTestCase()
     const RecordLocation& cut = layout.transactions[20];
     writeAll(dir_.file("truncated.zkdv"), bytes, static_cast<std::size_t>(cut.offset + cut.frameSize / 2));
 
+    // Fewer bytes after the seal than a frame header: not a cut record, since nothing may follow a seal.
+    std::vector<std::uint8_t> trailing = bytes;
+    trailing.insert(trailing.end(), 10, 0);
+    writeAll(dir_.file("trailing.zkdv"), trailing, trailing.size());
+    goodSize_ = bytes.size();
+    goodRecords_ = scanTape(good).recordCount;
+
     const std::string text = "these are notes, not a tape\n";
     writeAll(dir_.file("notes.txt"), std::vector<std::uint8_t>(text.begin(), text.end()), text.size());
 
@@ -177,6 +186,7 @@ void TestCli::initTestCase()
         {QStringLiteral("good"), path("good.zkdv")},
         {QStringLiteral("corrupt"), path("corrupt.zkdv")},
         {QStringLiteral("truncated"), path("truncated.zkdv")},
+        {QStringLiteral("trailing"), path("trailing.zkdv")},
         {QStringLiteral("text"), path("notes.txt")},
         {QStringLiteral("missing"), path("does-not-exist.zkdv")},
         {QStringLiteral("new"), path("never-written.zkdv")},
@@ -249,9 +259,13 @@ void TestCli::verifyJson_data()
     QTest::addColumn<int>("exitCode");
     QTest::addColumn<QString>("status");
     QTest::addColumn<int>("transactions");
-    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps;
-    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20;
-    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13;
+    QTest::addColumn<qint64>("record");      // the problem's record index; -1: not checked
+    QTest::addColumn<qint64>("byteOffset");  // the problem's byte offset; -1: not checked
+    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps << qint64(-1) << qint64(-1);
+    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20 << qint64(-1) << qint64(-1);
+    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13 << static_cast<qint64>(corruptRecord_) << qint64(-1);
+    QTest::newRow("10 bytes after the seal") << "{trailing}" << 1 << "corrupt" << kSteps << static_cast<qint64>(goodRecords_)
+                                             << static_cast<qint64>(goodSize_);
 }
 
 void TestCli::verifyJson()
@@ -260,6 +274,8 @@ void TestCli::verifyJson()
     QFETCH(int, exitCode);
     QFETCH(QString, status);
     QFETCH(int, transactions);
+    QFETCH(qint64, record);
+    QFETCH(qint64, byteOffset);
     const Result result = runAudit({QStringLiteral("verify"), QStringLiteral("--json"), QStringLiteral("--sha256"), expand(tape)});
     QVERIFY2(!result.crashed && result.exitCode == exitCode, qPrintable(result.describe()));
     const QJsonObject json = jsonObject(result.out);
@@ -276,9 +292,11 @@ void TestCli::verifyJson()
     } else {
         QVERIFY(json.value(QStringLiteral("problem")).isObject());
     }
-    if (status == QLatin1String("corrupt"))
-        QCOMPARE(json.value(QStringLiteral("problem")).toObject().value(QStringLiteral("record")).toInteger(-1),
-                 static_cast<qint64>(corruptRecord_));
+    const QJsonObject problem = json.value(QStringLiteral("problem")).toObject();
+    if (record >= 0)
+        QCOMPARE(problem.value(QStringLiteral("record")).toInteger(-1), record);
+    if (byteOffset >= 0)
+        QCOMPARE(problem.value(QStringLiteral("byte_offset")).toInteger(-1), byteOffset);
 }
 
 void TestCli::corruptTapeIsLocated()
