@@ -46,12 +46,17 @@ nlohmann::json rootJson(const RootRecord& root)
     for (const OptimizerGroup& group : root.optimizerGroups)
         groups.push_back({{"parameters", group.parameters}, {"options", parseUntrustedJson(group.optionsJson, "optimizer group options")}});
     return {
-        {"producer", {{"name", root.producerName}, {"version", root.producerVersion}, {"torch_version", root.torchVersion}, {"device", root.device}}},
+        {"producer",
+         {{"name", root.producerName},
+          {"version", root.producerVersion},
+          {"torch_version", root.torchVersion},
+          {"device", root.device},
+          {"intra_op_threads", root.intraOpThreads > 0 ? json(root.intraOpThreads) : json()}}},
         {"model", {{"parameters", specs(root.parameters)}, {"buffers", specs(root.buffers)}}},
         {"optimizer", {{"contract", root.optimizerContract}, {"groups", groups}}},
         {"program", {{"kind", root.programKind}, {"sha256", toHex(root.programSha256)}, {"embedded", root.programEmbedded}, {"entry", root.programEntry}}},
         {"replay_snapshot_interval", root.snapshotInterval},
-        {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}}},
+        {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}, {"generator", root.samplingGenerator}}},
         {"max_in_flight", root.maxInFlight},
         {"overlap", root.overlap},
         {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},

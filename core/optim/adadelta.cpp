@@ -16,6 +16,8 @@ public:
         return {{"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 0}, {"foreach", nullptr}, {"maximize", false}};
     }
 
+    std::set<std::string> numberSlots() const override { return {"step"}; }
+
     // torch keeps step as a Python int (recorded as a 0-d int64 tensor).
     SlotState initialize(const at::Tensor& parameter, const GroupOptions&) const override
     {

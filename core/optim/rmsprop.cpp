@@ -17,6 +17,8 @@ public:
                 {"foreach", nullptr}, {"maximize", false}, {"differentiable", false}};
     }
 
+    std::set<std::string> numberSlots() const override { return {"step"}; }
+
     // torch keeps step as a Python int (recorded as a 0-d int64 tensor); momentum_buffer only
     // with momentum > 0, grad_avg only when centered.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override

@@ -16,6 +16,8 @@ public:
         return {{"lr", 1e-2}, {"etas", {0.5, 1.2}}, {"step_sizes", {1e-6, 50}}, {"foreach", nullptr}, {"maximize", false}};
     }
 
+    std::set<std::string> numberSlots() const override { return {"step"}; }
+
     // torch keeps step as a Python int (recorded as a 0-d int64 tensor); step_size starts filled
     // with lr (torch shapes it like the gradient, which has the parameter's shape and dtype).
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override

@@ -18,6 +18,8 @@ public:
         return {{"lr", 1e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"maximize", false}};
     }
 
+    std::set<std::string> numberSlots() const override { return {"step"}; }
+
     // torch keeps `step` as a Python int; it is a 0-d int64 tensor here, as the oracle stores it.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions&) const override
     {

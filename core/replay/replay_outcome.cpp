@@ -1,5 +1,7 @@
 #include "zkdv/replay/replay_outcome.h"
 
+#include <algorithm>
+
 namespace zkdv {
 
 std::string TensorComparison::label() const
@@ -20,6 +22,19 @@ const TensorComparison* TransactionOutcome::worst() const
         if (!worst || badness(comparison) > badness(*worst))
             worst = &comparison;
     return worst;
+}
+
+void keepFirstFailure(std::vector<TransactionOutcome>& failures, const TransactionOutcome& outcome)
+{
+    if (passes(outcome.verdict))
+        return;
+    if (failures.size() == kFirstFailureCount && failures.back().index < outcome.index)
+        return;
+    auto at = std::upper_bound(failures.begin(), failures.end(), outcome.index,
+                               [](std::uint64_t index, const TransactionOutcome& kept) { return index < kept.index; });
+    failures.insert(at, outcome);
+    if (failures.size() > kFirstFailureCount)
+        failures.pop_back();
 }
 
 }  // namespace zkdv

@@ -364,8 +364,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
             case Verdict::Unverifiable: ++summary.unverifiable; break;
             }
             ++summary.replayed;
-            if (!passes(outcome.verdict) && summary.firstFailures.size() < 20)
-                summary.firstFailures.push_back(outcome);
+            keepFirstFailure(summary.firstFailures, outcome);
             if (request.onOutcome)
                 request.onOutcome(outcome);
         }
@@ -458,7 +457,6 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         summary.status = workerFailed ? "failed" : cancel ? "cancelled" : "finished";
         replayStore.finishRun(summary.runId, summary.status, workerFailed ? "a replay worker stopped unexpectedly" : "");
     }
-    std::sort(summary.firstFailures.begin(), summary.firstFailures.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
 }

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -61,6 +64,14 @@ TensorComparison compareFingerprint(const std::string& parameter, const char* sl
     comparison.verdict = tolerance.judgeFingerprint(recorded, replayed);
     return comparison;
 }
+
+std::string describeTensor(DType dtype, const std::vector<std::int64_t>& shape)
+{
+    return std::string(dtypeName(dtype)) + " " + nlohmann::json(shape).dump();
+}
+
+// The dtypes a tape may hold a number slot in (docs/tape-format.md, section 6.1).
+bool isNumberEncoding(DType dtype) { return dtype == DType::I64 || dtype == DType::F64 || dtype == DType::F32; }
 
 std::string describeMetric(const TensorComparison& c)
 {
@@ -131,7 +142,8 @@ public:
             unverifiable("snapshot " + std::to_string(segment.snapshot) + " cannot be loaded: " + error.what());
             return;
         }
-        bitExact_ = true;
+        segmentWorst_ = Verdict::Exact;
+        firstDiverged_.reset();
         for (; next <= segment.lastTransaction; ++next) {
             if (cancelled())
                 return;
@@ -160,8 +172,9 @@ public:
             }
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
             conclude(outcome);
-            if (outcome.verdict != Verdict::Exact)
-                bitExact_ = false;
+            segmentWorst_ = worse(segmentWorst_, outcome.verdict);
+            if (outcome.verdict == Verdict::Diverged && !firstDiverged_)
+                firstDiverged_ = outcome.index;
             emit(std::move(outcome));
         }
     }
@@ -219,14 +232,15 @@ private:
             groups.push_back(std::move(bound));
         }
         bridge_ = std::make_unique<optim::OptimizerBridge>(contract, std::move(groups), parameters_.size());
-        // Where the contract keeps each slot (torch keeps Adam's step on the CPU even for CUDA
-        // parameters): snapshot slots are placed the same way.
+        // Where and how the contract keeps each slot (torch keeps Adam's step on the CPU even
+        // for CUDA parameters): snapshot slots are checked against it and placed the same way.
         at::NoGradGuard noGrad;
-        slotDevices_.resize(parameters_.size());
+        slotSpecs_.resize(parameters_.size());
         for (std::size_t i = 0; i < parameters_.size(); ++i)
             for (const auto& [slot, tensor] : contract->initialize(parameters_[i].detach(), bridge_->groups()[groupOf_[i]].options))
                 if (tensor.defined())
-                    slotDevices_[i].emplace(slot, tensor.device());
+                    slotSpecs_[i].emplace(slot, SlotSpec{tensor.device(), tensor.scalar_type(), tensor.sizes().vec()});
+        numberSlots_ = contract->numberSlots();
     }
 
     // "state/<parameter>/<slot>" -> (parameter position, slot).
@@ -248,12 +262,53 @@ private:
         return {best, rest.substr(bestLength + 1)};
     }
 
-    at::Tensor slotTensor(std::size_t position, const std::string& slot, const TensorView& view) const
+    // A snapshot's slot as the contract keeps it. A number slot may be held in any number
+    // encoding; its value is converted to the contract's type and must survive that. Every
+    // other slot has the contract's dtype and shape, or, when the contract creates it during a
+    // step (SGD's momentum buffer), its parameter's.
+    at::Tensor slotTensor(std::size_t position, const std::string& slot, const TensorView& view)
     {
-        at::Tensor tensor = tensorFromView(view);
-        auto it = slotDevices_[position].find(slot);
-        const c10::Device target = it != slotDevices_[position].end() ? it->second : (tensor.dim() == 0 ? c10::Device(at::kCPU) : device_);
-        return tensor.to(target);
+        const std::string& contract = root_.optimizerContract;
+        const at::Tensor tensor = tensorFromView(view);
+        auto spec = slotSpecs_[position].find(slot);
+        if (spec != slotSpecs_[position].end() && numberSlots_.count(slot)) {
+            if (!isNumberEncoding(view.dtype) || !view.shape.empty())
+                throw Error(view.name + " is " + describeTensor(view.dtype, view.shape) + "; " + contract + "'s " + slot +
+                            " is a number, held as a tensor of shape [] in I64, F64 or F32");
+            auto known = numberEncoding_.find(slot);
+            if (known != numberEncoding_.end() && known->second != view.dtype)
+                throw Error(view.name + " is " + std::string(dtypeName(view.dtype)) + ", another parameter's " + slot + " in the same snapshot " +
+                            std::string(dtypeName(known->second)) + "; a tape holds each slot in one dtype");
+            numberEncoding_[slot] = view.dtype;
+            const at::Tensor converted = tensor.to(spec->second.type);
+            if (!converted.to(tensor.scalar_type()).equal(tensor)) {
+                char value[32];
+                std::snprintf(value, sizeof value, "%.17g", tensor.item<double>());
+                throw Error(view.name + " holds " + value + ", which " + contract + "'s " + slot + " (" +
+                            std::string(dtypeName(dtypeOf(spec->second.type))) + ") cannot hold");
+            }
+            return converted.to(spec->second.device);
+        }
+        if (spec != slotSpecs_[position].end()) {
+            if (scalarTypeOf(view.dtype) != spec->second.type || view.shape != spec->second.shape)
+                throw Error(view.name + " is " + describeTensor(view.dtype, view.shape) + "; " + contract + " keeps it as " +
+                            describeTensor(dtypeOf(spec->second.type), spec->second.shape));
+            return tensor.to(spec->second.device);
+        }
+        const TensorSpec& parameter = root_.parameters[position];
+        if (view.dtype != parameter.dtype || view.shape != parameter.shape)
+            throw Error(view.name + " is " + describeTensor(view.dtype, view.shape) + "; " + contract + " keeps " + slot + " like its parameter, " +
+                        describeTensor(parameter.dtype, parameter.shape));
+        return tensor.to(device_);
+    }
+
+    // The replayed value of a slot in the encoding the tape uses for it: a number slot in
+    // `recorded` when that is a number encoding, every other slot as it is.
+    at::Tensor asRecorded(const std::string& slot, const at::Tensor& tensor, DType recorded) const
+    {
+        if (numberSlots_.count(slot) && isNumberEncoding(recorded) && tensor.dim() == 0)
+            return tensor.to(scalarTypeOf(recorded));
+        return tensor;
     }
 
     void loadSnapshot(ByteSpan payload)
@@ -266,10 +321,16 @@ private:
         for (std::size_t i = 0; i < buffers_.size(); ++i)
             buffers_[i].detach().copy_(tensorFromView(*snapshot.buffers[i]));
         state_.assign(parameters_.size(), optim::SlotState());
+        numberEncoding_.clear();
         for (const TensorView* slot : snapshot.stateSlots) {
             auto [position, name] = splitStateName(slot->name);
             state_[position][name] = slotTensor(position, name, *slot);
         }
+        // torch creates a parameter's state all at once: none of it, or every slot.
+        for (std::size_t i = 0; i < parameters_.size(); ++i)
+            for (const auto& [slot, spec] : slotSpecs_[i])
+                if (!state_[i].empty() && !state_[i].count(slot))
+                    throw Error("the snapshot holds optimizer state of " + root_.parameters[i].name + " but not its slot " + slot);
     }
 
     void replayTransaction(ByteSpan payload, TransactionOutcome& outcome)
@@ -315,7 +376,8 @@ private:
             outcome.comparisons.push_back(compareStateDigest(*record.stateDigest, outcome));
     }
 
-    TensorComparison compareStateDigest(const Digest& recorded, const TransactionOutcome& outcome) const
+    // The state digest of the replayed state, number slots encoded as `encoding` says.
+    Digest replayedDigest(const std::map<std::string, DType>& encoding) const
     {
         StateDigest digest;
         auto add = [&](const std::string& name, const at::Tensor& tensor) {
@@ -328,27 +390,74 @@ private:
             add(bufferTensorName(root_.buffers[i].name), buffers_[i]);
         for (std::size_t i = 0; i < state_.size(); ++i)
             for (const auto& [slot, tensor] : state_[i])
-                if (tensor.defined())
-                    add(stateTensorName(root_.parameters[i].name, slot), tensor);
+                if (tensor.defined()) {
+                    auto it = encoding.find(slot);
+                    add(stateTensorName(root_.parameters[i].name, slot), it == encoding.end() ? tensor : asRecorded(slot, tensor, it->second));
+                }
+        return digest.finish();
+    }
+
+    // Whether some encoding of the number slots the tape allows gives the recorded digest.
+    // The segment's snapshot fixes the encoding of the slots it holds; a slot created since
+    // (every slot, in the segment from snapshot 0) may be in any number encoding.
+    bool digestMatches(const Digest& recorded, Digest& first) const
+    {
+        std::map<std::string, DType> encoding = numberEncoding_;
+        std::vector<std::string> open;
+        for (const optim::SlotState& slots : state_)
+            for (const auto& [slot, tensor] : slots)
+                if (numberSlots_.count(slot) && !encoding.count(slot) && std::find(open.begin(), open.end(), slot) == open.end())
+                    open.push_back(slot);
+        const DType choices[] = {DType::I64, DType::F64, DType::F32};
+        std::vector<std::size_t> choice(open.size(), 0);
+        for (bool more = true; more;) {
+            for (std::size_t k = 0; k < open.size(); ++k)
+                encoding[open[k]] = choices[choice[k]];
+            const Digest replayed = replayedDigest(encoding);
+            if (replayed == recorded)
+                return true;
+            if (std::all_of(choice.begin(), choice.end(), [](std::size_t c) { return c == 0; }))
+                first = replayed;  // the encoding our writers use, to name in the note
+            more = false;
+            for (std::size_t k = 0; k < open.size() && !more; ++k) {
+                more = ++choice[k] < std::size(choices);
+                if (!more)
+                    choice[k] = 0;
+            }
+        }
+        return false;
+    }
+
+    // A digest can only match a bit-exact state. Its mismatch is excused as rounding (not
+    // comparable, within-tolerance) only while every earlier check of the segment, this
+    // transaction's included, is within tolerance; after a divergence it is a divergence.
+    TensorComparison compareStateDigest(const Digest& recorded, const TransactionOutcome& outcome) const
+    {
         TensorComparison comparison;
         comparison.tensor = "state";
         comparison.slot = "state-digest";
         comparison.metrics.elements = 1;
-        const Digest replayed = digest.finish();
-        comparison.metrics.bitwiseEqual = replayed == recorded;
+        Digest replayed{};
+        comparison.metrics.bitwiseEqual = digestMatches(recorded, replayed);
         if (comparison.metrics.bitwiseEqual)
             return comparison;
         comparison.metrics.ulpHistogram[0] = 0;
-        bool exactSoFar = bitExact_;
+        Verdict soFar = segmentWorst_;
         for (const TensorComparison& c : outcome.comparisons)
-            exactSoFar = exactSoFar && c.verdict == Verdict::Exact;
-        if (exactSoFar) {
+            soFar = worse(soFar, c.verdict);
+        const std::string hashes = "the full state after this step hashes to " + toHex(replayed) + ", the tape recorded " + toHex(recorded);
+        if (soFar == Verdict::Exact) {
             comparison.verdict = Verdict::Diverged;
-            comparison.note = "the full state after this step hashes to " + toHex(replayed) + ", the tape recorded " + toHex(recorded);
-        } else {
-            // A replay that is already off by rounding cannot reproduce a hash.
+            comparison.note = hashes;
+        } else if (soFar == Verdict::WithinTolerance) {
             comparison.verdict = Verdict::WithinTolerance;
             comparison.note = "not comparable: the replay is within tolerance, not bit for bit, so the state digest cannot match";
+        } else {
+            comparison.verdict = Verdict::Diverged;
+            comparison.note = hashes + " (not excused as rounding: " +
+                              (firstDiverged_ ? "transaction " + std::to_string(*firstDiverged_) + " of this segment diverged"
+                                              : std::string("a check of this transaction diverged")) +
+                              ")";
         }
         return comparison;
     }
@@ -380,7 +489,20 @@ private:
                     outcome.comparisons.push_back(std::move(missing));
                     continue;
                 }
-                outcome.comparisons.push_back(compareTensor(parameter, "state/" + slot, *it->second, tensor, tolerance_));
+                auto known = numberEncoding_.find(slot);
+                if (numberSlots_.count(slot) && known != numberEncoding_.end() && known->second != it->second->dtype) {
+                    TensorComparison changed;
+                    changed.tensor = parameter;
+                    changed.slot = "state/" + slot;
+                    changed.verdict = Verdict::Diverged;
+                    changed.metrics.bitwiseEqual = false;
+                    changed.note = "the tape holds this number slot as " + std::string(dtypeName(it->second->dtype)) + " here and as " +
+                                   std::string(dtypeName(known->second)) + " in the snapshot the segment started from";
+                    outcome.comparisons.push_back(std::move(changed));
+                } else {
+                    outcome.comparisons.push_back(
+                        compareTensor(parameter, "state/" + slot, *it->second, asRecorded(slot, tensor, it->second->dtype), tolerance_));
+                }
                 recorded[i].erase(it);
             }
             for (const auto& [slot, view] : recorded[i]) {
@@ -403,9 +525,17 @@ private:
     std::vector<at::Tensor> buffers_;
     std::vector<std::size_t> groupOf_;
     std::unique_ptr<optim::OptimizerBridge> bridge_;
-    std::vector<std::map<std::string, c10::Device>> slotDevices_;
+    struct SlotSpec {
+        c10::Device device;
+        at::ScalarType type;
+        std::vector<std::int64_t> shape;
+    };
+    std::vector<std::map<std::string, SlotSpec>> slotSpecs_;  // per parameter, the slots initialize() gives
+    std::set<std::string> numberSlots_;
     std::vector<optim::SlotState> state_;
-    bool bitExact_ = true;  // every transaction of the segment so far replayed bit for bit
+    std::map<std::string, DType> numberEncoding_;   // the tape's dtype of each number slot the segment's snapshot holds
+    Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far
+    std::optional<std::uint64_t> firstDiverged_;    // the segment's first diverged transaction
 };
 
 }  // namespace

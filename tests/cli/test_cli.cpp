@@ -138,6 +138,8 @@ private:
     std::map<QString, QString> fixtures_;
     std::uint64_t corruptRecord_ = 0;
     std::string goodSha256_;
+    std::uint64_t goodSize_ = 0;     // bytes of the good tape
+    std::uint64_t goodRecords_ = 0;  // its records, the seal included
 };
 
 void TestCli::initTestCase()
@@ -170,6 +172,13 @@ void TestCli::initTestCase()
     const RecordLocation& cut = layout.transactions[20];
     writeAll(dir_.file("truncated.zkdv"), bytes, static_cast<std::size_t>(cut.offset + cut.frameSize / 2));
 
+    // Fewer bytes after the seal than a frame header: not a cut record, since nothing may follow a seal.
+    std::vector<std::uint8_t> trailing = bytes;
+    trailing.insert(trailing.end(), 10, 0);
+    writeAll(dir_.file("trailing.zkdv"), trailing, trailing.size());
+    goodSize_ = bytes.size();
+    goodRecords_ = scanTape(good).recordCount;
+
     const std::string text = "these are notes, not a tape\n";
     writeAll(dir_.file("notes.txt"), std::vector<std::uint8_t>(text.begin(), text.end()), text.size());
 
@@ -177,6 +186,7 @@ void TestCli::initTestCase()
         {QStringLiteral("good"), path("good.zkdv")},
         {QStringLiteral("corrupt"), path("corrupt.zkdv")},
         {QStringLiteral("truncated"), path("truncated.zkdv")},
+        {QStringLiteral("trailing"), path("trailing.zkdv")},
         {QStringLiteral("text"), path("notes.txt")},
         {QStringLiteral("missing"), path("does-not-exist.zkdv")},
         {QStringLiteral("new"), path("never-written.zkdv")},
@@ -219,6 +229,8 @@ void TestCli::exitCodesAndMessages_data()
     QTest::newRow("info, missing file") << QStringList{"info", "{missing}"} << 2 << "" << "{missing}";
     QTest::newRow("info, good tape") << QStringList{"info", "{good}"} << 0 << "optimizer  SGD" << "";
     QTest::newRow("replay --help") << QStringList{"replay", "--help"} << 0 << "usage: zkdv-audit replay" << "";
+    QTest::newRow("replay --help, intra-op default") << QStringList{"replay", "--help"} << 0
+                                                     << "default: the tape's recorded count, producer.intra_op_threads" << "";
     QTest::newRow("replay without a case") << QStringList{"replay", "--select", "all"} << 2 << "" << "missing CASE";
     QTest::newRow("replay, missing case") << QStringList{"replay", "{case}", "--select", "all"} << 2 << "" << "does not exist";
 }
@@ -247,9 +259,13 @@ void TestCli::verifyJson_data()
     QTest::addColumn<int>("exitCode");
     QTest::addColumn<QString>("status");
     QTest::addColumn<int>("transactions");
-    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps;
-    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20;
-    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13;
+    QTest::addColumn<qint64>("record");      // the problem's record index; -1: not checked
+    QTest::addColumn<qint64>("byteOffset");  // the problem's byte offset; -1: not checked
+    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps << qint64(-1) << qint64(-1);
+    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20 << qint64(-1) << qint64(-1);
+    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13 << static_cast<qint64>(corruptRecord_) << qint64(-1);
+    QTest::newRow("10 bytes after the seal") << "{trailing}" << 1 << "corrupt" << kSteps << static_cast<qint64>(goodRecords_)
+                                             << static_cast<qint64>(goodSize_);
 }
 
 void TestCli::verifyJson()
@@ -258,6 +274,8 @@ void TestCli::verifyJson()
     QFETCH(int, exitCode);
     QFETCH(QString, status);
     QFETCH(int, transactions);
+    QFETCH(qint64, record);
+    QFETCH(qint64, byteOffset);
     const Result result = runAudit({QStringLiteral("verify"), QStringLiteral("--json"), QStringLiteral("--sha256"), expand(tape)});
     QVERIFY2(!result.crashed && result.exitCode == exitCode, qPrintable(result.describe()));
     const QJsonObject json = jsonObject(result.out);
@@ -274,9 +292,11 @@ void TestCli::verifyJson()
     } else {
         QVERIFY(json.value(QStringLiteral("problem")).isObject());
     }
-    if (status == QLatin1String("corrupt"))
-        QCOMPARE(json.value(QStringLiteral("problem")).toObject().value(QStringLiteral("record")).toInteger(-1),
-                 static_cast<qint64>(corruptRecord_));
+    const QJsonObject problem = json.value(QStringLiteral("problem")).toObject();
+    if (record >= 0)
+        QCOMPARE(problem.value(QStringLiteral("record")).toInteger(-1), record);
+    if (byteOffset >= 0)
+        QCOMPARE(problem.value(QStringLiteral("byte_offset")).toInteger(-1), byteOffset);
 }
 
 void TestCli::corruptTapeIsLocated()
@@ -459,6 +479,14 @@ void TestCli::replayCommand()
     QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), 26);
     QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 26);
     QCOMPARE(json.value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
+    QCOMPARE(json.value(QStringLiteral("first_failures")).toArray().size(), qsizetype(0));
+    QVERIFY(!json.value(QStringLiteral("tolerance")).toString().isEmpty());
+    // The intra-op default is the count the tape recorded.
+    Result info = runAudit({QStringLiteral("info"), tape, QStringLiteral("--json"), QStringLiteral("--quiet")});
+    const QJsonObject producer =
+        jsonObject(info.out).value(QStringLiteral("root")).toObject().value(QStringLiteral("producer")).toObject();
+    QVERIFY2(producer.value(QStringLiteral("intra_op_threads")).toInt(0) >= 1, qPrintable(info.describe()));
+    QCOMPARE(json.value(QStringLiteral("intra_op_threads")).toInt(-1), producer.value(QStringLiteral("intra_op_threads")).toInt(0));
 
     result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("random:3"), QStringLiteral("--seed"),
                        QStringLiteral("9")});

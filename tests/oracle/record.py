@@ -5,6 +5,7 @@ in the same format as the C++ recorder, so the test suite holds tapes made by re
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
                           [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3]
+                          [--number-dtype I64|F64|F32]
 """
 
 import argparse
@@ -116,7 +117,10 @@ class Net(torch.nn.Module):
         return torch.nn.functional.cross_entropy(logits, y)
 
 
-def canonical_state(model, optimizer, names):
+NUMBER_DTYPES = {"I64": torch.int64, "F64": torch.float64, "F32": torch.float32}
+
+
+def canonical_state(model, optimizer, names, number_dtype="I64"):
     tensors = [("param/" + n, p.detach()) for n, p in model.named_parameters()]
     tensors += [("buffer/" + n, b.detach()) for n, b in model.named_buffers()]
     parameters = dict(model.named_parameters())
@@ -127,7 +131,10 @@ def canonical_state(model, optimizer, names):
             if value is None:
                 continue
             if not isinstance(value, torch.Tensor):
-                value = torch.tensor(value, dtype=torch.int64 if isinstance(value, int) else torch.float64)
+                # A slot torch keeps as a Python number (RMSprop's step): I64 is what the C++
+                # recorder writes; F64 and F32 are the other encodings the spec allows (6.1).
+                dtype = NUMBER_DTYPES[number_dtype] if isinstance(value, int) else torch.float64
+                value = torch.tensor(value, dtype=dtype)
             tensors.append(("state/%s/%s" % (name, slot), value.detach()))
     return tensors
 
@@ -154,6 +161,8 @@ def main():
     parser.add_argument("--state-check", type=float, default=0.25)
     parser.add_argument("--format-minor", type=int, choices=(2, 3), default=3,
                         help="3: chain-bound draws (default); 2: the seed-chosen draws of format 1.2")
+    parser.add_argument("--number-dtype", choices=sorted(NUMBER_DTYPES), default="I64",
+                        help="dtype of optimizer slots torch keeps as Python numbers")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -196,7 +205,7 @@ def main():
     centers = torch.randn(3, 6, generator=generator) * 2
 
     def snapshot(k):
-        tape.append("snapshot", blob(canonical_state(model, optimizer, names),
+        tape.append("snapshot", blob(canonical_state(model, optimizer, names, args.number_dtype),
                                      {"zkdv.record": "snapshot", "before_transaction": str(k)}))
 
     first_loss = last_loss = None
@@ -222,7 +231,7 @@ def main():
             tensors += [("delta/" + n, d) for n, d in zip(names, deltas)]
         metadata = {"zkdv.record": "transaction", "index": str(step), "wall_time_ns": str(time.monotonic_ns() - started)}
         if state_check:
-            metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names))
+            metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names, args.number_dtype))
         anchor = tape.append("transaction", blob(tensors, metadata))
         first_loss = loss.item() if first_loss is None else first_loss
         last_loss = loss.item()

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "dishonest_trainer.h"
@@ -65,6 +66,60 @@ const TransactionOutcome* outcomeAt(const std::vector<TransactionOutcome>& outco
     return nullptr;
 }
 
+std::string safeName(const std::string& tag)
+{
+    std::string safe;
+    for (char c : tag)
+        safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    return safe;
+}
+
+// Looks at a tape's records as a scan reads them.
+class RecordInspector : public TapeVisitor {
+public:
+    std::function<void(const SnapshotRecord&)> snapshot;
+    std::function<void(const TransactionRecord&)> transaction;
+    void onSnapshot(const SnapshotRecord& record, const RecordLocation&) override
+    {
+        if (snapshot)
+            snapshot(record);
+    }
+    void onTransaction(const TransactionRecord& record, const RecordLocation&) override
+    {
+        if (transaction)
+            transaction(record);
+    }
+};
+
+// Flips the first hex digit of a transaction's recorded state digest, in place.
+void alterStateDigest(RawRecord& record)
+{
+    const std::string digest(SafetensorsView::parse(ByteSpan(record.payload)).metadataValue("state_digest"));
+    const std::string_view text(reinterpret_cast<const char*>(record.payload.data()), record.payload.size());
+    const std::size_t at = text.find(digest);
+    if (digest.empty() || at == std::string_view::npos)
+        throw Error("alterStateDigest: the record carries no state digest");
+    record.payload[at] = record.payload[at] == '0' ? '1' : '0';
+}
+
+// Sets element 0 of the F64 tensor `name` in place.
+void setF64(RawRecord& record, const std::string& name, double value)
+{
+    const SafetensorsView view = SafetensorsView::parse(ByteSpan(record.payload));
+    const TensorView* tensor = view.find(name);
+    if (!tensor || tensor->dtype != DType::F64)
+        throw Error("setF64: no F64 tensor " + name);
+    std::memcpy(record.payload.data() + (tensor->data.data - record.payload.data()), &value, sizeof value);
+}
+
+const TensorComparison* comparisonOf(const TransactionOutcome& outcome, const std::string& slot)
+{
+    for (const TensorComparison& c : outcome.comparisons)
+        if (c.slot == slot)
+            return &c;
+    return nullptr;
+}
+
 class CancelAfterFirst : public ProgressSink {
 public:
     void report(std::uint64_t, std::uint64_t, std::string_view) override { reported = true; }
@@ -86,6 +141,12 @@ private Q_SLOTS:
     void pythonTapesReplayExact();
     void dishonestTrainerIsFound_data();
     void dishonestTrainerIsFound();
+    void numberSlotsReplayInTheirRecordedDtype_data();
+    void numberSlotsReplayInTheirRecordedDtype();
+    void fractionalNumberSlotIsRefused();
+    void digestAfterADivergenceIsNotExcused_data();
+    void digestAfterADivergenceIsNotExcused();
+    void firstFailuresAreTheLowestIndexed();
     void swappedProgramIsRefusedBeforeItRuns();
     void missingProgramIsUnverifiable();
     void embeddedCaseReplaysWithoutTheTapeFile();
@@ -220,10 +281,7 @@ void TestReplay::pythonTapesReplayExact()
 {
     QFETCH(QString, optimizer);
     QFETCH(QString, options);
-    const std::string tag = QTest::currentDataTag();
-    std::string safe;
-    for (char c : tag)
-        safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    const std::string safe = safeName(QTest::currentDataTag());
     const QString path = QString::fromStdString(dir_.file("python-" + safe + ".zkdv"));
     QStringList arguments{QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), path, QStringLiteral("--optimizer"), optimizer,
                           QStringLiteral("--steps"), QStringLiteral("30")};
@@ -298,6 +356,174 @@ void TestReplay::dishonestTrainerIsFound()
         const TransactionOutcome* after = outcomeAt(outcomes, static_cast<std::uint64_t>(transaction + 1));
         QVERIFY(after);
         QVERIFY2(after->verdict == Verdict::Exact, after->detail.c_str());
+    }
+}
+
+void TestReplay::numberSlotsReplayInTheirRecordedDtype_data()
+{
+    QTest::addColumn<QString>("optimizer");
+    QTest::addColumn<QString>("dtype");
+    for (const char* dtype : {"I64", "F64", "F32"})
+        QTest::newRow((std::string("RMSprop ") + dtype).c_str()) << "RMSprop" << dtype;
+    QTest::newRow("Adadelta F64") << "Adadelta" << "F64";
+    QTest::newRow("Rprop F32") << "Rprop" << "F32";
+}
+
+// torch 1.13 keeps these optimizers' step as a Python int, which a tape may hold as I64, F64
+// or F32 (spec 6.1): every segment replays exact, the one from snapshot 0 (whose state the
+// replay creates itself) as well as those that start from a snapshot holding the step.
+void TestReplay::numberSlotsReplayInTheirRecordedDtype()
+{
+    QFETCH(QString, optimizer);
+    QFETCH(QString, dtype);
+    const std::string safe = safeName(QTest::currentDataTag());
+    const QString path = QString::fromStdString(dir_.file("number-" + safe + ".zkdv"));
+    QString output;
+    QVERIFY2(runPython({QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), path, QStringLiteral("--optimizer"), optimizer,
+                        QStringLiteral("--steps"), QStringLiteral("30"), QStringLiteral("--state-check"), QStringLiteral("0.6"),
+                        QStringLiteral("--number-dtype"), dtype},
+                       &output),
+             qPrintable(output));
+    bool recordedAsAsked = false;
+    RecordInspector inspector;
+    inspector.snapshot = [&](const SnapshotRecord& snapshot) {
+        for (const TensorView* slot : snapshot.stateSlots)
+            if (snapshot.beforeTransaction == 12 && slot->name == "state/hidden.weight/step")
+                recordedAsAsked = dtypeName(slot->dtype) == dtype.toStdString();
+    };
+    QVERIFY(scanTape(path.toStdString(), &inspector).complete());
+    QVERIFY(recordedAsAsked);
+
+    CaseStore store(dir_.file("number-" + safe + ".zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(path.toStdString());
+    std::vector<TransactionOutcome> outcomes;
+    ReplayRequest request = replayAll();
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    const ReplaySummary summary = runReplay(store, request);
+    QVERIFY2(summary.exact == 30, (std::to_string(summary.exact) + " exact:" + failuresOf(summary)).c_str());
+    // Both places the encoding matters were checked in the segment from snapshot 0.
+    bool digestInFirstSegment = false;
+    for (const TransactionOutcome& outcome : outcomes)
+        digestInFirstSegment = digestInFirstSegment || (outcome.index < 12 && comparisonOf(outcome, "state-digest"));
+    QVERIFY(digestInFirstSegment);
+    const TransactionOutcome* last = outcomeAt(outcomes, 11);
+    QVERIFY(last && comparisonOf(*last, "state/step"));
+}
+
+// A step of 12.5 is no state torch can have: the segment comparing with it diverges, the one
+// starting from it is unverifiable, saying why.
+void TestReplay::fractionalNumberSlotIsRefused()
+{
+    const std::string path = dir_.file("fractional.zkdv");
+    QString output;
+    QVERIFY2(runPython({QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), QString::fromStdString(path), QStringLiteral("--optimizer"),
+                        QStringLiteral("RMSprop"), QStringLiteral("--steps"), QStringLiteral("24"), QStringLiteral("--number-dtype"),
+                        QStringLiteral("F64")},
+                       &output),
+             qPrintable(output));
+    const std::string tampered = dir_.file("fractional-tampered.zkdv");
+    rewriteTape(path, tampered, [&](RawRecord& record) {
+        if (isSnapshot(record, 12))
+            setF64(record, "state/hidden.weight/step", 12.5);
+    });
+    CaseStore store(dir_.file("fractional.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(tampered);
+    std::vector<TransactionOutcome> outcomes;
+    ReplayRequest request = replayAll();
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    const ReplaySummary summary = runReplay(store, request);
+    QVERIFY(!summary.passed());
+    const TransactionOutcome* eleven = outcomeAt(outcomes, 11);
+    QVERIFY(eleven);
+    QCOMPARE(eleven->verdict, Verdict::Diverged);
+    QVERIFY2(eleven->detail.find("hidden.weight state/step") != std::string::npos, eleven->detail.c_str());
+    const TransactionOutcome* twelve = outcomeAt(outcomes, 12);
+    QVERIFY(twelve);
+    QCOMPARE(twelve->verdict, Verdict::Unverifiable);
+    QVERIFY2(twelve->detail.find("state/hidden.weight/step holds 12.5") != std::string::npos, twelve->detail.c_str());
+}
+
+void TestReplay::digestAfterADivergenceIsNotExcused_data()
+{
+    QTest::addColumn<float>("lossFactor");  // transaction 1's loss is scaled by it
+    QTest::addColumn<QString>("tolerance");
+    QTest::addColumn<int>("expected");      // the verdict of the later transaction with the altered digest
+    QTest::newRow("after a divergence") << 1.001f << "" << int(Verdict::Diverged);
+    // The documented weakness of within-tolerance: a rounding-sized difference earlier in the
+    // segment excuses a digest mismatch, unless the auditor asks for exact.
+    QTest::newRow("after rounding") << 1.0000001f << "" << int(Verdict::WithinTolerance);
+    QTest::newRow("after rounding, exact") << 1.0000001f << "exact" << int(Verdict::Diverged);
+}
+
+void TestReplay::digestAfterADivergenceIsNotExcused()
+{
+    QFETCH(float, lossFactor);
+    QFETCH(QString, tolerance);
+    QFETCH(int, expected);
+    const std::string safe = safeName(QTest::currentDataTag());
+    // The first transaction of segment 0 after transaction 1 that carries a state digest.
+    std::uint64_t later = 0;
+    RecordInspector inspector;
+    inspector.transaction = [&](const TransactionRecord& record) {
+        if (later == 0 && record.index >= 2 && record.index < 12 && record.stateDigest)
+            later = record.index;
+    };
+    QVERIFY(scanTape(demoTape_, &inspector).complete());
+    QVERIFY2(later != 0, "the demo tape has no state digest in transactions 2 to 11");
+    const std::string tampered = dir_.file("digest-" + safe + ".zkdv");
+    rewriteTape(demoTape_, tampered, [&](RawRecord& record) {
+        if (isTransaction(record, 1))
+            scaleElement(record, "loss", 0, lossFactor);
+        if (isTransaction(record, later))
+            alterStateDigest(record);
+    });
+    CaseStore store(dir_.file("digest-" + safe + ".zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(tampered);
+    std::vector<TransactionOutcome> outcomes;
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("range:0-" + std::to_string(later));
+    if (!tolerance.isEmpty())
+        request.tolerance = Tolerance::parse(tolerance.toStdString());
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    runReplay(store, request);
+
+    const TransactionOutcome* altered = outcomeAt(outcomes, later);
+    QVERIFY(altered);
+    const TensorComparison* digest = comparisonOf(*altered, "state-digest");
+    QVERIFY(digest);
+    // Everything else of the altered transaction is bit for bit: only the digest decides.
+    for (const TensorComparison& c : altered->comparisons)
+        if (c.slot != "state-digest")
+            QVERIFY2(c.verdict == Verdict::Exact, c.label().c_str());
+    QVERIFY2(altered->verdict == static_cast<Verdict>(expected), altered->detail.c_str());
+    QCOMPARE(digest->verdict, static_cast<Verdict>(expected));
+    if (static_cast<Verdict>(expected) == Verdict::Diverged && tolerance.isEmpty())
+        QVERIFY2(digest->note.find("transaction 1 of this segment diverged") != std::string::npos, digest->note.c_str());
+}
+
+// With several workers outcomes arrive in any order; the summary keeps the lowest-indexed
+// failures all the same.
+void TestReplay::firstFailuresAreTheLowestIndexed()
+{
+    const std::string tampered = dir_.file("every-loss.zkdv");
+    rewriteTape(demoTape_, tampered, [&](RawRecord& record) {
+        if (record.type == tape::RecordType::Transaction)
+            scaleElement(record, "loss", 0, 1.01f);
+    });
+    CaseStore store(dir_.file("every-loss.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(tampered);
+    ReplayRequest request = replayAll();
+    request.threads = 4;
+    request.intraOpThreads = 1;
+    for (int run = 0; run < 3; ++run) {
+        const ReplaySummary summary = runReplay(store, request);
+        QCOMPARE(summary.diverged, kSteps);
+        std::vector<std::uint64_t> indices;
+        for (const TransactionOutcome& failure : summary.firstFailures)
+            indices.push_back(failure.index);
+        std::vector<std::uint64_t> lowest(kFirstFailureCount);
+        std::iota(lowest.begin(), lowest.end(), std::uint64_t(0));
+        QVERIFY2(indices == lowest, (std::to_string(run) + ": " + failuresOf(summary)).c_str());
     }
 }
 

@@ -11,13 +11,14 @@
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/store/replay_store.h"
 
 namespace zkdv::cli {
 
 int runReplay(int argc, char** argv)
 {
     ArgumentParser parser(
-        "zkdv-audit replay CASE --select SPEC [--seed S] [--device DEV] [--threads N] [--tolerance T] [--json]",
+        "zkdv-audit replay CASE --select SPEC [--seed S] [--device DEV] [--threads N] [--intra-op-threads N] [--tolerance T] [--json]",
         "Replays chosen transactions of a tape in the case from their nearest snapshots with the\n"
         "tape's sealed program and optimizer contract, compares loss, update fingerprints,\n"
         "recorded deltas, state digests and the next snapshot, and stores verdicts and divergence\n"
@@ -31,8 +32,10 @@ int runReplay(int argc, char** argv)
     parser.addOption("select", "SPEC", "which transactions to replay (required)");
     parser.addOption("seed", "S", "seed of random and stratified selections (default 0)");
     parser.addOption("device", "DEV", "cpu (default) or cuda:N");
-    parser.addOption("threads", "N", "segments replayed at once on the CPU (default: one per core)");
-    parser.addOption("intra-op-threads", "N", "libtorch threads per replay worker (default: libtorch's)");
+    parser.addOption("threads", "N", "segments replayed at once on the CPU (default: cores / intra-op threads)");
+    parser.addOption("intra-op-threads", "N",
+                     "libtorch threads per replay worker (default: the tape's recorded count, producer.intra_op_threads, "
+                     "on the CPU; libtorch's own when the tape records none, and on CUDA)");
     parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
@@ -72,7 +75,15 @@ int runReplay(int argc, char** argv)
         }
         progress.finish();
         if (parser.has("json")) {
-            std::printf("%s\n", toJsonText(replaySummaryJson(summary), 2).c_str());
+            nlohmann::json out = replaySummaryJson(summary);
+            // How the run replayed, as stored with it: the defaults resolved (docs/cli-json.md).
+            for (const StoredReplayRun& run : ReplayStore(store.database()).runs(summary.tapeId))
+                if (run.id == summary.runId) {
+                    out["tolerance"] = run.tolerance;
+                    out["threads"] = run.threads;
+                    out["intra_op_threads"] = run.intraOpThreads;
+                }
+            std::printf("%s\n", toJsonText(out, 2).c_str());
         } else {
             std::printf("replay run %lld of tape %lld on %s: %s, seed %llu: %zu of %llu transactions selected, %llu replayed in %.2f s\n",
                         static_cast<long long>(summary.runId), static_cast<long long>(summary.tapeId), summary.device.c_str(),

@@ -4,6 +4,7 @@
 // header exposes torch types).
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ public:
     // True for optimizers whose torch constructor creates every parameter's state up front
     // (Adagrad); the others create it at a parameter's first step with a gradient.
     virtual bool initializesEagerly() const { return false; }
+    // Slots torch keeps as a Python number, not a tensor (RMSprop's step in torch 1.13).
+    // initialize() gives them as 0-d tensors of the number's type; a tape may hold them in
+    // another numeric dtype (docs/tape-format.md, section 6.1), so a replay compares their
+    // value, not their dtype.
+    virtual std::set<std::string> numberSlots() const { return {}; }
     // The state torch would lazily create for `parameter` under `group`.
     virtual SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const = 0;
     // One functional group update, in place: parameters[i] and *states[i] advance by one

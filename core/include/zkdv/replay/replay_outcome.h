@@ -37,4 +37,10 @@ struct TransactionOutcome {
     const TensorComparison* worst() const;
 };
 
+// How many failing transactions a replay's summary names.
+constexpr std::size_t kFirstFailureCount = 20;
+// Keeps in `failures` the kFirstFailureCount lowest-indexed outcomes that do not pass, in
+// index order, whatever order they are offered in (workers finish segments in any order).
+void keepFirstFailure(std::vector<TransactionOutcome>& failures, const TransactionOutcome& outcome);
+
 }  // namespace zkdv

@@ -51,7 +51,7 @@ struct ReplaySummary {
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;  // over replayed
     std::string problem;                 // run-wide reason for unverifiable (program mismatch…)
     double seconds = 0;
-    std::vector<TransactionOutcome> firstFailures;  // up to 20 diverged/unverifiable, in index order
+    std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
 
     bool passed() const { return status == "finished" && diverged == 0 && unverifiable == 0; }
 };
