@@ -1,0 +1,59 @@
+#pragma once
+// Runs a plan's segments in replay worker processes and hands their outcomes to the caller's
+// thread: the containment of a replay (docs/replay.md, "Containment"). A worker that
+// overruns its time budget is killed; one that crashes, runs out of memory or breaks the
+// protocol is replaced; the transactions it left are `unverifiable` with the reason. The
+// caller never waits longer than a budget and never sees the worker's output.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/replay/replay_plan.h"
+
+namespace zkdv::worker {
+
+class WorkerLog;
+
+struct WorkerPoolSetup {
+    std::string executable;
+    std::vector<std::uint8_t> job;  // encodeJob()
+    unsigned workers = 1;           // processes at once
+    std::uint64_t snapshotInterval = 1;
+    std::uint64_t memoryLimitBytes = 0;  // as set in the job, for the messages
+    double startSeconds = 60;            // from start to the program loaded
+    // The budget of one transaction of a segment, in seconds.
+    std::function<double(const ReplaySegment&, std::uint64_t transaction)> transactionSeconds;
+    WorkerLog* log = nullptr;
+};
+
+class ReplayWorkerPool {
+public:
+    ReplayWorkerPool(const std::vector<ReplaySegment>& segments, WorkerPoolSetup setup);
+    ~ReplayWorkerPool();
+
+    // Runs every segment. `store` receives outcomes as they arrive (in index order per
+    // call); `cancelled` is polled at least every 100 ms, and true kills the workers.
+    // Returns false when cancelled. An exception from `store` kills the workers too.
+    bool run(const std::function<void(std::vector<TransactionOutcome>&)>& store, const std::function<bool()>& cancelled);
+
+private:
+    struct Slot;
+    void startWorkers();
+    void assignOrFinish(Slot& slot);
+    void handleMessages(Slot& slot);
+    void workerEnded(Slot& slot, const std::string& why);
+    void failRemaining(const ReplaySegment& segment, std::uint64_t from, const std::string& why);
+    void failUnassigned(const std::string& why);
+
+    const std::vector<ReplaySegment>& segments_;
+    WorkerPoolSetup setup_;
+    std::vector<Slot> slots_;
+    std::size_t nextSegment_ = 0;
+    unsigned started_ = 0;  // workers started so far, numbering them in the log
+    std::vector<TransactionOutcome> arrived_;
+};
+
+}  // namespace zkdv::worker
