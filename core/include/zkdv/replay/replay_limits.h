@@ -20,7 +20,7 @@ struct ReplayLimits {
     std::uint64_t memoryLimitBytes = 0;
 
     static constexpr double kSnapshotBytesPerSecond = 50e6;
-    static constexpr std::uint64_t kMemoryFloorBytes = std::uint64_t(2) << 30;
+    static constexpr std::uint64_t kMemoryFloorBytes = std::uint64_t(1) << 30;
     static constexpr std::uint64_t kMemoryMultiple = 16;
 
     double transactionSeconds(std::uint64_t recordedWallNs, std::uint64_t snapshotBytes) const;
