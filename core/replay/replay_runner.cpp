@@ -20,7 +20,6 @@
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"
-#include "zkdv/tensor/torch_build.h"
 
 namespace zkdv {
 
@@ -133,15 +132,16 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         throw ReplayError("tape " + std::to_string(tape->id) + "'s root record in the case does not parse: " + error.what());
     }
 
-    std::string device;
+    std::string workerPath;
     try {
-        device = checkReplayDevice(request.device);
+        workerPath = request.workerPath.empty() ? worker::findReplayWorker() : request.workerPath;
     } catch (const Error& error) {
         throw ReplayError(error.what());
     }
+    worker::WorkerLog log;
 
     // What to replay, and in which segments.
-    const bool cpu = device == "cpu";
+    const bool cpu = request.device == "cpu";
     SelectionInput input = replayStore.selectionInput(tape->id, request.selection.kind == SelectionSpec::Kind::TopQ);
     std::vector<std::uint64_t> selected;
     try {
@@ -151,6 +151,27 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     }
     std::vector<std::uint64_t> unplannable;
     const ReplayPlan plan = planReplay(selected, input.snapshotInterval, replayStore.snapshotTransactions(tape->id), &unplannable);
+
+    // The workers start now: their libtorch initialises while the program is checked, and the
+    // first one's hello says which libtorch and devices there are (this process loads neither
+    // libtorch nor the program). How many is known here unless the thread count is libtorch's
+    // default; then the others start after the hello.
+    auto workerCount = [&](int intraOpThreads) {
+        unsigned count = 1;
+        if (cpu) {
+            const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+            count = request.threads > 0 ? request.threads : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOpThreads)));
+        }
+        return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(count, plan.segments.size())));
+    };
+    const int knownIntraOp = request.intraOpThreads > 0 ? request.intraOpThreads : cpu && root.intraOpThreads > 0 ? root.intraOpThreads : 0;
+    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted;
+    try {
+        for (unsigned w = 0, n = knownIntraOp > 0 ? workerCount(knownIntraOp) : 1; w < n; ++w)
+            prestarted.push_back(std::make_unique<worker::WorkerProcess>(workerPath));
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
 
     // The program, checked before anything runs.
     std::string problem;
@@ -197,31 +218,25 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         }
     }
 
+    worker::WorkerHello hello;
+    std::string device;
+    try {
+        hello = worker::awaitHello(*prestarted.front(), request.limits.startSeconds, log);
+        device = checkReplayDevice(request.device, hello.cudaDevices, hello.libtorchVersion, hello.cudaVersion);
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
+
     // The trainer's thread count reproduces its CPU reductions bit for bit.
     const int intraOp = request.intraOpThreads > 0                  ? request.intraOpThreads
                         : cpu && root.intraOpThreads > 0           ? root.intraOpThreads
-                                                                     : defaultIntraOpThreads();
-    unsigned workers = 1;
-    if (cpu) {
-        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-        workers = request.threads > 0 ? request.threads : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOp)));
-    }
-    workers = static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(workers, plan.segments.size())));
-
-    // Found before the run is stored: without it nothing can run.
-    std::string workerPath = request.workerPath;
-    if (workerPath.empty() && problem.empty() && !plan.segments.empty()) {
-        try {
-            workerPath = worker::findReplayWorker();
-        } catch (const Error& error) {
-            throw ReplayError(error.what());
-        }
-    }
+                                                                     : hello.defaultIntraOpThreads;
+    const unsigned workers = workerCount(intraOp);
 
     ReplayRunInfo info;
     info.tapeId = tape->id;
     info.device = device;
-    info.libtorchVersion = libtorchVersion();
+    info.libtorchVersion = hello.libtorchVersion;
     info.selection = request.selection.toString();
     info.seed = request.seed;
     info.tolerance = request.tolerance.toString();
@@ -229,9 +244,9 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     info.intraOpThreads = intraOp;
     info.selectedCount = selected.size();
     info.environmentJson = nlohmann::json{{"os", operatingSystem()},
-                                          {"libtorch", libtorchVersion()},
-                                          {"cuda", cudaVersion()},
-                                          {"cuda_devices", cudaDeviceCount()},
+                                          {"libtorch", hello.libtorchVersion},
+                                          {"cuda", hello.cudaVersion},
+                                          {"cuda_devices", hello.cudaDevices},
                                           {"deterministic_algorithms", true},
                                           {"program_sha256", toHex(root.programSha256)},
                                           {"tape_chain_head", tape->chainHead}}
@@ -246,6 +261,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     summary.selected = selected;
     summary.problem = problem;
     summary.runId = replayStore.beginRun(info);
+    log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 
     std::uint64_t done = 0;
     const std::uint64_t total = plan.replayedTransactions() + unplannable.size();
@@ -309,8 +325,6 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
                                        : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction);
         job.program = std::move(program);
 
-        worker::WorkerLog log(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log"
-                                                            : request.workerLogPath);
         worker::WorkerPoolSetup setup;
         setup.workers = workers;
         setup.snapshotInterval = input.snapshotInterval;
@@ -325,17 +339,16 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         setup.executable = workerPath;
         try {
             setup.job = worker::encodeJob(job);
-            worker::ReplayWorkerPool pool(plan.segments, std::move(setup));
+            worker::ReplayWorkerPool pool(plan.segments, std::move(setup), std::move(prestarted));
             cancelled = !pool.run(record, [&] { return request.progress && request.progress->cancelRequested(); });
         } catch (...) {
-            summary.workerLog = log.writtenPath();
             replayStore.finishRun(summary.runId, "failed", "storing results failed");
             throw;
         }
-        summary.workerLog = log.writtenPath();
         summary.status = cancelled ? "cancelled" : "finished";
         replayStore.finishRun(summary.runId, summary.status, "");
     }
+    summary.workerLog = log.writtenPath();
     std::sort(summary.firstFailures.begin(), summary.firstFailures.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;

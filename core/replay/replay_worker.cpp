@@ -18,6 +18,7 @@
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
+#include "zkdv/tensor/torch_build.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/util/sha256.h"
 
@@ -162,6 +163,12 @@ int runReplayWorker(int channelFd)
     MessageType type;
     std::vector<std::uint8_t> payload;
     try {
+        worker::WorkerHello hello;
+        hello.libtorchVersion = libtorchVersion();
+        hello.cudaVersion = cudaVersion();
+        hello.cudaDevices = cudaDeviceCount();
+        hello.defaultIntraOpThreads = defaultIntraOpThreads();
+        worker::writeFrame(channelFd, MessageType::Hello, worker::encodeHello(hello));
         if (!worker::readFrame(channelFd, UINT32_MAX, type, payload) || type != MessageType::Job)
             throw worker::ProtocolError("the first message is not a job");
         const worker::WorkerJob job = worker::decodeJob(payload);

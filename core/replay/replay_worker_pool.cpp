@@ -22,7 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string seconds(double s)
+std::string secondsText(double s)
 {
     char text[32];
     std::snprintf(text, sizeof text, "%.3g", s);
@@ -54,11 +54,57 @@ struct ReplayWorkerPool::Slot {
     Clock::time_point deadline;
     double budget = 0;          // of the deadline, for the message
     std::string memoryRefusal;  // set by a MemoryExhausted message
+    bool greeted = false;       // its hello arrived
 };
 
-ReplayWorkerPool::ReplayWorkerPool(const std::vector<ReplaySegment>& segments, WorkerPoolSetup setup)
-    : segments_(segments), setup_(std::move(setup)), slots_(std::max(1u, setup_.workers))
+ReplayWorkerPool::ReplayWorkerPool(const std::vector<ReplaySegment>& segments, WorkerPoolSetup setup,
+                                   std::vector<std::unique_ptr<WorkerProcess>> started)
+    : segments_(segments), setup_(std::move(setup)), slots_(std::max(1u, setup_.workers)), prestarted_(std::move(started))
 {
+}
+
+WorkerHello awaitHello(WorkerProcess& p, double seconds, WorkerLog& log)
+{
+    FrameBuffer incoming(kMaxResultFrame);
+    const Clock::time_point deadline = after(seconds);
+    std::string why;
+    while (why.empty()) {
+        int out = p.output(), err = p.errors();
+        pollfd fds[3] = {{p.channel(), POLLIN, 0}, {out, POLLIN, 0}, {err, POLLIN, 0}};
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (wait < 0) {
+            why = "did not start within " + secondsText(seconds) + " s";
+            break;
+        }
+        poll(fds, 3, static_cast<int>(std::min<long long>(wait + 1, 100)));
+        log.append(1, "stdout", p.drain(out));
+        log.append(1, "stderr", p.drain(err));
+        if (!fds[0].revents)
+            continue;
+        std::uint8_t buffer[4096];
+        const ssize_t n = read(p.channel(), buffer, sizeof buffer);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0) {
+            p.awaitExit(1.0);
+            why = p.reap();
+            if (why.empty())
+                why = "closed its channel";
+            break;
+        }
+        incoming.append(buffer, static_cast<std::size_t>(n));
+        try {
+            if (auto message = incoming.next()) {
+                if (message->first != MessageType::Hello || !incoming.empty())
+                    throw ProtocolError("the first message is not a hello");
+                return decodeHello(message->second);
+            }
+        } catch (const Error& error) {
+            why = std::string("broke the replay protocol (") + error.what() + ")";
+        }
+    }
+    const std::string tail = log.tail(1);
+    throw Error("the replay worker " + p.executable() + " " + why + (tail.empty() ? std::string() : "; its last output: " + tail));
 }
 
 ReplayWorkerPool::~ReplayWorkerPool() = default;
@@ -92,11 +138,17 @@ void ReplayWorkerPool::startWorkers()
             continue;
         slot = Slot();
         slot.number = ++started_;
-        try {
-            slot.process = std::make_unique<WorkerProcess>(setup_.executable);
-        } catch (const Error& error) {
-            failUnassigned(error.what());
-            return;
+        if (!prestarted_.empty()) {
+            slot.process = std::move(prestarted_.front());
+            prestarted_.erase(prestarted_.begin());
+            slot.greeted = slot.number == 1;
+        } else {
+            try {
+                slot.process = std::make_unique<WorkerProcess>(setup_.executable);
+            } catch (const Error& error) {
+                failUnassigned(error.what());
+                return;
+            }
         }
         slot.process->send(frame(MessageType::Job, setup_.job));
         slot.state = Slot::State::Starting;
@@ -128,8 +180,14 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
     while (auto message = slot.incoming.next()) {
         auto& [type, payload] = *message;
         switch (type) {
+        case MessageType::Hello:
+            if (slot.state != Slot::State::Starting || slot.greeted)
+                throw ProtocolError("an unexpected hello");
+            decodeHello(payload);
+            slot.greeted = true;
+            break;
         case MessageType::Ready:
-            if (slot.state != Slot::State::Starting)
+            if (slot.state != Slot::State::Starting || !slot.greeted)
                 throw ProtocolError("an unexpected ready message");
             assignOrFinish(slot);
             break;
@@ -309,7 +367,7 @@ bool ReplayWorkerPool::run(const std::function<void(std::vector<TransactionOutco
             if (slot.state == Slot::State::Closing)
                 workerEnded(slot, "");
             else
-                workerEnded(slot, "exceeded its time budget of " + seconds(slot.budget) + " s");
+                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s");
         }
     }
 }

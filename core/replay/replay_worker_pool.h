@@ -7,15 +7,24 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "zkdv/replay/replay_outcome.h"
 #include "zkdv/replay/replay_plan.h"
 
+#include "worker_protocol.h"
+
 namespace zkdv::worker {
 
 class WorkerLog;
+class WorkerProcess;
+
+// Waits for the hello of a replay's first worker, started before the run is stored: it says
+// which libtorch and devices the replay has. Throws Error (with the worker's exit status and
+// last output) when none comes within `seconds`.
+WorkerHello awaitHello(WorkerProcess& process, double seconds, WorkerLog& log);
 
 struct WorkerPoolSetup {
     std::string executable;
@@ -31,7 +40,9 @@ struct WorkerPoolSetup {
 
 class ReplayWorkerPool {
 public:
-    ReplayWorkerPool(const std::vector<ReplaySegment>& segments, WorkerPoolSetup setup);
+    // `started`: workers already running, the first of them past its hello (awaitHello).
+    ReplayWorkerPool(const std::vector<ReplaySegment>& segments, WorkerPoolSetup setup,
+                     std::vector<std::unique_ptr<WorkerProcess>> started = {});
     ~ReplayWorkerPool();
 
     // Runs every segment. `store` receives outcomes as they arrive (in index order per
@@ -54,6 +65,7 @@ private:
     std::size_t nextSegment_ = 0;
     unsigned started_ = 0;  // workers started so far, numbering them in the log
     std::vector<TransactionOutcome> arrived_;
+    std::vector<std::unique_ptr<WorkerProcess>> prestarted_;  // handed to the first slots
 };
 
 }  // namespace zkdv::worker

@@ -1,5 +1,7 @@
 #include "worker_log.h"
 
+#include <algorithm>
+
 namespace zkdv::worker {
 
 WorkerLog::~WorkerLog()
@@ -17,6 +19,30 @@ void WorkerLog::append(unsigned worker, const char* stream, const std::string& t
     if (tail.size() > kTailBytes)
         tail.erase(0, tail.size() - kTailBytes);
 
+    const std::string source = "worker " + std::to_string(worker) + " " + stream;
+    std::string chunk;
+    if (source != lastSource_)
+        chunk = (written_ || !pending_.empty() ? "\n" : "") + std::string("--- ") + source + " ---\n";
+    lastSource_ = source;
+    chunk += text;
+    if (path_.empty()) {
+        pending_ += chunk.substr(0, kMaxBytes - std::min(kMaxBytes, pending_.size()));
+        return;
+    }
+    write(chunk);
+}
+
+void WorkerLog::setPath(std::string path)
+{
+    path_ = std::move(path);
+    if (!pending_.empty())
+        write("");
+}
+
+void WorkerLog::write(std::string chunk)
+{
+    chunk.insert(0, pending_);
+    pending_.clear();
     if (failed_ || written_ >= kMaxBytes)
         return;
     if (!file_) {
@@ -26,12 +52,6 @@ void WorkerLog::append(unsigned worker, const char* stream, const std::string& t
             return;
         }
     }
-    const std::string source = "worker " + std::to_string(worker) + " " + stream;
-    std::string chunk;
-    if (source != lastSource_)
-        chunk = (written_ ? "\n" : "") + std::string("--- ") + source + " ---\n";
-    lastSource_ = source;
-    chunk += text;
     if (written_ + chunk.size() > kMaxBytes) {
         chunk.resize(kMaxBytes - written_);
         chunk += "\n--- log truncated at " + std::to_string(kMaxBytes) + " bytes ---\n";

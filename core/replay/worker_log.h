@@ -14,8 +14,10 @@ public:
     static constexpr std::size_t kMaxBytes = 4u << 20;
     static constexpr std::size_t kTailBytes = 600;
 
-    // The file is created at the first output, not before.
-    explicit WorkerLog(std::string path) : path_(std::move(path)) {}
+    // The file is created at the first output, not before. Output that comes before the log
+    // has a path (a run's log is named after the run) is kept until setPath().
+    explicit WorkerLog(std::string path = {}) : path_(std::move(path)) {}
+    void setPath(std::string path);
     ~WorkerLog();
     WorkerLog(const WorkerLog&) = delete;
     WorkerLog& operator=(const WorkerLog&) = delete;
@@ -27,11 +29,14 @@ public:
     std::string writtenPath() const { return file_ ? path_ : std::string(); }
 
 private:
+    void write(std::string chunk);
+
     std::string path_;
     std::FILE* file_ = nullptr;
     bool failed_ = false;
     std::size_t written_ = 0;
     std::string lastSource_;
+    std::string pending_;  // written before the log had a path
     std::map<std::pair<unsigned, bool>, std::string> tails_;  // (worker, stderr?) -> last bytes
 };
 

@@ -57,7 +57,7 @@ void closeFd(int& fd)
 
 }  // namespace
 
-WorkerProcess::WorkerProcess(const std::string& executable)
+WorkerProcess::WorkerProcess(const std::string& executable) : executable_(executable)
 {
     int sockets[2], out[2], err[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)

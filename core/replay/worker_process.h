@@ -20,6 +20,7 @@ public:
     WorkerProcess& operator=(const WorkerProcess&) = delete;
 
     pid_t pid() const { return pid_; }
+    const std::string& executable() const { return executable_; }
     int channel() const { return channel_; }
     int output() const { return output_; }  // the worker's stdout, -1 once it ended
     int errors() const { return errors_; }  // the worker's stderr, -1 once it ended
@@ -45,6 +46,7 @@ public:
     std::string reap();
 
 private:
+    std::string executable_;
     pid_t pid_ = -1;
     int channel_ = -1, output_ = -1, errors_ = -1;
     std::vector<std::uint8_t> outgoing_;

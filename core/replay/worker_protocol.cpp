@@ -152,6 +152,7 @@ bool knownType(std::uint32_t type)
     switch (static_cast<MessageType>(type)) {
     case MessageType::Job:
     case MessageType::Segment:
+    case MessageType::Hello:
     case MessageType::Ready:
     case MessageType::LoadFailed:
     case MessageType::Outcome:
@@ -171,6 +172,31 @@ std::vector<std::uint8_t> frame(MessageType type, const std::vector<std::uint8_t
     if (!payload.empty())
         std::memcpy(bytes.data() + kFrameHeaderSize, payload.data(), payload.size());
     return bytes;
+}
+
+std::vector<std::uint8_t> encodeHello(const WorkerHello& hello)
+{
+    Writer out;
+    out.text(hello.libtorchVersion);
+    out.text(hello.cudaVersion);
+    out.i64(hello.cudaDevices);
+    out.i64(hello.defaultIntraOpThreads);
+    return std::move(out.bytes);
+}
+
+WorkerHello decodeHello(const std::vector<std::uint8_t>& payload)
+{
+    Reader in(payload, "hello");
+    WorkerHello hello;
+    hello.libtorchVersion = in.text();
+    hello.cudaVersion = in.text();
+    const std::int64_t devices = in.i64(), threads = in.i64();
+    if (devices < 0 || devices > 4096 || threads < 1 || threads > 65536)
+        in.fail(std::to_string(devices) + " CUDA devices and " + std::to_string(threads) + " threads");
+    hello.cudaDevices = static_cast<int>(devices);
+    hello.defaultIntraOpThreads = static_cast<int>(threads);
+    in.finish();
+    return hello;
 }
 
 std::vector<std::uint8_t> encodeJob(const WorkerJob& job)

@@ -28,6 +28,7 @@ enum class MessageType : std::uint32_t {
     Job = 1,      // once, first: WorkerJob
     Segment = 2,  // ReplaySegment, sent when the worker is idle
     // worker -> parent
+    Hello = 9,             // first, before the job: WorkerHello
     Ready = 10,            // the program is loaded; segments may come
     LoadFailed = 11,       // string: why the program cannot be replayed (deterministic)
     Outcome = 12,          // one TransactionOutcome, in transaction order
@@ -54,6 +55,14 @@ struct RecordPlan {
     std::map<std::uint64_t, RecordRef> snapshots;
 };
 
+// What the worker's libtorch is and sees: the parent does not load libtorch itself.
+struct WorkerHello {
+    std::string libtorchVersion;
+    std::string cudaVersion;  // "" without CUDA
+    int cudaDevices = 0;
+    int defaultIntraOpThreads = 1;
+};
+
 struct WorkerJob {
     std::string rootJson;
     std::vector<std::uint8_t> program;  // already checked against the root's digest
@@ -66,6 +75,8 @@ struct WorkerJob {
 
 std::vector<std::uint8_t> frame(MessageType type, const std::vector<std::uint8_t>& payload);
 
+std::vector<std::uint8_t> encodeHello(const WorkerHello& hello);
+WorkerHello decodeHello(const std::vector<std::uint8_t>& payload);
 std::vector<std::uint8_t> encodeJob(const WorkerJob& job);
 WorkerJob decodeJob(const std::vector<std::uint8_t>& payload);
 std::vector<std::uint8_t> encodeSegment(const ReplaySegment& segment);

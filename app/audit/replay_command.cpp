@@ -7,7 +7,7 @@
 #include "command_runner.h"
 #include "replay_json.h"
 #include "terminal_progress.h"
-#include "torch_commands.h"
+#include "commands.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 
