@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -21,5 +22,10 @@ int main(int argc, char** argv)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != static_cast<pid_t>(std::strtol(argv[4], nullptr, 10)))
         return 2;
-    return zkdv::runReplayWorker(std::atoi(argv[2]));
+    const int status = zkdv::runReplayWorker(std::atoi(argv[2]));
+    // What the program printed is flushed; libtorch's teardown is skipped (it takes the better
+    // part of a second, and the replay waits for the worker to end).
+    std::fflush(nullptr);
+    std::cout.flush();
+    _exit(status);
 }
