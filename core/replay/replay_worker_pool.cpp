@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -49,7 +50,9 @@ struct ReplayWorkerPool::Slot {
     std::unique_ptr<WorkerProcess> process;
     unsigned number = 0;  // in the log
     FrameBuffer incoming{kMaxResultFrame};
-    std::size_t segment = 0;    // while Busy
+    // Segments sent, the first being replayed: one more waits in the channel, so the worker
+    // never idles for a round trip to the parent between segments.
+    std::deque<std::size_t> queued;
     std::uint64_t next = 0;     // the transaction the worker is on, while Busy
     Clock::time_point deadline;
     double budget = 0;          // of the deadline, for the message
@@ -61,6 +64,8 @@ ReplayWorkerPool::ReplayWorkerPool(const std::vector<ReplaySegment>& segments, W
                                    std::vector<std::unique_ptr<WorkerProcess>> started)
     : segments_(segments), setup_(std::move(setup)), slots_(std::max(1u, setup_.workers)), prestarted_(std::move(started))
 {
+    for (std::size_t s = 0; s < segments_.size(); ++s)
+        unassigned_.push_back(s);
 }
 
 WorkerHello awaitHello(WorkerProcess& p, double seconds, WorkerLog& log)
@@ -69,16 +74,15 @@ WorkerHello awaitHello(WorkerProcess& p, double seconds, WorkerLog& log)
     const Clock::time_point deadline = after(seconds);
     std::string why;
     while (why.empty()) {
-        int out = p.output(), err = p.errors();
-        pollfd fds[3] = {{p.channel(), POLLIN, 0}, {out, POLLIN, 0}, {err, POLLIN, 0}};
+        pollfd fds[3] = {{p.channel(), POLLIN, 0}, {p.output(), POLLIN, 0}, {p.errors(), POLLIN, 0}};
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
         if (wait < 0) {
             why = "did not start within " + secondsText(seconds) + " s";
             break;
         }
         poll(fds, 3, static_cast<int>(std::min<long long>(wait + 1, 100)));
-        log.append(1, "stdout", p.drain(out));
-        log.append(1, "stderr", p.drain(err));
+        log.append(1, "stdout", p.drainOutput());
+        log.append(1, "stderr", p.drainErrors());
         if (!fds[0].revents)
             continue;
         std::uint8_t buffer[4096];
@@ -124,8 +128,8 @@ void ReplayWorkerPool::failRemaining(const ReplaySegment& segment, std::uint64_t
 
 void ReplayWorkerPool::failUnassigned(const std::string& why)
 {
-    for (; nextSegment_ < segments_.size(); ++nextSegment_)
-        failRemaining(segments_[nextSegment_], segments_[nextSegment_].snapshot, why);
+    for (; !unassigned_.empty(); unassigned_.pop_front())
+        failRemaining(segments_[unassigned_.front()], segments_[unassigned_.front()].snapshot, why);
 }
 
 void ReplayWorkerPool::startWorkers()
@@ -134,7 +138,7 @@ void ReplayWorkerPool::startWorkers()
         // No more workers starting than segments left for them.
         const auto starting = static_cast<std::size_t>(
             std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == Slot::State::Starting; }));
-        if (slot.state != Slot::State::Empty || nextSegment_ + starting >= segments_.size())
+        if (slot.state != Slot::State::Empty || starting >= unassigned_.size())
             continue;
         slot = Slot();
         slot.number = ++started_;
@@ -159,20 +163,26 @@ void ReplayWorkerPool::startWorkers()
 
 void ReplayWorkerPool::assignOrFinish(Slot& slot)
 {
-    if (nextSegment_ < segments_.size()) {
-        slot.segment = nextSegment_++;
-        const ReplaySegment& segment = segments_[slot.segment];
-        slot.process->send(frame(MessageType::Segment, encodeSegment(segment)));
+    constexpr std::size_t kSegmentsSent = 2;
+    while (slot.queued.size() < kSegmentsSent && !unassigned_.empty()) {
+        slot.queued.push_back(unassigned_.front());
+        unassigned_.pop_front();
+        slot.process->send(frame(MessageType::Segment, encodeSegment(segments_[slot.queued.back()])));
+    }
+    if (slot.queued.empty()) {
+        slot.process->finishSending();
+        slot.state = Slot::State::Closing;
+        slot.budget = 10;
+        slot.deadline = after(slot.budget);
+        return;
+    }
+    if (slot.state != Slot::State::Busy) {
+        const ReplaySegment& segment = segments_[slot.queued.front()];
         slot.state = Slot::State::Busy;
         slot.next = segment.snapshot;
         slot.budget = setup_.transactionSeconds(segment, slot.next);
         slot.deadline = after(slot.budget);
-        return;
     }
-    slot.process->finishSending();
-    slot.state = Slot::State::Closing;
-    slot.budget = 10;
-    slot.deadline = after(slot.budget);
 }
 
 void ReplayWorkerPool::handleMessages(Slot& slot)
@@ -204,7 +214,7 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
         case MessageType::Outcome: {
             if (slot.state != Slot::State::Busy)
                 throw ProtocolError("an outcome outside a segment");
-            const ReplaySegment& segment = segments_[slot.segment];
+            const ReplaySegment& segment = segments_[slot.queued.front()];
             TransactionOutcome outcome = decodeOutcome(payload);
             if (outcome.index != slot.next || slot.next > segment.lastTransaction)
                 throw ProtocolError("an outcome for transaction " + std::to_string(outcome.index) + ", expected " + std::to_string(slot.next));
@@ -223,10 +233,12 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
             if (slot.state != Slot::State::Busy)
                 throw ProtocolError("an unexpected end of segment");
             // A segment stops early after a failure it reports itself; the rest is not replayed.
-            const ReplaySegment& segment = segments_[slot.segment];
+            const ReplaySegment& segment = segments_[slot.queued.front()];
             if (slot.next <= segment.lastTransaction)
                 failRemaining(segment, slot.next, "the replay worker ended the segment at transaction " + std::to_string(slot.next) +
                                                       " without an outcome for it");
+            slot.queued.pop_front();
+            slot.state = Slot::State::Idle;
             assignOrFinish(slot);
             break;
         }
@@ -248,12 +260,11 @@ void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why)
     if (why.empty())
         process.awaitExit(1.0);
     std::string status = process.reap();
-    int out = process.output(), err = process.errors();
     // What it printed last, before it is forgotten (both pipes end with the group).
     if (setup_.log) {
-        for (int round = 0; round < 64 && (out >= 0 || err >= 0); ++round) {
-            setup_.log->append(slot.number, "stdout", process.drain(out));
-            setup_.log->append(slot.number, "stderr", process.drain(err));
+        for (int round = 0; round < 64 && (process.output() >= 0 || process.errors() >= 0); ++round) {
+            setup_.log->append(slot.number, "stdout", process.drainOutput());
+            setup_.log->append(slot.number, "stderr", process.drainErrors());
         }
     }
     std::string reason = why;
@@ -270,8 +281,12 @@ void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why)
         std::string text = "replay worker " + reason + where;
         if (!tail.empty() && slot.memoryRefusal.empty() && why.rfind("exceeded", 0) != 0)
             text += "; its last output: " + tail.substr(tail.size() > 300 ? tail.size() - 300 : 0);
-        if (slot.state == Slot::State::Busy)
-            failRemaining(segments_[slot.segment], slot.next, text);
+        if (slot.state == Slot::State::Busy) {
+            failRemaining(segments_[slot.queued.front()], slot.next, text);
+            // The segments it had not begun go to the other workers.
+            for (auto it = slot.queued.rbegin(); it + 1 != slot.queued.rend(); ++it)
+                unassigned_.push_front(*it);
+        }
         else
             failUnassigned(text);  // a program that cannot be loaded fails the same way everywhere
     }
@@ -296,7 +311,7 @@ bool ReplayWorkerPool::run(const std::function<void(std::vector<TransactionOutco
             return false;
         }
         startWorkers();
-        if (!busy() && nextSegment_ >= segments_.size())
+        if (!busy() && unassigned_.empty())
             return true;
 
         std::vector<pollfd> fds;
@@ -327,8 +342,7 @@ bool ReplayWorkerPool::run(const std::function<void(std::vector<TransactionOutco
                 continue;
             WorkerProcess& p = *slot.process;
             if (owners[i].second != 0) {
-                int fd = owners[i].second == 1 ? p.output() : p.errors();
-                const std::string text = p.drain(fd);
+                const std::string text = owners[i].second == 1 ? p.drainOutput() : p.drainErrors();
                 if (setup_.log)
                     setup_.log->append(slot.number, owners[i].second == 1 ? "stdout" : "stderr", text);
                 continue;

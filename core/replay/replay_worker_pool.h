@@ -6,6 +6,7 @@
 // caller never waits longer than a budget and never sees the worker's output.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,7 +63,7 @@ private:
     const std::vector<ReplaySegment>& segments_;
     WorkerPoolSetup setup_;
     std::vector<Slot> slots_;
-    std::size_t nextSegment_ = 0;
+    std::deque<std::size_t> unassigned_;  // segments no worker has, in plan order
     unsigned started_ = 0;  // workers started so far, numbering them in the log
     std::vector<TransactionOutcome> arrived_;
     std::vector<std::unique_ptr<WorkerProcess>> prestarted_;  // handed to the first slots

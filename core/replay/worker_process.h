@@ -33,8 +33,9 @@ public:
     // Tells the worker that no more segments come.
     void finishSending();
 
-    // Reads what is there from one of output()/errors(); closes it at its end. Returns the bytes.
-    std::string drain(int& fd);
+    // Reads what is there from the worker's stdout (or stderr); closes the pipe at its end.
+    std::string drainOutput() { return drain(output_); }
+    std::string drainErrors() { return drain(errors_); }
 
     // Waits up to `seconds` for the process to end by itself; true when it did (reap() then
     // returns its own status, not SIGKILL).
@@ -46,6 +47,8 @@ public:
     std::string reap();
 
 private:
+    std::string drain(int& fd);
+
     std::string executable_;
     pid_t pid_ = -1;
     int channel_ = -1, output_ = -1, errors_ = -1;
