@@ -163,6 +163,8 @@ int runReplayWorker(int channelFd)
     MessageType type;
     std::vector<std::uint8_t> payload;
     try {
+        // Before anything can start CUDA: cuBLAS reads its workspace setting once.
+        prepareDeterministicReplay();
         worker::WorkerHello hello;
         hello.libtorchVersion = libtorchVersion();
         hello.cudaVersion = cudaVersion();
@@ -182,7 +184,6 @@ int runReplayWorker(int channelFd)
             static LimitWatchingAllocator allocator(c10::GetCPUAllocator());
             c10::SetCPUAllocator(&allocator, /*priority=*/100);
             std::set_new_handler(newHandler);
-            prepareDeterministicReplay();
             ExecutorSetup setup;
             setup.root = RootRecord::parse(ByteSpan(std::string_view(job.rootJson)));
             setup.program = job.program;
