@@ -41,7 +41,7 @@ int runReplay(int argc, char** argv)
     parser.addOption("time-budget-factor", "X",
                      "a transaction may take X times its recorded wall time plus the floor (default " + std::to_string(int(limits.timeFactor)) + ")");
     parser.addOption("time-budget-floor", "S", "seconds every transaction may take besides (default " + std::to_string(int(limits.transactionFloorSeconds)) + ")");
-    parser.addOption("memory-limit", "MIB", "memory of each CPU replay worker in MiB (default: 1024 + 16 x the program, largest snapshot and transaction)");
+    parser.addOption("memory-limit", "MIB", "memory of each CPU replay worker in MiB (default: 1024 + 16 per intra-op thread + 16 x the program, largest snapshot and transaction)");
     parser.addFlag("json", "print JSON on stdout");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("replay", parser, argc, argv, [&]() {

@@ -322,7 +322,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         if (cpu)
             job.memoryLimitBytes = request.limits.memoryLimitBytes
                                        ? request.limits.memoryLimitBytes
-                                       : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction);
+                                       : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction, intraOp);
         job.program = std::move(program);
 
         worker::WorkerPoolSetup setup;

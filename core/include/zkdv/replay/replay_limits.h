@@ -22,11 +22,13 @@ struct ReplayLimits {
     static constexpr double kSnapshotBytesPerSecond = 50e6;
     static constexpr std::uint64_t kMemoryFloorBytes = std::uint64_t(1) << 30;
     static constexpr std::uint64_t kMemoryMultiple = 16;
+    static constexpr std::uint64_t kMemoryPerThreadBytes = std::uint64_t(16) << 20;  // a thread's stack counts as data
 
     double transactionSeconds(std::uint64_t recordedWallNs, std::uint64_t snapshotBytes) const;
-    // kMemoryFloorBytes + kMemoryMultiple x (program + largest snapshot + largest transaction).
+    // kMemoryFloorBytes + kMemoryPerThreadBytes x intra-op threads + kMemoryMultiple x
+    // (program + largest snapshot + largest transaction).
     static std::uint64_t defaultMemoryLimit(std::uint64_t programBytes, std::uint64_t largestSnapshotBytes,
-                                            std::uint64_t largestTransactionBytes);
+                                            std::uint64_t largestTransactionBytes, int intraOpThreads);
 };
 
 }  // namespace zkdv
