@@ -32,7 +32,7 @@ int runReplay(int argc, char** argv)
     parser.addOption("select", "SPEC", "which transactions to replay (required)");
     parser.addOption("seed", "S", "seed of random and stratified selections (default 0)");
     parser.addOption("device", "DEV", "cpu (default) or cuda:N");
-    parser.addOption("threads", "N", "segments replayed at once on the CPU (default: one per core)");
+    parser.addOption("threads", "N", "segments replayed at once on the CPU, each in a worker process (default and most: one per core)");
     parser.addOption("intra-op-threads", "N", "libtorch threads per replay worker (default: libtorch's)");
     parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");

@@ -160,7 +160,9 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         unsigned count = 1;
         if (cpu) {
             const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-            count = request.threads > 0 ? request.threads : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOpThreads)));
+            // A worker is a process of its own (~200 MB with libtorch): at most one per core.
+            count = request.threads > 0 ? std::min(request.threads, cores)
+                                        : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOpThreads)));
         }
         return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(count, plan.segments.size())));
     };

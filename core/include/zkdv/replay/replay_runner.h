@@ -30,7 +30,7 @@ struct ReplayRequest {
     SelectionSpec selection;
     std::uint64_t seed = 0;
     std::string device = "cpu";
-    unsigned threads = 0;     // segments replayed at once on CPU; 0: one per core
+    unsigned threads = 0;     // worker processes replaying segments at once on CPU; 0 and at most: one per core
     int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
     Tolerance tolerance = Tolerance::defaults();
     std::string programPath;  // a sealed program file to use when the case holds none
