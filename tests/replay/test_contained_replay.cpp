@@ -90,6 +90,23 @@ std::string failuresOf(const ReplaySummary& summary)
     return text;
 }
 
+// Replay workers still running for the replay process `parent` (they are told its pid).
+int workersOf(qint64 parent)
+{
+    int count = 0;
+    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString& entry : entries) {
+        QFile file(QStringLiteral("/proc/") + entry + QStringLiteral("/cmdline"));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        const QList<QByteArray> arguments = file.readAll().split('\0');
+        if (arguments.size() >= 5 && arguments[0].endsWith("zkdv-replay-worker") && arguments[3] == "--parent" &&
+            arguments[4] == QByteArray::number(parent))
+            ++count;
+    }
+    return count;
+}
+
 std::string integrityOf(Database& db)
 {
     Statement check = db.prepare("PRAGMA integrity_check");
@@ -277,8 +294,11 @@ void TestContainedReplay::killedReplayLeavesAUsableCase()
         const qint64 delay = duration * point / kKills;
         if (delay > 0)
             QTest::qWait(static_cast<int>(delay));
-        ::kill(static_cast<pid_t>(replay.processId()), SIGKILL);
+        const qint64 pid = replay.processId();
+        ::kill(static_cast<pid_t>(pid), SIGKILL);
         QVERIFY(replay.waitForFinished(60000));
+        // Its workers die with it (they asked for SIGKILL when their parent goes).
+        QTRY_COMPARE_WITH_TIMEOUT(workersOf(pid), 0, 20000);
 
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         QCOMPARE(integrityOf(store.database()), std::string("ok;"));
