@@ -32,9 +32,11 @@ struct Result {
     QByteArray out, err;
 };
 
-Result runProcess(const QString& program, const QStringList& arguments, int timeoutMs = 300000)
+Result runProcess(const QString& program, const QStringList& arguments, int timeoutMs = 300000,
+                  const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
 {
     QProcess process;
+    process.setProcessEnvironment(environment);
     process.start(program, arguments);
     Result result;
     if (!process.waitForFinished(timeoutMs)) {
@@ -123,6 +125,7 @@ class TestContainedReplay : public QObject {
 
 private Q_SLOTS:
     void initTestCase();
+    void replayProcessLoadsNeitherLibtorchNorTheProgram();
     void loopingProgramExceedsItsTimeBudget();
     void printingProgramLeavesStdoutToTheReplay();
     void greedyProgramHitsTheMemoryLimit();
@@ -165,6 +168,25 @@ std::string TestContainedReplay::newCase(const std::string& tape, const std::str
     CaseStore store(path, CaseStore::Access::ReadWrite);
     store.ingestTape(tape);
     return path;
+}
+
+void TestContainedReplay::replayProcessLoadsNeitherLibtorchNorTheProgram()
+{
+    // The dynamic loader lists every file a process loads under LD_DEBUG=files; the workers
+    // inherit the variable, and their list lands in the run's log, not on the replay's stderr.
+    const std::string casePath = newCase(honestTape_, "no-libtorch");
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
+    const Result replay = runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE),
+                                     {QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
+                                      QStringLiteral("ids:2"), QStringLiteral("--json"), QStringLiteral("--quiet")},
+                                     300000, environment);
+    QCOMPARE(replay.exitCode, 0);
+    QVERIFY2(!replay.err.contains("libtorch"), replay.err.left(2000).constData());
+    const nlohmann::json summary = nlohmann::json::parse(replay.out.toStdString());
+    QCOMPARE(summary["verdicts"]["exact"].get<int>(), 3);
+    const std::string log = textOf(summary["worker_log"].get<std::string>());
+    QVERIFY2(log.find("libtorch") != std::string::npos, log.substr(0, 2000).c_str());
 }
 
 void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
