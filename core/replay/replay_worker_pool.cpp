@@ -85,24 +85,28 @@ WorkerHello awaitHello(WorkerProcess& p, double seconds, WorkerLog& log)
         log.append(1, "stderr", p.drainErrors());
         if (!fds[0].revents)
             continue;
+        // Exactly the hello frame, nothing after it: what follows is the pool's to read.
         std::uint8_t buffer[4096];
-        const ssize_t n = read(p.channel(), buffer, sizeof buffer);
+        const std::size_t need = incoming.pendingFrameBytes(sizeof buffer) ;
+        const ssize_t n = need == 0 ? 0 : read(p.channel(), buffer, need);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (n <= 0) {
+        if (n <= 0 && need > 0) {
             p.awaitExit(1.0);
             why = p.reap();
             if (why.empty())
                 why = "closed its channel";
             break;
         }
-        incoming.append(buffer, static_cast<std::size_t>(n));
+        incoming.append(buffer, static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
         try {
             if (auto message = incoming.next()) {
-                if (message->first != MessageType::Hello || !incoming.empty())
+                if (message->first != MessageType::Hello)
                     throw ProtocolError("the first message is not a hello");
                 return decodeHello(message->second);
             }
+            if (need == 0)
+                throw ProtocolError("a first message larger than a hello");
         } catch (const Error& error) {
             why = std::string("broke the replay protocol (") + error.what() + ")";
         }

@@ -403,6 +403,15 @@ std::optional<std::pair<MessageType, std::vector<std::uint8_t>>> FrameBuffer::ne
     return std::make_pair(static_cast<MessageType>(type), std::move(payload));
 }
 
+std::size_t FrameBuffer::pendingFrameBytes(std::size_t limit) const
+{
+    const std::size_t available = bytes_.size() - start_;
+    if (available < kFrameHeaderSize)
+        return kFrameHeaderSize - available;
+    const std::size_t total = kFrameHeaderSize + readLittleEndian<std::uint32_t>(bytes_.data() + start_ + 4);
+    return total > limit ? 0 : total - std::min(total, available);
+}
+
 namespace {
 
 void writeAll(int fd, const std::uint8_t* data, std::size_t size)

@@ -97,6 +97,9 @@ public:
     // a length above the bound.
     std::optional<std::pair<MessageType, std::vector<std::uint8_t>>> next();
     bool empty() const { return start_ == bytes_.size(); }
+    // How many more bytes complete the frame that has begun (its header first), at most
+    // `limit`; 0 when that frame would be larger than `limit` bytes in all.
+    std::size_t pendingFrameBytes(std::size_t limit) const;
 
 private:
     std::uint32_t maxPayload_;

@@ -131,6 +131,7 @@ private Q_SLOTS:
     void greedyProgramHitsTheMemoryLimit();
     void brokenWorkerIsUnverifiable_data();
     void brokenWorkerIsUnverifiable();
+    void workerWithoutHelloIsAnInputError();
     void killedReplayLeavesAUsableCase();
 
 private:
@@ -174,7 +175,7 @@ void TestContainedReplay::replayProcessLoadsNeitherLibtorchNorTheProgram()
 {
     // The dynamic loader lists every file a process loads under LD_DEBUG=files; the workers
     // inherit the variable, and their list lands in the run's log, not on the replay's stderr.
-    const std::string casePath = newCase(honestTape_, "no-libtorch");
+    const std::string casePath = newCase(honestTape_, "loader-list");
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     environment.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
     const Result replay = runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE),
@@ -182,11 +183,11 @@ void TestContainedReplay::replayProcessLoadsNeitherLibtorchNorTheProgram()
                                       QStringLiteral("ids:2"), QStringLiteral("--json"), QStringLiteral("--quiet")},
                                      300000, environment);
     QCOMPARE(replay.exitCode, 0);
-    QVERIFY2(!replay.err.contains("libtorch"), replay.err.left(2000).constData());
+    QVERIFY2(!replay.err.contains("libtorch_cpu"), replay.err.left(2000).constData());
     const nlohmann::json summary = nlohmann::json::parse(replay.out.toStdString());
     QCOMPARE(summary["verdicts"]["exact"].get<int>(), 3);
     const std::string log = textOf(summary["worker_log"].get<std::string>());
-    QVERIFY2(log.find("libtorch") != std::string::npos, log.substr(0, 2000).c_str());
+    QVERIFY2(log.find("libtorch_cpu") != std::string::npos, log.substr(0, 2000).c_str());
 }
 
 void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
@@ -258,8 +259,16 @@ void TestContainedReplay::greedyProgramHitsTheMemoryLimit()
              failuresOf(summary).c_str());
 }
 
+// A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread (worker_protocol.h).
+const char* const kShellHello = "printf '\\011\\000\\000\\000\\046\\000\\000\\000"
+                                "\\006\\000\\000\\000\\000\\000\\000\\0001.13.0"
+                                "\\000\\000\\000\\000\\000\\000\\000\\000"
+                                "\\000\\000\\000\\000\\000\\000\\000\\000"
+                                "\\001\\000\\000\\000\\000\\000\\000\\000' >&3\n";
+
 void TestContainedReplay::brokenWorkerIsUnverifiable_data()
 {
+    // Each worker says hello (the replay learns its libtorch from it), then breaks.
     QTest::addColumn<QString>("script");  // the worker, as a shell script
     QTest::addColumn<QString>("reason");
     QTest::newRow("exits at once") << "exit 7" << "replay worker exited with status 7 while loading the program";
@@ -277,7 +286,7 @@ void TestContainedReplay::brokenWorkerIsUnverifiable()
     static int row = 0;
     const std::string name = std::to_string(++row);
     const std::string worker = dir_.file("worker-" + name + ".sh");
-    std::ofstream(worker) << "#!/bin/sh\n" << script.toStdString() << "\n";
+    std::ofstream(worker) << "#!/bin/sh\n" << kShellHello << script.toStdString() << "\n";
     QCOMPARE(chmod(worker.c_str(), 0755), 0);
     CaseStore store(newCase(honestTape_, "broken-" + name), CaseStore::Access::ReadWrite);
     ReplayRequest request;
@@ -294,6 +303,27 @@ void TestContainedReplay::brokenWorkerIsUnverifiable()
     if (QTest::currentDataTag() == QByteArray("killed by a signal"))  // the last words are kept
         QVERIFY2(summary.firstFailures.front().detail.find("its last output: dying") != std::string::npos,
                  summary.firstFailures.front().detail.c_str());
+}
+
+void TestContainedReplay::workerWithoutHelloIsAnInputError()
+{
+    // A worker that cannot even say which libtorch it has is a broken installation: nothing
+    // of the program has run, and nothing is stored.
+    const std::string worker = dir_.file("worker-no-hello.sh");
+    std::ofstream(worker) << "#!/bin/sh\necho cannot start >&2\nexit 7\n";
+    QCOMPARE(chmod(worker.c_str(), 0755), 0);
+    CaseStore store(newCase(honestTape_, "no-hello"), CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("ids:1");
+    request.workerPath = worker;
+    std::string message;
+    try {
+        runReplay(store, request);
+    } catch (const ReplayError& error) {
+        message = error.what();
+    }
+    QVERIFY2(message.find("exited with status 7; its last output: cannot start") != std::string::npos, message.c_str());
+    QVERIFY(ReplayStore(store.database()).runs().empty());
 }
 
 void TestContainedReplay::killedReplayLeavesAUsableCase()
