@@ -1,7 +1,8 @@
 #pragma once
 // The subcommands the zkdv-audit executable runs itself. Each parses its own arguments from
-// argv[2..] and returns the process exit code (exit_codes.h). demo and replay need libtorch
-// and run in a module loaded on demand (torch_module.h).
+// argv[2..] and returns the process exit code (exit_codes.h). demo needs libtorch and runs
+// in a module loaded on demand (torch_module.h); replay runs libtorch only in its worker
+// processes.
 
 #include "exit_codes.h"
 
@@ -11,5 +12,6 @@ int runVerify(int argc, char** argv);
 int runInfo(int argc, char** argv);
 int runIngest(int argc, char** argv);
 int runReport(int argc, char** argv);
+int runReplay(int argc, char** argv);
 
 }  // namespace zkdv::cli

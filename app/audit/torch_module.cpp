@@ -48,7 +48,7 @@ std::vector<std::string> moduleCandidates(const std::string& directory)
 
 }  // namespace
 
-bool isTorchCommand(const char* command) { return std::strcmp(command, "demo") == 0 || std::strcmp(command, "replay") == 0; }
+bool isTorchCommand(const char* command) { return std::strcmp(command, "demo") == 0; }
 
 int runTorchCommand(const char* command, int argc, char** argv)
 {

@@ -1,6 +1,6 @@
 #pragma once
-// The commands that need libtorch (demo, replay) live in a module, zkdv-audit-torch, that is
-// loaded only when one of them runs: linking libtorch into the executable would cost every
+// The command that needs libtorch (demo) lives in a module, zkdv-audit-torch, that is
+// loaded only when it runs (replay runs libtorch only in its worker processes): linking libtorch into the executable would cost every
 // command its static initialisation, most of a second, even `--help`.
 
 namespace zkdv::cli {

@@ -1,20 +1,19 @@
 #include "zkdv/replay/replay_runner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 #include <sys/utsname.h>
 
-#include "segment_executor.h"
+#include "replay_worker_pool.h"
+#include "worker_log.h"
+#include "worker_process.h"
+#include "worker_protocol.h"
 #include "zkdv/replay/replay_devices.h"
 #include "zkdv/replay/replay_plan.h"
 #include "zkdv/store/case_store.h"
@@ -22,7 +21,6 @@
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
-#include "zkdv/tensor/torch_build.h"
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/mapped_file.h"
 
@@ -50,110 +48,39 @@ std::vector<std::uint8_t> readWholeFile(const std::string& path)
     }
 }
 
-// Record locations for every record the plan reads, fetched up front so workers never
-// touch the case's connection.
-struct RecordIndex {
-    std::map<std::uint64_t, RecordRef> transactions;
-    std::map<std::uint64_t, RecordRef> snapshots;
-};
-
-RecordIndex indexRecords(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& plan)
+// Record locations for every record the plan reads, for the workers.
+void indexRecords(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& plan, worker::RecordPlan& records)
 {
-    RecordIndex index;
     for (const ReplaySegment& segment : plan.segments) {
         for (std::uint64_t k : {segment.snapshot, segment.lastTransaction + 1})
             if (auto ref = store.snapshotRecord(tapeId, k))
-                index.snapshots.emplace(k, *ref);
+                records.snapshots.emplace(k, *ref);
         // The transaction before a snapshot links it into the chain (embedded payloads).
         for (std::uint64_t t = segment.snapshot == 0 ? 0 : segment.snapshot - 1; t <= segment.lastTransaction; ++t)
             if (auto ref = store.transactionRecord(tapeId, t))
-                index.transactions.emplace(t, *ref);
+                records.transactions.emplace(t, *ref);
     }
-    return index;
 }
 
-class TapeRecordSource : public RecordSource {
-public:
-    TapeRecordSource(const RecordReader& reader, const RecordIndex& index) : reader_(reader), index_(index) {}
-
-    ByteSpan snapshot(std::uint64_t k) override
-    {
-        auto it = index_.snapshots.find(k);
-        if (it == index_.snapshots.end())
-            throw FormatError("the case holds no snapshot before transaction " + std::to_string(k), 0);
-        return reader_.payload(it->second, tape::RecordType::Snapshot);
-    }
-
-    ByteSpan transaction(std::uint64_t t) override
-    {
-        auto it = index_.transactions.find(t);
-        if (it == index_.transactions.end())
-            throw FormatError("the case holds no transaction " + std::to_string(t), 0);
-        return reader_.payload(it->second, tape::RecordType::Transaction);
-    }
-
-private:
-    const RecordReader& reader_;
-    const RecordIndex& index_;
-};
-
-// Payloads copied into the case (ingest --embed), for when the tape file is gone. The case
-// keeps each record's digest, so a payload is checked by rebuilding its frame on the
-// digest of the record before it.
-class EmbeddedRecordSource : public RecordSource {
-public:
-    EmbeddedRecordSource(const std::string& casePath, std::int64_t tapeId, std::uint64_t interval, const RecordIndex& index,
-                         const Digest& beforeFirstSnapshot)
-        : db_(casePath, Database::Mode::ReadOnly), store_(db_), tapeId_(tapeId), interval_(interval), index_(index),
-          beforeFirstSnapshot_(beforeFirstSnapshot)
-    {
-    }
-
-    ByteSpan snapshot(std::uint64_t k) override
-    {
-        const RecordRef& ref = find(index_.snapshots, k, "snapshot before transaction");
-        const Digest previous = k == 0 ? beforeFirstSnapshot_ : find(index_.transactions, k - 1, "transaction").digest;
-        return load(ref, tape::RecordType::Snapshot, previous, snapshot_);
-    }
-
-    ByteSpan transaction(std::uint64_t t) override
-    {
-        const RecordRef& ref = find(index_.transactions, t, "transaction");
-        const Digest previous = t % interval_ == 0 ? find(index_.snapshots, t, "snapshot before transaction").digest
-                                                   : find(index_.transactions, t - 1, "transaction").digest;
-        return load(ref, tape::RecordType::Transaction, previous, transaction_);
-    }
-
-private:
-    static const RecordRef& find(const std::map<std::uint64_t, RecordRef>& refs, std::uint64_t key, const char* what)
-    {
-        auto it = refs.find(key);
-        if (it == refs.end())
-            throw FormatError(std::string("the case holds no ") + what + " " + std::to_string(key), 0);
-        return it->second;
-    }
-
-    ByteSpan load(const RecordRef& ref, tape::RecordType type, const Digest& previous, std::vector<std::uint8_t>& storage)
-    {
-        std::optional<std::vector<std::uint8_t>> payload = store_.embeddedPayload(tapeId_, ref.index);
-        if (!payload)
-            throw FormatError("record " + std::to_string(ref.index) + " is not embedded in the case", 0);
-        storage = std::move(*payload);
-        const FrameHeader header = frameHeader(static_cast<std::uint32_t>(type), tape::kFlagCritical, storage.size(), previous);
-        if (frameDigest(header, {ByteSpan(storage)}, hasher_) != ref.digest)
-            throw FormatError("record " + std::to_string(ref.index) + "'s embedded payload does not hash to the digest ingested with it", 0);
-        return ByteSpan(storage);
-    }
-
-    Database db_;
-    ReplayStore store_;
-    std::int64_t tapeId_;
-    std::uint64_t interval_;
-    const RecordIndex& index_;
-    Digest beforeFirstSnapshot_;
-    Sha256 hasher_;
-    std::vector<std::uint8_t> snapshot_, transaction_;
-};
+// Each transaction's time budget: its recorded wall time scaled, plus reading the snapshot
+// the segment starts from (first transaction) or is compared with (last).
+std::map<std::uint64_t, double> transactionBudgets(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& plan,
+                                                   const worker::RecordPlan& records, const ReplayLimits& limits)
+{
+    std::map<std::uint64_t, double> budgets;
+    auto snapshotBytes = [&](std::uint64_t k) {
+        auto it = records.snapshots.find(k);
+        return it == records.snapshots.end() ? std::uint64_t(0) : it->second.frameSize;
+    };
+    for (const ReplaySegment& segment : plan.segments)
+        for (std::uint64_t t = segment.snapshot; t <= segment.lastTransaction; ++t) {
+            std::uint64_t bytes = t == segment.snapshot ? snapshotBytes(t) : 0;
+            if (t == segment.lastTransaction && segment.reachesNextSnapshot)
+                bytes += snapshotBytes(t + 1);
+            budgets[t] = limits.transactionSeconds(store.recordedWallTimeNs(tapeId, t), bytes);
+        }
+    return budgets;
+}
 
 // The digest the first snapshot links to: the program record's, or the root's when the
 // program travels apart from the tape.
@@ -170,43 +97,6 @@ Digest digestBeforeFirstSnapshot(const CaseTape& tape, const RootRecord& root, c
     return frameDigest(frameHeader(static_cast<std::uint32_t>(tape::RecordType::Program), tape::kFlagCritical, program.size(), rootDigest),
                        {ByteSpan(program)}, hasher);
 }
-
-// Outcomes travel from the workers to the caller's thread, which stores them.
-class OutcomeQueue {
-public:
-    void push(TransactionOutcome&& outcome)
-    {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            outcomes_.push_back(std::move(outcome));
-        }
-        ready_.notify_one();
-    }
-    void workerDone()
-    {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            ++finishedWorkers_;
-        }
-        ready_.notify_one();
-    }
-    // Waits up to `wait` for outcomes; returns what arrived.
-    std::vector<TransactionOutcome> take(std::chrono::milliseconds wait, unsigned workers, bool& allDone)
-    {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait_for(lock, wait, [&] { return !outcomes_.empty() || finishedWorkers_ == workers; });
-        std::vector<TransactionOutcome> taken(std::make_move_iterator(outcomes_.begin()), std::make_move_iterator(outcomes_.end()));
-        outcomes_.clear();
-        allDone = finishedWorkers_ == workers;
-        return taken;
-    }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable ready_;
-    std::deque<TransactionOutcome> outcomes_;
-    unsigned finishedWorkers_ = 0;
-};
 
 TransactionOutcome unverifiableOutcome(std::uint64_t index, std::uint64_t interval, bool selected, const std::string& why)
 {
@@ -247,15 +137,16 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         throw ReplayError("tape " + std::to_string(tape->id) + "'s root record in the case does not parse: " + error.what());
     }
 
-    std::string device;
+    std::string workerPath;
     try {
-        device = checkReplayDevice(request.device);
+        workerPath = request.workerPath.empty() ? worker::findReplayWorker() : request.workerPath;
     } catch (const Error& error) {
         throw ReplayError(error.what());
     }
+    worker::WorkerLog log;
 
     // What to replay, and in which segments.
-    const bool cpu = device == "cpu";
+    const bool cpu = request.device == "cpu";
     SelectionInput input = replayStore.selectionInput(tape->id, request.selection.kind == SelectionSpec::Kind::TopQ);
     std::vector<std::uint64_t> selected;
     try {
@@ -265,6 +156,29 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     }
     std::vector<std::uint64_t> unplannable;
     const ReplayPlan plan = planReplay(selected, input.snapshotInterval, replayStore.snapshotTransactions(tape->id), &unplannable);
+
+    // The workers start now: their libtorch initialises while the program is checked, and the
+    // first one's hello says which libtorch and devices there are (this process loads neither
+    // libtorch nor the program). How many is known here unless the thread count is libtorch's
+    // default; then the others start after the hello.
+    auto workerCount = [&](int intraOpThreads) {
+        unsigned count = 1;
+        if (cpu) {
+            const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+            // A worker is a process of its own (~200 MB with libtorch): at most one per core.
+            count = request.threads > 0 ? std::min(request.threads, cores)
+                                        : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOpThreads)));
+        }
+        return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(count, plan.segments.size())));
+    };
+    const int knownIntraOp = request.intraOpThreads > 0 ? request.intraOpThreads : cpu && root.intraOpThreads > 0 ? root.intraOpThreads : 0;
+    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted;
+    try {
+        for (unsigned w = 0, n = knownIntraOp > 0 ? workerCount(knownIntraOp) : 1; w < n; ++w)
+            prestarted.push_back(std::make_unique<worker::WorkerProcess>(workerPath));
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
 
     // The program, checked before anything runs.
     std::string problem;
@@ -311,21 +225,25 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         }
     }
 
+    worker::WorkerHello hello;
+    std::string device;
+    try {
+        hello = worker::awaitHello(*prestarted.front(), request.limits.startSeconds, log);
+        device = checkReplayDevice(request.device, hello.cudaDevices, hello.libtorchVersion, hello.cudaVersion);
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
+
     // The trainer's thread count reproduces its CPU reductions bit for bit.
     const int intraOp = request.intraOpThreads > 0                  ? request.intraOpThreads
                         : cpu && root.intraOpThreads > 0           ? root.intraOpThreads
-                                                                     : defaultIntraOpThreads();
-    unsigned workers = 1;
-    if (cpu) {
-        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-        workers = request.threads > 0 ? request.threads : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOp)));
-    }
-    workers = static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(workers, plan.segments.size())));
+                                                                     : hello.defaultIntraOpThreads;
+    const unsigned workers = workerCount(intraOp);
 
     ReplayRunInfo info;
     info.tapeId = tape->id;
     info.device = device;
-    info.libtorchVersion = libtorchVersion();
+    info.libtorchVersion = hello.libtorchVersion;
     info.selection = request.selection.toString();
     info.seed = request.seed;
     info.tolerance = request.tolerance.toString();
@@ -333,9 +251,9 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     info.intraOpThreads = intraOp;
     info.selectedCount = selected.size();
     info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
-                                                     {"libtorch", libtorchVersion()},
-                                                     {"cuda", cudaVersion()},
-                                                     {"cuda_devices", cudaDeviceCount()},
+                                                     {"libtorch", hello.libtorchVersion},
+                                                     {"cuda", hello.cudaVersion},
+                                                     {"cuda_devices", hello.cudaDevices},
                                                      {"deterministic_algorithms", true},
                                                      {"program_sha256", toHex(root.programSha256)},
                                                      {"tape_chain_head", tape->chainHead}});
@@ -349,6 +267,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     summary.selected = selected;
     summary.problem = problem;
     summary.runId = replayStore.beginRun(info);
+    log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 
     std::uint64_t done = 0;
     const std::uint64_t total = plan.replayedTransactions() + unplannable.size();
@@ -386,77 +305,55 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
         summary.status = "finished";
     } else {
         record(pending);
-        prepareDeterministicReplay();
-        ExecutorSetup setup;
-        setup.root = root;
-        setup.program = std::move(program);
-        setup.device = device;
-        setup.intraOpThreads = intraOp;
-        setup.tolerance = request.tolerance;
-        const RecordIndex records = indexRecords(replayStore, tape->id, plan);
-        const Digest beforeFirstSnapshot = digestBeforeFirstSnapshot(*tape, root, setup.program);
+        worker::WorkerJob job;
+        job.rootJson = tape->rootJson;
+        job.device = device;
+        job.intraOpThreads = intraOp;
+        job.tolerance = request.tolerance;
+        worker::RecordPlan& records = job.records;
+        records.embedded = embedded;
+        records.tapePath = tape->path;
+        records.casePath = store.path();
+        records.tapeId = tape->id;
+        records.snapshotInterval = input.snapshotInterval;
+        records.beforeFirstSnapshot = digestBeforeFirstSnapshot(*tape, root, program);
+        indexRecords(replayStore, tape->id, plan, records);
+        const std::map<std::uint64_t, double> budgets = transactionBudgets(replayStore, tape->id, plan, records, request.limits);
+        std::uint64_t largestSnapshot = 0, largestTransaction = 0;
+        for (const auto& [k, ref] : records.snapshots)
+            largestSnapshot = std::max(largestSnapshot, ref.frameSize);
+        for (const auto& [t, ref] : records.transactions)
+            largestTransaction = std::max(largestTransaction, ref.frameSize);
+        if (cpu)
+            job.memoryLimitBytes = request.limits.memoryLimitBytes
+                                       ? request.limits.memoryLimitBytes
+                                       : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction, intraOp);
+        job.program = std::move(program);
 
-        std::atomic<bool> cancel{false};
-        std::atomic<bool> workerFailed{false};
-        std::atomic<std::size_t> nextSegment{0};
-        OutcomeQueue queue;
-        std::vector<std::thread> threads;
-        if (plan.segments.empty())
-            workers = 0;
-        for (unsigned w = 0; w < workers; ++w) {
-            threads.emplace_back([&] {
-              try {
-                std::unique_ptr<SegmentExecutor> executor;
-                std::string failure;
-                try {
-                    executor = SegmentExecutor::create(setup);
-                } catch (const std::exception& error) {
-                    failure = error.what();
-                }
-                std::unique_ptr<RecordSource> source;
-                if (embedded)
-                    source = std::make_unique<EmbeddedRecordSource>(store.path(), tape->id, input.snapshotInterval, records, beforeFirstSnapshot);
-                else
-                    source = std::make_unique<TapeRecordSource>(*reader, records);
-                for (std::size_t s = nextSegment++; s < plan.segments.size() && !cancel; s = nextSegment++) {
-                    const ReplaySegment& segment = plan.segments[s];
-                    if (!executor) {
-                        for (std::uint64_t t = segment.snapshot; t <= segment.lastTransaction; ++t)
-                            queue.push(unverifiableOutcome(t, input.snapshotInterval,
-                                                           std::binary_search(segment.selected.begin(), segment.selected.end(), t), failure));
-                        continue;
-                    }
-                    executor->replay(segment, *source, [&](TransactionOutcome&& outcome) { queue.push(std::move(outcome)); },
-                                     [&] { return cancel.load(); });
-                }
-              } catch (...) {
-                  // Outcomes not emitted stay missing from the run; it is marked failed below.
-                  workerFailed = true;
-              }
-              queue.workerDone();
-            });
+        worker::WorkerPoolSetup setup;
+        setup.workers = workers;
+        setup.snapshotInterval = input.snapshotInterval;
+        setup.memoryLimitBytes = job.memoryLimitBytes;
+        setup.startSeconds = request.limits.startSeconds;
+        setup.transactionSeconds = [&](const ReplaySegment&, std::uint64_t t) {
+            auto it = budgets.find(t);
+            return it == budgets.end() ? request.limits.transactionFloorSeconds : it->second;
+        };
+        setup.log = &log;
+        bool cancelled = false;
+        setup.executable = workerPath;
+        try {
+            setup.job = worker::encodeJob(job);
+            worker::ReplayWorkerPool pool(plan.segments, std::move(setup), std::move(prestarted));
+            cancelled = !pool.run(record, [&] { return request.progress && request.progress->cancelRequested(); });
+        } catch (...) {
+            replayStore.finishRun(summary.runId, "failed", "storing results failed");
+            throw;
         }
-        bool allDone = false;
-        while (!allDone) {
-            std::vector<TransactionOutcome> arrived = queue.take(std::chrono::milliseconds(100), workers, allDone);
-            std::sort(arrived.begin(), arrived.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
-            try {
-                record(arrived);
-            } catch (...) {
-                cancel = true;
-                for (std::thread& thread : threads)
-                    thread.join();
-                replayStore.finishRun(summary.runId, "failed", "storing results failed");
-                throw;
-            }
-            if (request.progress && request.progress->cancelRequested())
-                cancel = true;
-        }
-        for (std::thread& thread : threads)
-            thread.join();
-        summary.status = workerFailed ? "failed" : cancel ? "cancelled" : "finished";
-        replayStore.finishRun(summary.runId, summary.status, workerFailed ? "a replay worker stopped unexpectedly" : "");
+        summary.status = cancelled ? "cancelled" : "finished";
+        replayStore.finishRun(summary.runId, summary.status, "");
     }
+    summary.workerLog = log.writtenPath();
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
 }

@@ -140,6 +140,13 @@ std::optional<RecordRef> ReplayStore::transactionRecord(std::int64_t tapeId, std
     return refFromRow(row);
 }
 
+std::uint64_t ReplayStore::recordedWallTimeNs(std::int64_t tapeId, std::uint64_t index)
+{
+    Statement row = db_.prepare("SELECT wall_time_ns FROM transactions WHERE tape_id = ?1 AND idx = ?2");
+    row.bind(1, tapeId).bind(2, static_cast<std::int64_t>(index));
+    return row.step() ? static_cast<std::uint64_t>(std::max<std::int64_t>(0, row.int64(0))) : 0;
+}
+
 std::optional<RecordRef> ReplayStore::snapshotRecord(std::int64_t tapeId, std::uint64_t beforeTransaction)
 {
     Statement row = db_.prepare(

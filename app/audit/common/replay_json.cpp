@@ -61,6 +61,7 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"verdicts", {{"exact", s.exact}, {"within-tolerance", s.withinTolerance}, {"diverged", s.diverged}, {"unverifiable", s.unverifiable}}},
             {"problem", s.problem.empty() ? nlohmann::json() : nlohmann::json(s.problem)},
             {"seconds", s.seconds},
+            {"worker_log", s.workerLog.empty() ? nlohmann::json() : nlohmann::json(s.workerLog)},
             {"first_failures", failures}};
 }
 

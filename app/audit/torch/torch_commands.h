@@ -7,6 +7,5 @@
 namespace zkdv::cli {
 
 int runDemo(int argc, char** argv);
-int runReplay(int argc, char** argv);
 
 }  // namespace zkdv::cli

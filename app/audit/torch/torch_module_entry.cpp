@@ -21,8 +21,6 @@ int zkdv_audit_torch_main(const char* command, int argc, char** argv)
     try {
         if (std::strcmp(command, "demo") == 0)
             return runDemo(argc, argv);
-        if (std::strcmp(command, "replay") == 0)
-            return runReplay(argc, argv);
         std::fprintf(stderr, "zkdv-audit: the libtorch module has no command \"%s\"\n", command);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "zkdv-audit %s: %s\n", command, error.what());

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/replay/replay_limits.h"
 #include "zkdv/replay/replay_outcome.h"
 #include "zkdv/replay/selection.h"
 #include "zkdv/replay/tolerance.h"
@@ -29,10 +30,15 @@ struct ReplayRequest {
     SelectionSpec selection;
     std::uint64_t seed = 0;
     std::string device = "cpu";
-    unsigned threads = 0;     // segments replayed at once on CPU; 0: one per core
+    unsigned threads = 0;     // worker processes replaying segments at once on CPU; 0 and at most: one per core
     int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
     Tolerance tolerance = Tolerance::defaults();
     std::string programPath;  // a sealed program file to use when the case holds none
+    // Each worker process's time and memory (docs/replay.md, "Containment").
+    ReplayLimits limits;
+    // What the workers print goes here; "": CASE.replay-RUN.log beside the case.
+    std::string workerLogPath;
+    std::string workerPath;  // the zkdv-replay-worker to run; "": found beside the executable
     ProgressSink* progress = nullptr;  // transactions replayed of those planned; may cancel
     // Called on the caller's thread as each transaction's outcome is stored.
     std::function<void(const TransactionOutcome&)> onOutcome;
@@ -52,12 +58,14 @@ struct ReplaySummary {
     std::string problem;                 // run-wide reason for unverifiable (program mismatch…)
     double seconds = 0;
     std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
+    std::string workerLog;               // the log of the workers' output, "" when they printed nothing
 
     bool passed() const { return status == "finished" && diverged == 0 && unverifiable == 0; }
 };
 
-// Runs the request against the case (opened read-write). Throws ReplayError before
-// anything is stored when the request is unusable; OperationCancelled is not thrown: a
+// Runs the request against the case (opened read-write), the program only inside worker
+// processes. Throws ReplayError before anything is stored when the request is unusable
+// (also when the worker is not installed); OperationCancelled is not thrown: a
 // cancelled run is stored with status "cancelled" and the outcomes it reached.
 ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request);
 

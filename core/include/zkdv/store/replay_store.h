@@ -76,6 +76,8 @@ public:
     SelectionInput selectionInput(std::int64_t tapeId, bool withUpdateNorms);
     std::vector<std::uint64_t> snapshotTransactions(std::int64_t tapeId);
     std::optional<RecordRef> transactionRecord(std::int64_t tapeId, std::uint64_t index);
+    // The wall time the trainer recorded for the transaction; 0 when it recorded none.
+    std::uint64_t recordedWallTimeNs(std::int64_t tapeId, std::uint64_t index);
     std::optional<RecordRef> snapshotRecord(std::int64_t tapeId, std::uint64_t beforeTransaction);
     // The program's bytes when the case holds them (embedded in a tape or added as a file).
     std::optional<std::vector<std::uint8_t>> programBytes(const std::string& sha256Hex);

@@ -7,7 +7,7 @@
 #include "command_runner.h"
 #include "replay_json.h"
 #include "terminal_progress.h"
-#include "torch_commands.h"
+#include "commands.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/util/json_text.h"
@@ -26,19 +26,26 @@ int runReplay(int argc, char** argv)
         "SPEC: all | ids:3,17,40 | range:100-199 | random:50 | random:5% | stratified:50 |\n"
         "      stratified:5% | topq:10 | topq:1% | sampled\n"
         "The same SPEC and seed choose the same transactions on every machine.\n"
+        "The program runs in worker processes with a time budget per transaction and a memory\n"
+        "limit; what it prints goes to CASE.replay-RUN.log beside the case.\n"
         "Exit 0 when every replayed transaction is exact or within tolerance, 1 when any diverged\n"
         "or is unverifiable, 2 on usage errors, an unreadable case or a device that is not present.");
     parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
     parser.addOption("select", "SPEC", "which transactions to replay (required)");
     parser.addOption("seed", "S", "seed of random and stratified selections (default 0)");
     parser.addOption("device", "DEV", "cpu (default) or cuda:N");
-    parser.addOption("threads", "N", "segments replayed at once on the CPU (default: cores / intra-op threads)");
+    parser.addOption("threads", "N", "segments replayed at once on the CPU, each in a worker process (default and most: one per core)");
     parser.addOption("intra-op-threads", "N",
                      "libtorch threads per replay worker (default: the tape's recorded count, producer.intra_op_threads, "
                      "on the CPU; libtorch's own when the tape records none, and on CUDA)");
     parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
+    const ReplayLimits limits;
+    parser.addOption("time-budget-factor", "X",
+                     "a transaction may take X times its recorded wall time plus the floor (default " + std::to_string(int(limits.timeFactor)) + ")");
+    parser.addOption("time-budget-floor", "S", "seconds every transaction may take besides (default " + std::to_string(int(limits.transactionFloorSeconds)) + ")");
+    parser.addOption("memory-limit", "MIB", "memory of each CPU replay worker in MiB (default: 1024 + 16 per intra-op thread + 16 x the program, largest snapshot and transaction)");
     parser.addFlag("json", "print JSON on stdout");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("replay", parser, argc, argv, [&]() {
@@ -57,6 +64,11 @@ int runReplay(int argc, char** argv)
         request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
         request.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
         request.programPath = parser.value("program");
+        request.limits.timeFactor = parser.doubleValue("time-budget-factor", limits.timeFactor, 0.0, 1e6);
+        request.limits.transactionFloorSeconds = parser.doubleValue("time-budget-floor", limits.transactionFloorSeconds, 0.0, 1e6);
+        request.limits.memoryLimitBytes = parser.unsignedValue("memory-limit", 0) << 20;
+        if (parser.has("memory-limit") && (request.limits.memoryLimitBytes == 0 || request.limits.memoryLimitBytes >> 20 != parser.unsignedValue("memory-limit", 0)))
+            throw UsageError("--memory-limit must be a positive number of MiB");
         if (parser.has("threads") && request.threads == 0)
             throw UsageError("--threads must be at least 1");
 
@@ -99,6 +111,9 @@ int runReplay(int argc, char** argv)
             for (const TransactionOutcome& failure : summary.firstFailures)
                 std::printf("  transaction %llu: %s\n", static_cast<unsigned long long>(failure.index), failure.detail.c_str());
         }
+        // The program's own output is kept out of stdout, where it could pass for results.
+        if (!summary.workerLog.empty())
+            std::fprintf(stderr, "zkdv-audit replay: the replay workers' output is in %s\n", summary.workerLog.c_str());
         return summary.passed() ? kExitOk : kExitCheckFailed;
     });
 }

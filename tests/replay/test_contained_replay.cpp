@@ -1,0 +1,373 @@
+// Contained replay: the trainer's program runs in worker processes, so a program that loops
+// forever, prints to stdout or needs far more memory than its tape suggests, and a worker that
+// crashes, hangs or talks nonsense, each end as `unverifiable` with the reason while the replay
+// itself finishes normally; and a replay killed with SIGKILL at any point leaves a case that
+// opens, checks clean and replays again.
+
+#include <QtTest>
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dishonest_trainer.h"
+#include "temp_dir.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/util/sha256.h"
+
+using namespace zkdv;
+
+namespace {
+
+struct Result {
+    int exitCode = -1;
+    bool crashed = false;
+    QByteArray out, err;
+};
+
+Result runProcess(const QString& program, const QStringList& arguments, int timeoutMs = 300000,
+                  const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
+{
+    QProcess process;
+    process.setProcessEnvironment(environment);
+    process.start(program, arguments);
+    Result result;
+    if (!process.waitForFinished(timeoutMs)) {
+        process.kill();
+        process.waitForFinished();
+        result.crashed = true;
+    }
+    result.crashed = result.crashed || process.exitStatus() != QProcess::NormalExit;
+    result.exitCode = process.exitCode();
+    result.out = process.readAllStandardOutput();
+    result.err = process.readAllStandardError();
+    return result;
+}
+
+Result runAudit(const QStringList& arguments) { return runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), arguments); }
+
+std::vector<std::uint8_t> readFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string textOf(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// The dishonest trainer's move: the tape recorded with one program, sealed with another.
+void sealWithProgram(const std::string& honestTape, const std::string& programFile, const std::string& out)
+{
+    const std::vector<std::uint8_t> program = readFile(programFile);
+    const std::string digest = toHex(Sha256::of(ByteSpan(program)));
+    test::rewriteTape(honestTape, out, [&](test::RawRecord& record) {
+        if (record.type == tape::RecordType::Program) {
+            record.payload = program;
+        } else if (record.type == tape::RecordType::Root) {
+            nlohmann::json root = nlohmann::json::parse(record.payload.begin(), record.payload.end());
+            root["program"]["sha256"] = digest;
+            const std::string text = root.dump();
+            record.payload.assign(text.begin(), text.end());
+        }
+    });
+}
+
+std::string failuresOf(const ReplaySummary& summary)
+{
+    std::string text = summary.problem;
+    for (const TransactionOutcome& outcome : summary.firstFailures)
+        text += "\n  " + std::to_string(outcome.index) + ": " + outcome.detail;
+    return text;
+}
+
+// Replay workers still running for the replay process `parent` (they are told its pid).
+int workersOf(qint64 parent)
+{
+    int count = 0;
+    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString& entry : entries) {
+        QFile file(QStringLiteral("/proc/") + entry + QStringLiteral("/cmdline"));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        const QList<QByteArray> arguments = file.readAll().split('\0');
+        if (arguments.size() >= 5 && arguments[0].endsWith("zkdv-replay-worker") && arguments[3] == "--parent" &&
+            arguments[4] == QByteArray::number(parent))
+            ++count;
+    }
+    return count;
+}
+
+std::string integrityOf(Database& db)
+{
+    Statement check = db.prepare("PRAGMA integrity_check");
+    std::string text;
+    while (check.step())
+        text += check.text(0) + ";";
+    return text;
+}
+
+}  // namespace
+
+class TestContainedReplay : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void replayProcessLoadsNeitherLibtorchNorTheProgram();
+    void loopingProgramExceedsItsTimeBudget();
+    void printingProgramLeavesStdoutToTheReplay();
+    void greedyProgramHitsTheMemoryLimit();
+    void brokenWorkerIsUnverifiable_data();
+    void brokenWorkerIsUnverifiable();
+    void workerWithoutHelloIsAnInputError();
+    void killedReplayLeavesAUsableCase();
+
+private:
+    std::string hostileTape(const std::string& kind);
+    std::string newCase(const std::string& tape, const std::string& name);
+
+    test::TempDir dir_;
+    std::string honestTape_;
+};
+
+void TestContainedReplay::initTestCase()
+{
+    honestTape_ = dir_.file("honest.zkdv");
+    const Result recorded = runProcess(QStringLiteral("/usr/bin/python3"),
+                                       {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), QString::fromStdString(honestTape_),
+                                        QStringLiteral("--steps"), QStringLiteral("36")});
+    QVERIFY2(recorded.exitCode == 0 && !recorded.crashed, recorded.err.constData());
+}
+
+std::string TestContainedReplay::hostileTape(const std::string& kind)
+{
+    const std::string program = dir_.file(kind + ".pt");
+    const Result written = runProcess(QStringLiteral("/usr/bin/python3"), {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/replay/hostile_program.py"),
+                                                                          QString::fromStdString(kind), QString::fromStdString(program)});
+    if (written.exitCode != 0 || written.crashed)
+        throw Error("hostile_program.py " + kind + " failed: " + written.err.toStdString());
+    const std::string tape = dir_.file(kind + ".zkdv");
+    sealWithProgram(honestTape_, program, tape);
+    return tape;
+}
+
+std::string TestContainedReplay::newCase(const std::string& tape, const std::string& name)
+{
+    const std::string path = dir_.file(name + ".zkaudit");
+    CaseStore store(path, CaseStore::Access::ReadWrite);
+    store.ingestTape(tape);
+    return path;
+}
+
+void TestContainedReplay::replayProcessLoadsNeitherLibtorchNorTheProgram()
+{
+    // The dynamic loader lists every file a process loads under LD_DEBUG=files; the workers
+    // inherit the variable, and their list lands in the run's log, not on the replay's stderr.
+    const std::string casePath = newCase(honestTape_, "loader-list");
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
+    const Result replay = runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE),
+                                     {QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
+                                      QStringLiteral("ids:2"), QStringLiteral("--json"), QStringLiteral("--quiet")},
+                                     300000, environment);
+    QCOMPARE(replay.exitCode, 0);
+    QVERIFY2(!replay.err.contains("libtorch_cpu"), replay.err.left(2000).constData());
+    const nlohmann::json summary = nlohmann::json::parse(replay.out.toStdString());
+    QCOMPARE(summary["verdicts"]["exact"].get<int>(), 3);
+    const std::string log = textOf(summary["worker_log"].get<std::string>());
+    QVERIFY2(log.find("libtorch_cpu") != std::string::npos, log.substr(0, 2000).c_str());
+}
+
+void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
+{
+    const std::string casePath = newCase(hostileTape("loop"), "loop");
+    // Through the command line: the parent must come back with a verdict, not hang.
+    const Result replay = runAudit({QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
+                                    QStringLiteral("ids:2,14"), QStringLiteral("--time-budget-floor"), QStringLiteral("1"),
+                                    QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!replay.crashed, replay.err.constData());
+    QCOMPARE(replay.exitCode, 1);
+    const nlohmann::json summary = nlohmann::json::parse(replay.out.toStdString());
+    QCOMPARE(summary["status"].get<std::string>(), std::string("finished"));
+    // Segment 0 up to 2 and segment 1 up to 14, each given up at its first transaction.
+    QCOMPARE(summary["replayed"].get<int>(), 3 + 3);
+    QCOMPARE(summary["verdicts"]["unverifiable"].get<int>(), 6);
+    for (const nlohmann::json& failure : summary["first_failures"]) {
+        const std::string detail = failure["detail"].get<std::string>();
+        const std::string first = std::to_string(failure["index"].get<int>() < 12 ? 0 : 12);
+        QVERIFY2(detail.find("replay worker exceeded its time budget of") != std::string::npos &&
+                     detail.find("at transaction " + first) != std::string::npos,
+                 detail.c_str());
+    }
+    // Stored like that too.
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    ReplayStore replays(store.database());
+    QCOMPARE(replays.runs().front().status, std::string("finished"));
+    for (const StoredVerdict& verdict : replays.verdicts(replays.runs().front().id))
+        QCOMPARE(verdict.verdict, std::string("unverifiable"));
+}
+
+void TestContainedReplay::printingProgramLeavesStdoutToTheReplay()
+{
+    const std::string casePath = newCase(hostileTape("print"), "print");
+    const QString printed = QStringLiteral("printed by the program");
+    const Result json = runAudit({QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
+                                  QStringLiteral("range:0-13"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!json.crashed, json.err.constData());
+    QVERIFY2(!json.out.contains(printed.toUtf8()), json.out.constData());
+    QVERIFY2(!json.err.contains(printed.toUtf8()), json.err.constData());
+    const nlohmann::json summary = nlohmann::json::parse(json.out.toStdString(), nullptr, false);
+    QVERIFY2(!summary.is_discarded(), json.out.constData());
+    // Printing changes nothing the replay compares.
+    QCOMPARE(json.exitCode, 0);
+    QCOMPARE(summary["verdicts"]["exact"].get<int>(), 14);
+    const std::string log = summary["worker_log"].get<std::string>();
+    QVERIFY2(textOf(log).find(printed.toStdString()) != std::string::npos, textOf(log).c_str());
+    QVERIFY2(json.err.contains(QByteArray::fromStdString(log)), json.err.constData());
+
+    const Result text = runAudit({QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
+                                  QStringLiteral("ids:1"), QStringLiteral("--quiet")});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY2(!text.out.contains(printed.toUtf8()), text.out.constData());
+    QCOMPARE(text.out.count("exact "), 1);  // the replay's own summary line only
+}
+
+void TestContainedReplay::greedyProgramHitsTheMemoryLimit()
+{
+    CaseStore store(newCase(hostileTape("allocate"), "allocate"), CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("ids:2");
+    const ReplaySummary summary = runReplay(store, request);  // the default limit, from the tape
+    QCOMPARE(summary.status, std::string("finished"));
+    QCOMPARE(summary.replayed, std::uint64_t(3));
+    QCOMPARE(summary.unverifiable, std::uint64_t(3));
+    const std::string& detail = summary.firstFailures.front().detail;
+    QVERIFY2(detail.find("replay worker reached its memory limit of") != std::string::npos &&
+                 detail.find("an allocation of 4096 MiB was refused") != std::string::npos && detail.find("at transaction 0") != std::string::npos,
+             failuresOf(summary).c_str());
+}
+
+// A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread (worker_protocol.h).
+const char* const kShellHello = "printf '\\011\\000\\000\\000\\046\\000\\000\\000"
+                                "\\006\\000\\000\\000\\000\\000\\000\\0001.13.0"
+                                "\\000\\000\\000\\000\\000\\000\\000\\000"
+                                "\\000\\000\\000\\000\\000\\000\\000\\000"
+                                "\\001\\000\\000\\000\\000\\000\\000\\000' >&3\n";
+
+void TestContainedReplay::brokenWorkerIsUnverifiable_data()
+{
+    // Each worker says hello (the replay learns its libtorch from it), then breaks.
+    QTest::addColumn<QString>("script");  // the worker, as a shell script
+    QTest::addColumn<QString>("reason");
+    QTest::newRow("exits at once") << "exit 7" << "replay worker exited with status 7 while loading the program";
+    QTest::newRow("killed by a signal") << "echo dying >&2; kill -SEGV $$" << "was killed by signal SIGSEGV";
+    QTest::newRow("nonsense on the channel") << "printf 'nonsense-nonsense' >&3; sleep 60" << "broke the replay protocol";
+    QTest::newRow("a frame beyond the bound") << "printf '\\012\\000\\000\\000\\377\\377\\377\\377' >&3; sleep 60"
+                                             << "above the bound";
+    QTest::newRow("never answers") << "exec sleep 60" << "exceeded its time budget of 1 s while loading the program";
+}
+
+void TestContainedReplay::brokenWorkerIsUnverifiable()
+{
+    QFETCH(QString, script);
+    QFETCH(QString, reason);
+    static int row = 0;
+    const std::string name = std::to_string(++row);
+    const std::string worker = dir_.file("worker-" + name + ".sh");
+    std::ofstream(worker) << "#!/bin/sh\n" << kShellHello << script.toStdString() << "\n";
+    QCOMPARE(chmod(worker.c_str(), 0755), 0);
+    CaseStore store(newCase(honestTape_, "broken-" + name), CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("ids:1,13,25");
+    request.workerPath = worker;
+    request.threads = 2;
+    request.limits.startSeconds = 1;
+    const ReplaySummary summary = runReplay(store, request);
+    QCOMPARE(summary.status, std::string("finished"));
+    QCOMPARE(summary.replayed, std::uint64_t(2 + 2 + 2));
+    QCOMPARE(summary.unverifiable, summary.replayed);
+    for (const TransactionOutcome& failure : summary.firstFailures)
+        QVERIFY2(failure.detail.find(reason.toStdString()) != std::string::npos, failure.detail.c_str());
+    if (QTest::currentDataTag() == QByteArray("killed by a signal"))  // the last words are kept
+        QVERIFY2(summary.firstFailures.front().detail.find("its last output: dying") != std::string::npos,
+                 summary.firstFailures.front().detail.c_str());
+}
+
+void TestContainedReplay::workerWithoutHelloIsAnInputError()
+{
+    // A worker that cannot even say which libtorch it has is a broken installation: nothing
+    // of the program has run, and nothing is stored.
+    const std::string worker = dir_.file("worker-no-hello.sh");
+    std::ofstream(worker) << "#!/bin/sh\necho cannot start >&2\nexit 7\n";
+    QCOMPARE(chmod(worker.c_str(), 0755), 0);
+    CaseStore store(newCase(honestTape_, "no-hello"), CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("ids:1");
+    request.workerPath = worker;
+    std::string message;
+    try {
+        runReplay(store, request);
+    } catch (const ReplayError& error) {
+        message = error.what();
+    }
+    QVERIFY2(message.find("exited with status 7; its last output: cannot start") != std::string::npos, message.c_str());
+    QVERIFY(ReplayStore(store.database()).runs().empty());
+}
+
+void TestContainedReplay::killedReplayLeavesAUsableCase()
+{
+    const std::string casePath = newCase(honestTape_, "killed");
+    const QStringList arguments{QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"), QStringLiteral("all"),
+                                QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet")};
+    // How long an uninterrupted replay takes, to spread the kills over it.
+    QElapsedTimer clock;
+    clock.start();
+    const Result whole = runAudit(arguments);
+    QCOMPARE(whole.exitCode, 0);
+    const qint64 duration = std::max<qint64>(clock.elapsed(), 200);
+
+    constexpr int kKills = 12;
+    for (int point = 0; point < kKills; ++point) {
+        QProcess replay;
+        replay.start(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), arguments);
+        QVERIFY(replay.waitForStarted());
+        const qint64 delay = duration * point / kKills;
+        if (delay > 0)
+            QTest::qWait(static_cast<int>(delay));
+        const qint64 pid = replay.processId();
+        ::kill(static_cast<pid_t>(pid), SIGKILL);
+        QVERIFY(replay.waitForFinished(60000));
+        // Its workers die with it (they asked for SIGKILL when their parent goes).
+        QTRY_COMPARE_WITH_TIMEOUT(workersOf(pid), 0, 20000);
+
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        QCOMPARE(integrityOf(store.database()), std::string("ok;"));
+        ReplayStore replays(store.database());
+        const std::vector<StoredReplayRun> runs = replays.runs();
+        QVERIFY(!runs.empty());
+        // A killed run never claims to have failed; it stays "running" until the case store
+        // marks runs whose process is gone.
+        for (const StoredReplayRun& run : runs)
+            QVERIFY2(run.status != "failed", run.problem.c_str());
+        // And the case replays again, in this process.
+        ReplayRequest request;
+        request.selection = SelectionSpec::parse("ids:" + std::to_string(point));
+        const ReplaySummary again = runReplay(store, request);
+        QVERIFY2(again.passed(), failuresOf(again).c_str());
+    }
+}
+
+QTEST_GUILESS_MAIN(TestContainedReplay)
+#include "test_contained_replay.moc"
