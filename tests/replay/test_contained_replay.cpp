@@ -357,10 +357,12 @@ void TestContainedReplay::killedReplayLeavesAUsableCase()
         ReplayStore replays(store.database());
         const std::vector<StoredReplayRun> runs = replays.runs();
         QVERIFY(!runs.empty());
-        // A killed run never claims to have failed; it stays "running" until the case store
-        // marks runs whose process is gone.
-        for (const StoredReplayRun& run : runs)
+        // A killed run never claims to have failed, and is not left "running": opening the
+        // case marks runs whose process is gone as interrupted.
+        for (const StoredReplayRun& run : runs) {
             QVERIFY2(run.status != "failed", run.problem.c_str());
+            QVERIFY2(run.status != "running", ("run " + std::to_string(run.id) + " is still running").c_str());
+        }
         // And the case replays again, in this process.
         ReplayRequest request;
         request.selection = SelectionSpec::parse("ids:" + std::to_string(point));
