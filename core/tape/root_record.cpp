@@ -164,6 +164,11 @@ RootRecord RootRecord::parse(ByteSpan payload)
     const json& model = member(root, "model", "root");
     record.parameters = specsFromJson(member(model, "parameters", "model"), "model.parameters");
     record.buffers = specsFromJson(member(model, "buffers", "model"), "model.buffers");
+    // A parameter has a gradient and an update, which torch allows only for floating point.
+    for (std::size_t i = 0; i < record.parameters.size(); ++i)
+        if (!isFloatingPoint(record.parameters[i].dtype))
+            fail("model.parameters[" + std::to_string(i) + "] (" + record.parameters[i].name + ") has dtype " +
+                 std::string(dtypeName(record.parameters[i].dtype)) + "; parameters are floating point (F64, F32, F16, BF16)");
     std::set<std::string> names;
     for (const auto* list : {&record.parameters, &record.buffers})
         for (const TensorSpec& spec : *list)
@@ -221,7 +226,11 @@ RootRecord RootRecord::parse(ByteSpan payload)
     const json& seed = member(sampling, "seed", "sampling");
     if (!seed.is_number_integer())
         fail("sampling.seed must be an integer");
-    record.samplingSeed = seed.is_number_unsigned() ? seed.get<std::uint64_t>() : static_cast<std::uint64_t>(seed.get<std::int64_t>());
+    // An unsigned 64-bit integer (section 3): a negative one would be reinterpreted, and two
+    // implementations could draw differently from it.
+    if (!seed.is_number_unsigned())
+        fail("sampling.seed is " + seed.dump() + "; it must be an unsigned 64-bit integer");
+    record.samplingSeed = seed.get<std::uint64_t>();
     if (auto generator = sampling.find("generator"); generator != sampling.end()) {
         if (!generator->is_string() || *generator != "splitmix64")
             fail("sampling.generator: expected \"splitmix64\", found " + generator->dump());

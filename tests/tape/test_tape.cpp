@@ -7,6 +7,8 @@
 #include <fstream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/root_record.h"
@@ -160,6 +162,8 @@ private Q_SLOTS:
     void fileSha256MatchesAStraightHash();
     void hugePageBuffersHoldWhatIsWritten();
     void sampledChecksFollowTheChainBoundDraws();
+    void rootRefusesWhatTheSpecForbids_data();
+    void rootRefusesWhatTheSpecForbids();
 
 private:
     test::TempDir dir_;
@@ -680,6 +684,39 @@ void TestTape::sampledChecksFollowTheChainBoundDraws()
     root.formatMinor = 2;
     QCOMPARE(SamplingSchedule(root).guarantee(), SamplingGuarantee::SeedChosen);
     QCOMPARE(SamplingSchedule(root).next(Digest{}).updateDraw, SamplingGenerator(5).uniform());
+}
+
+void TestTape::rootRefusesWhatTheSpecForbids_data()
+{
+    QTest::addColumn<QString>("pointer");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("message");
+    // Section 3: the seed is an unsigned 64-bit integer; parameters are floating point.
+    QTest::newRow("negative seed") << "/sampling/seed" << "-5" << "sampling.seed is -5; it must be an unsigned 64-bit integer";
+    QTest::newRow("fractional seed") << "/sampling/seed" << "1.5" << "sampling.seed must be an integer";
+    QTest::newRow("integer parameter") << "/model/parameters/1/dtype" << "\"I64\""
+                                       << "model.parameters[1] (layer.bias) has dtype I64; parameters are floating point";
+    QTest::newRow("boolean parameter") << "/model/parameters/0/dtype" << "\"BOOL\""
+                                       << "model.parameters[0] (layer.weight) has dtype BOOL";
+}
+
+void TestTape::rootRefusesWhatTheSpecForbids()
+{
+    QFETCH(QString, pointer);
+    QFETCH(QString, value);
+    QFETCH(QString, message);
+    nlohmann::json root = nlohmann::json::parse(smallRoot("program").toJson());
+    // The unchanged root parses: the refusal below is the edit's.
+    const std::string honest = root.dump();
+    QVERIFY(RootRecord::parse(ByteSpan(std::string_view(honest))).parameters.size() == 2);
+    root[nlohmann::json::json_pointer(pointer.toStdString())] = nlohmann::json::parse(value.toStdString());
+    const std::string edited = root.dump();
+    try {
+        (void)RootRecord::parse(ByteSpan(std::string_view(edited)));
+        QFAIL("the edited root parsed");
+    } catch (const FormatError& error) {
+        QVERIFY2(std::string(error.what()).find(message.toStdString()) != std::string::npos, error.what());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestTape)
