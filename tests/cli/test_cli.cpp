@@ -521,9 +521,10 @@ void TestCli::replayCommand()
 
 void TestCli::libtorchLoadsOnlyForDemoAndReplay()
 {
-    // libtorch's static initialisation costs most of a second, so only demo and replay (in
-    // the zkdv-audit-torch module) may load it. The dynamic loader lists every file it
-    // loads under LD_DEBUG=files; demo must appear there too, or the list was not read.
+    // libtorch's static initialisation costs most of a second, so of these only demo (in the
+    // zkdv-audit-torch module) may load it; replay loads it only in its worker processes
+    // (test_contained_replay checks that). The dynamic loader lists every file it loads under
+    // LD_DEBUG=files; demo must appear there too, or the list was not read.
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     environment.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
     const QString casePath = path("libtorch-at-start.zkaudit");
