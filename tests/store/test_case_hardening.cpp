@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "caught.h"
 #include "sync_ahead.h"
 #include "temp_dir.h"
 #include "zkdv/store/case_schema.h"
@@ -36,16 +37,7 @@ using zkdv::DatabaseError;
 
 namespace {
 
-template <class E, class F>
-std::optional<E> caught(F&& f)
-{
-    try {
-        f();
-    } catch (const E& e) {
-        return e;
-    }
-    return std::nullopt;
-}
+using zkdv::test::caught;
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 

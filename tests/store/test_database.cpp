@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "caught.h"
 #include "temp_dir.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
@@ -27,17 +28,7 @@ using zkdv::Statement;
 
 namespace {
 
-// The exception `f` throws, or nullopt when it returns normally.
-template <class E, class F>
-std::optional<E> caught(F&& f)
-{
-    try {
-        f();
-    } catch (const E& e) {
-        return e;
-    }
-    return std::nullopt;
-}
+using zkdv::test::caught;
 
 bool contains(const std::string& haystack, const std::string& needle)
 {
