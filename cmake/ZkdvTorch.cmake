@@ -29,6 +29,15 @@ if(ZKDV_TORCH_PYTHON)
   list(PREPEND CMAKE_PREFIX_PATH "${_zkdv_torch_prefix}")
   list(PREPEND CMAKE_LIBRARY_PATH "${_zkdv_torch_libdir}")
   message(STATUS "libtorch from Python torch ${ZKDV_TORCH_PYTHON_VERSION}: ${_zkdv_torch_prefix}")
+  # PyPI's CUDA build loads NCCL, cuDNN and the CUDA libraries from the `nvidia` packages
+  # beside it (its own run path). Linking an executable resolves them too, and the CUDA
+  # toolkit's older copies under /usr/local/cuda, on libtorch's link line, would be found
+  # first and lack symbols: the packages' folders come first.
+  get_filename_component(_zkdv_site_packages "${_zkdv_torch_libdir}/../.." ABSOLUTE)
+  file(GLOB _zkdv_nvidia_libdirs LIST_DIRECTORIES true "${_zkdv_site_packages}/nvidia/*/lib")
+  foreach(_zkdv_dir IN LISTS _zkdv_nvidia_libdirs)
+    add_link_options("LINKER:-rpath-link,${_zkdv_dir}")
+  endforeach()
 endif()
 
 find_package(Torch REQUIRED)

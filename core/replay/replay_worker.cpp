@@ -54,7 +54,16 @@ void newHandler() { memoryExhausted(0); }
 class LimitWatchingAllocator : public c10::Allocator {
 public:
     explicit LimitWatchingAllocator(c10::Allocator* inner) : inner_(inner) {}
-    c10::DataPtr allocate(size_t n) const override
+    // libtorch 1.13 declares `allocate(size_t) const`, 2.x `allocate(size_t)` and a pure
+    // `copy_data`: both signatures are defined, and whichever the headers declare is the
+    // override (the other is a plain overload), so one source builds on both lanes.
+    c10::DataPtr allocate(size_t n) const { return watched(n); }
+    c10::DataPtr allocate(size_t n) { return watched(n); }
+    void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
+    c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+
+private:
+    c10::DataPtr watched(size_t n) const
     {
         try {
             return inner_->allocate(n);
@@ -62,9 +71,7 @@ public:
             memoryExhausted(n);
         }
     }
-    c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
 
-private:
     c10::Allocator* inner_;
 };
 
