@@ -9,20 +9,33 @@ namespace {
 
 class AdadeltaContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "Adadelta"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 0}, {"foreach", nullptr}, {"maximize", false}};
+        GroupOptions options = {{"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 0}, {"foreach", nullptr}, {"maximize", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["capturable"] = false;
+            options["differentiable"] = false;
+        }
+        return options;
     }
 
-    std::set<std::string> numberSlots() const override { return {"step"}; }
+    // torch 1.13 keeps step as a Python int; 2.x as a float32 0-d tensor.
+    std::set<std::string> numberSlots() const override
+    {
+        if (torch2())
+            return {};
+        return {"step"};
+    }
 
     // torch keeps step as a Python int (recorded as a 0-d int64 tensor).
     SlotState initialize(const at::Tensor& parameter, const GroupOptions&) const override
     {
         refuseComplex(name(), parameter);
-        return {{"step", at::scalar_tensor(0, at::kLong)}, {"square_avg", at::zeros_like(parameter)}, {"acc_delta", at::zeros_like(parameter)}};
+        return {{"step", torch2() ? at::zeros({}, at::kFloat) : at::scalar_tensor(0, at::kLong)}, {"square_avg", at::zeros_like(parameter)}, {"acc_delta", at::zeros_like(parameter)}};
     }
 
     void update(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients, const std::vector<SlotState*>& states,
@@ -68,6 +81,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAdadeltaContract() { return std::make_shared<AdadeltaContract>(); }
+std::shared_ptr<const OptimizerContract> makeAdadeltaContract(TorchRelease release) { return std::make_shared<AdadeltaContract>(release); }
 
 }  // namespace zkdv::optim

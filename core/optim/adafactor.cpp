@@ -1,8 +1,6 @@
-// Functional contract for torch.optim.Adafactor, which torch 1.13 lacks: written from the
-// algorithm torch documents (torch >= 2.5) and its single-tensor implementation
-// (torch/optim/_adafactor.py, _single_tensor_adafactor), op for op, but not yet checked bit
-// for bit against a torch that has it (tests/oracle/optimizer_cases/adafactor.py does that
-// wherever one is installed).
+// Functional contract for torch.optim.Adafactor (torch >= 2.5; torch 1.13 lacks it), ported op
+// for op from torch 2.15's single- and multi-tensor implementations (_adafactor.py) and proven
+// against them by the oracle on the PyPI lane.
 
 #include <cmath>
 #include <limits>
@@ -39,6 +37,8 @@ double norm2(const at::Tensor& tensor) { return at::linalg_vector_norm(tensor, 2
 
 class AdafactorContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "Adafactor"; }
 
     GroupOptions defaults() const override
@@ -76,6 +76,7 @@ public:
         const double d = numberOption(group, "d");
         const double weightDecay = numberOption(group, "weight_decay");
         const bool maximize = flagOption(group, "maximize");
+        const bool foreach = flagOption(group, "foreach");
         // torch sets epsilon1 from the first parameter's dtype and keeps it for the group.
         std::optional<double> eps1 = optionalEps1(group);
         const double eps2 = group.at("eps").at(1).get<double>();
@@ -124,16 +125,20 @@ public:
             update.mul_(grad);
             const double updateRms = norm2(update) / (std::pow(static_cast<double>(update.numel()), 0.5) * d);
             const double denominator = updateRms > 1.0 ? updateRms : 1.0;
-            parameter.add_(update, -alpha / denominator);
+            if (foreach) {
+                // torch's multi-tensor path scales the update, then adds it: two roundings
+                // where add_'s alpha takes one.
+                update.mul_(-alpha / denominator);
+                parameter.add_(update);
+            } else {
+                parameter.add_(update, -alpha / denominator);
+            }
         }
     }
 
 protected:
     void validateGroup(const GroupOptions& group) const override
     {
-        refuseOption(group, "foreach", true,
-                     "torch's multi-tensor Adafactor scales and adds updates in separate operations, which rounds differently from "
-                     "the single-tensor update this contract replays; use foreach=None or False");
         if (!(numberOption(group, "lr") >= 0))
             throw ContractError("Adafactor: learning rate should be >= 0 but is " + group["lr"].dump());
         if (!(numberOption(group, "beta2_decay") <= 0))
@@ -165,6 +170,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAdafactorContract() { return std::make_shared<AdafactorContract>(); }
+std::shared_ptr<const OptimizerContract> makeAdafactorContract(TorchRelease release) { return std::make_shared<AdafactorContract>(release); }
 
 }  // namespace zkdv::optim

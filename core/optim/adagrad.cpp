@@ -17,12 +17,19 @@ at::Tensor makeSparse(const at::Tensor& grad, const at::Tensor& indices, const a
 
 class AdagradContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "Adagrad"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-2}, {"lr_decay", 0}, {"weight_decay", 0}, {"initial_accumulator_value", 0}, {"eps", 1e-10},
+        GroupOptions options = {{"lr", 1e-2}, {"lr_decay", 0}, {"weight_decay", 0}, {"initial_accumulator_value", 0}, {"eps", 1e-10},
                 {"foreach", nullptr}, {"maximize", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["differentiable"] = false;
+            options["fused"] = nullptr;
+        }
+        return options;
     }
 
     // torch's constructor creates every parameter's state: a float32 step of 0 and a sum filled
@@ -54,7 +61,10 @@ public:
         // foreach=true takes torch's multi-tensor path, whose learning rate arithmetic differs;
         // with a sparse gradient in the group it falls back to the single-tensor path.
         if (flagOption(group, "foreach") && !hasSparseGrad) {
-            multiTensorUpdate(parameters, gradients, states, lr, lrDecay, weightDecay, eps, maximize);
+            if (torch2())
+                multiTensorUpdate2(parameters, gradients, states, lr, lrDecay, weightDecay, eps, maximize);
+            else
+                multiTensorUpdate(parameters, gradients, states, lr, lrDecay, weightDecay, eps, maximize);
             return;
         }
         if (flagOption(group, "foreach") && maximize)
@@ -99,6 +109,29 @@ protected:
     }
 
 private:
+    // torch 2.x's _multi_tensor_adagrad, tensor by tensor: -clr is a Python float again, and
+    // the gradient is scaled by it before the division.
+    static void multiTensorUpdate2(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                                   const std::vector<SlotState*>& states, double lr, double lrDecay, double weightDecay, double eps,
+                                   bool maximize)
+    {
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            at::Tensor parameter = parameters[i];
+            SlotState& state = *states[i];
+            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
+            at::Tensor& step = state.at("step");
+            step.add_(1);
+            if (weightDecay != 0)
+                grad = grad.add(parameter, weightDecay);
+            const double minusClr = -lr / (1 + (step.item<double>() - 1) * lrDecay);
+            at::Tensor& sum = state.at("sum");
+            sum.addcmul_(grad, grad, 1);
+            at::Tensor std = sum.sqrt();
+            std.add_(eps);
+            parameter.addcdiv_(grad.mul(minusClr), std);
+        }
+    }
+
     // torch 1.13's _multi_tensor_adagrad, tensor by tensor (its CPU foreach ops are per-tensor
     // loops): the step count stays a float32 tensor, so -clr is computed in float32 tensor
     // arithmetic (Python's `-lr / t` is t.reciprocal() * -lr). torch adds weight decay into
@@ -131,6 +164,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAdagradContract() { return std::make_shared<AdagradContract>(); }
+std::shared_ptr<const OptimizerContract> makeAdagradContract(TorchRelease release) { return std::make_shared<AdagradContract>(release); }
 
 }  // namespace zkdv::optim

@@ -9,13 +9,20 @@ namespace {
 
 class AdamContract : public AdamFamilyContract {
 public:
+    using AdamFamilyContract::AdamFamilyContract;
+
     std::string name() const override { return "Adam"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-3},        {"betas", {0.9, 0.999}}, {"eps", 1e-8},          {"weight_decay", 0.0},
+        GroupOptions options = {{"lr", 1e-3},        {"betas", {0.9, 0.999}}, {"eps", 1e-8},          {"weight_decay", 0.0},
                 {"amsgrad", false},  {"foreach", nullptr},    {"maximize", false},    {"capturable", false},
                 {"differentiable", false}, {"fused", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["fused"] = nullptr;
+            options["decoupled_weight_decay"] = false;
+        }
+        return options;
     }
 
 protected:
@@ -29,6 +36,6 @@ protected:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAdamContract() { return std::make_shared<AdamContract>(); }
+std::shared_ptr<const OptimizerContract> makeAdamContract(TorchRelease release) { return std::make_shared<AdamContract>(release); }
 
 }  // namespace zkdv::optim

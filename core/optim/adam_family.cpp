@@ -1,4 +1,6 @@
-// The update torch 1.13 runs for Adam and AdamW (single-tensor path).
+// The update torch runs for Adam and AdamW (single-tensor path; 2.x's foreach path computes
+// the same values): 1.13's, and 2.x's, which moves the first moment with lerp_, takes the
+// bias correction's square root as `** 0.5` and chooses weight decay by decoupled_weight_decay.
 
 #include "adam_family.h"
 
@@ -44,16 +46,27 @@ void AdamFamilyContract::update(const std::vector<at::Tensor>& parameters, const
 
         stepTensor.add_(1);
 
-        applyWeightDecay(parameter, grad, lr, weightDecay);
+        if (!torch2()) {
+            applyWeightDecay(parameter, grad, lr, weightDecay);
+        } else if (weightDecay != 0) {
+            if (flagOption(group, "decoupled_weight_decay"))
+                parameter.mul_(1 - lr * weightDecay);
+            else
+                grad = grad.add(parameter, weightDecay);
+        }
 
-        expAvg.mul_(beta1).add_(grad, 1 - beta1);
+        if (torch2())
+            expAvg.lerp_(grad, 1 - beta1);
+        else
+            expAvg.mul_(beta1).add_(grad, 1 - beta1);
         expAvgSq.mul_(beta2).addcmul_(grad, grad.conj(), 1 - beta2);
 
         const double step = stepTensor.item<double>();
         const double biasCorrection1 = 1 - std::pow(beta1, step);
         const double biasCorrection2 = 1 - std::pow(beta2, step);
         const double stepSize = lr / biasCorrection1;
-        const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
+        // Python's `** 0.5` is C's pow(), which may round differently from sqrt().
+        const double biasCorrection2Sqrt = torch2() ? std::pow(biasCorrection2, 0.5) : std::sqrt(biasCorrection2);
 
         at::Tensor denom;
         if (amsgrad) {
@@ -69,11 +82,6 @@ void AdamFamilyContract::update(const std::vector<at::Tensor>& parameters, const
 
 void AdamFamilyContract::validateGroup(const GroupOptions& group) const
 {
-    refuseOption(group, "capturable", true,
-                 "capturable=True is torch's CUDA-graph mode (step kept on the device, bias corrections computed as tensors), "
-                 "whose rounding differs from the single-tensor update the contract replays");
-    refuseOption(group, "fused", true,
-                 "fused=True runs torch's fused CUDA kernel, whose rounding differs from the single-tensor update the contract replays");
     const double lr = numberOption(group, "lr");
     const auto [beta1, beta2] = pairOption(group, "betas");
     if (!(0.0 <= lr))

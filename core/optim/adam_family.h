@@ -1,6 +1,6 @@
 #pragma once
-// The single-tensor update Adam and AdamW share in torch 1.13; they differ only in how
-// weight decay enters the step (added to the gradient, or decoupled onto the parameter).
+// The single-tensor update Adam and AdamW share; they differ only in how weight decay enters
+// the step (added to the gradient, or decoupled onto the parameter).
 
 #include "zkdv/optim/optimizer_contract.h"
 
@@ -8,6 +8,8 @@ namespace zkdv::optim {
 
 class AdamFamilyContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     // torch creates the state at a parameter's first step with a gradient: a float32 0-d step
     // (torch.tensor(0.)), and zero moments shaped like the parameter.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override;
@@ -15,7 +17,8 @@ public:
                 const GroupOptions& group) const override;
 
 protected:
-    // Applies weight decay before the moments are updated; may replace `gradient`.
+    // torch 1.13's weight decay, applied before the moments are updated; may replace
+    // `gradient`. (torch 2.x has one rule for both, chosen by decoupled_weight_decay.)
     virtual void applyWeightDecay(at::Tensor& parameter, at::Tensor& gradient, double lr, double weightDecay) const = 0;
     void validateGroup(const GroupOptions& group) const override;
 };

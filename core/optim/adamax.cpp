@@ -11,12 +11,19 @@ namespace {
 
 class AdamaxContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "Adamax"; }
 
     // torch 1.13's Adamax has no `differentiable`.
     GroupOptions defaults() const override
     {
-        return {{"lr", 2e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.0}, {"foreach", nullptr}, {"maximize", false}};
+        GroupOptions options = {{"lr", 2e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.0}, {"foreach", nullptr}, {"maximize", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["differentiable"] = false;
+            options["capturable"] = false;
+        }
+        return options;
     }
 
     // torch creates the state at a parameter's first step with a gradient: a float32 0-d step
@@ -56,10 +63,16 @@ public:
             if (weightDecay != 0)
                 grad = grad.add(parameter, weightDecay);
 
-            expAvg.mul_(beta1).add_(grad, 1 - beta1);
-            // The exponentially weighted infinity norm: max(beta2 * exp_inf, |grad| + eps).
-            at::Tensor normBuffer = at::cat({expInf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze_(0)}, 0);
-            at::amax_out(expInf, normBuffer, {0}, false);
+            // The exponentially weighted infinity norm: max(beta2 * exp_inf, |grad| + eps);
+            // torch 2.x takes it with maximum(), 1.13 with amax() over both stacked.
+            if (torch2()) {
+                expAvg.lerp_(grad, 1 - beta1);
+                at::maximum_out(expInf, expInf.mul_(beta2), grad.abs().add_(eps));
+            } else {
+                expAvg.mul_(beta1).add_(grad, 1 - beta1);
+                at::Tensor normBuffer = at::cat({expInf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze_(0)}, 0);
+                at::amax_out(expInf, normBuffer, {0}, false);
+            }
 
             const double biasCorrection = 1 - std::pow(beta1, step);
             const double clr = lr / biasCorrection;
@@ -87,6 +100,6 @@ protected:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAdamaxContract() { return std::make_shared<AdamaxContract>(); }
+std::shared_ptr<const OptimizerContract> makeAdamaxContract(TorchRelease release) { return std::make_shared<AdamaxContract>(release); }
 
 }  // namespace zkdv::optim

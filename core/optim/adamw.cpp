@@ -9,13 +9,21 @@ namespace {
 
 class AdamWContract : public AdamFamilyContract {
 public:
+    using AdamFamilyContract::AdamFamilyContract;
+
     std::string name() const override { return "AdamW"; }
 
     // torch 1.13's AdamW has neither `differentiable` nor `fused`.
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-3},       {"betas", {0.9, 0.999}}, {"eps", 1e-8},       {"weight_decay", 1e-2},
+        GroupOptions options = {{"lr", 1e-3},       {"betas", {0.9, 0.999}}, {"eps", 1e-8},       {"weight_decay", 1e-2},
                 {"amsgrad", false}, {"maximize", false},     {"foreach", nullptr}, {"capturable", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["differentiable"] = false;
+            options["fused"] = nullptr;
+            options["decoupled_weight_decay"] = true;
+        }
+        return options;
     }
 
 protected:
@@ -28,6 +36,6 @@ protected:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAdamWContract() { return std::make_shared<AdamWContract>(); }
+std::shared_ptr<const OptimizerContract> makeAdamWContract(TorchRelease release) { return std::make_shared<AdamWContract>(release); }
 
 }  // namespace zkdv::optim

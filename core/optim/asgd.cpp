@@ -12,11 +12,18 @@ namespace {
 
 class AsgdContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "ASGD"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-2}, {"lambd", 1e-4}, {"alpha", 0.75}, {"t0", 1e6}, {"weight_decay", 0}, {"foreach", nullptr}, {"maximize", false}};
+        GroupOptions options = {{"lr", 1e-2}, {"lambd", 1e-4}, {"alpha", 0.75}, {"t0", 1e6}, {"weight_decay", 0}, {"foreach", nullptr}, {"maximize", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["differentiable"] = false;
+            options["capturable"] = false;
+        }
+        return options;
     }
 
     // step and mu are float32 0-d tensors; eta is torch.tensor(lr): float32 for a float lr,
@@ -91,10 +98,37 @@ private:
     // torch 1.13's _multi_tensor_asgd, tensor by tensor (its CPU foreach ops are per-tensor
     // loops). It differs from the single-tensor path: every parameter of the group decays and
     // steps with the eta of the group's first parameter with a gradient, read before any update.
-    static void multiTensorUpdate(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
-                                  const std::vector<SlotState*>& states, double lr, double lambd, double alpha, double t0,
-                                  double weightDecay, bool maximize)
+    // torch 2.x's _multi_tensor_asgd, tensor by tensor: each parameter's own eta; the decay
+    // folded into one addcmul_; the new eta computed in float32 tensor arithmetic from the
+    // step tensor (Python's `lr / t` is t.reciprocal() * lr).
+    static void multiTensorUpdate2(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                                   const std::vector<SlotState*>& states, double lr, double lambd, double alpha, double t0,
+                                   double weightDecay, bool maximize)
     {
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            at::Tensor parameter = parameters[i];
+            SlotState& state = *states[i];
+            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
+            at::Tensor& step = state.at("step");
+            step.add_(1);
+            at::Tensor intermediate = weightDecay != 0 ? grad.add(parameter, weightDecay) : grad;
+            intermediate = intermediate.add(parameter, lambd);
+            parameter.addcmul_(intermediate, state.at("eta"), -1);
+            at::Tensor& ax = state.at("ax");
+            ax.addcmul_(parameter.sub(ax), state.at("mu"));
+            state.at("eta").copy_(step.mul(lambd * lr).add(1).pow(alpha).reciprocal().mul(lr));
+            state.at("mu").copy_(at::scalar_tensor(1 / std::max(1.0, step.item<double>() - t0), at::kFloat));
+        }
+    }
+
+    void multiTensorUpdate(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                           const std::vector<SlotState*>& states, double lr, double lambd, double alpha, double t0, double weightDecay,
+                           bool maximize) const
+    {
+        if (torch2()) {
+            multiTensorUpdate2(parameters, gradients, states, lr, lambd, alpha, t0, weightDecay, maximize);
+            return;
+        }
         std::vector<at::Tensor> grads;
         for (const at::Tensor& gradient : gradients)
             grads.push_back(maximize ? gradient.neg() : gradient);
@@ -133,6 +167,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeAsgdContract() { return std::make_shared<AsgdContract>(); }
+std::shared_ptr<const OptimizerContract> makeAsgdContract(TorchRelease release) { return std::make_shared<AsgdContract>(release); }
 
 }  // namespace zkdv::optim

@@ -7,21 +7,21 @@
 
 namespace zkdv::optim {
 
-std::shared_ptr<const OptimizerContract> makeSgdContract();
-std::shared_ptr<const OptimizerContract> makeAdamContract();
-std::shared_ptr<const OptimizerContract> makeAdamWContract();
-std::shared_ptr<const OptimizerContract> makeAdamaxContract();
-std::shared_ptr<const OptimizerContract> makeNAdamContract();
-std::shared_ptr<const OptimizerContract> makeRAdamContract();
-std::shared_ptr<const OptimizerContract> makeAdagradContract();
-std::shared_ptr<const OptimizerContract> makeAdadeltaContract();
-std::shared_ptr<const OptimizerContract> makeRmspropContract();
-std::shared_ptr<const OptimizerContract> makeRpropContract();
-std::shared_ptr<const OptimizerContract> makeAsgdContract();
-std::shared_ptr<const OptimizerContract> makeSparseAdamContract();
-std::shared_ptr<const OptimizerContract> makeLbfgsContract();
-std::shared_ptr<const OptimizerContract> makeAdafactorContract();
-std::shared_ptr<const OptimizerContract> makeMuonContract();
+std::shared_ptr<const OptimizerContract> makeSgdContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAdamContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAdamWContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAdamaxContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeNAdamContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeRAdamContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAdagradContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAdadeltaContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeRmspropContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeRpropContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAsgdContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeSparseAdamContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeLbfgsContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeAdafactorContract(TorchRelease release);
+std::shared_ptr<const OptimizerContract> makeMuonContract(TorchRelease release);
 // @@CONTRACT_FACTORIES@@ (one declaration per contract, above this line)
 
 }  // namespace zkdv::optim

@@ -1,34 +1,46 @@
 #include "zkdv/optim/contract_registry.h"
 
+#include <algorithm>
+
 #include "builtin_contracts.h"
 
 namespace zkdv::optim {
 
-std::vector<std::shared_ptr<const OptimizerContract>> builtinContracts()
+std::vector<std::shared_ptr<const OptimizerContract>> builtinContracts(TorchRelease release)
 {
     return {
-        makeSgdContract(),
-        makeAdamContract(),
-        makeAdamWContract(),
-        makeAdamaxContract(),
-        makeNAdamContract(),
-        makeRAdamContract(),
-        makeAdagradContract(),
-        makeAdadeltaContract(),
-        makeRmspropContract(),
-        makeRpropContract(),
-        makeAsgdContract(),
-        makeSparseAdamContract(),
-        makeLbfgsContract(),
-        makeAdafactorContract(),
-        makeMuonContract(),
+        makeSgdContract(release),
+        makeAdamContract(release),
+        makeAdamWContract(release),
+        makeAdamaxContract(release),
+        makeNAdamContract(release),
+        makeRAdamContract(release),
+        makeAdagradContract(release),
+        makeAdadeltaContract(release),
+        makeRmspropContract(release),
+        makeRpropContract(release),
+        makeAsgdContract(release),
+        makeSparseAdamContract(release),
+        makeLbfgsContract(release),
+        makeAdafactorContract(release),
+        makeMuonContract(release),
         // @@CONTRACT_LIST@@ (one factory call per contract, above this line)
     };
 }
 
-ContractRegistry::ContractRegistry()
+std::vector<std::string> builtinContractNames()
 {
-    for (auto& contract : builtinContracts())
+    std::vector<std::string> names;
+    for (const auto& contract : builtinContracts(provenTorchReleases().front()))
+        names.push_back(contract->name());
+    return names;
+}
+
+ContractRegistry::ContractRegistry(TorchRelease release) : release_(release)
+{
+    if (!isProvenTorchRelease(release))
+        return;
+    for (auto& contract : builtinContracts(release))
         registerContract(contract);
 }
 
@@ -42,6 +54,13 @@ void ContractRegistry::registerContract(std::shared_ptr<const OptimizerContract>
 std::shared_ptr<const OptimizerContract> ContractRegistry::resolve(const std::string& name) const
 {
     auto it = contracts_.find(name);
+    if (it == contracts_.end() && !isProvenTorchRelease(release_)) {
+        const auto names = builtinContractNames();
+        if (std::find(names.begin(), names.end(), name) != names.end())
+            throw ContractError("the built-in contract for torch.optim." + name + " is proven for " + provenTorchReleasesText() +
+                                " only, not for torch " + release_.text() +
+                                ", whose torch.optim may round differently; record with a proven torch or register a custom contract");
+    }
     if (it == contracts_.end()) {
         std::string known;
         for (const auto& entry : contracts_)

@@ -14,6 +14,8 @@ const char* const kClosureRefusal =
 
 class LbfgsContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "LBFGS"; }
 
     // torch 1.13's constructor options; max_eval None means max_iter * 5 // 4 in torch.
@@ -42,6 +44,6 @@ protected:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeLbfgsContract() { return std::make_shared<LbfgsContract>(); }
+std::shared_ptr<const OptimizerContract> makeLbfgsContract(TorchRelease release) { return std::make_shared<LbfgsContract>(release); }
 
 }  // namespace zkdv::optim

@@ -1,8 +1,6 @@
-// Functional contract for torch.optim.Muon, which torch 1.13 lacks: written from the
-// algorithm torch documents (torch >= 2.9) and its single-tensor implementation
-// (torch/optim/_muon.py, _single_tensor_muon and _zeropower_via_newtonschulz), op for op,
-// but not yet checked bit for bit against a torch that has it
-// (tests/oracle/optimizer_cases/muon.py does that wherever one is installed).
+// Functional contract for torch.optim.Muon (torch >= 2.9; torch 1.13 lacks it), ported op for
+// op from torch 2.15's single-tensor implementation (_single_tensor_muon and
+// _zeropower_via_newtonschulz) and proven against it by the oracle on the PyPI lane.
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +15,7 @@ namespace {
 // Newton–Schulz iteration towards the orthogonal factor of `matrix`, in bfloat16 as torch
 // does: a quintic whose coefficients push singular values towards [0.5, 1.5] rather than
 // exactly to 1. Returns a bfloat16 tensor of matrix's shape.
-at::Tensor orthogonalize(const at::Tensor& matrix, double a, double b, double c, int64_t steps, double eps, bool useAddmm)
+at::Tensor orthogonalize(const at::Tensor& matrix, double a, double b, double c, int64_t steps, double eps)
 {
     const bool tall = matrix.size(0) > matrix.size(1);
     at::Tensor ortho = matrix.to(at::kBFloat16);
@@ -26,15 +24,10 @@ at::Tensor orthogonalize(const at::Tensor& matrix, double a, double b, double c,
     // A Frobenius norm of at most 1 bounds the spectral norm by 1.
     ortho.div_(at::linalg_vector_norm(ortho, 2).clamp(eps, c10::nullopt));
     for (int64_t i = 0; i < steps; ++i) {
+        // b * G + c * G @ G, then a * X + update @ X, each one fused addmm as torch runs it.
         const at::Tensor gram = at::matmul(ortho, ortho.t());
-        if (useAddmm) {
-            const at::Tensor gramUpdate = at::addmm(gram, gram, gram, b, c);
-            ortho = at::addmm(ortho, gramUpdate, ortho, a);
-        } else {
-            // b * G + (c * G) @ G, then a * X + update @ X, in torch's evaluation order.
-            const at::Tensor gramUpdate = gram.mul(b) + at::matmul(gram.mul(c), gram);
-            ortho = ortho.mul(a) + at::matmul(gramUpdate, ortho);
-        }
+        const at::Tensor gramUpdate = at::addmm(gram, gram, gram, b, c);
+        ortho = at::addmm(ortho, gramUpdate, ortho, a);
     }
     if (tall)
         ortho = ortho.t();
@@ -47,7 +40,7 @@ std::string adjustLrFunction(const GroupOptions& group)
     if (it == group.end() || it->is_null())
         return "original";
     if (!it->is_string())
-        throw ContractError("optimizer option adjust_lr_fn must be null, \"original\" or \"match_rms_adamw\", found " + it->dump());
+        throw ContractError("optimizer option adjust_lr_fn must be null, \"original\", \"match_rms_adamw\" or \"spectral_unclamped\", found " + it->dump());
     return it->get<std::string>();
 }
 
@@ -62,15 +55,18 @@ double adjustedLr(double lr, const std::string& function, const at::Tensor& para
         ratio = std::sqrt(aspect > 1 ? aspect : 1.0);
     } else if (function == "match_rms_adamw") {
         ratio = 0.2 * std::sqrt(std::max(rows, columns));
+    } else if (function == "spectral_unclamped") {
+        ratio = std::sqrt(rows / columns);
     }
     return lr * ratio;
 }
 
 class MuonContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "Muon"; }
 
-    // torch's defaults; use_addmm is newer than torch 2.9's signature and defaults to false.
     GroupOptions defaults() const override
     {
         return {{"lr", 1e-3},
@@ -80,8 +76,7 @@ public:
                 {"ns_coefficients", {3.4445, -4.7750, 2.0315}},
                 {"eps", 1e-7},
                 {"ns_steps", 5},
-                {"adjust_lr_fn", nullptr},
-                {"use_addmm", false}};
+                {"adjust_lr_fn", nullptr}};
     }
 
     // The momentum buffer appears at the first step, as zeros of the gradient's shape.
@@ -103,7 +98,6 @@ public:
         const double eps = numberOption(group, "eps");
         const auto steps = static_cast<int64_t>(numberOption(group, "ns_steps"));
         const std::string adjust = adjustLrFunction(group);
-        const bool useAddmm = flagOption(group, "use_addmm");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
             refuseUnsupported(parameter);
@@ -115,7 +109,7 @@ public:
             at::Tensor& buffer = states[i]->at("momentum_buffer");
             buffer.lerp_(grad, 1 - momentum);
             const at::Tensor direction = nesterov ? grad.lerp(buffer, momentum) : buffer;
-            const at::Tensor update = orthogonalize(direction, a, b, c, steps, eps, useAddmm);
+            const at::Tensor update = orthogonalize(direction, a, b, c, steps, eps);
 
             parameter.mul_(1 - lr * weightDecay);
             parameter.add_(update, -adjustedLr(lr, adjust, parameter));
@@ -132,8 +126,9 @@ protected:
         if (!(numberOption(group, "weight_decay") >= 0))
             throw ContractError("Muon: weight decay should be >= 0 but is " + group["weight_decay"].dump());
         const std::string adjust = adjustLrFunction(group);
-        if (adjust != "original" && adjust != "match_rms_adamw")
-            throw ContractError("Muon: adjust_lr_fn " + group["adjust_lr_fn"].dump() + " is not supported (use null, \"original\" or \"match_rms_adamw\")");
+        if (adjust != "original" && adjust != "match_rms_adamw" && adjust != "spectral_unclamped")
+            throw ContractError("Muon: adjust_lr_fn " + group["adjust_lr_fn"].dump() +
+                                " is not supported (use null, \"original\", \"match_rms_adamw\" or \"spectral_unclamped\")");
         const GroupOptions& coefficients = group["ns_coefficients"];
         if (!coefficients.is_array() || coefficients.size() != 3)
             throw ContractError("Muon: ns_coefficients must be exactly three numbers (a, b, c), found " + coefficients.dump());
@@ -142,7 +137,6 @@ protected:
             throw ContractError("Muon: ns_steps must be a whole number below 100, found " + group["ns_steps"].dump());
         numberOption(group, "eps");
         flagOption(group, "nesterov");
-        flagOption(group, "use_addmm");
     }
 
 private:
@@ -157,6 +151,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeMuonContract() { return std::make_shared<MuonContract>(); }
+std::shared_ptr<const OptimizerContract> makeMuonContract(TorchRelease release) { return std::make_shared<MuonContract>(release); }
 
 }  // namespace zkdv::optim

@@ -11,13 +11,22 @@ namespace {
 
 class NAdamContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "NAdam"; }
 
     // torch 1.13's NAdam has neither `maximize` nor `differentiable`.
     GroupOptions defaults() const override
     {
-        return {{"lr", 2e-3},          {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.0},
+        GroupOptions options = {{"lr", 2e-3},          {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.0},
                 {"momentum_decay", 4e-3}, {"foreach", nullptr}};
+        if (torch2()) {  // options torch 2.x added
+            options["decoupled_weight_decay"] = false;
+            options["maximize"] = false;
+            options["capturable"] = false;
+            options["differentiable"] = false;
+        }
+        return options;
     }
 
     // torch creates the state at a parameter's first step with a gradient: float32 0-d step
@@ -46,12 +55,14 @@ public:
             refuseComplex(name(), parameters[i]);
         }
         if (flagOption(group, "foreach")) {
-            multiTensorUpdate(parameters, gradients, states, lr, beta1, beta2, eps, weightDecay, momentumDecay);
+            multiTensorUpdate(parameters, gradients, states, group, lr, beta1, beta2, eps, weightDecay, momentumDecay);
             return;
         }
+        const bool maximize = flagOption(group, "maximize");
+        const bool decoupled = flagOption(group, "decoupled_weight_decay");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            at::Tensor grad = gradients[i];
+            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
             at::Tensor& expAvg = requireSlot(state, "NAdam", "exp_avg");
             at::Tensor& expAvgSq = requireSlot(state, "NAdam", "exp_avg_sq");
@@ -62,15 +73,32 @@ public:
             const double step = stepTensor.item<double>();
             const double biasCorrection2 = 1 - std::pow(beta2, step);
 
-            if (weightDecay != 0)
-                grad = grad.add(parameter, weightDecay);
+            if (weightDecay != 0) {
+                if (decoupled)
+                    parameter.mul_(1 - lr * weightDecay);
+                else
+                    grad = grad.add(parameter, weightDecay);
+            }
 
             // The momentum cache mu_t and mu_{t+1}; mu_product stays a float32 tensor as in torch.
             const double mu = beta1 * (1. - 0.5 * std::pow(0.96, step * momentumDecay));
             const double muNext = beta1 * (1. - 0.5 * std::pow(0.96, (step + 1) * momentumDecay));
             muProduct.mul_(mu);
-            const at::Tensor muProductNext = muProduct * mu * muNext;
 
+            if (torch2()) {
+                // torch 2.x: the first moment by lerp_, the next product as a Python float.
+                expAvg.lerp_(grad, 1 - beta1);
+                expAvgSq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+                at::Tensor denom = expAvgSq.div(biasCorrection2).sqrt();
+                const double product = muProduct.item<double>();
+                const double productNext = product * muNext;
+                denom.add_(eps);
+                parameter.addcdiv_(grad, denom, -lr * (1. - mu) / (1. - product));
+                parameter.addcdiv_(expAvg, denom, (-lr * muNext) / (1. - productNext));
+                continue;
+            }
+            // torch 1.13 multiplies mu in a second time (its mu_product_next = mu_product * mu * mu_next).
+            const at::Tensor muProductNext = muProduct * mu * muNext;
             expAvg.mul_(beta1).add_(grad, 1 - beta1);
             expAvgSq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
             at::Tensor denom = expAvgSq.div(biasCorrection2).sqrt().add_(eps);
@@ -105,13 +133,15 @@ private:
     // double mu_product * mu_next (the single-tensor path multiplies mu in once more, in float32).
     // Torch adds the weight decay into .grad in place here; the contract leaves the gradient
     // untouched (same values).
-    static void multiTensorUpdate(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
-                                  const std::vector<SlotState*>& states, double lr, double beta1, double beta2, double eps,
-                                  double weightDecay, double momentumDecay)
+    void multiTensorUpdate(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                           const std::vector<SlotState*>& states, const GroupOptions& group, double lr, double beta1, double beta2,
+                           double eps, double weightDecay, double momentumDecay) const
     {
+        const bool maximize = flagOption(group, "maximize");
+        const bool decoupled = flagOption(group, "decoupled_weight_decay");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            at::Tensor grad = gradients[i];
+            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
             at::Tensor& expAvg = requireSlot(state, "NAdam", "exp_avg");
             at::Tensor& expAvgSq = requireSlot(state, "NAdam", "exp_avg_sq");
@@ -126,16 +156,25 @@ private:
 
             muProduct.mul_(mu);
 
-            if (weightDecay != 0)
-                grad = grad.add(parameter, weightDecay);
+            if (weightDecay != 0) {
+                if (decoupled)
+                    parameter.mul_(1 - lr * weightDecay);
+                else
+                    grad = grad.add(parameter, weightDecay);
+            }
 
-            expAvg.mul_(beta1);
-            expAvg.add_(grad, 1 - beta1);
+            if (torch2()) {
+                expAvg.lerp_(grad, 1 - beta1);
+            } else {
+                expAvg.mul_(beta1);
+                expAvg.add_(grad, 1 - beta1);
+            }
             expAvgSq.mul_(beta2);
             expAvgSq.addcmul_(grad, grad, 1 - beta2);
 
             at::Tensor expAvgSqSqrt = expAvgSq.sqrt();
-            expAvgSqSqrt.div_(std::sqrt(biasCorrection2));
+            // torch 2.x takes the square root as Python's `** 0.5` (C's pow), 1.13 as math.sqrt.
+            expAvgSqSqrt.div_(torch2() ? std::pow(biasCorrection2, 0.5) : std::sqrt(biasCorrection2));
             at::Tensor denom = expAvgSqSqrt.add(eps);
 
             const double stepSizeGrad = (lr * (1. - mu) / (1. - muProduct.item<double>())) * -1;
@@ -148,6 +187,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeNAdamContract() { return std::make_shared<NAdamContract>(); }
+std::shared_ptr<const OptimizerContract> makeNAdamContract(TorchRelease release) { return std::make_shared<NAdamContract>(release); }
 
 }  // namespace zkdv::optim

@@ -22,8 +22,17 @@ void OptimizerContract::validate(const std::vector<GroupOptions>& groups) const
 {
     for (const GroupOptions& raw : groups) {
         GroupOptions group = normalize(raw);
-        if (group.value("differentiable", false) == true)
-            throw ContractError("ZKDV does not support differentiable optimizer steps; register a custom functional optimizer contract");
+        auto isTrue = [&](const char* option) { return group.contains(option) && group[option] == true; };
+        if (isTrue("differentiable"))
+            throw ContractError("ZKDV does not support differentiable optimizer steps (differentiable=true); register a custom functional optimizer contract");
+        // Both modes run other kernels than the single-tensor update a contract replays, so
+        // their rounding differs; a tape must not claim what a replay cannot reproduce.
+        if (isTrue("capturable"))
+            throw ContractError("optimizer option capturable=true is not supported: it is torch's CUDA-graph mode, which keeps the step "
+                                "and bias corrections as device tensors and rounds differently from the update the contract replays");
+        if (isTrue("fused"))
+            throw ContractError("optimizer option fused=true is not supported: torch's fused kernels round differently from the "
+                                "single-tensor update the contract replays");
         std::string structured;
         for (const auto& [key, value] : group.items()) {
             bool numbers = value.is_array();

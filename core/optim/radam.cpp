@@ -11,12 +11,21 @@ namespace {
 
 class RAdamContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "RAdam"; }
 
     // torch 1.13's RAdam has neither `maximize` nor `differentiable`.
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.0}, {"foreach", nullptr}};
+        GroupOptions options = {{"lr", 1e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.0}, {"foreach", nullptr}};
+        if (torch2()) {  // options torch 2.x added
+            options["decoupled_weight_decay"] = false;
+            options["maximize"] = false;
+            options["capturable"] = false;
+            options["differentiable"] = false;
+        }
+        return options;
     }
 
     // torch creates the state at a parameter's first step with a gradient: a float32 0-d step
@@ -42,12 +51,14 @@ public:
             refuseComplex(name(), parameters[i]);
         }
         if (flagOption(group, "foreach")) {
-            multiTensorUpdate(parameters, gradients, states, lr, beta1, beta2, weightDecay);
+            multiTensorUpdate(parameters, gradients, states, group, lr, beta1, beta2, eps, weightDecay);
             return;
         }
+        const bool maximize = flagOption(group, "maximize");
+        const bool decoupled = flagOption(group, "decoupled_weight_decay");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            at::Tensor grad = gradients[i];
+            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
             at::Tensor& expAvg = requireSlot(state, "RAdam", "exp_avg");
             at::Tensor& expAvgSq = requireSlot(state, "RAdam", "exp_avg_sq");
@@ -58,10 +69,17 @@ public:
             const double biasCorrection1 = 1 - std::pow(beta1, step);
             const double biasCorrection2 = 1 - std::pow(beta2, step);
 
-            if (weightDecay != 0)
-                grad = grad.add(parameter, weightDecay);
+            if (weightDecay != 0) {
+                if (decoupled)
+                    parameter.mul_(1 - lr * weightDecay);
+                else
+                    grad = grad.add(parameter, weightDecay);
+            }
 
-            expAvg.mul_(beta1).add_(grad, 1 - beta1);
+            if (torch2())
+                expAvg.lerp_(grad, 1 - beta1);
+            else
+                expAvg.mul_(beta1).add_(grad, 1 - beta1);
             expAvgSq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
             const at::Tensor biasCorrectedExpAvg = expAvg / biasCorrection1;
 
@@ -69,9 +87,11 @@ public:
             const double rhoInf = 2 / (1 - beta2) - 1;
             const double rhoT = rhoInf - 2 * step * std::pow(beta2, step) / biasCorrection2;
             if (rhoT > 5.) {
-                const double rect = std::sqrt((rhoT - 4) * (rhoT - 2) * rhoInf / ((rhoInf - 4) * (rhoInf - 2) * rhoT));
+                // torch 2.x takes square roots as Python's `** 0.5` (C's pow), 1.13 as math.sqrt.
+                auto squareRoot = [&](double x) { return torch2() ? std::pow(x, 0.5) : std::sqrt(x); };
+                const double rect = squareRoot((rhoT - 4) * (rhoT - 2) * rhoInf / ((rhoInf - 4) * (rhoInf - 2) * rhoT));
                 // Python's `float / tensor` is Tensor.__rtruediv__: tensor.reciprocal() * float.
-                const at::Tensor adaptiveLr = expAvgSq.sqrt().add_(eps).reciprocal() * std::sqrt(biasCorrection2);
+                const at::Tensor adaptiveLr = expAvgSq.sqrt().add_(eps).reciprocal() * squareRoot(biasCorrection2);
                 parameter.add_(biasCorrectedExpAvg * lr * adaptiveLr * rect, -1.0);
             } else {
                 parameter.add_(biasCorrectedExpAvg * lr, -1.0);
@@ -103,13 +123,16 @@ private:
     // branches always run, the inactive one with a step size of -0.0 (the unrectified one
     // divides by ones). Torch adds the weight decay into .grad in place here; the contract
     // leaves the gradient untouched (same values).
-    static void multiTensorUpdate(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
-                                  const std::vector<SlotState*>& states, double lr, double beta1, double beta2, double weightDecay)
+    void multiTensorUpdate(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                           const std::vector<SlotState*>& states, const GroupOptions& group, double lr, double beta1, double beta2,
+                           double eps, double weightDecay) const
     {
         const double rhoInf = 2 / (1 - beta2) - 1;
+        const bool maximize = flagOption(group, "maximize");
+        const bool decoupled = flagOption(group, "decoupled_weight_decay");
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             at::Tensor parameter = parameters[i];
-            at::Tensor grad = gradients[i];
+            at::Tensor grad = maximize ? gradients[i].neg() : gradients[i];
             SlotState& state = *states[i];
             at::Tensor& expAvg = requireSlot(state, "RAdam", "exp_avg");
             at::Tensor& expAvgSq = requireSlot(state, "RAdam", "exp_avg_sq");
@@ -121,17 +144,40 @@ private:
             const double biasCorrection1 = 1 - std::pow(beta1, step);
             const double biasCorrection2 = 1 - std::pow(beta2, step);
 
-            if (weightDecay != 0)
-                grad = grad.add(parameter, weightDecay);
+            if (weightDecay != 0) {
+                if (decoupled)
+                    parameter.mul_(1 - lr * weightDecay);
+                else
+                    grad = grad.add(parameter, weightDecay);
+            }
 
-            expAvg.mul_(beta1);
-            expAvg.add_(grad, 1 - beta1);
+            if (torch2()) {
+                expAvg.lerp_(grad, 1 - beta1);
+            } else {
+                expAvg.mul_(beta1);
+                expAvg.add_(grad, 1 - beta1);
+            }
             expAvgSq.mul_(beta2);
             expAvgSq.addcmul_(grad, grad, 1 - beta2);
 
-            const double rect = rhoT > 5 ? std::sqrt((rhoT - 4) * (rhoT - 2) * rhoInf / ((rhoInf - 4) * (rhoInf - 2) * rhoT)) : 0;
+            auto squareRoot = [&](double x) { return torch2() ? std::pow(x, 0.5) : std::sqrt(x); };
+            const double rect = rhoT > 5 ? squareRoot((rhoT - 4) * (rhoT - 2) * rhoInf / ((rhoInf - 4) * (rhoInf - 2) * rhoT)) : 0;
             const double unrectified = rect > 0 ? 0 : 1.;
 
+            if (torch2()) {
+                // One fused step: param += exp_avg * (1 / ((sqrt(v) + eps) / c2) + u), where c2
+                // carries the rectified step size and u the unrectified one (-0 when rectified).
+                const double unrectifiedStepSize = (lr * unrectified / biasCorrection1) * -1;
+                const double rectifiedScale = squareRoot(biasCorrection2) * (lr * rect / biasCorrection1) * -1;
+                at::Tensor buffer = expAvgSq.sqrt();
+                buffer.add_(eps);
+                buffer.div_(rectifiedScale);
+                buffer.reciprocal_();
+                buffer.add_(unrectifiedStepSize);
+                parameter.addcmul_(expAvg, buffer);
+                continue;
+            }
+            // torch 1.13 has no eps in this path.
             const at::Tensor denom = expAvgSq.sqrt().div(std::sqrt(biasCorrection2));
             parameter.addcdiv_(expAvg, denom, (lr * rect / biasCorrection1) * -1);
             const at::Tensor ones = at::ones_like(expAvg, at::MemoryFormat::Preserve);
@@ -142,6 +188,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeRAdamContract() { return std::make_shared<RAdamContract>(); }
+std::shared_ptr<const OptimizerContract> makeRAdamContract(TorchRelease release) { return std::make_shared<RAdamContract>(release); }
 
 }  // namespace zkdv::optim

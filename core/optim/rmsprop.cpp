@@ -9,22 +9,35 @@ namespace {
 
 class RmspropContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "RMSprop"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-2}, {"alpha", 0.99}, {"eps", 1e-8}, {"weight_decay", 0}, {"momentum", 0}, {"centered", false},
+        GroupOptions options = {{"lr", 1e-2}, {"alpha", 0.99}, {"eps", 1e-8}, {"weight_decay", 0}, {"momentum", 0}, {"centered", false},
                 {"foreach", nullptr}, {"maximize", false}, {"differentiable", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["capturable"] = false;
+        }
+        return options;
     }
 
-    std::set<std::string> numberSlots() const override { return {"step"}; }
+    // torch 1.13 keeps step as a Python int; 2.x as a float32 0-d tensor.
+    std::set<std::string> numberSlots() const override
+    {
+        if (torch2())
+            return {};
+        return {"step"};
+    }
 
-    // torch keeps step as a Python int (recorded as a 0-d int64 tensor); momentum_buffer only
+    // torch 1.13 keeps step as a Python int (recorded as a 0-d int64 tensor), 2.x as a float32 tensor; momentum_buffer only
     // with momentum > 0, grad_avg only when centered.
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
     {
         refuseComplex(name(), parameter);
-        SlotState state{{"step", at::scalar_tensor(0, at::kLong)}, {"square_avg", at::zeros_like(parameter)}};
+        SlotState state{{"step", torch2() ? at::zeros({}, at::kFloat) : at::scalar_tensor(0, at::kLong)},
+                        {"square_avg", at::zeros_like(parameter)}};
         if (numberOption(group, "momentum") > 0)
             state.emplace("momentum_buffer", at::zeros_like(parameter));
         if (flagOption(group, "centered"))
@@ -56,7 +69,10 @@ public:
             at::Tensor avg;
             if (centered) {
                 at::Tensor& gradAvg = state.at("grad_avg");
-                gradAvg.mul_(alpha).add_(grad, 1 - alpha);
+                if (torch2())
+                    gradAvg.lerp_(grad, 1 - alpha);
+                else
+                    gradAvg.mul_(alpha).add_(grad, 1 - alpha);
                 avg = squareAvg.addcmul(gradAvg, gradAvg, -1).sqrt_();
             } else {
                 avg = squareAvg.sqrt();
@@ -85,6 +101,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeRmspropContract() { return std::make_shared<RmspropContract>(); }
+std::shared_ptr<const OptimizerContract> makeRmspropContract(TorchRelease release) { return std::make_shared<RmspropContract>(release); }
 
 }  // namespace zkdv::optim

@@ -9,21 +9,34 @@ namespace {
 
 class RpropContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "Rprop"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", 1e-2}, {"etas", {0.5, 1.2}}, {"step_sizes", {1e-6, 50}}, {"foreach", nullptr}, {"maximize", false}};
+        GroupOptions options = {{"lr", 1e-2}, {"etas", {0.5, 1.2}}, {"step_sizes", {1e-6, 50}}, {"foreach", nullptr}, {"maximize", false}};
+        if (torch2()) {  // options torch 2.x added
+            options["capturable"] = false;
+            options["differentiable"] = false;
+        }
+        return options;
     }
 
-    std::set<std::string> numberSlots() const override { return {"step"}; }
+    // torch 1.13 keeps step as a Python int; 2.x as a float32 0-d tensor.
+    std::set<std::string> numberSlots() const override
+    {
+        if (torch2())
+            return {};
+        return {"step"};
+    }
 
-    // torch keeps step as a Python int (recorded as a 0-d int64 tensor); step_size starts filled
+    // torch 1.13 keeps step as a Python int (recorded as a 0-d int64 tensor), 2.x as a float32 tensor; step_size starts filled
     // with lr (torch shapes it like the gradient, which has the parameter's shape and dtype).
     SlotState initialize(const at::Tensor& parameter, const GroupOptions& group) const override
     {
         refuseComplex(name(), parameter);
-        return {{"step", at::scalar_tensor(0, at::kLong)},
+        return {{"step", torch2() ? at::zeros({}, at::kFloat) : at::scalar_tensor(0, at::kLong)},
                 {"prev", at::zeros_like(parameter)},
                 {"step_size", at::empty(parameter.sizes(), parameter.options()).fill_(numberOption(group, "lr"))}};
     }
@@ -73,6 +86,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeRpropContract() { return std::make_shared<RpropContract>(); }
+std::shared_ptr<const OptimizerContract> makeRpropContract(TorchRelease release) { return std::make_shared<RpropContract>(release); }
 
 }  // namespace zkdv::optim

@@ -9,12 +9,19 @@ namespace {
 
 class SgdContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "SGD"; }
 
     GroupOptions defaults() const override
     {
-        return {{"lr", nullptr}, {"momentum", 0.0}, {"dampening", 0.0}, {"weight_decay", 0.0}, {"nesterov", false},
+        GroupOptions options = {{"lr", nullptr}, {"momentum", 0.0}, {"dampening", 0.0}, {"weight_decay", 0.0}, {"nesterov", false},
                 {"maximize", false}, {"foreach", nullptr}, {"differentiable", false}};
+        if (torch2()) {  // options torch 2.x added, and lr no longer required
+            options["lr"] = 1e-3;
+            options["fused"] = nullptr;
+        }
+        return options;
     }
 
     // The momentum buffer appears at the first step, as a copy of that step's direction.
@@ -60,6 +67,6 @@ protected:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeSgdContract() { return std::make_shared<SgdContract>(); }
+std::shared_ptr<const OptimizerContract> makeSgdContract(TorchRelease release) { return std::make_shared<SgdContract>(release); }
 
 }  // namespace zkdv::optim

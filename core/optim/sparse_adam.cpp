@@ -11,6 +11,8 @@ namespace {
 
 class SparseAdamContract : public OptimizerContract {
 public:
+    using OptimizerContract::OptimizerContract;
+
     std::string name() const override { return "SparseAdam"; }
 
     GroupOptions defaults() const override
@@ -95,6 +97,6 @@ protected:
 
 }  // namespace
 
-std::shared_ptr<const OptimizerContract> makeSparseAdamContract() { return std::make_shared<SparseAdamContract>(); }
+std::shared_ptr<const OptimizerContract> makeSparseAdamContract(TorchRelease release) { return std::make_shared<SparseAdamContract>(release); }
 
 }  // namespace zkdv::optim

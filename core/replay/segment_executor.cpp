@@ -18,12 +18,14 @@
 
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
+#include "zkdv/optim/torch_release.h"
 #include "zkdv/recorder/sealed_program.h"
 #include "zkdv/replay/divergence.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 
 namespace zkdv {
@@ -117,16 +119,36 @@ public:
         at::init_num_threads();
         if (setup.intraOpThreads > 0)
             at::set_num_threads(setup.intraOpThreads);
-        module_ = loadSealedProgram(setup.program, device_.str());
+        const auto recorded = optim::TorchRelease::parse(root_.torchVersion);
+        if (!recorded || *recorded != optim::TorchRelease::ofThisLibtorch())
+            releaseMismatch_ = "the tape was recorded with torch " + root_.torchVersion + " and this replay runs libtorch " + libtorchVersion();
+        try {
+            module_ = loadSealedProgram(setup.program, device_.str());
+        } catch (const std::exception& error) {
+            if (releaseMismatch_.empty())
+                throw;
+            throw Error(std::string(error.what()) + " (" + releaseMismatch_ + "; replay it with the torch release that recorded it)");
+        }
         checkSealedProgram(module_);
         module_.train();
         bindLayout();
         bindOptimizer();
     }
 
-    void replay(const ReplaySegment& segment, RecordSource& records, const std::function<void(TransactionOutcome&&)>& emit,
+    void replay(const ReplaySegment& segment, RecordSource& records, const std::function<void(TransactionOutcome&&)>& emitOutcome,
                 const std::function<bool()>& cancelled) override
     {
+        // Across torch releases kernels round differently (CPU convolutions reduce in another
+        // order, for one), so a mismatch there is no evidence against the tape: it is not
+        // called a divergence, only an agreement is conclusive (docs/compatibility.md).
+        auto emit = [&](TransactionOutcome&& outcome) {
+            if (!releaseMismatch_.empty() && outcome.verdict == Verdict::Diverged) {
+                outcome.verdict = Verdict::Unverifiable;
+                outcome.detail = "unverifiable across torch releases (" + releaseMismatch_ +
+                                 ", whose kernels round differently; replay with the recording release to decide): " + outcome.detail;
+            }
+            emitOutcome(std::move(outcome));
+        };
         std::uint64_t next = segment.snapshot;
         auto unverifiable = [&](const std::string& why) {
             for (; next <= segment.lastTransaction; ++next) {
@@ -216,7 +238,12 @@ private:
 
     void bindOptimizer()
     {
-        auto contract = optim::ContractRegistry().resolve(root_.optimizerContract);
+        // The contract follows the torch that recorded the tape: torch.optim's arithmetic
+        // changed between releases, and the replaying libtorch may be another one.
+        const auto release = optim::TorchRelease::parse(root_.torchVersion);
+        if (!release)
+            throw Error("the tape names torch \"" + root_.torchVersion + "\", not a torch release the optimizer contracts know");
+        auto contract = optim::ContractRegistry(*release).resolve(root_.optimizerContract);
         std::vector<optim::BoundGroup> groups;
         groupOf_.assign(parameters_.size(), 0);
         for (const OptimizerGroup& group : root_.optimizerGroups) {
@@ -534,6 +561,7 @@ private:
     std::set<std::string> numberSlots_;
     std::vector<optim::SlotState> state_;
     std::map<std::string, DType> numberEncoding_;   // the tape's dtype of each number slot the segment's snapshot holds
+    std::string releaseMismatch_;                   // says which releases, when the tape's torch is not this libtorch's
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far
     std::optional<std::uint64_t> firstDiverged_;    // the segment's first diverged transaction
 };

@@ -200,7 +200,7 @@ void TestOptimizerBridge::sharedRefusals_data()
     QTest::addColumn<QString>("options");
     QTest::addColumn<QString>("expected");
     QTest::newRow("differentiable") << R"({"lr":0.1,"differentiable":true})"
-                                    << "ZKDV does not support differentiable optimizer steps; register a custom functional optimizer contract";
+                                    << "ZKDV does not support differentiable optimizer steps (differentiable=true); register a custom functional optimizer contract";
     QTest::newRow("tensor-valued") << R"({"lr":{"tensor":[0.1]}})" << "ZKDV requires static optimizer options, but lr are tensors";
     QTest::newRow("unknown option") << R"({"lr":0.1,"betas":[0.9,0.99]})" << "\"betas\" is not an option of torch.optim.SGD";
     QTest::newRow("nesterov without momentum") << R"({"lr":0.1,"nesterov":true})" << "Nesterov momentum requires a momentum and zero dampening";

@@ -10,11 +10,13 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "temp_dir.h"
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
+#include "zkdv/optim/torch_release.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/util/mapped_file.h"
@@ -71,23 +73,99 @@ void TestOptimizerOracle::initTestCase()
 
 void TestOptimizerOracle::everyOracleOptimizerIsCovered()
 {
-    // Every optimizer with a contract and in this torch must have oracle cases in both dtypes.
+    // What this torch has (the script lists torch.optim's classes and their constructor options).
+    MappedFile listing(dir_.file("torch_optimizers.json"));
+    const auto torch = nlohmann::json::parse(listing.bytes().data, listing.bytes().data + listing.bytes().size);
+    const auto release = TorchRelease::parse(torch.at("torch_version").get<std::string>());
+    QVERIFY2(release, "unreadable torch version in torch_optimizers.json");
+    QVERIFY2(isProvenTorchRelease(*release),
+             qPrintable(QStringLiteral("the oracle's torch %1 is not one the contracts claim (%2)")
+                            .arg(QString::fromStdString(release->text()), QString::fromStdString(provenTorchReleasesText()))));
+    const nlohmann::json& torchOptimizers = torch.at("optimizers");
+
+    // The oracle's cases: which optimizer and dtype each covers, and every group's options.
     std::set<std::string> covered;
+    std::map<std::string, std::vector<nlohmann::json>> caseGroups;
     for (const QString& name : cases_) {
         MappedFile file(dir_.file(name.toStdString() + ".safetensors"));
         auto view = SafetensorsView::parse(file.bytes());
         auto meta = nlohmann::json::parse(view.metadataValue("case"));
-        covered.insert(meta["optimizer"].get<std::string>() + "/" + meta["dtype"].get<std::string>());
+        const std::string optimizer = meta["optimizer"].get<std::string>();
+        covered.insert(optimizer + "/" + meta["dtype"].get<std::string>());
+        for (const auto& group : meta["groups"])
+            caseGroups[optimizer].push_back(group["options"]);
     }
-    ContractRegistry registry;
-    for (const std::string& name : registry.names()) {
-        if (name == "LBFGS")
-            continue;  // refused by design: closure-driven updates cannot be attested
+
+    ContractRegistry registry(*release);
+    QStringList missing;
+    for (const auto& [name, torchOptions] : torchOptimizers.items()) {
+        if (!registry.contains(name)) {
+            missing << QStringLiteral("torch.optim.%1 has no contract").arg(QString::fromStdString(name));
+            continue;
+        }
+        auto contract = registry.resolve(name);
+        if (name == "LBFGS") {
+            // Refused by design: closure-driven updates cannot be attested. The refusal is what is proven.
+            bool refused = false;
+            try {
+                contract->validate({contract->defaults()});
+            } catch (const ContractError&) {
+                refused = true;
+            }
+            if (!refused)
+                missing << QStringLiteral("LBFGS is not refused");
+            continue;
+        }
         for (const char* dtype : {"float32", "float64"})
             if (!covered.count(name + "/" + dtype))
-                qWarning("no oracle case for %s in %s (this torch may lack it)", name.c_str(), dtype);
+                missing << QStringLiteral("no oracle case for %1 in %2").arg(QString::fromStdString(name), QString::fromLatin1(dtype));
+
+        // The contract's options are torch's, with torch's defaults.
+        const GroupOptions defaults = contract->defaults();
+        for (const auto& [option, value] : torchOptions.items())
+            if (!defaults.contains(option))
+                missing << QStringLiteral("torch.optim.%1 takes %2; the contract does not know it")
+                               .arg(QString::fromStdString(name), QString::fromStdString(option));
+            else if (defaults[option] != value)
+                missing << QStringLiteral("torch.optim.%1's default %2=%3; the contract's is %4")
+                               .arg(QString::fromStdString(name), QString::fromStdString(option),
+                                    QString::fromStdString(value.dump()), QString::fromStdString(defaults[option].dump()));
+        for (const nlohmann::json& group : caseGroups[name])
+            for (const auto& [option, value] : group.items())
+                if (!defaults.contains(option))
+                    missing << QStringLiteral("torch's %1 groups hold %2; the contract does not know it")
+                                   .arg(QString::fromStdString(name), QString::fromStdString(option));
+
+        // Every option is either exercised by a case (some group sets it to another value than
+        // torch's default) or refused by name when set: never silently ignored.
+        for (const auto& [option, torchDefault] : torchOptions.items()) {
+            // A flag whose default is None (foreach, fused) is exercised only by true.
+            auto exercises = [&](const nlohmann::json& value) { return torchDefault.is_null() ? value == true : value != torchDefault; };
+            bool exercised = false;
+            for (const nlohmann::json& group : caseGroups[name])
+                exercised = exercised || (group.contains(option) && exercises(group[option]));
+            if (exercised)
+                continue;
+            if (!torchDefault.is_boolean() && !torchDefault.is_null()) {
+                missing << QStringLiteral("option %1 of torch.optim.%2 is never exercised by an oracle case")
+                               .arg(QString::fromStdString(option), QString::fromStdString(name));
+                continue;
+            }
+            GroupOptions group = caseGroups[name].empty() ? defaults : caseGroups[name].front();
+            group[option] = torchDefault.is_boolean() ? !torchDefault.get<bool>() : true;
+            QString refusal;
+            try {
+                contract->validate({group});
+            } catch (const ContractError& error) {
+                refusal = QString::fromUtf8(error.what());
+            }
+            if (!refusal.contains(QString::fromStdString(option)))
+                missing << QStringLiteral("option %1=%2 of torch.optim.%3 is neither exercised by an oracle case nor refused by name%4")
+                               .arg(QString::fromStdString(option), QString::fromStdString(group[option].dump()), QString::fromStdString(name),
+                                    refusal.isEmpty() ? QString() : QStringLiteral(" (refused as: %1)").arg(refusal));
+        }
     }
-    QVERIFY(covered.count("SGD/float32") && covered.count("SGD/float64"));
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral("\n"))));
 }
 
 void TestOptimizerOracle::matchesTorchBitForBit_data()
@@ -129,7 +207,11 @@ void TestOptimizerOracle::checkCase(const QString& caseName)
         bound.options = group["options"];
         groups.push_back(std::move(bound));
     }
-    ContractRegistry registry;
+    // The contracts follow the torch that recorded the case, as a replay follows the tape's.
+    const std::string torchVersion(view.metadataValue("torch_version"));
+    const auto release = TorchRelease::parse(torchVersion);
+    QVERIFY2(release, qPrintable(QStringLiteral("unreadable torch version \"%1\"").arg(QString::fromStdString(torchVersion))));
+    ContractRegistry registry(*release);
     ContractOptimizer optimizer(registry.resolve(meta["optimizer"].get<std::string>()), groups);
 
     const int steps = meta["steps"].get<int>();

@@ -15,9 +15,14 @@ OUTDIR/<case>.safetensors holding:
 and in __metadata__ "case" (JSON: optimizer, groups with parameter indexes and options,
 dtype, steps, shapes) and "torch_version".
 Cases whose optimizer this torch lacks are listed on stderr and skipped.
+
+Also writes OUTDIR/torch_optimizers.json: every torch.optim optimizer class this torch has,
+with its constructor's options and their defaults, so that the C++ test can demand a
+contract and oracle cases for each, and an exercised or refused case for every option.
 """
 
 import importlib
+import inspect
 import json
 import os
 import pathlib
@@ -128,6 +133,32 @@ def all_cases():
     return cases
 
 
+def json_default(value):
+    if value is getattr(torch.optim.optimizer, "required", object()):
+        return None  # torch 1.13's SGD: lr has no default (the contract's null)
+    if isinstance(value, tuple):
+        return [json_default(v) for v in value]
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return repr(value)
+
+
+def torch_optimizers():
+    """Every optimizer class torch.optim exports, with its constructor options' defaults."""
+    found = {}
+    for name in sorted(dir(torch.optim)):
+        cls = getattr(torch.optim, name)
+        if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)) or cls is torch.optim.Optimizer:
+            continue
+        options = {}
+        for key, parameter in inspect.signature(cls.__init__).parameters.items():
+            if key in ("self", "params") or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            options[key] = json_default(parameter.default) if parameter.default is not parameter.empty else None
+        found[name] = options
+    return found
+
+
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
@@ -135,6 +166,8 @@ def main():
     only = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--only" else None
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)
+    with open(os.path.join(out_dir, "torch_optimizers.json"), "w") as out:
+        json.dump({"torch_version": torch.__version__, "optimizers": torch_optimizers()}, out, indent=1)
     written = 0
     for case in all_cases():
         if only and case["optimizer"] != only:

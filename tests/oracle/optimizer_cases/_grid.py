@@ -1,5 +1,16 @@
 """Helpers for building option grids: every boolean option on and off at least once."""
 
+import inspect
+
+import torch
+
+
+def torch_has_option(optimizer, option):
+    """True when this torch's torch.optim.<optimizer> takes `option` (options were added
+    between releases: a case using one exists only where torch has it)."""
+    cls = getattr(torch.optim, optimizer, None)
+    return cls is not None and option in inspect.signature(cls.__init__).parameters
+
 
 def grid(optimizer, prefix, variants, dtypes=("float32", "float64"), steps=25, second_group=None, **extra):
     """One case per (variant, dtype). `variants` maps a variant name to the options of the

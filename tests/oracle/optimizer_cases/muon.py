@@ -1,7 +1,3 @@
-import inspect
-
-import torch
-
 from optimizer_cases._grid import grid
 
 # Muon takes 2-D parameters only.
@@ -18,8 +14,6 @@ def cases():
         "original": dict(lr=0.02, adjust_lr_fn="original", weight_decay=0.01),
         "match_rms_adamw": dict(lr=0.02, adjust_lr_fn="match_rms_adamw"),
         "newton_schulz": dict(lr=0.02, ns_steps=3, ns_coefficients=(2.0, -1.5, 0.5), eps=1e-6),
+        "spectral_unclamped": dict(lr=0.02, adjust_lr_fn="spectral_unclamped", weight_decay=0.0),
     }
-    muon = getattr(torch.optim, "Muon", None)
-    if muon is not None and "use_addmm" in inspect.signature(muon).parameters:
-        variants["addmm"] = dict(lr=0.02, use_addmm=True)
     return grid("Muon", "muon", variants, shapes=SHAPES, members=MEMBERS)

@@ -1,8 +1,8 @@
-from optimizer_cases._grid import grid
+from optimizer_cases._grid import grid, torch_has_option
 
 
 def cases():
-    return grid("NAdam", "nadam", {
+    variants = {
         "plain": dict(lr=0.01),
         "weight_decay": dict(lr=0.01, weight_decay=0.05),
         "momentum_decay": dict(lr=0.01, momentum_decay=0.02),
@@ -10,4 +10,11 @@ def cases():
         "all": dict(lr=0.02, betas=(0.85, 0.995), eps=1e-7, weight_decay=0.01, momentum_decay=0.001),
         "foreach": dict(lr=0.01, weight_decay=0.01, foreach=True),
         "foreach_all": dict(lr=0.02, betas=(0.85, 0.995), eps=1e-7, momentum_decay=0.001, foreach=True),
-    })
+    }
+    if torch_has_option("NAdam", "decoupled_weight_decay"):  # torch 2.x
+        variants["decoupled"] = dict(lr=0.01, weight_decay=0.05, decoupled_weight_decay=True)
+        variants["decoupled_foreach"] = dict(lr=0.01, weight_decay=0.05, decoupled_weight_decay=True, foreach=True)
+    if torch_has_option("NAdam", "maximize"):  # torch 2.x
+        variants["maximize"] = dict(lr=0.01, weight_decay=0.01, maximize=True)
+        variants["maximize_foreach"] = dict(lr=0.01, weight_decay=0.01, maximize=True, foreach=True)
+    return grid("NAdam", "nadam", variants)

@@ -8,4 +8,5 @@ def cases():
         "dampening": dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01),
         "nesterov": dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.001),
         "maximize": dict(lr=0.01, momentum=0.5, maximize=True),
+        "foreach": dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.001, maximize=True, foreach=True),
     })

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "zkdv/optim/torch_release.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv::optim {
@@ -32,7 +33,13 @@ public:
 
 class OptimizerContract {
 public:
+    // `release`: the torch whose torch.optim this contract reproduces (its options and its
+    // arithmetic); built-in contracts exist for the proven releases only. A custom contract
+    // may leave it unset.
+    explicit OptimizerContract(TorchRelease release = {}) : release_(release) {}
     virtual ~OptimizerContract() = default;
+
+    const TorchRelease& release() const { return release_; }
 
     // The torch.optim class name this contract reproduces ("Adam", "SGD", …).
     virtual std::string name() const = 0;
@@ -63,6 +70,11 @@ public:
 protected:
     // Contract-specific refusals for one normalized group; throw ContractError.
     virtual void validateGroup(const GroupOptions& group) const;
+    // True when reproducing torch 2.x, whose update rules differ from 1.13's in places.
+    bool torch2() const { return release_.major >= 2; }
+
+private:
+    TorchRelease release_;
 };
 
 }  // namespace zkdv::optim
