@@ -94,14 +94,6 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
     QVERIFY2(expectedFile.open(QIODevice::ReadOnly), qPrintable("missing " + expectedPath));
     const QJsonObject expected = parseObject(expectedFile.readAll(), "the expected results");
 
-    // A known misreading of a golden tape by the current reader, until the reader is fixed; the
-    // expected file says what the tape's writer and reader of its time found, and an XPASS here
-    // means the marker can go.
-    QEXPECT_FAIL("synthetic-sgd-1.0.zkdv",
-                 "the reader draws the sampled checks of a 1.0 tape from splitmix64 started at sampling.seed (spec 5.2, "
-                 "seed-chosen), but the 1.0 spec named no generator and the only 1.0 writer (the synthetic demo of "
-                 "f46a2e6) started it at seed ^ 0x5A4B4456: refused at transaction 0",
-                 Abort);
     const Run verify = runAudit({QStringLiteral("verify"), QStringLiteral("--json"), tapePath});
     QVERIFY2(verify.exitCode == 0, (verify.err + verify.out).constData());
     const QJsonObject found = parseObject(verify.out, "verify --json");
@@ -111,6 +103,17 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
         QVERIFY2(found.contains(it.key()), qPrintable("verify --json has no " + it.key()));
         QCOMPARE(found.value(it.key()), it.value());
     }
+    // info shows the root's generator, and none where a 1.0 root names none (spec 5.2).
+    const QString format = expected.value(QStringLiteral("format")).toString();
+    const Run info = runAudit({QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("--quiet"), tapePath});
+    QVERIFY2(info.exitCode == 0, (info.err + info.out).constData());
+    const QJsonObject sampling =
+        parseObject(info.out, "info --json").value(QStringLiteral("root")).toObject().value(QStringLiteral("sampling")).toObject();
+    QVERIFY2(sampling.contains(QStringLiteral("generator")), info.out.constData());
+    if (format == QLatin1String("1.0"))
+        QVERIFY2(sampling.value(QStringLiteral("generator")).isNull(), info.out.constData());
+    else
+        QCOMPARE(sampling.value(QStringLiteral("generator")).toString(), QStringLiteral("splitmix64"));
 
     // The case is made beside a copy, so the committed tree is never written.
     zkdv::test::TempDir dir;
@@ -124,7 +127,6 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
     // Tapes before 1.2 do not record the training's intra-op thread count, so a replay would
     // take libtorch's default of the machine running the test. The golden ones were recorded
     // with 1 (README), which the replay is told.
-    const QString format = expected.value(QStringLiteral("format")).toString();
     if (format == QLatin1String("1.0") || format == QLatin1String("1.1"))
         replayArguments << QStringLiteral("--intra-op-threads") << QStringLiteral("1");
     const Run replay = runAudit(replayArguments);
