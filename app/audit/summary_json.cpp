@@ -23,8 +23,9 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     };
     if (summary.fileSha256)
         out["file_sha256"] = toHex(*summary.fileSha256);
-    if (summary.root)
-        out["sampling_guarantee"] = std::string(samplingGuaranteeName(samplingGuaranteeOf(summary.root->formatMinor)));
+    // null when the scan did not reach a root (docs/cli-json.md: members are never left out)
+    out["sampling_guarantee"] =
+        summary.root ? json(std::string(samplingGuaranteeName(samplingGuaranteeOf(summary.root->formatMinor)))) : json();
     if (summary.problem)
         out["problem"] = {{"record", summary.problem->recordIndex},
                           {"byte_offset", summary.problem->byteOffset},
@@ -56,7 +57,7 @@ nlohmann::json rootJson(const RootRecord& root)
         {"optimizer", {{"contract", root.optimizerContract}, {"groups", groups}}},
         {"program", {{"kind", root.programKind}, {"sha256", toHex(root.programSha256)}, {"embedded", root.programEmbedded}, {"entry", root.programEntry}}},
         {"replay_snapshot_interval", root.snapshotInterval},
-        {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}, {"generator", root.samplingGenerator}}},
+        {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}, {"generator", root.samplingGenerator.empty() ? json() : json(root.samplingGenerator)}}},
         {"max_in_flight", root.maxInFlight},
         {"overlap", root.overlap},
         {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},

@@ -131,11 +131,13 @@ std::string RootRecord::toJson() const
         {"optimizer", {{"contract", optimizerContract}, {"groups", groups}}},
         {"program", {{"kind", programKind}, {"sha256", toHex(programSha256)}, {"embedded", programEmbedded}, {"entry", programEntry}}},
         {"replay_snapshot_interval", snapshotInterval},
-        {"sampling", {{"state_check_probability", stateCheckProbability}, {"update_check_probability", updateCheckProbability}, {"seed", samplingSeed}, {"generator", samplingGenerator}}},
+        {"sampling", {{"state_check_probability", stateCheckProbability}, {"update_check_probability", updateCheckProbability}, {"seed", samplingSeed}}},
         {"max_in_flight", maxInFlight},
         {"overlap", overlap},
         {"metadata", parseUntrustedJson(metadataJson, "run metadata")},
     };
+    if (!samplingGenerator.empty())
+        root["sampling"]["generator"] = samplingGenerator;
     return root.dump();
 }
 
@@ -236,6 +238,9 @@ RootRecord RootRecord::parse(ByteSpan payload)
             fail("sampling.generator: expected \"splitmix64\", found " + generator->dump());
     } else if (record.formatMinor >= 1) {
         fail("missing member sampling.generator");
+    } else {
+        // A 1.0 root names no generator, and none is made up for it (spec 5.2).
+        record.samplingGenerator.clear();
     }
     record.maxInFlight = static_cast<int>(integerMember(root, "max_in_flight", "root", 1));
     record.overlap = stringMember(root, "overlap", "root");

@@ -6,19 +6,41 @@
 
 namespace zkdv {
 
+namespace {
+
+// From this minor version on, the spec names the sampling generator and its draw order
+// (section 5.2, root sampling.generator); a 1.0 tape names no draw rule.
+constexpr int kNamedSamplingMinor = 1;
+
+}  // namespace
+
 std::string_view samplingGuaranteeName(SamplingGuarantee guarantee)
 {
-    return guarantee == SamplingGuarantee::ChainBound ? "chain-bound" : "seed-chosen";
+    switch (guarantee) {
+    case SamplingGuarantee::Unenforced: return "unenforced";
+    case SamplingGuarantee::SeedChosen: return "seed-chosen";
+    case SamplingGuarantee::ChainBound: return "chain-bound";
+    }
+    return "chain-bound";
 }
 
 std::string_view samplingGuaranteeText(SamplingGuarantee guarantee)
 {
-    return guarantee == SamplingGuarantee::ChainBound ? "chain-bound" : "seed-chosen (pre-1.3, weaker)";
+    switch (guarantee) {
+    case SamplingGuarantee::Unenforced: return "unenforced (format 1.0 names no draw rule)";
+    case SamplingGuarantee::SeedChosen: return "seed-chosen (pre-1.3, weaker)";
+    case SamplingGuarantee::ChainBound: return "chain-bound";
+    }
+    return "chain-bound";
 }
 
 SamplingGuarantee samplingGuaranteeOf(int formatMinor)
 {
-    return formatMinor >= tape::kChainBoundSamplingMinor ? SamplingGuarantee::ChainBound : SamplingGuarantee::SeedChosen;
+    if (formatMinor >= tape::kChainBoundSamplingMinor)
+        return SamplingGuarantee::ChainBound;
+    // 1.1 named the generator and the draw order (spec 5.2); 1.0 said only "a generator seeded
+    // with sampling.seed", and its one writer started splitmix64 at seed ^ 0x5A4B4456.
+    return formatMinor >= kNamedSamplingMinor ? SamplingGuarantee::SeedChosen : SamplingGuarantee::Unenforced;
 }
 
 SamplingSchedule::SamplingSchedule(const RootRecord& root)
@@ -29,7 +51,7 @@ SamplingSchedule::SamplingSchedule(const RootRecord& root)
 
 SampledChecks SamplingSchedule::next(const Digest& anchor)
 {
-    if (guarantee_ == SamplingGuarantee::SeedChosen)
+    if (guarantee_ != SamplingGuarantee::ChainBound)
         return select(seedStream_);
     SamplingGenerator keyed(seed_ ^ readLittleEndian<std::uint64_t>(anchor.data()));
     return select(keyed);

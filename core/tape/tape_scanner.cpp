@@ -710,9 +710,13 @@ private:
     }
 
     // The checks a transaction carries are the ones its draws select (spec 5.2): a sampled
-    // check left out, or one added where none was drawn, is the trainer choosing.
+    // check left out, or one added where none was drawn, is the trainer choosing. A 1.0 tape
+    // names no draw rule, so which of its transactions carry checks is not enforced (the
+    // checks they carry are read and replayed all the same).
     void checkSampledChecks(const TransactionRecord& transaction, const RecordLocation& location)
     {
+        if (!sampling_->enforced())
+            return;
         const SampledChecks drawn = sampling_->next(samplingAnchor_);
         // A model without parameters has no deltas to record: its update checks hold vacuously.
         const bool hasDeltas = root_->parameters.empty() ? drawn.update : !transaction.deltas.empty();

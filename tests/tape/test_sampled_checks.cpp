@@ -2,13 +2,17 @@
 // dishonest trainer who removes, adds or moves a sampled check, or records other optimizer
 // options than the root's, and re-chains the tape, is refused by verify and by ingest, on
 // tapes of the C++ recorder, of the Python producer (formats 1.3 and 1.2) and on random tapes.
+// A format 1.0 tape names no draw rule, so which of its transactions carry checks is not
+// enforced (guarantee "unenforced"), where 1.1 and 1.2 tapes are held to their draws.
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QJsonValue>
 #include <QProcess>
 #include <QtTest>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
@@ -185,6 +189,8 @@ private Q_SLOTS:
     void editedChainBoundTapeIsRedrawn();
     void dodgingACheckCostsAHashSearch_data();
     void dodgingACheckCostsAHashSearch();
+    void format10DrawsAreUnenforced_data();
+    void format10DrawsAreUnenforced();
 
 private:
     void addTapeRows();
@@ -499,6 +505,142 @@ void TestSampledChecks::dodgingACheckCostsAHashSearch()
     qInfo("%s: dodging the update check of transaction %llu and keeping %llu later transactions' draws took %llu extra record digests",
           qPrintable(tape), static_cast<unsigned long long>(*victim),
           static_cast<unsigned long long>(layout.transactions.size() - *victim - 1), static_cast<unsigned long long>(statistics.digestsTried));
+}
+
+void TestSampledChecks::format10DrawsAreUnenforced_data()
+{
+    QTest::addColumn<int>("minor");
+    QTest::newRow("1.0: accepted, unenforced") << 0;
+    QTest::newRow("1.1: refused, seed-chosen") << 1;
+    QTest::newRow("1.2: refused, seed-chosen") << 2;
+}
+
+void TestSampledChecks::format10DrawsAreUnenforced()
+{
+    // Format 1.0 said only "a generator seeded with sampling.seed" and named neither generator
+    // nor draw order (1.1 named them; the one 1.0 writer started splitmix64 at seed ^
+    // 0x5A4B4456). So a reader refuses no 1.0 tape for where its checks lie, while a tape of 1.1
+    // or 1.2 must carry exactly the checks of splitmix64 started at sampling.seed (spec 5.2).
+    // The same tape, with every transaction's checks the opposite of those draws, labelled
+    // 1.0, 1.1 and 1.2:
+    QFETCH(int, minor);
+    SyntheticDemoOptions options;
+    options.steps = 12;
+    options.batchSize = 2;
+    options.snapshotInterval = 6;
+    options.updateCheckProbability = 0.4;
+    options.stateCheckProbability = 0.4;
+    options.seed = 11;
+    const std::string source = fresh("format-1.3");
+    writeSyntheticDemoTape(source, options);
+    const TapeLayout sourceLayout = layoutOf(source);
+    const RootRecord& root = *sourceLayout.root;
+    QVERIFY(root.parameters.size() >= 2);
+
+    // The seed-chosen draws, computed here; the rewritten tape carries the other checks.
+    std::vector<std::pair<bool, bool>> opposite;
+    SamplingGenerator stream(root.samplingSeed);
+    for (std::size_t t = 0; t < sourceLayout.transactions.size(); ++t) {
+        const bool update = stream.uniform() < root.updateCheckProbability;
+        const bool state = stream.uniform() < root.stateCheckProbability;
+        opposite.emplace_back(!update, !state);
+    }
+    auto relabel = [&](RawRecord& record) {
+        if (record.type != tape::RecordType::Root)
+            return;
+        nlohmann::json json = nlohmann::json::parse(record.payload.begin(), record.payload.end());
+        json["format"]["minor"] = minor;
+        if (minor == 0)
+            json["sampling"].erase("generator");  // since 1.1
+        if (minor < 2)
+            json["producer"].erase("intra_op_threads");  // since 1.2
+        const std::string text = json.dump();
+        record.payload.assign(text.begin(), text.end());
+    };
+    std::uint64_t transaction = 0;
+    const std::string relabelled = fresh("format-1." + std::to_string(minor));
+    rewriteTape(
+        source, relabelled,
+        [&](RawRecord& record) {
+            relabel(record);
+            if (record.type != tape::RecordType::Transaction)
+                return;
+            const TransactionSeen& seen = sourceLayout.transactions[transaction];
+            const auto [update, state] = opposite[transaction++];
+            if (update != seen.deltas)
+                apply(update ? Change::AddUpdate : Change::RemoveUpdate, record, root);
+            if (state != seen.stateDigest)
+                apply(state ? Change::AddState : Change::RemoveState, record, root);
+        },
+        Draws::Leave);
+    QCOMPARE(transaction, std::uint64_t(sourceLayout.transactions.size()));
+
+    const TapeSummary summary = scanTape(relabelled);
+    QCOMPARE(summary.formatMinor, std::uint16_t(minor));
+    QString output;
+    int exitCode = -1;
+    QVERIFY(runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE),
+                       {QStringLiteral("verify"), QString::fromStdString(relabelled), QStringLiteral("--json"), QStringLiteral("--quiet")}, &output,
+                       &exitCode));
+    const QJsonObject json = QJsonDocument::fromJson(output.toUtf8()).object();
+    CaseStore store(dir_.file("format-1." + std::to_string(minor) + "-" + std::to_string(files_) + ".zkaudit"), CaseStore::Access::ReadWrite);
+    if (minor >= 1) {
+        // Refused at transaction 0, whose draws the opposite checks miss, by verify and ingest.
+        QVERIFY2(summary.status == TapeStatus::Corrupt, describe(summary).c_str());
+        const TransactionSeen& first = sourceLayout.transactions.front();
+        QCOMPARE(summary.problem->recordIndex, first.record);
+        const std::string where = "transaction 0 (offset " + std::to_string(summary.problem->byteOffset) + "): ";
+        QVERIFY2(summary.problem->message.rfind(where, 0) == 0, summary.problem->message.c_str());
+        QVERIFY2(summary.problem->message.find("(seed-chosen draw ") != std::string::npos, summary.problem->message.c_str());
+        QCOMPARE(exitCode, 1);
+        QCOMPARE(json.value(QStringLiteral("status")).toString(), QStringLiteral("corrupt"));
+        QCOMPARE(json.value(QStringLiteral("sampling_guarantee")).toString(), QStringLiteral("seed-chosen"));
+        QVERIFY_THROWS_EXCEPTION(IngestError, store.ingestTape(relabelled));
+        QVERIFY(store.tapes().empty());
+        return;
+    }
+
+    // 1.0: intact, with checks on other transactions than splitmix64(seed) draws.
+    QVERIFY2(summary.complete(), describe(summary).c_str());
+    const TapeLayout layout = layoutOf(relabelled);
+    QCOMPARE(layout.root->samplingGenerator, std::string());
+    for (std::size_t t = 0; t < layout.transactions.size(); ++t) {
+        QCOMPARE(layout.transactions[t].deltas, opposite[t].first);
+        QCOMPARE(layout.transactions[t].stateDigest, opposite[t].second);
+    }
+    QCOMPARE(exitCode, 0);
+    QCOMPARE(json.value(QStringLiteral("sampling_guarantee")).toString(), QStringLiteral("unenforced"));
+    QVERIFY(runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), {QStringLiteral("verify"), QString::fromStdString(relabelled), QStringLiteral("--quiet")},
+                       &output, &exitCode));
+    QVERIFY2(output.contains(QStringLiteral("sampling: unenforced (format 1.0 names no draw rule)")), qPrintable(output));
+    // info names no generator the root does not name.
+    QVERIFY(runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE),
+                       {QStringLiteral("info"), QString::fromStdString(relabelled), QStringLiteral("--json"), QStringLiteral("--quiet")}, &output,
+                       &exitCode));
+    QCOMPARE(exitCode, 0);
+    const QJsonObject info = QJsonDocument::fromJson(output.toUtf8()).object();
+    const QJsonObject sampling = info.value(QStringLiteral("root")).toObject().value(QStringLiteral("sampling")).toObject();
+    QVERIFY2(sampling.contains(QStringLiteral("generator")) && sampling.value(QStringLiteral("generator")).isNull(), qPrintable(output));
+    QCOMPARE(info.value(QStringLiteral("tape")).toObject().value(QStringLiteral("sampling_guarantee")).toString(), QStringLiteral("unenforced"));
+    store.ingestTape(relabelled);
+    QCOMPARE(store.tapes().size(), std::size_t(1));
+
+    // The checks a 1.0 transaction does carry are still read as the spec says: deltas for some
+    // parameters but not all are refused, as in every version.
+    const std::optional<std::uint64_t> victim = firstEligible(layout, Change::RemoveUpdate);
+    QVERIFY(victim);
+    const std::string partial = fresh("format-1.0-partial-deltas");
+    rewriteTape(
+        relabelled, partial,
+        [&](RawRecord& record) {
+            if (test::isTransaction(record, *victim))
+                dropTensors(record, "delta/" + root.parameters.back().name);
+        },
+        Draws::Leave);
+    const TapeSummary refused = scanTape(partial);
+    QVERIFY2(refused.status == TapeStatus::Corrupt, describe(refused).c_str());
+    QCOMPARE(refused.problem->recordIndex, layout.transactions[*victim].record);
+    qInfo("%s", refused.problem->describe().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestSampledChecks)

@@ -684,6 +684,24 @@ void TestTape::sampledChecksFollowTheChainBoundDraws()
     root.formatMinor = 2;
     QCOMPARE(SamplingSchedule(root).guarantee(), SamplingGuarantee::SeedChosen);
     QCOMPARE(SamplingSchedule(root).next(Digest{}).updateDraw, SamplingGenerator(5).uniform());
+    root.formatMinor = 1;
+    QCOMPARE(SamplingSchedule(root).guarantee(), SamplingGuarantee::SeedChosen);
+    QVERIFY(SamplingSchedule(root).enforced());
+    // Format 1.0 names no draw rule (spec 5.2): nothing to enforce, and no generator to name.
+    root.formatMinor = 0;
+    QCOMPARE(SamplingSchedule(root).guarantee(), SamplingGuarantee::Unenforced);
+    QVERIFY(!SamplingSchedule(root).enforced());
+    QCOMPARE(samplingGuaranteeName(SamplingGuarantee::Unenforced), std::string_view("unenforced"));
+    nlohmann::json oneZero = nlohmann::json::parse(smallRoot("program").toJson());
+    oneZero["format"]["minor"] = 0;
+    oneZero["sampling"].erase("generator");
+    const std::string oneZeroText = oneZero.dump();
+    const RootRecord parsed = RootRecord::parse(ByteSpan(std::string_view(oneZeroText)));
+    QCOMPARE(parsed.samplingGenerator, std::string());
+    QVERIFY(!nlohmann::json::parse(parsed.toJson())["sampling"].contains("generator"));
+    oneZero["format"]["minor"] = 1;
+    const std::string oneOneText = oneZero.dump();
+    QVERIFY_THROWS_EXCEPTION(FormatError, RootRecord::parse(ByteSpan(std::string_view(oneOneText))));
 }
 
 void TestTape::rootRefusesWhatTheSpecForbids_data()

@@ -53,6 +53,7 @@ struct RootRecord {
     double stateCheckProbability = 0.0;
     double updateCheckProbability = 0.0;
     std::uint64_t samplingSeed = 0;
+    // "splitmix64" (since 1.1); empty when a 1.0 root names no generator (spec 5.2).
     std::string samplingGenerator = "splitmix64";
     int maxInFlight = 2;
     std::string overlap = "unchecked";

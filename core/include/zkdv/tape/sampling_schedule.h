@@ -12,13 +12,17 @@ namespace zkdv {
 
 struct RootRecord;
 
-// What the draws bind. Before format 1.3 the seed alone decides which transactions are
-// checked, so whoever picks the seed can pick them; since 1.3 each transaction's draws are
-// keyed by the digest of the transaction record before it, so they follow the recorded chain.
-enum class SamplingGuarantee { SeedChosen, ChainBound };
-// "seed-chosen" or "chain-bound", as verify, info and the case show it.
+// What the draws bind (spec 5.2). Format 1.0 names no draw rule (no generator, no draw
+// order), so a reader cannot say which of its transactions had to carry checks and enforces
+// none of that: Unenforced. In formats 1.1 and 1.2 the seed alone decides which transactions
+// are checked, so whoever picks the seed can pick them; since 1.3 each transaction's draws
+// are keyed by the digest of the transaction record before it, so they follow the recorded
+// chain. Whatever the guarantee, the checks a transaction does carry are read and replayed.
+enum class SamplingGuarantee { Unenforced, SeedChosen, ChainBound };
+// "unenforced", "seed-chosen" or "chain-bound", as verify and info show it.
 std::string_view samplingGuaranteeName(SamplingGuarantee guarantee);
-// For people: "chain-bound" or "seed-chosen (pre-1.3, weaker)".
+// For people: "chain-bound", "seed-chosen (pre-1.3, weaker)" or
+// "unenforced (format 1.0 names no draw rule)".
 std::string_view samplingGuaranteeText(SamplingGuarantee guarantee);
 SamplingGuarantee samplingGuaranteeOf(int formatMinor);
 
@@ -35,9 +39,13 @@ public:
     explicit SamplingSchedule(const RootRecord& root);
 
     SamplingGuarantee guarantee() const { return guarantee_; }
+    // Whether a reader refuses a transaction whose checks are not the drawn ones: not for an
+    // unenforced (1.0) tape.
+    bool enforced() const { return guarantee_ != SamplingGuarantee::Unenforced; }
     // The checks of the next transaction (call once per transaction, in transaction order).
     // `anchor` is the digest of the transaction record before it, or of the root record for
-    // transaction 0; seed-chosen tapes do not use it.
+    // transaction 0; seed-chosen tapes do not use it. For an unenforced tape these are the
+    // draws of the seed-chosen rule, which the tape need not follow.
     SampledChecks next(const Digest& anchor);
 
 private:
@@ -47,7 +55,7 @@ private:
     double updateProbability_;
     double stateProbability_;
     std::uint64_t seed_;
-    SamplingGenerator seedStream_;  // the one stream of a seed-chosen tape
+    SamplingGenerator seedStream_;  // the one stream of a seed-chosen (or unenforced) tape
 };
 
 }  // namespace zkdv
