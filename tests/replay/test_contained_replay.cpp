@@ -145,7 +145,7 @@ private:
 void TestContainedReplay::initTestCase()
 {
     honestTape_ = dir_.file("honest.zkdv");
-    const Result recorded = runProcess(QStringLiteral("/usr/bin/python3"),
+    const Result recorded = runProcess(QStringLiteral(ZKDV_TEST_PYTHON),
                                        {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/oracle/record.py"), QString::fromStdString(honestTape_),
                                         QStringLiteral("--steps"), QStringLiteral("36")});
     QVERIFY2(recorded.exitCode == 0 && !recorded.crashed, recorded.err.constData());
@@ -154,7 +154,7 @@ void TestContainedReplay::initTestCase()
 std::string TestContainedReplay::hostileTape(const std::string& kind)
 {
     const std::string program = dir_.file(kind + ".pt");
-    const Result written = runProcess(QStringLiteral("/usr/bin/python3"), {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/replay/hostile_program.py"),
+    const Result written = runProcess(QStringLiteral(ZKDV_TEST_PYTHON), {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/replay/hostile_program.py"),
                                                                           QString::fromStdString(kind), QString::fromStdString(program)});
     if (written.exitCode != 0 || written.crashed)
         throw Error("hostile_program.py " + kind + " failed: " + written.err.toStdString());
