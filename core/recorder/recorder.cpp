@@ -455,6 +455,8 @@ Digest Recorder::chainHead() const
 
 void PreparedOptimizer::step() { recorder_.step(*this); }
 
+const std::vector<optim::SlotState>& PreparedOptimizer::state() const { return recorder_.impl_->state; }
+
 Transaction::Transaction(Transaction&& other) noexcept : recorder_(other.recorder_) { other.recorder_ = nullptr; }
 
 Transaction::~Transaction()

@@ -64,6 +64,10 @@ public:
     void step();
     void zeroGrad() { optimizer_.zeroGrad(); }
     optim::ContractOptimizer& optimizer() { return optimizer_; }
+    // The optimizer state the recorder steps, per parameter in the prepared model's order;
+    // empty before the first transaction. A frontend shows these tensors as its optimizer's
+    // own state (the Python PreparedOptimizer's `state`), so they are never copied.
+    const std::vector<optim::SlotState>& state() const;
 
 private:
     friend class Recorder;
