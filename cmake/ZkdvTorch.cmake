@@ -52,6 +52,14 @@ if(ZKDV_TORCH_PYTHON)
   endif()
 endif()
 
+# The lane's Python: the one whose torch is this libtorch (the Python frontend is built for
+# it, and the tests that run Python use it).
+if(ZKDV_TORCH_PYTHON)
+  set(ZKDV_LANE_PYTHON "${ZKDV_TORCH_PYTHON}")
+else()
+  set(ZKDV_LANE_PYTHON "/usr/bin/python3")
+endif()
+
 # libtorch 2.x headers need C++20 and say so on their `torch` target; 1.13's need C++17.
 get_target_property(_zkdv_torch_features torch INTERFACE_COMPILE_FEATURES)
 if(_zkdv_torch_features MATCHES "cxx_std_20")

@@ -1,0 +1,190 @@
+// zkdv._native: the C++ recorder as the Python frontend (zkdv.torch) drives it. Tensors and
+// TorchScript modules cross as the interpreter's own torch objects (torch's pybind casters,
+// the same libtorch on both sides), so nothing is copied; every error the recorder raises
+// reaches Python as a RuntimeError with the recorder's message.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "zkdv/optim/contract_optimizer.h"
+#include "zkdv/optim/contract_registry.h"
+#include "zkdv/recorder/recorder.h"
+#include "zkdv/util/sha256.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// A torch.optim optimizer's groups as the contract optimizer takes them: the parameters (the
+// optimizer's own tensors) and the options as JSON, which Python writes (zkdv/torch/options.py).
+std::vector<zkdv::optim::ParameterGroup> toGroups(const std::vector<std::pair<std::vector<at::Tensor>, std::string>>& groups)
+{
+    std::vector<zkdv::optim::ParameterGroup> result;
+    for (const auto& [parameters, options] : groups)
+        result.push_back({parameters, zkdv::optim::GroupOptions::parse(options)});
+    return result;
+}
+
+// The contract optimizer behind one prepared torch.optim optimizer. Building it resolves and
+// validates the contract, so prepare() refuses LBFGS, differentiable steps or tensor-valued
+// options at once, before any training.
+class NativeOptimizer {
+public:
+    NativeOptimizer(const std::string& name, const std::vector<std::pair<std::vector<at::Tensor>, std::string>>& groups)
+        : optimizer_(std::make_shared<zkdv::optim::ContractOptimizer>(builtin(name), toGroups(groups)))
+    {
+    }
+
+    // The options of torch's param_groups now, so the recorder's check that they are unchanged
+    // since sealing sees what the next step would really use.
+    void setOptions(const std::vector<std::string>& options)
+    {
+        auto& groups = optimizer_->groups();
+        if (options.size() != groups.size())
+            throw zkdv::optim::ContractError("prepared optimizer options changed after attestation; create a new proof for the new optimizer schedule");
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            groups[g].options = zkdv::optim::GroupOptions::parse(options[g]);
+    }
+
+    std::vector<std::string> numberSlots() const
+    {
+        const auto slots = optimizer_->contract().numberSlots();
+        return {slots.begin(), slots.end()};
+    }
+
+    zkdv::optim::ContractOptimizer& optimizer() { return *optimizer_; }
+
+private:
+    static std::shared_ptr<const zkdv::optim::OptimizerContract> builtin(const std::string& name)
+    {
+        static const zkdv::optim::ContractRegistry registry;
+        return registry.resolve(name);
+    }
+    std::shared_ptr<zkdv::optim::ContractOptimizer> optimizer_;
+};
+
+// One recorder with its open transaction. The transaction is an RAII scope in C++; Python
+// opens and closes it explicitly from its own context manager.
+class NativeRecorder {
+public:
+    NativeRecorder(const std::string& path, double stateCheck, double updateCheck, std::uint64_t seed, const std::string& metadataJson,
+                   bool overwrite, int maxInFlight, int replaySnapshotInterval)
+    {
+        zkdv::RecorderConfig config;
+        config.stateCheckProbability = stateCheck;
+        config.updateCheckProbability = updateCheck;
+        config.samplingSeed = seed;
+        config.metadataJson = metadataJson;
+        config.overwrite = overwrite;
+        config.producerName = "zkdv.torch (Python)";
+        recorder_ = std::make_unique<zkdv::Recorder>(path, config, maxInFlight, replaySnapshotInterval);
+    }
+
+    ~NativeRecorder() { close(); }
+
+    void prepareModel(const torch::jit::Module& program) { model_ = &recorder_->prepare(program); }
+
+    void prepareOptimizer(std::shared_ptr<NativeOptimizer> optimizer)
+    {
+        prepared_ = &recorder_->prepare(optimizer->optimizer());
+        optimizer_ = std::move(optimizer);  // the recorder keeps a reference to it
+    }
+
+    void begin(std::vector<at::Tensor> batch) { open_.emplace(recorder_->transaction(std::move(batch))); }
+    void end() { open_.reset(); }
+    bool committed() const { return open_ && open_->committed(); }
+
+    at::Tensor forward(const torch::jit::Module& program) { return recorder_->forward(program); }
+
+    void step()
+    {
+        if (!prepared_)
+            throw zkdv::RecorderError("prepare the optimizer before stepping it");
+        prepared_->step();
+    }
+
+    // The state in the prepared model's parameter order, as the recorder's own tensors.
+    std::vector<std::map<std::string, at::Tensor>> state() const
+    {
+        if (!prepared_)
+            return {};
+        return {prepared_->state().begin(), prepared_->state().end()};
+    }
+
+    std::vector<at::Tensor> parameters() const { return model_ ? model_->parameters() : std::vector<at::Tensor>{}; }
+
+    void seal() { recorder_->seal(); }
+
+    // Waits for pending records and releases the file; a tape not sealed reads as unsealed.
+    void close()
+    {
+        open_.reset();
+        recorder_.reset();
+    }
+
+    std::string chainHead() const { return zkdv::toHex(live().chainHead()); }
+
+    py::dict statistics() const
+    {
+        const zkdv::RecorderStatistics s = live().statistics();
+        py::dict d;
+        d["transactions"] = s.transactions;
+        d["snapshots"] = s.snapshots;
+        d["aborted_transactions"] = s.abortedTransactions;
+        d["pending_high_water"] = s.pendingHighWater;
+        return d;
+    }
+
+private:
+    const zkdv::Recorder& live() const
+    {
+        if (!recorder_)
+            throw zkdv::RecorderError("this proof is closed");
+        return *recorder_;
+    }
+    std::unique_ptr<zkdv::Recorder> recorder_;
+    std::optional<zkdv::Transaction> open_;
+    std::shared_ptr<NativeOptimizer> optimizer_;
+    zkdv::PreparedModel* model_ = nullptr;
+    zkdv::PreparedOptimizer* prepared_ = nullptr;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m)
+{
+    m.doc() = "The ZKDV C++ recorder, bound for zkdv.torch";
+    py::class_<NativeOptimizer, std::shared_ptr<NativeOptimizer>>(m, "ContractOptimizer")
+        .def(py::init<const std::string&, const std::vector<std::pair<std::vector<at::Tensor>, std::string>>&>(), py::arg("name"),
+             py::arg("groups"))
+        .def("set_options", &NativeOptimizer::setOptions)
+        .def("number_slots", &NativeOptimizer::numberSlots);
+
+    // The training calls release the GIL: the background writer never needs it, and a
+    // second Python thread (a data loader) keeps running while a step computes.
+    py::class_<NativeRecorder>(m, "Recorder")
+        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int>(), py::arg("path"),
+             py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"), py::arg("metadata_json"),
+             py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"))
+        .def("prepare_model", &NativeRecorder::prepareModel)
+        .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
+        .def("begin", &NativeRecorder::begin)
+        .def("end", &NativeRecorder::end)
+        .def("committed", &NativeRecorder::committed)
+        .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())
+        .def("step", &NativeRecorder::step, py::call_guard<py::gil_scoped_release>())
+        .def("state", &NativeRecorder::state)
+        .def("parameters", &NativeRecorder::parameters)
+        .def("seal", &NativeRecorder::seal, py::call_guard<py::gil_scoped_release>())
+        .def("close", &NativeRecorder::close)
+        .def("chain_head", &NativeRecorder::chainHead)
+        .def("statistics", &NativeRecorder::statistics);
+}
