@@ -1,0 +1,26 @@
+"""How a proof records: the sampling policy of spec section 5.2 and the run's metadata."""
+
+import dataclasses
+from typing import Any, Dict
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingPolicy:
+    """The probability that a transaction carries a full-state digest or its full deltas.
+
+    `seed` keys the draws together with the tape's hash chain (format 1.3), so the trainer
+    cannot choose which transactions carry checks after seeing the draws of earlier ones.
+    """
+
+    state_check_probability: float = 0.0
+    update_check_probability: float = 0.0
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ZKDVConfig:
+    """A proof's configuration; `metadata` is free-form JSON stored in the tape's root."""
+
+    sampling_policy: SamplingPolicy = dataclasses.field(default_factory=SamplingPolicy)
+    metadata: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    overwrite: bool = False

@@ -1,0 +1,5 @@
+"""The Torch frontend: zkdv.torch.ZKDV around an ordinary PyTorch training loop."""
+
+from zkdv.torch.proof import ZKDV
+
+__all__ = ["ZKDV"]

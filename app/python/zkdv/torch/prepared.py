@@ -1,0 +1,80 @@
+"""The torch.optim optimizer as proof.prepare() returns it: the Optimizer API, with step()
+running the C++ functional contract on the optimizer's own tensors."""
+
+import torch
+
+from zkdv import _native
+from zkdv.torch.options import group_options_json
+
+
+class PreparedOptimizer(torch.optim.Optimizer):
+    """Keeps the Optimizer API while routing steps through ZKDV.
+
+    `param_groups` are the wrapped optimizer's own; after each step `state` holds the tensors
+    the recorder advanced (the same tensors, not copies), in torch.optim's layout.
+    """
+
+    def __init__(self, proof, optimizer: torch.optim.Optimizer) -> None:  # noqa: super() is the wrapped optimizer
+        if any(_started(state) for state in optimizer.state.values()):
+            raise RuntimeError(
+                "ZKDV starts from fresh optimizer state: prepare the optimizer before its first step"
+            )
+        self.proof = proof
+        self.optimizer = optimizer
+        self.native = _native.ContractOptimizer(
+            type(optimizer).__name__,
+            [(list(group["params"]), group_options_json(group)) for group in optimizer.param_groups],
+        )
+        self._number_slots = frozenset(self.native.number_slots())
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    @property
+    def defaults(self):
+        return self.optimizer.defaults
+
+    def __repr__(self) -> str:
+        return "Prepared" + repr(self.optimizer)
+
+    def step(self, closure=None):
+        if closure is not None:
+            raise RuntimeError("ZKDV records closure-free optimizer steps; call step() without a closure")
+        self.native.set_options([group_options_json(group) for group in self.optimizer.param_groups])
+        self.proof._step(self)
+        return None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        # None, not zeros, by default: the replay computes each step's gradients afresh, and
+        # accumulating into a zero tensor can turn a -0.0 gradient into +0.0.
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state_dict) -> None:
+        raise RuntimeError(
+            "a prepared optimizer starts from fresh state; load the state_dict into the "
+            "optimizer before proof.prepare() (resuming a tape is not supported yet)"
+        )
+
+    def add_param_group(self, param_group) -> None:
+        raise RuntimeError("a prepared optimizer's parameter groups are sealed; create a new proof")
+
+    def _adopt(self, parameters, states) -> None:
+        """Shows the recorder's state as the optimizer's own, slot by slot."""
+
+        for parameter, slots in zip(parameters, states):
+            self.optimizer.state[parameter] = {
+                name: (value.item() if name in self._number_slots else value) for name, value in slots.items()
+            }
+
+
+def _started(state) -> bool:
+    step = state.get("step", 0)
+    return bool(step.item() if isinstance(step, torch.Tensor) else step)

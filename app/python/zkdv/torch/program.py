@@ -1,0 +1,41 @@
+"""The sealed program generated from the user's model and loss module (docs/python.md)."""
+
+from typing import List, Optional
+
+import torch
+from torch import Tensor
+
+
+class TrainingStep(torch.nn.Module):
+    """training_step(batch) = loss(model(batch[0]), batch[1]): what the auditor replays.
+
+    The model output is kept in `output` so that proof.forward() can return it; the loss the
+    tape records, and that backward() differentiates, is the one this program computed.
+    """
+
+    output: Optional[Tensor]
+
+    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+        self.output = None
+
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        output = self.model(batch[0])
+        self.output = output
+        return self.loss(output, batch[1])
+
+
+def seal(model: torch.nn.Module, loss: torch.nn.Module) -> torch.jit.ScriptModule:
+    """Scripts the step. Scripting shares the model's parameter and buffer tensors, so the
+    recorder's updates are the user's model's updates."""
+
+    try:
+        return torch.jit.script(TrainingStep(model, loss))
+    except Exception as error:  # TorchScript's own error names the line it cannot compile
+        raise RuntimeError(
+            "ZKDV could not seal the training step: the model and loss must be TorchScript-"
+            "compatible (torch.jit.script) for this frontend; TorchScript said:\n" + str(error)
+        ) from error

@@ -1,0 +1,197 @@
+"""zkdv.torch.ZKDV: the seed's Torch frontend, recording through the C++ core."""
+
+import json
+import os
+from typing import Any, Optional
+
+import torch
+
+from zkdv import _native
+from zkdv import overlap as overlap_policy
+from zkdv.config import ZKDVConfig
+from zkdv.torch import program
+from zkdv.torch.prepared import PreparedOptimizer
+from zkdv.torch.transaction import EagerTransaction, current_transaction
+
+_UNPREPARED_MODEL = "proof.forward() received an unprepared model; pass it through proof.prepare() first"
+
+
+class ZKDV:
+    """Generate a verification tape around ordinary Torch training steps.
+
+    The tape file is created at once (an existing path is refused unless the config says
+    overwrite). As a context manager the proof seals the tape when the block ends normally;
+    when it ends with an exception the tape is left unsealed, so it never claims a run that
+    did not finish.
+    """
+
+    def __init__(
+        self,
+        path: Any,
+        config: Optional[ZKDVConfig] = None,
+        *,
+        max_in_flight: int = 2,
+        replay_snapshot_interval: int = 12,
+    ) -> None:
+        config = config if config is not None else ZKDVConfig()
+        policy = config.sampling_policy
+        self._native = _native.Recorder(
+            os.fspath(path),
+            state_check_probability=float(policy.state_check_probability),
+            update_check_probability=float(policy.update_check_probability),
+            seed=int(policy.seed),
+            metadata_json=json.dumps(config.metadata),
+            overwrite=bool(config.overwrite),
+            max_in_flight=int(max_in_flight),
+            replay_snapshot_interval=int(replay_snapshot_interval),
+        )
+        self._model: Optional[torch.nn.Module] = None
+        self._loss: Optional[torch.nn.Module] = None
+        self._optimizer: Optional[PreparedOptimizer] = None
+        self._program: Optional[torch.jit.ScriptModule] = None
+        self._parameters = ()
+
+    # ------------------------------------------------------------------ lifetime
+
+    def __enter__(self) -> "ZKDV":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.seal()
+        else:
+            self.close()
+
+    def seal(self) -> None:
+        """Waits for every pending record and writes the seal."""
+
+        self._native.seal()
+        self._native.close()
+
+    def close(self) -> None:
+        """Releases the tape without sealing it (it reads as unsealed)."""
+
+        self._native.close()
+
+    @property
+    def statistics(self) -> dict:
+        return self._native.statistics()
+
+    # ------------------------------------------------------------------ preparing
+
+    def prepare(self, *values: Any) -> Any:
+        """Prepare recognized stateful objects and leave all others unchanged."""
+
+        prepared = tuple(self._prepare(value) for value in values)
+        return prepared[0] if len(prepared) == 1 else prepared
+
+    def _prepare(self, value: Any) -> Any:
+        if isinstance(value, PreparedOptimizer):
+            return value
+        if isinstance(value, torch.optim.Optimizer):
+            if self._optimizer is not None:
+                raise RuntimeError("this proof already prepared an optimizer; a tape records one optimizer")
+            self._optimizer = PreparedOptimizer(self, value)
+            return self._optimizer
+        if isinstance(value, torch.nn.modules.loss._Loss):
+            # The loss module the sealed training step ends in (docs/python.md).
+            if self._loss is not None and self._loss is not value:
+                raise RuntimeError("this proof already prepared a loss module; a tape records one training step")
+            self._loss = value
+            return value
+        if isinstance(value, torch.nn.Module):
+            if self._model is not None and self._model is not value:
+                raise RuntimeError("this proof already prepared a model; a tape records one model")
+            self._model = value
+            return value
+        return value
+
+    # ------------------------------------------------------------------ transactions
+
+    def transaction(self, *, batch: Any, overlap: Any = None) -> EagerTransaction:
+        """Begin an eager transaction before the model forward mutates state."""
+
+        if overlap is None:
+            overlap = overlap_policy.UNCHECKED
+        return EagerTransaction(self, batch, overlap)
+
+    def _open_transaction(self, transaction: EagerTransaction) -> None:
+        batch = transaction.batch
+        if len(batch) != 2 or not all(isinstance(value, torch.Tensor) for value in batch):
+            raise RuntimeError(
+                "a ZKDV Torch transaction's batch is (inputs, targets), two tensors: the sealed "
+                "step is loss(model(inputs), targets) (docs/python.md)"
+            )
+        if self._program is None:
+            self._seal_program()
+        self._native.begin(list(batch))
+
+    def _close_transaction(self, transaction: EagerTransaction) -> None:
+        transaction.loss = None
+        self._native.end()
+
+    def _seal_program(self) -> None:
+        if self._model is None:
+            raise RuntimeError("prepare the model before the first transaction: model = proof.prepare(model)")
+        if self._loss is None:
+            raise RuntimeError(
+                "prepare the loss module with the model, e.g. proof.prepare(model, torch.nn.CrossEntropyLoss(), "
+                "optimizer): the sealed training step ends in it"
+            )
+        if self._optimizer is None:
+            raise RuntimeError("prepare the optimizer before the first transaction: optimizer = proof.prepare(optimizer)")
+        scripted = program.seal(self._model, self._loss)
+        self._native.prepare_model(scripted._c)
+        self._native.prepare_optimizer(self._optimizer.native)
+        self._program = scripted
+        self._parameters = tuple(self._native.parameters())
+
+    def forward(self, model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        """Runs the prepared model; inside a transaction, through the sealed program."""
+
+        if self._model is None or model is not self._model:
+            raise RuntimeError(_UNPREPARED_MODEL)
+        transaction = current_transaction()
+        if transaction is None or transaction.proof is not self:
+            return model(*args, **kwargs)
+        if kwargs or len(args) != 1 or args[0] is not transaction.batch[0]:
+            raise RuntimeError(
+                "inside a ZKDV Torch transaction proof.forward(model, inputs) takes the batch's inputs "
+                "(its first tensor) and nothing else: the sealed step is loss(model(inputs), targets)"
+            )
+        transaction.loss = self._native.forward(self._program._c)
+        output = self._program.output
+        self._program.output = None  # the program holds no tensor between steps
+        return output
+
+    def backward(self, loss: torch.Tensor, gradient: Any = None) -> None:
+        """Differentiates the sealed program's loss (the one the tape records)."""
+
+        transaction = current_transaction()
+        if transaction is None or transaction.proof is not self:
+            torch.autograd.backward(loss, gradient)
+            return
+        recorded = transaction.loss
+        if recorded is None:
+            raise RuntimeError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)")
+        if loss is not recorded and not _same_value(loss, recorded):
+            raise RuntimeError(
+                "proof.backward() received a loss the sealed program did not compute: the tape records "
+                "loss(model(inputs), targets) with the prepared loss module; anything added to it is not replayed"
+            )
+        torch.autograd.backward(recorded, gradient)
+
+    def _step(self, optimizer: PreparedOptimizer) -> None:
+        if self._optimizer is not optimizer:
+            raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
+        self._native.step()
+        optimizer._adopt(self._parameters, self._native.state())
+
+
+def _same_value(loss: torch.Tensor, recorded: torch.Tensor) -> bool:
+    return (
+        isinstance(loss, torch.Tensor)
+        and loss.dtype == recorded.dtype
+        and loss.shape == recorded.shape
+        and bool(torch.equal(loss.detach(), recorded.detach()))
+    )

@@ -1,0 +1,45 @@
+"""One eager training transaction, from before the forward to after the optimizer step."""
+
+from contextvars import ContextVar
+from typing import Optional
+
+from zkdv import overlap as overlap_policy
+
+# One transaction at a time in a thread or task, across every proof (as the seed).
+_CURRENT: ContextVar[Optional["EagerTransaction"]] = ContextVar("zkdv_torch_transaction", default=None)
+
+
+def current_transaction() -> Optional["EagerTransaction"]:
+    return _CURRENT.get()
+
+
+class EagerTransaction:
+    """Keeps a proof transaction open from eager forward through optimizer step.
+
+    Leaving it without an optimizer step aborts it: nothing is written for it.
+    """
+
+    def __init__(self, proof, batch, overlap=overlap_policy.UNCHECKED) -> None:
+        if _CURRENT.get() is not None:
+            raise RuntimeError("nested ZKDV Torch transactions are unsupported")
+        if overlap is not overlap_policy.UNCHECKED:
+            raise ValueError("the only overlap policy is zkdv.overlap.UNCHECKED")
+        self.proof = proof
+        self.batch = tuple(batch)
+        self.overlap = overlap
+        self.loss = None  # the sealed program's loss, once proof.forward() ran
+        proof._open_transaction(self)
+        self._token = _CURRENT.set(self)
+
+    def __enter__(self) -> "EagerTransaction":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._token is None:
+            return
+        _CURRENT.reset(self._token)
+        self._token = None
+        self.proof._close_transaction(self)
