@@ -1,0 +1,82 @@
+"""Shared pieces of the Python frontend's tests: a small MLP task, the two training loops
+(through zkdv.torch and plain torch.optim), and the auditor run on a tape."""
+
+import json
+import os
+import subprocess
+
+import pytest
+import torch
+
+import zkdv
+import zkdv.torch
+
+AUDIT = os.environ.get("ZKDV_AUDIT")
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.nn.Linear(6, 16)
+        self.out = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(x)))
+
+
+def batches(steps, seed=3):
+    generator = torch.Generator().manual_seed(seed)
+    centers = torch.randn(3, 6, generator=generator) * 2
+    for _ in range(steps):
+        y = torch.randint(0, 3, (16,), generator=generator)
+        yield centers[y] + torch.randn(16, 6, generator=generator), y
+
+
+def fresh_mlp(seed=11):
+    torch.manual_seed(seed)
+    return MLP()
+
+
+def train_with_zkdv(path, model, optimizer, steps, config=None, **proof_options):
+    """The ordinary loop, changed where the seed's API asks."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+    losses = []
+    with zkdv.torch.ZKDV(path, config, **proof_options) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, loss_fn, optimizer)
+        for x, y in batches(steps):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                loss = loss_fn(proof.forward(model, x), y)
+                proof.backward(loss)
+                optimizer.step()
+            losses.append(loss.item())
+    return losses
+
+
+def train_plain(model, optimizer, steps):
+    loss_fn = torch.nn.CrossEntropyLoss()
+    losses = []
+    for x, y in batches(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def audit(*arguments):
+    """Runs zkdv-audit ARGUMENTS --json; returns (exit status, parsed output)."""
+    assert AUDIT, "ZKDV_AUDIT names the zkdv-audit to test with (ctest sets it)"
+    done = subprocess.run([AUDIT, *arguments, "--json"], capture_output=True, text=True, timeout=300)
+    try:
+        output = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError("zkdv-audit %s printed no JSON: %s %s" % (arguments, done.stdout, done.stderr))
+    return done.returncode, output
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # The tape records the intra-op thread count, and the replay uses the recorded one.
+    torch.set_num_threads(1)

@@ -1,0 +1,85 @@
+"""The seed's refusals, with the seed's messages, and the C++ recorder's errors as Python
+exceptions carrying the recorder's message."""
+
+import pytest
+import torch
+
+import zkdv.torch
+from conftest import batches, fresh_mlp
+
+
+def prepared(tmp_path, optimizer_type=torch.optim.SGD, **options):
+    proof = zkdv.torch.ZKDV(tmp_path / "refusal.zkdv")
+    model = fresh_mlp()
+    options = options or {"lr": 0.1}
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), optimizer_type(model.parameters(), **options))
+    return proof, model, loss_fn, optimizer
+
+
+def test_nested_transactions_are_refused(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    x, y = next(batches(1))
+    with proof.transaction(batch=(x, y)):
+        with pytest.raises(RuntimeError, match="^nested ZKDV Torch transactions are unsupported$"):
+            proof.transaction(batch=(x, y))
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        optimizer.step()
+    # The refusal left the outer transaction intact: it committed one step.
+    assert proof.statistics["transactions"] == 1
+    proof.seal()
+
+
+def test_unprepared_model_is_refused(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    x, y = next(batches(1))
+    with proof.transaction(batch=(x, y)):
+        with pytest.raises(RuntimeError) as refused:
+            proof.forward(fresh_mlp(), x)
+    assert str(refused.value) == "proof.forward() received an unprepared model; pass it through proof.prepare() first"
+    assert proof.statistics["aborted_transactions"] == 1
+    proof.close()
+
+
+def test_existing_path_is_refused_with_the_recorders_message(tmp_path):
+    path = tmp_path / "exists.zkdv"
+    path.write_bytes(b"not a tape")
+    with pytest.raises(RuntimeError, match="overwrite"):
+        zkdv.torch.ZKDV(path)
+    assert path.read_bytes() == b"not a tape"
+
+
+def test_lbfgs_is_refused_at_prepare(tmp_path):
+    with pytest.raises(RuntimeError, match="LBFGS"):
+        prepared(tmp_path, torch.optim.LBFGS, lr=0.1)
+
+
+def test_tensor_valued_options_are_refused(tmp_path):
+    with pytest.raises(RuntimeError, match="ZKDV requires static optimizer options, but lr"):
+        prepared(tmp_path, torch.optim.SGD, lr=torch.tensor(0.1))
+
+
+def test_options_changed_after_sealing_are_refused(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    data = batches(2)
+    for step, (x, y) in enumerate(data):
+        with proof.transaction(batch=(x, y)):
+            proof.backward(loss_fn(proof.forward(model, x), y))
+            if step == 1:
+                optimizer.param_groups[0]["lr"] = 0.05
+                with pytest.raises(RuntimeError, match="create a new proof for the new optimizer schedule"):
+                    optimizer.step()
+            else:
+                optimizer.step()
+            optimizer.zero_grad()
+    assert proof.statistics["transactions"] == 1
+    proof.close()
+
+
+def test_a_loss_the_program_did_not_compute_is_refused(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    x, y = next(batches(1))
+    with proof.transaction(batch=(x, y)):
+        loss = loss_fn(proof.forward(model, x), y)
+        with pytest.raises(RuntimeError, match="did not compute"):
+            proof.backward(loss + 0.5 * sum(p.square().sum() for p in model.parameters()))
+    proof.close()
