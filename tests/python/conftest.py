@@ -24,6 +24,29 @@ class MLP(torch.nn.Module):
         return self.out(torch.relu(self.hidden(x)))
 
 
+class SmallCNN(torch.nn.Module):
+    """Convolution, BatchNorm (running statistics: buffers the step mutates) and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(4)
+        self.head = torch.nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.norm(self.conv(x)))
+        return self.head(torch.nn.functional.max_pool2d(x, 2).flatten(1))
+
+
+def image_batches(steps, seed=4):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        y = torch.randint(0, 3, (8,), generator=generator)
+        x = torch.randn(8, 1, 8, 8, generator=generator)
+        x[torch.arange(8), 0, 2 * y + 1, :] += 3.0  # a bright row whose position is the class
+        yield x, y
+
+
 def batches(steps, seed=3):
     generator = torch.Generator().manual_seed(seed)
     centers = torch.randn(3, 6, generator=generator) * 2
@@ -37,13 +60,28 @@ def fresh_mlp(seed=11):
     return MLP()
 
 
-def train_with_zkdv(path, model, optimizer, steps, config=None, **proof_options):
+def fresh_cnn(seed=12):
+    torch.manual_seed(seed)
+    return SmallCNN()
+
+
+# The optimizers the tests train with, as an ordinary loop would construct them.
+OPTIMIZERS = {
+    "sgd_momentum": lambda parameters: torch.optim.SGD(parameters, lr=0.05, momentum=0.9),
+    "adam": lambda parameters: torch.optim.Adam(parameters, lr=0.01),
+    "adamw": lambda parameters: torch.optim.AdamW(parameters, lr=0.01),
+    "rmsprop": lambda parameters: torch.optim.RMSprop(parameters, lr=0.01),
+    "adagrad": lambda parameters: torch.optim.Adagrad(parameters, lr=0.05),
+}
+
+
+def train_with_zkdv(path, model, optimizer, steps, config=None, data=batches, **proof_options):
     """The ordinary loop, changed where the seed's API asks."""
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
     with zkdv.torch.ZKDV(path, config, **proof_options) as proof:
         model, loss_fn, optimizer = proof.prepare(model, loss_fn, optimizer)
-        for x, y in batches(steps):
+        for x, y in data(steps):
             with proof.transaction(batch=(x, y)):
                 optimizer.zero_grad()
                 loss = loss_fn(proof.forward(model, x), y)
@@ -53,10 +91,10 @@ def train_with_zkdv(path, model, optimizer, steps, config=None, **proof_options)
     return losses
 
 
-def train_plain(model, optimizer, steps):
+def train_plain(model, optimizer, steps, data=batches):
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
-    for x, y in batches(steps):
+    for x, y in data(steps):
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()

@@ -4,31 +4,63 @@ import pytest
 import torch
 
 import zkdv
-from conftest import audit, fresh_mlp, train_with_zkdv
+import zkdv.torch
+from conftest import OPTIMIZERS, audit, batches, fresh_cnn, fresh_mlp, image_batches, train_with_zkdv
 
-OPTIMIZERS = {
-    "sgd_momentum": lambda parameters: torch.optim.SGD(parameters, lr=0.05, momentum=0.9),
-    "adam": lambda parameters: torch.optim.Adam(parameters, lr=0.01),
-}
+SAMPLED = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.5, update_check_probability=0.5, seed=9))
 
 
-@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
-def test_tape_replays_exact(tmp_path, name):
-    steps = 20
-    tape = tmp_path / ("%s.zkdv" % name)
-    model = fresh_mlp()
-    config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.5, update_check_probability=0.5, seed=9))
-    losses = train_with_zkdv(tape, model, OPTIMIZERS[name](model.parameters()), steps, config, replay_snapshot_interval=6)
-    assert losses[-1] < losses[0], "the loop trains: %s" % losses
-
+def assert_replays_exact(tmp_path, tape, steps):
     status, verified = audit("verify", str(tape))
     assert status == 0 and verified["status"] == "sealed", verified
     assert verified["transactions"] == steps
 
-    case = tmp_path / ("%s.zkaudit" % name)
+    case = tmp_path / (tape.stem + ".zkaudit")
     status, ingested = audit("ingest", str(tape), "--case", str(case))
     assert status == 0, ingested
     status, replayed = audit("replay", str(case), "--select", "all")
     assert status == 0 and replayed["passed"], replayed
     assert replayed["replayed"] == steps
     assert replayed["verdicts"]["exact"] == steps, replayed["verdicts"]
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_mlp_tape_replays_exact(tmp_path, name):
+    steps = 20
+    tape = tmp_path / ("mlp-%s.zkdv" % name)
+    model = fresh_mlp()
+    losses = train_with_zkdv(tape, model, OPTIMIZERS[name](model.parameters()), steps, SAMPLED, replay_snapshot_interval=6)
+    assert losses[-1] < losses[0], "the loop trains: %s" % losses
+    assert_replays_exact(tmp_path, tape, steps)
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam"])
+def test_cnn_with_batchnorm_tape_replays_exact(tmp_path, name):
+    steps = 16
+    tape = tmp_path / ("cnn-%s.zkdv" % name)
+    model = fresh_cnn()
+    running_mean = model.norm.running_mean.clone()
+    train_with_zkdv(tape, model, OPTIMIZERS[name](model.parameters()), steps, SAMPLED, data=image_batches, replay_snapshot_interval=5)
+    # The sealed step updated the user's model's own BatchNorm statistics.
+    assert not torch.equal(model.norm.running_mean, running_mean)
+    assert int(model.norm.num_batches_tracked) == steps
+    assert_replays_exact(tmp_path, tape, steps)
+
+
+def test_an_exception_leaves_the_tape_unsealed_up_to_its_last_step(tmp_path):
+    tape = tmp_path / "interrupted.zkdv"
+    model = fresh_mlp()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    with pytest.raises(KeyboardInterrupt):
+        with zkdv.torch.ZKDV(tape) as proof:
+            model, loss_fn, optimizer = proof.prepare(model, loss_fn, torch.optim.SGD(model.parameters(), lr=0.1))
+            for step, (x, y) in enumerate(batches(10)):
+                with proof.transaction(batch=(x, y)):
+                    proof.backward(loss_fn(proof.forward(model, x), y))
+                    if step == 7:
+                        raise KeyboardInterrupt  # as Ctrl-C between the backward and the step
+                    optimizer.step()
+                    optimizer.zero_grad()
+    status, verified = audit("verify", str(tape))
+    assert status == 1 and verified["status"] == "unsealed", verified
+    assert verified["transactions"] == 7
