@@ -83,3 +83,45 @@ def test_a_loss_the_program_did_not_compute_is_refused(tmp_path):
         with pytest.raises(RuntimeError, match="did not compute"):
             proof.backward(loss + 0.5 * sum(p.square().sum() for p in model.parameters()))
     proof.close()
+
+
+class DropoutMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.nn.Linear(6, 16)
+        self.drop = torch.nn.Dropout(0.5)
+        self.out = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.out(self.drop(torch.relu(self.hidden(x))))
+
+
+def test_random_operations_are_refused_with_the_seeds_message(tmp_path):
+    proof = zkdv.torch.ZKDV(tmp_path / "random.zkdv")
+    model = DropoutMLP()
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    x, y = next(batches(1))
+    with pytest.raises(RuntimeError, match=r"^attested Torch code contains random operations \(aten::dropout\); generate randomness "
+                       "outside the transition and include it in the prepared transaction batch$"):
+        proof.transaction(batch=(x, y))
+    proof.close()
+
+
+def test_parameters_outside_every_group_are_refused(tmp_path):
+    proof = zkdv.torch.ZKDV(tmp_path / "unbound.zkdv")
+    model = fresh_mlp()
+    head_only = list(model.out.parameters())
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), torch.optim.SGD(head_only, lr=0.1))
+    x, y = next(batches(1))
+    with pytest.raises(RuntimeError, match="^prepared optimizer parameters must exactly cover the prepared model"):
+        proof.transaction(batch=(x, y))
+    proof.close()
+
+
+def test_forward_takes_the_batch_inputs(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    x, y = next(batches(1))
+    with proof.transaction(batch=(x, y)):
+        with pytest.raises(RuntimeError, match="takes the batch's inputs"):
+            proof.forward(model, x.clone())
+    proof.close()
