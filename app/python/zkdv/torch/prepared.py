@@ -14,7 +14,9 @@ class PreparedOptimizer(torch.optim.Optimizer):
     the recorder advanced (the same tensors, not copies), in torch.optim's layout.
     """
 
-    def __init__(self, proof, optimizer: torch.optim.Optimizer) -> None:  # noqa: super() is the wrapped optimizer
+    # Optimizer.__init__ is not called: the wrapped optimizer keeps the groups and the state,
+    # and this object only forwards to them, so there is one copy of each.
+    def __init__(self, proof, optimizer: torch.optim.Optimizer) -> None:
         if any(_started(state) for state in optimizer.state.values()):
             raise RuntimeError(
                 "ZKDV starts from fresh optimizer state: prepare the optimizer before its first step"
