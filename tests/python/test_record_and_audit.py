@@ -64,3 +64,27 @@ def test_an_exception_leaves_the_tape_unsealed_up_to_its_last_step(tmp_path):
     status, verified = audit("verify", str(tape))
     assert status == 1 and verified["status"] == "unsealed", verified
     assert verified["transactions"] == 7
+
+
+def test_a_rechained_edit_is_caught_at_its_transaction(tmp_path):
+    """The last transaction's loss halved and the chain and seal recomputed: the tape still
+    verifies as sealed (its draws are keyed by the record before it), and the replay names
+    that transaction, and only it, as diverged."""
+    from tape_edit import rechain_with_scaled_loss
+
+    steps = 10
+    honest, edited = tmp_path / "honest.zkdv", tmp_path / "edited.zkdv"
+    model = fresh_mlp()
+    train_with_zkdv(honest, model, OPTIMIZERS["adam"](model.parameters()), steps, replay_snapshot_interval=4)
+    rechain_with_scaled_loss(honest, edited, steps - 1)
+    assert edited.read_bytes() != honest.read_bytes()
+
+    status, verified = audit("verify", str(edited))
+    assert status == 0 and verified["status"] == "sealed", verified
+    case = tmp_path / "edited.zkaudit"
+    status, ingested = audit("ingest", str(edited), "--case", str(case))
+    assert status == 0, ingested
+    status, replayed = audit("replay", str(case), "--select", "all")
+    assert status == 1 and not replayed["passed"], replayed
+    assert replayed["verdicts"]["exact"] == steps - 1, replayed["verdicts"]
+    assert [(f["index"], f["verdict"]) for f in replayed["first_failures"]] == [(steps - 1, "diverged")], replayed["first_failures"]

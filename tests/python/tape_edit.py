@@ -1,0 +1,62 @@
+"""A dishonest trainer's edit: change one transaction's recorded loss, then recompute every
+digest after it and the seal (docs/tape-format.md section 2), so the tape still reads as a
+sealed, intact chain. Only replay can catch it."""
+
+import hashlib
+import json
+import struct
+import zlib
+
+HEADER = 16
+FRAME_HEADER = 56
+TRANSACTION, SEAL = 4, 5
+
+
+def _records(data):
+    offset = HEADER
+    while offset < len(data):
+        kind, flags, length = struct.unpack_from("<IIQ", data, offset)
+        padded = length + (8 - length % 8) % 8
+        yield kind, flags, bytes(data[offset + FRAME_HEADER:offset + FRAME_HEADER + length])
+        offset += FRAME_HEADER + padded + 32
+
+
+def _frame(kind, flags, payload, previous):
+    head = struct.pack("<IIQ", kind, flags, len(payload))
+    frame = head + struct.pack("<II", zlib.crc32(head), 0) + previous + payload + b"\0" * ((8 - len(payload) % 8) % 8)
+    digest = hashlib.sha256(frame).digest()
+    return frame + digest, digest
+
+
+def _scaled_loss(payload, factor):
+    """The transaction blob with its `loss` scalar (F32) multiplied by factor."""
+    (header_length,) = struct.unpack_from("<Q", payload, 0)
+    header = json.loads(payload[8:8 + header_length])
+    start, end = header["loss"]["data_offsets"]
+    assert header["loss"]["dtype"] == "F32" and end - start == 4, header["loss"]
+    at = 8 + header_length + start
+    (value,) = struct.unpack_from("<f", payload, at)
+    edited = bytearray(payload)
+    struct.pack_into("<f", edited, at, value * factor)
+    return bytes(edited)
+
+
+def rechain_with_scaled_loss(source, target, transaction, factor=0.5):
+    """Writes `target`: `source` with transaction number `transaction`'s loss scaled."""
+    data = open(source, "rb").read()
+    out = bytearray(data[:HEADER])
+    previous = hashlib.sha256(data[:HEADER]).digest()
+    seen = 0
+    for kind, flags, payload in _records(data):
+        if kind == TRANSACTION:
+            if seen == transaction:
+                payload = _scaled_loss(payload, factor)
+            seen += 1
+        if kind == SEAL:
+            seal = json.loads(payload)
+            seal["chain_head"] = previous.hex()
+            payload = json.dumps(seal).encode()
+        frame, previous = _frame(kind, flags, payload, previous)
+        out += frame
+    assert seen > transaction, "the tape has %d transactions" % seen
+    open(target, "wb").write(bytes(out))
