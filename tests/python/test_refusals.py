@@ -125,3 +125,15 @@ def test_forward_takes_the_batch_inputs(tmp_path):
         with pytest.raises(RuntimeError, match="takes the batch's inputs"):
             proof.forward(model, x.clone())
     proof.close()
+
+
+def test_a_proof_that_failed_to_seal_says_so_at_the_next_transaction(tmp_path):
+    proof = zkdv.torch.ZKDV(tmp_path / "half.zkdv")
+    model = fresh_mlp()
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.out.parameters(), lr=0.1))
+    x, y = next(batches(1))
+    with pytest.raises(RuntimeError, match="must exactly cover"):
+        proof.transaction(batch=(x, y))
+    with pytest.raises(RuntimeError, match=r"^this proof could not seal its training step \(prepared optimizer parameters must exactly cover"):
+        proof.transaction(batch=(x, y))
+    proof.close()

@@ -50,6 +50,7 @@ class ZKDV:
         self._optimizer: Optional[PreparedOptimizer] = None
         self._program: Optional[torch.jit.ScriptModule] = None
         self._parameters = ()
+        self._seal_error: Optional[str] = None
 
     # ------------------------------------------------------------------ lifetime
 
@@ -123,12 +124,24 @@ class ZKDV:
                 "step is loss(model(inputs), targets) (docs/python.md)"
             )
         if self._program is None:
-            self._seal_program()
+            self._seal_program_once()
         self._native.begin(list(batch))
 
     def _close_transaction(self, transaction: EagerTransaction) -> None:
         transaction.loss = None
         self._native.end()
+
+    def _seal_program_once(self) -> None:
+        # The recorder binds the model and the optimizer for good, so a proof whose first
+        # sealing failed half-way cannot try again; it says why at every later transaction.
+        if self._seal_error is not None:
+            raise RuntimeError("this proof could not seal its training step (" + self._seal_error + "); create a new proof")
+        try:
+            self._seal_program()
+        except RuntimeError as error:
+            if self._model is not None and self._loss is not None and self._optimizer is not None:
+                self._seal_error = str(error)
+            raise
 
     def _seal_program(self) -> None:
         if self._model is None:
