@@ -1,5 +1,9 @@
 """Tapes recorded through zkdv.torch verify, ingest and replay exact in the C++ auditor."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -88,3 +92,12 @@ def test_a_rechained_edit_is_caught_at_its_transaction(tmp_path):
     assert status == 1 and not replayed["passed"], replayed
     assert replayed["verdicts"]["exact"] == steps - 1, replayed["verdicts"]
     assert [(f["index"], f["verdict"]) for f in replayed["first_failures"]] == [(steps - 1, "diverged")], replayed["first_failures"]
+
+
+def test_the_readme_example_records_a_tape_that_replays_exact(tmp_path):
+    # app/python/examples/train_mlp.py is the README's example: it must keep working as shown.
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "app", "python", "examples", "train_mlp.py")
+    tape = tmp_path / "example.zkdv"
+    done = subprocess.run([sys.executable, example, str(tape)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert_replays_exact(tmp_path, tape, 40)

@@ -1,0 +1,26 @@
+"""An ordinary PyTorch training loop recorded with zkdv.torch (docs/python.md).
+
+usage: train_mlp.py OUT.zkdv
+"""
+import sys
+
+import torch
+import zkdv
+import zkdv.torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+loss_fn = torch.nn.CrossEntropyLoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+data = [(torch.randn(32, 8), torch.randint(0, 3, (32,))) for _ in range(40)]
+
+config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.2, update_check_probability=0.2))
+with zkdv.torch.ZKDV(sys.argv[1], config) as proof:
+    model, loss_fn, optimizer = proof.prepare(model, loss_fn, optimizer)
+    for x, y in data:
+        with proof.transaction(batch=(x, y)):
+            optimizer.zero_grad()
+            loss = loss_fn(proof.forward(model, x), y)
+            proof.backward(loss)
+            optimizer.step()
+print("%s: %d steps, final loss %.4f" % (sys.argv[1], len(data), loss.item()))
