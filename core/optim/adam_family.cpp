@@ -72,10 +72,13 @@ void AdamFamilyContract::update(const std::vector<at::Tensor>& parameters, const
         if (amsgrad) {
             at::Tensor& maxExpAvgSq = requireSlot(state, name(), "max_exp_avg_sq");
             at::maximum_out(maxExpAvgSq, maxExpAvgSq, expAvgSq);
-            denom = (maxExpAvgSq.sqrt() / biasCorrection2Sqrt).add_(eps);
+            denom = maxExpAvgSq.sqrt();
         } else {
-            denom = (expAvgSq.sqrt() / biasCorrection2Sqrt).add_(eps);
+            denom = expAvgSq.sqrt();
         }
+        // torch writes (sqrt(v) / c2).add_(eps), a second temporary; dividing the first in
+        // place gives the same bits with half the allocations (docs/performance.md).
+        denom.div_(biasCorrection2Sqrt).add_(eps);
         parameter.addcdiv_(expAvg, denom, -stepSize);
     }
 }
