@@ -81,6 +81,7 @@ int caseInfo(const std::string& path, bool json)
         nlohmann::json runList = nlohmann::json::array();
         for (const StoredReplayRun& run : replays.runs()) {
             nlohmann::json entry = storedRunJson(run);
+            entry["seal"] = runSealJson(checkRunSeal(store.database(), run.id));
             nlohmann::json failures = nlohmann::json::array();
             for (const StoredVerdict& verdict : replays.verdicts(run.id))
                 if (verdict.verdict == "diverged" || verdict.verdict == "unverifiable")
@@ -111,10 +112,15 @@ int caseInfo(const std::string& path, bool json)
     std::printf("sampled checks: %lld transactions with full deltas, %lld with a state digest\n", static_cast<long long>(deltas),
                 static_cast<long long>(digests));
     for (const StoredReplayRun& run : runs) {
+        // Rows nobody can vouch for say nothing: no PASSED or FAILED is derived from them.
+        const RunSealCheck seal = checkRunSeal(store.database(), run.id);
+        const char* outcome = !seal.vouched() ? "NOT VOUCHED" : run.diverged + run.unverifiable == 0 && run.status == "finished" ? "PASSED" : "FAILED";
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),
-                    run.startedAt.c_str(), run.diverged + run.unverifiable == 0 && run.status == "finished" ? "PASSED" : "FAILED");
+                    run.startedAt.c_str(), outcome);
+        std::printf("  seal: %s%s%s\n", runSealStateName(seal.state), seal.signer.empty() ? "" : (", " + seal.signer).c_str(),
+                    seal.vouched() ? "" : (": " + seal.explanation).c_str());
         std::printf("  %llu selected, %llu replayed: exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu\n",
                     static_cast<unsigned long long>(run.selectedCount), static_cast<unsigned long long>(run.replayed),
                     static_cast<unsigned long long>(run.exact), static_cast<unsigned long long>(run.withinTolerance),

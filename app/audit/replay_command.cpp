@@ -111,6 +111,9 @@ int runReplay(int argc, char** argv)
             for (const TransactionOutcome& failure : summary.firstFailures)
                 std::printf("  transaction %llu: %s\n", static_cast<unsigned long long>(failure.index), failure.detail.c_str());
         }
+        if (!summary.sealProblem.empty())
+            std::fprintf(stderr, "zkdv-audit replay: warning: run %lld was stored unsigned, so no report can vouch for its results: %s\n",
+                         static_cast<long long>(summary.runId), summary.sealProblem.c_str());
         // The program's own output is kept out of stdout, where it could pass for results.
         if (!summary.workerLog.empty())
             std::fprintf(stderr, "zkdv-audit replay: the replay workers' output is in %s\n", summary.workerLog.c_str());

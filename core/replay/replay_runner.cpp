@@ -301,7 +301,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
             for (std::uint64_t index : segment.selected)
                 pending.push_back(unverifiableOutcome(index, input.snapshotInterval, true, problem));
         record(pending);
-        replayStore.finishRun(summary.runId, "finished", problem);
+        summary.sealProblem = replayStore.finishRun(summary.runId, "finished", problem);
         summary.status = "finished";
     } else {
         record(pending);
@@ -351,7 +351,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
             throw;
         }
         summary.status = cancelled ? "cancelled" : "finished";
-        replayStore.finishRun(summary.runId, summary.status, "");
+        summary.sealProblem = replayStore.finishRun(summary.runId, summary.status, "");
     }
     summary.workerLog = log.writtenPath();
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <memory>
 #include <new>
 
@@ -12,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "fork_server.h"
 #include "segment_executor.h"
 #include "worker_protocol.h"
 #include "zkdv/store/database.h"
@@ -225,6 +227,16 @@ int runReplayWorker(int channelFd)
         std::fprintf(stderr, "zkdv-replay-worker: %s\n", error.what());
         return kReplayWorkerExitProtocol;
     }
+}
+
+int runReplayForkServer(int controlFd)
+{
+    return worker::ForkServer::serve(controlFd, [] {
+        const int status = runReplayWorker(3);
+        std::fflush(nullptr);
+        std::cout.flush();
+        return status;
+    });
 }
 
 }  // namespace zkdv

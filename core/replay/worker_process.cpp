@@ -4,6 +4,7 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fork_server.h"
 #include "zkdv/util/error.h"
 
 extern char** environ;
@@ -57,24 +59,20 @@ void closeFd(int& fd)
 
 }  // namespace
 
-WorkerProcess::WorkerProcess(const std::string& executable) : executable_(executable)
+pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::string>& arguments, int output, int errors, int channel)
 {
-    int sockets[2], out[2], err[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
-        fail("cannot create a replay worker's channel");
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-        fail("cannot create a replay worker's output pipes");
-    const int childChannel = highFd(sockets[1]), childOut = highFd(out[1]), childErr = highFd(err[1]);
-    channel_ = sockets[0];
-    output_ = out[0];
-    errors_ = err[0];
-
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, childOut, 1);
-    posix_spawn_file_actions_adddup2(&actions, childErr, 2);
-    posix_spawn_file_actions_adddup2(&actions, childChannel, 3);
+    if (output >= 0)
+        posix_spawn_file_actions_adddup2(&actions, output, 1);
+    else
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    if (errors >= 0)
+        posix_spawn_file_actions_adddup2(&actions, errors, 2);
+    else
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, channel, 3);
     // Nothing else of the parent's (a case's database, the workstation's files) reaches it.
     posix_spawn_file_actions_addclosefrom_np(&actions, 4);
     posix_spawnattr_t attributes;
@@ -88,19 +86,55 @@ WorkerProcess::WorkerProcess(const std::string& executable) : executable_(execut
     posix_spawnattr_setpgroup(&attributes, 0);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     const std::string parent = std::to_string(getpid());
-    const char* argv[] = {executable.c_str(), "--channel", "3", "--parent", parent.c_str(), nullptr};
-    const int spawned = posix_spawn(&pid_, executable.c_str(), &actions, &attributes, const_cast<char**>(argv), environ);
+    std::vector<const char*> argv{executable.c_str()};
+    for (const std::string& argument : arguments)
+        argv.push_back(argument.c_str());
+    for (const char* fixed : {"--channel", "3", "--parent"})
+        argv.push_back(fixed);
+    argv.push_back(parent.c_str());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    const int spawned = posix_spawn(&pid, executable.c_str(), &actions, &attributes, const_cast<char**>(argv.data()), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
+    if (spawned != 0) {
+        errno = spawned;
+        return -1;
+    }
+    return pid;
+}
+
+WorkerProcess::WorkerProcess(const std::string& executable) : executable_(executable)
+{
+    int sockets[2], out[2], err[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
+        fail("cannot create a replay worker's channel");
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+        fail("cannot create a replay worker's output pipes");
+    const int childChannel = highFd(sockets[1]), childOut = highFd(out[1]), childErr = highFd(err[1]);
+    channel_ = sockets[0];
+    output_ = out[0];
+    errors_ = err[0];
+
+    if (std::shared_ptr<ForkServer> server = ForkServer::forExecutable(executable)) {
+        const pid_t forked = server->fork(childChannel, childOut, childErr);
+        if (forked > 0) {
+            pid_ = forked;
+            server_ = std::move(server);
+        }
+    }
+    if (!server_)
+        pid_ = spawnReplayWorker(executable, {}, childOut, childErr, childChannel);
+    const int spawnErrno = errno;
     close(childChannel);
     close(childOut);
     close(childErr);
-    if (spawned != 0) {
+    if (pid_ <= 0) {
         pid_ = -1;
         closeFd(channel_);
         closeFd(output_);
         closeFd(errors_);
-        errno = spawned;
+        errno = spawnErrno;
         fail("cannot start the replay worker " + executable);
     }
     setNonBlocking(channel_);
@@ -176,6 +210,11 @@ void WorkerProcess::kill()
 
 bool WorkerProcess::awaitExit(double seconds)
 {
+    if (server_ && pid_ > 0 && !reaped_) {
+        if (server_->exitStatus(pid_, seconds))
+            return true;
+        return server_->gone();  // reap() says it could not be waited for
+    }
     for (int waited = 0; pid_ > 0 && !reaped_; ++waited) {
         // WNOWAIT leaves it a zombie: its process group cannot be reused before reap().
         siginfo_t info{};
@@ -198,12 +237,20 @@ std::string WorkerProcess::reap()
         // Before waiting, while the group's id still belongs to it: whatever the program
         // started dies with it.
         ::kill(-pid_, SIGKILL);
-        pid_t done;
-        do
-            done = waitpid(pid_, &status_, 0);
-        while (done < 0 && errno == EINTR);
+        if (server_) {
+            // Its parent is the fork server, which keeps it a zombie until released.
+            const std::optional<int> status = server_->exitStatus(pid_, 30.0);
+            status_ = status.value_or(0);
+            waitError_ = status ? 0 : ECHILD;
+            server_->release(pid_);
+        } else {
+            pid_t done;
+            do
+                done = waitpid(pid_, &status_, 0);
+            while (done < 0 && errno == EINTR);
+            waitError_ = done < 0 ? errno : 0;
+        }
         reaped_ = true;
-        waitError_ = done < 0 ? errno : 0;
     }
     if (waitError_ != 0)
         return std::string("could not be waited for: ") + std::strerror(waitError_);

@@ -6,14 +6,24 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace zkdv::worker {
 
+class ForkServer;
+
+// Starts `executable` (the replay worker) in a process group of its own with the given
+// arguments before `--channel 3 --parent PID`, `channel` as its fd 3, `output` and `errors`
+// as its stdout and stderr (-1: /dev/null), stdin /dev/null, nothing else of this process's.
+// Returns its pid, or -1 with errno set.
+pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::string>& arguments, int output, int errors, int channel);
+
 class WorkerProcess {
 public:
-    // Starts `executable`; throws Error naming it when that is impossible.
+    // Starts `executable`, forked by its fork server when it has one (fork_server.h), else
+    // spawned; throws Error naming it when that is impossible.
     explicit WorkerProcess(const std::string& executable);
     ~WorkerProcess();  // kills and reaps the process when it still runs
     WorkerProcess(const WorkerProcess&) = delete;
@@ -50,6 +60,7 @@ private:
     std::string drain(int& fd);
 
     std::string executable_;
+    std::shared_ptr<ForkServer> server_;  // the worker's parent when it was forked
     pid_t pid_ = -1;
     int channel_ = -1, output_ = -1, errors_ = -1;
     std::vector<std::uint8_t> outgoing_;

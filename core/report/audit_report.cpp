@@ -291,6 +291,10 @@ void addSampling(ReportData& report)
                               "that choice was made by the trainer's side, so it is not an audit sample.";
         return;
     }
+    if (!report.seal.vouched()) {
+        report.samplingNote = "No statistical statement: the replay's results cannot be vouched for (" + report.seal.explanation + ").";
+        return;
+    }
     if (report.runStatus != "finished") {
         report.samplingNote = "No statistical statement: the replay did not finish, so the transactions replayed are not the whole "
                               "random sample.";
@@ -374,6 +378,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.diverged = run->diverged;
     report.unverifiable = run->unverifiable;
     report.runProblem = run->problem;
+    report.seal = checkRunSeal(store.database(), run->id);
     const bool severalTapes = store.tapes().size() > 1;
     report.redoCommand = "zkdv-audit replay " + shellWord(store.path()) + (severalTapes ? " --tape " + std::to_string(tape.id) : "") +
                          " --select " + shellWord(run->selection) + " --seed " + std::to_string(run->seed) + " --device " +

@@ -93,6 +93,23 @@ SamplingStatement samplingStatement(std::uint64_t population, std::uint64_t samp
 void writeConclusion(ReportData& report)
 {
     report.warnings.clear();
+    // Rows nobody can vouch for prove nothing either way, a failure no more than a pass: the
+    // report says so and what to do, and draws nothing from them.
+    if (!report.seal.vouched()) {
+        report.passed = false;
+        const bool altered = report.seal.state == RunSealCheck::State::Altered;
+        report.warnings.push_back(std::string(altered ? "The replay results in this case were changed after zkdv stored them: "
+                                                      : "The replay results in this case cannot be vouched for: ") +
+                                  report.seal.explanation + ". Redo the replay with: " + report.redoCommand + ".");
+        if (report.tapeStatus != "sealed")
+            report.warnings.push_back("This tape is incomplete (" + report.tapeStatus + "): it does not prove anything about training beyond " +
+                                      lastTransactionText(report) + ".");
+        report.headline = altered ? "NOT VOUCHED: the replay results in this case were altered after they were stored, so this report "
+                                    "neither confirms nor refutes the tape; replay it again."
+                                  : "NOT VOUCHED: the replay results in this case carry no seal this reader trusts, so this report "
+                                    "neither confirms nor refutes the tape; replay it again.";
+        return;
+    }
     const std::vector<std::uint64_t> diverged = indexesWith(report, "diverged");
     const std::vector<std::uint64_t> unverifiable = indexesWith(report, "unverifiable");
     const bool sealed = report.tapeStatus == "sealed";

@@ -102,7 +102,12 @@ std::string renderReportJson(const ReportData& r)
                      {"redo_command", r.redoCommand},
                      {"selected_count", r.selectedCount},
                      {"replayed_count", r.replayedCount},
-                     {"problem", r.runProblem}};
+                     {"problem", r.runProblem},
+                     {"seal", {{"state", runSealStateName(r.seal.state)},
+                               {"vouched", r.seal.vouched()},
+                               {"signer", r.seal.signer.empty() ? json(nullptr) : json(r.seal.signer)},
+                               {"sealed_at", r.seal.sealedAt.empty() ? json(nullptr) : json(r.seal.sealedAt)},
+                               {"explanation", r.seal.explanation}}}};
     out["counts"] = {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}};
     if (r.sampling) {
         const SamplingStatement& s = *r.sampling;

@@ -300,6 +300,18 @@ DROP TABLE replay_runs;
 ALTER TABLE replay_runs_v6 RENAME TO replay_runs;
 CREATE INDEX replay_runs_by_tape ON replay_runs(tape_id);
 )sql"},
+    // Anyone can edit a case's rows, so a report is derived only from runs whose rows carry
+    // the signature of the zkdv that wrote them (zkdv/store/run_seal.h). Runs stored before
+    // this version have none and read as unsigned.
+    {7, R"sql(
+CREATE TABLE run_seals(
+    run_id INTEGER PRIMARY KEY REFERENCES replay_runs(id) ON DELETE CASCADE,
+    content_sha256 BLOB NOT NULL,
+    public_key BLOB NOT NULL,
+    signature BLOB NOT NULL,
+    sealed_at TEXT NOT NULL
+);
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -7,7 +7,9 @@
 
 #include "zkdv/store/database.h"
 #include "zkdv/store/run_owner.h"
+#include "zkdv/store/run_seal.h"
 #include "zkdv/store/transaction_count.h"
+#include "zkdv/util/auditor_key.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/version.h"
@@ -285,8 +287,18 @@ void ReplayStore::writePending()
     }
 }
 
-void ReplayStore::finishRun(std::int64_t runId, const std::string& status, const std::string& problem)
+std::string ReplayStore::finishRun(std::int64_t runId, const std::string& status, const std::string& problem)
 {
+    // The key is read before the write lock is taken; a run whose key cannot be had is
+    // stored all the same, unsigned, since its results are worth keeping even if no report
+    // can be made from them.
+    std::optional<AuditorKey> key;
+    std::string sealProblem;
+    try {
+        key = AuditorKey::loadOrCreate();
+    } catch (const Error& error) {
+        sealProblem = error.what();
+    }
     BusyTimeout wait(db_, kLongWriteWaitMs);
     SqlTransaction transaction(db_);
     if (!pending_.empty())
@@ -298,8 +310,11 @@ void ReplayStore::finishRun(std::int64_t runId, const std::string& status, const
     else
         update.bind(3, problem);
     update.bind(4, runId).run();
+    if (key)
+        sealRun(db_, runId, *key);
     transaction.commit();
     pending_.clear();
+    return sealProblem;
 }
 
 std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)

@@ -58,6 +58,7 @@ const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 19},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 16}, {"snapshots", 6},  {"payloads", 3},
     {"replay_runs", 20}, {"verdicts", 11},    {"metrics", 16},  {"transaction_orders", 3},
+    {"run_seals", 5},
 };
 
 // A case at the latest schema version, closed again.
@@ -296,7 +297,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 6);
+    QCOMPARE(CaseSchema::latestVersion(), 7);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
@@ -452,7 +453,7 @@ void TestDatabase::versionFiveCaseKeepsItsRunsAndAdmitsInterrupted()
         QVERIFY(caught<DatabaseError>([&] { db.exec("UPDATE replay_runs SET status = 'interrupted' WHERE id = 4"); }));
     }
     Database db(path, Database::Mode::ReadWrite);
-    CaseSchema::upgrade(db);
+    CaseSchema::upgradeTo(db, 6);
     QCOMPARE(db.userVersion(), 6);
     QCOMPARE(count(db, "SELECT count(*) FROM replay_runs WHERE id = 4 AND status = 'running' AND selected_count = 2 AND owner_pid IS NULL"),
              std::int64_t(1));

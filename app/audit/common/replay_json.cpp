@@ -62,6 +62,8 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"problem", s.problem.empty() ? nlohmann::json() : nlohmann::json(s.problem)},
             {"seconds", s.seconds},
             {"worker_log", s.workerLog.empty() ? nlohmann::json() : nlohmann::json(s.workerLog)},
+            {"sealed", s.sealProblem.empty()},
+            {"seal_problem", s.sealProblem.empty() ? nlohmann::json() : nlohmann::json(s.sealProblem)},
             {"first_failures", failures}};
 }
 
@@ -91,6 +93,15 @@ nlohmann::json storedRunJson(const StoredReplayRun& r)
             {"selected", r.selectedCount},
             {"replayed", r.replayed},
             {"verdicts", {{"exact", r.exact}, {"within-tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}}};
+}
+
+nlohmann::json runSealJson(const RunSealCheck& seal)
+{
+    return {{"state", runSealStateName(seal.state)},
+            {"vouched", seal.vouched()},
+            {"signer", seal.signer.empty() ? nlohmann::json() : nlohmann::json(seal.signer)},
+            {"sealed_at", seal.sealedAt.empty() ? nlohmann::json() : nlohmann::json(seal.sealedAt)},
+            {"explanation", seal.explanation}};
 }
 
 }  // namespace zkdv::cli

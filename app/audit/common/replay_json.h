@@ -5,6 +5,7 @@
 
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/run_seal.h"
 
 namespace zkdv::cli {
 
@@ -12,5 +13,6 @@ nlohmann::json comparisonJson(const TensorComparison& comparison);
 nlohmann::json outcomeJson(const TransactionOutcome& outcome);
 nlohmann::json replaySummaryJson(const ReplaySummary& summary);
 nlohmann::json storedRunJson(const StoredReplayRun& run);
+nlohmann::json runSealJson(const RunSealCheck& seal);
 
 }  // namespace zkdv::cli

@@ -59,6 +59,7 @@ struct ReplaySummary {
     double seconds = 0;
     std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing
+    std::string sealProblem;             // why the run was stored unsigned ("" when sealed): no report can vouch for it
 
     bool passed() const { return status == "finished" && diverged == 0 && unverifiable == 0; }
 };

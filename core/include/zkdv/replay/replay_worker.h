@@ -13,4 +13,9 @@ constexpr int kReplayWorkerExitMemory = 4;    // an allocation was refused under
 // Returns the exit status.
 int runReplayWorker(int channelFd);
 
+// Serves as a replay's fork server on `controlFd` (core/replay/fork_server.h) until the
+// replay closes it: each worker it forks runs runReplayWorker on fd 3 and ends with what the
+// program printed flushed. Returns the exit status.
+int runReplayForkServer(int controlFd);
+
 }  // namespace zkdv

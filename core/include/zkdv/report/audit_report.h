@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/replay/divergence.h"
+#include "zkdv/store/run_seal.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -117,6 +118,9 @@ struct ReportData {
     std::uint64_t replayedCount = 0;
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
     std::string runProblem;
+    // Whether the run's rows carry a seal this reader trusts: the conclusion is drawn only
+    // from vouched rows (docs/report.md, "Vouched results").
+    RunSealCheck seal;
 
     // The conclusion.
     bool passed = false;

@@ -93,9 +93,11 @@ public:
     // locked for kBatchWriteWaitMs they are kept in memory and stored with the next call or
     // by finishRun(); other failures throw.
     void storeOutcomes(std::int64_t runId, const std::vector<TransactionOutcome>& outcomes);
-    // Stores whatever storeOutcomes() kept, and the run's end, in one transaction; waits up to
-    // kLongWriteWaitMs for the write lock, then throws DatabaseError (busy()).
-    void finishRun(std::int64_t runId, const std::string& status, const std::string& problem);
+    // Stores whatever storeOutcomes() kept, and the run's end, in one transaction, and seals
+    // the run with this user's signing key (zkdv/store/run_seal.h); waits up to
+    // kLongWriteWaitMs for the write lock, then throws DatabaseError (busy()). Returns why
+    // the run could not be sealed ("" when it was): it is stored unsigned then.
+    std::string finishRun(std::int64_t runId, const std::string& status, const std::string& problem);
     // Outcomes storeOutcomes() accepted that are not in the case yet.
     std::size_t pendingOutcomes() const { return pending_.size(); }
 

@@ -1,0 +1,451 @@
+// Tests for run seals (zkdv/store/run_seal.h): a replay run's rows are signed with the
+// auditor's key when the run ends, and reports and `info` draw a conclusion only from runs
+// whose seal a reader trusts. A case is a file people hand to each other; these tests edit
+// its rows the way anyone with an SQLite shell can.
+#include <QtTest>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_process.h"
+#include "temp_dir.h"
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/report/audit_report.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/store/run_seal.h"
+#include "zkdv/util/auditor_key.h"
+#include "zkdv/util/error.h"
+#include "zkdv/util/sha256.h"
+
+using namespace zkdv;
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+// Points this process's zkdv settings (signing key, trusted keys) at `folder` while it lives.
+class ConfigHome {
+public:
+    explicit ConfigHome(const std::string& folder)
+    {
+        const char* before = std::getenv("ZKDV_CONFIG_HOME");
+        if (before)
+            previous_ = before, hadPrevious_ = true;
+        ::setenv("ZKDV_CONFIG_HOME", folder.c_str(), 1);
+    }
+    ~ConfigHome()
+    {
+        if (hadPrevious_)
+            ::setenv("ZKDV_CONFIG_HOME", previous_.c_str(), 1);
+        else
+            ::unsetenv("ZKDV_CONFIG_HOME");
+    }
+
+private:
+    std::string previous_;
+    bool hadPrevious_ = false;
+};
+
+// Runs SQL on the case file with SQLite itself, as someone editing it by hand would.
+void editByHand(const std::string& casePath, const std::string& sql)
+{
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(casePath.c_str(), &db), SQLITE_OK);
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+    const std::string why = message ? message : "";
+    sqlite3_free(message);
+    sqlite3_close(db);
+    QVERIFY2(rc == SQLITE_OK, (sql + ": " + why).c_str());
+}
+
+TransactionOutcome outcome(std::uint64_t index, Verdict verdict)
+{
+    TransactionOutcome o;
+    o.index = index;
+    o.segment = index / 12;
+    o.verdict = verdict;
+    o.detail = verdict == Verdict::Exact ? "replayed bit for bit" : "parameter w differs after the step (max 3 ULP)";
+    TensorComparison comparison;
+    comparison.tensor = "w";
+    comparison.slot = "param";
+    comparison.verdict = verdict;
+    comparison.metrics.elements = 12;
+    comparison.metrics.bitwiseEqual = verdict == Verdict::Exact;
+    comparison.metrics.maxUlp = verdict == Verdict::Exact ? 0 : 3;
+    comparison.metrics.maxAbs = verdict == Verdict::Exact ? 0 : 1e-7;
+    o.comparisons.push_back(comparison);
+    return o;
+}
+
+// A case with one synthetic tape and one finished run over transactions 0-9 whose
+// transaction `divergedAt` diverged (none when it is >= 10), stored and sealed the way a
+// replay stores it, with the key of the current ZKDV_CONFIG_HOME. Returns the run's id.
+std::int64_t caseWithRun(const std::string& dir, const std::string& casePath, std::uint64_t divergedAt, std::string* sealProblem = nullptr)
+{
+    SyntheticDemoOptions options;
+    options.steps = 24;
+    options.batchSize = 4;
+    options.features = 4;
+    options.classes = 3;
+    options.seed = 7;
+    options.overwrite = true;
+    const std::string tape = dir + "/demo.zkdv";
+    writeSyntheticDemoTape(tape, options);
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    const std::int64_t tapeId = store.ingestTape(tape).tapeId;
+    ReplayStore replay(store.database());
+    ReplayRunInfo info;
+    info.tapeId = tapeId;
+    info.device = "cpu";
+    info.selection = "random:10";
+    info.seed = 3;
+    info.tolerance = "exact";
+    info.selectedCount = 10;
+    const std::int64_t runId = replay.beginRun(info);
+    std::vector<TransactionOutcome> outcomes;
+    for (std::uint64_t i = 0; i < 10; ++i)
+        outcomes.push_back(outcome(i, i == divergedAt ? Verdict::Diverged : Verdict::Exact));
+    replay.storeOutcomes(runId, outcomes);
+    const std::string problem = replay.finishRun(runId, "finished", "");
+    if (sealProblem)
+        *sealProblem = problem;
+    return runId;
+}
+
+QJsonObject readJson(const std::string& path)
+{
+    QFile file(QString::fromStdString(path));
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(file.readAll()).object();
+}
+
+RunSealCheck checkOf(const std::string& casePath, std::int64_t runId)
+{
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    return checkRunSeal(store.database(), runId);
+}
+
+ReportData reportOf(const std::string& casePath)
+{
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    return buildAuditReport(store);
+}
+
+}  // namespace
+
+class TestRunSeal : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void aFinishedRunIsVouched();
+    void forgedPassIsNotReported();
+    void anyEditIsFound_data();
+    void anyEditIsFound();
+    void removedSealReadsUnsigned();
+    void anotherAuditorsKeyIsTrustedOnlyWhenListed();
+    void aForgerSigningWithTheirOwnKeyIsNotTrusted();
+    void noKeyStoresTheRunUnsigned();
+    void badTrustedKeysFileIsNamed();
+    void keyIsPrivateAndMadeOnce();
+    void cliSaysNotVouched();
+};
+
+void TestRunSeal::aFinishedRunIsVouched()
+{
+    test::TempDir dir;
+    ConfigHome home(dir.file("auditor"));
+    const std::string casePath = dir.file("case.zkaudit");
+    std::string problem = "not set";
+    const std::int64_t runId = caseWithRun(dir.path(), casePath, 99, &problem);
+    QCOMPARE(problem, std::string());
+    const RunSealCheck check = checkOf(casePath, runId);
+    QCOMPARE(int(check.state), int(RunSealCheck::State::Vouched));
+    QVERIFY2(contains(check.signer, "this user's key"), check.signer.c_str());
+    QVERIFY(!check.sealedAt.empty());
+    const ReportData report = reportOf(casePath);
+    QVERIFY2(report.passed, report.headline.c_str());
+    QVERIFY2(report.headline.rfind("PASSED", 0) == 0, report.headline.c_str());
+}
+
+// The attack of issue 13, item 2, without SQL that runs: the rows themselves edited. Before
+// run seals the report said "PASSED … bit for bit" for this case.
+void TestRunSeal::forgedPassIsNotReported()
+{
+    test::TempDir dir;
+    ConfigHome home(dir.file("auditor"));
+    const std::string casePath = dir.file("case.zkaudit");
+    const std::int64_t runId = caseWithRun(dir.path(), casePath, 5);
+    {
+        const ReportData honest = reportOf(casePath);
+        QVERIFY(!honest.passed);
+        QVERIFY2(honest.headline.rfind("FAILED", 0) == 0, honest.headline.c_str());
+    }
+    editByHand(casePath,
+               "UPDATE verdicts SET verdict = 'exact', detail = 'replayed bit for bit' WHERE idx = 5;"
+               "UPDATE metrics SET verdict = 'exact', bitwise_equal = 1, max_ulp = 0, max_abs = 0 WHERE idx = 5;");
+    const ReportData report = reportOf(casePath);
+    QVERIFY2(!report.passed, report.headline.c_str());
+    QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0, report.headline.c_str());
+    QCOMPARE(int(report.seal.state), int(RunSealCheck::State::Altered));
+    QVERIFY(!report.sampling.has_value());
+    QVERIFY2(!report.warnings.empty() && contains(report.warnings.front(), "changed after zkdv stored them"),
+             report.warnings.empty() ? "no warning" : report.warnings.front().c_str());
+    QVERIFY2(contains(report.warnings.front(), "zkdv-audit replay"), report.warnings.front().c_str());
+    QCOMPARE(int(checkOf(casePath, runId).state), int(RunSealCheck::State::Altered));
+}
+
+void TestRunSeal::anyEditIsFound_data()
+{
+    QTest::addColumn<QString>("sql");
+    QTest::newRow("verdict") << "UPDATE verdicts SET verdict = 'within-tolerance' WHERE idx = 2";
+    QTest::newRow("detail") << "UPDATE verdicts SET detail = 'fine' WHERE idx = 5";
+    QTest::newRow("a verdict removed") << "DELETE FROM verdicts WHERE idx = 5";
+    QTest::newRow("a verdict added") << "INSERT INTO verdicts(run_id, idx, verdict, segment, selected) VALUES(1, 20, 'exact', 1, 1)";
+    QTest::newRow("a metric value") << "UPDATE metrics SET max_ulp = 0 WHERE idx = 5";
+    QTest::newRow("a value's storage class") << "UPDATE metrics SET ulp_histogram = CAST(ulp_histogram AS TEXT) WHERE idx = 5";
+    QTest::newRow("a metric removed") << "DELETE FROM metrics WHERE idx = 5";
+    QTest::newRow("run status") << "UPDATE replay_runs SET status = 'cancelled'";
+    QTest::newRow("run seed") << "UPDATE replay_runs SET seed = 4";
+    QTest::newRow("run selection") << "UPDATE replay_runs SET selection_spec = 'all'";
+    QTest::newRow("run problem") << "UPDATE replay_runs SET problem = 'none'";
+    QTest::newRow("tape identity") << "UPDATE tapes SET chain_head = 'ab' || substr(chain_head, 3)";
+    QTest::newRow("tape status") << "UPDATE tapes SET status = 'unsealed'";
+    QTest::newRow("signature") << "UPDATE run_seals SET signature = zeroblob(64)";
+    QTest::newRow("stored digest") << "UPDATE run_seals SET content_sha256 = zeroblob(32)";
+    QTest::newRow("short signature") << "UPDATE run_seals SET signature = x'00'";
+}
+
+void TestRunSeal::anyEditIsFound()
+{
+    QFETCH(QString, sql);
+    test::TempDir dir;
+    ConfigHome home(dir.file("auditor"));
+    const std::string casePath = dir.file("case.zkaudit");
+    const std::int64_t runId = caseWithRun(dir.path(), casePath, 5);
+    QCOMPARE(runId, std::int64_t(1));
+    QCOMPARE(int(checkOf(casePath, runId).state), int(RunSealCheck::State::Vouched));
+    editByHand(casePath, sql.toStdString());
+    const RunSealCheck check = checkOf(casePath, runId);
+    QVERIFY2(check.state == RunSealCheck::State::Altered, (runSealStateName(check.state) + std::string(": ") + check.explanation).c_str());
+    const ReportData report = reportOf(casePath);
+    QVERIFY(!report.passed);
+    QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0, report.headline.c_str());
+}
+
+void TestRunSeal::removedSealReadsUnsigned()
+{
+    test::TempDir dir;
+    ConfigHome home(dir.file("auditor"));
+    const std::string casePath = dir.file("case.zkaudit");
+    const std::int64_t runId = caseWithRun(dir.path(), casePath, 99);
+    editByHand(casePath, "DELETE FROM run_seals");
+    const RunSealCheck check = checkOf(casePath, runId);
+    QCOMPARE(int(check.state), int(RunSealCheck::State::Unsigned));
+    QVERIFY2(contains(check.explanation, "no seal"), check.explanation.c_str());
+    const ReportData report = reportOf(casePath);
+    QVERIFY(!report.passed);
+    QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0, report.headline.c_str());
+}
+
+void TestRunSeal::anotherAuditorsKeyIsTrustedOnlyWhenListed()
+{
+    test::TempDir dir;
+    const std::string casePath = dir.file("case.zkaudit");
+    std::int64_t runId = 0;
+    PublicKey alice{};
+    {
+        ConfigHome home(dir.file("alice"));
+        runId = caseWithRun(dir.path(), casePath, 99);
+        alice = AuditorKey::loadOrCreate().publicKey();
+    }
+    ConfigHome home(dir.file("bob"));
+    RunSealCheck check = checkOf(casePath, runId);
+    QCOMPARE(int(check.state), int(RunSealCheck::State::UntrustedSigner));
+    QVERIFY2(contains(check.signer, keyFingerprint(alice)), check.signer.c_str());
+    QVERIFY2(contains(check.explanation, "trusted-keys"), check.explanation.c_str());
+    QVERIFY(!reportOf(casePath).passed);
+
+    QVERIFY(QDir().mkpath(QString::fromStdString(dir.file("bob"))));
+    {
+        std::ofstream trusted(dir.file("bob/trusted-keys"));
+        trusted << "# auditors whose replays I accept\n\n" << toHex(alice) << "  Alice Auditor  \n";
+    }
+    check = checkOf(casePath, runId);
+    QCOMPARE(int(check.state), int(RunSealCheck::State::Vouched));
+    QVERIFY2(contains(check.signer, "(trusted: Alice Auditor)"), check.signer.c_str());
+    const ReportData report = reportOf(casePath);
+    QVERIFY2(report.passed, report.headline.c_str());
+}
+
+void TestRunSeal::aForgerSigningWithTheirOwnKeyIsNotTrusted()
+{
+    test::TempDir dir;
+    const std::string casePath = dir.file("case.zkaudit");
+    std::int64_t runId = 0;
+    {
+        ConfigHome home(dir.file("alice"));
+        runId = caseWithRun(dir.path(), casePath, 5);
+    }
+    // Mallory edits the failure away and seals the result with a key of her own.
+    editByHand(casePath, "UPDATE verdicts SET verdict = 'exact' WHERE idx = 5; UPDATE metrics SET verdict = 'exact' WHERE idx = 5;");
+    {
+        ConfigHome home(dir.file("mallory"));
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        SqlTransaction transaction(store.database());
+        sealRun(store.database(), runId, AuditorKey::loadOrCreate());
+        transaction.commit();
+        QCOMPARE(int(checkRunSeal(store.database(), runId).state), int(RunSealCheck::State::Vouched));  // to Mallory herself
+    }
+    ConfigHome home(dir.file("alice"));
+    const RunSealCheck check = checkOf(casePath, runId);
+    QCOMPARE(int(check.state), int(RunSealCheck::State::UntrustedSigner));
+    const ReportData report = reportOf(casePath);
+    QVERIFY(!report.passed);
+    QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0, report.headline.c_str());
+}
+
+void TestRunSeal::noKeyStoresTheRunUnsigned()
+{
+    test::TempDir dir;
+    {
+        std::ofstream notAFolder(dir.file("settings-file"));
+        notAFolder << "x";
+    }
+    const std::string casePath = dir.file("case.zkaudit");
+    std::string problem;
+    std::int64_t runId = 0;
+    {
+        ConfigHome home(dir.file("settings-file"));  // a file where the folder should be
+        runId = caseWithRun(dir.path(), casePath, 99, &problem);
+    }
+    QVERIFY2(contains(problem, "settings-file"), problem.c_str());
+    ConfigHome home(dir.file("auditor"));
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs();
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs.front().status, std::string("finished"));  // the results are kept
+    QCOMPARE(runs.front().exact, std::uint64_t(10));
+    QCOMPARE(int(checkRunSeal(store.database(), runId).state), int(RunSealCheck::State::Unsigned));
+    QVERIFY(!buildAuditReport(store).passed);
+}
+
+void TestRunSeal::badTrustedKeysFileIsNamed()
+{
+    test::TempDir dir;
+    ConfigHome home(dir.file("auditor"));
+    const std::string casePath = dir.file("case.zkaudit");
+    const std::int64_t runId = caseWithRun(dir.path(), casePath, 99);
+    {
+        std::ofstream trusted(dir.file("auditor/trusted-keys"));
+        trusted << "# ok\n" << std::string(64, 'a') << " fine\nnot-a-key somebody\n";
+    }
+    try {
+        checkOf(casePath, runId);
+        QFAIL("a trusted-keys file with a line that is not a key was read");
+    } catch (const Error& error) {
+        const std::string message = error.what();
+        QVERIFY2(contains(message, "trusted-keys") && contains(message, "line 3") && contains(message, "not-a-key"), message.c_str());
+    }
+}
+
+void TestRunSeal::keyIsPrivateAndMadeOnce()
+{
+    test::TempDir dir;
+    const std::string folder = dir.file("fresh/zkdv");
+    ConfigHome home(folder);
+    QVERIFY(!AuditorKey::existingPublicKey().has_value());
+    // Processes that start at once all end up with the one key that was stored first.
+    std::vector<PublicKey> keys(6);
+    std::vector<std::string> failures(keys.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        threads.emplace_back([&, i] {
+            try {
+                keys[i] = AuditorKey::loadOrCreate().publicKey();
+            } catch (const std::exception& error) {
+                failures[i] = error.what();
+            }
+        });
+    for (std::thread& thread : threads)
+        thread.join();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        QVERIFY2(failures[i].empty(), failures[i].c_str());
+        QVERIFY(keys[i] == keys[0]);
+    }
+    QVERIFY(AuditorKey::existingPublicKey() == keys[0]);
+    struct stat status {};
+    QCOMPARE(::stat((folder + "/signing-key.pem").c_str(), &status), 0);
+    QCOMPARE(status.st_mode & 0777, mode_t(0600));
+    QCOMPARE(QDir(QString::fromStdString(folder)).entryList(QDir::Files | QDir::Hidden).size(), 1);  // no temporary left
+    // A signature verifies with the public key and with no other message.
+    const AuditorKey key = AuditorKey::loadOrCreate();
+    const std::string message = "a run";
+    const Signature signature = key.sign(ByteSpan(std::string_view(message)));
+    QVERIFY(verifySignature(key.publicKey(), ByteSpan(std::string_view(message)), signature));
+    QVERIFY(!verifySignature(key.publicKey(), ByteSpan(std::string_view("a run!")), signature));
+    // A damaged key file is an error naming it, never a new key in its place.
+    {
+        std::ofstream damaged(folder + "/signing-key.pem", std::ios::trunc);
+        damaged << "-----BEGIN PRIVATE KEY-----\nnonsense\n";
+    }
+    try {
+        AuditorKey::loadOrCreate();
+        QFAIL("a damaged signing key was used");
+    } catch (const Error& error) {
+        QVERIFY2(contains(error.what(), "signing-key.pem"), error.what());
+    }
+}
+
+// The same through zkdv-audit: `info` and `report` say NOT VOUCHED for an edited run, and a
+// report made by another user who does not trust the signer does too.
+void TestRunSeal::cliSaysNotVouched()
+{
+    test::TempDir dir;
+    const std::string casePath = dir.file("case.zkaudit");
+    {
+        ConfigHome home(dir.file("auditor"));
+        caseWithRun(dir.path(), casePath, 99);
+    }
+    auto run = [&](const std::string& config, const std::vector<std::string>& arguments, std::string* out) {
+        ConfigHome home(config);  // the child inherits it
+        test::AuditProcess process(test::auditExecutable(), arguments);
+        const int status = process.wait(std::chrono::seconds(60));
+        *out = process.out() + process.err();
+        return status;
+    };
+    std::string out;
+    QCOMPARE(run(dir.file("auditor"), {"info", casePath}, &out), 0);
+    QVERIFY2(contains(out, ": PASSED") && contains(out, "seal: vouched"), out.c_str());
+    QCOMPARE(run(dir.file("auditor"), {"report", casePath, "-o", dir.file("ok.json")}, &out), 0);
+    QJsonObject report = readJson(dir.file("ok.json"));
+    QCOMPARE(report.value("replay").toObject().value("seal").toObject().value("state").toString(), QStringLiteral("vouched"));
+
+    QCOMPARE(run(dir.file("stranger"), {"info", casePath}, &out), 0);
+    QVERIFY2(contains(out, ": NOT VOUCHED") && contains(out, "seal: untrusted-signer"), out.c_str());
+
+    editByHand(casePath, "UPDATE verdicts SET detail = 'edited' WHERE idx = 1");
+    QCOMPARE(run(dir.file("auditor"), {"info", casePath}, &out), 0);
+    QVERIFY2(contains(out, ": NOT VOUCHED") && contains(out, "seal: altered") && !contains(out, "PASSED"), out.c_str());
+    QCOMPARE(run(dir.file("auditor"), {"report", casePath, "-o", dir.file("altered.json")}, &out), 0);
+    report = readJson(dir.file("altered.json"));
+    QCOMPARE(report.value("replay").toObject().value("seal").toObject().value("state").toString(), QStringLiteral("altered"));
+    const QJsonObject conclusion = report.value("conclusion").toObject();
+    QVERIFY2(conclusion.value("headline").toString().startsWith(QStringLiteral("NOT VOUCHED")),
+             qPrintable(QJsonDocument(report).toJson()));
+    QCOMPARE(conclusion.value("passed").toBool(true), false);
+}
+
+QTEST_GUILESS_MAIN(TestRunSeal)
+#include "test_run_seal.moc"
