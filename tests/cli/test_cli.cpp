@@ -7,12 +7,12 @@
 #include <QJsonObject>
 #include <QProcess>
 
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/tape_format.h"
@@ -20,22 +20,12 @@
 #include "zkdv/util/sha256.h"
 
 using namespace zkdv;
+using test::readAll;
+using test::writeAll;
 
 namespace {
 
 constexpr int kSteps = 30;
-
-std::vector<std::uint8_t> readAll(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeAll(const std::string& path, const std::vector<std::uint8_t>& bytes, std::size_t length)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(length));
-}
 
 struct Result {
     int exitCode = -1;
