@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absent_device.h"
 #include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -443,14 +444,14 @@ void TestCli::replayCommand()
     result = runAudit({QStringLiteral("ingest"), tape, QStringLiteral("--case"), replayCase, QStringLiteral("--quiet")});
     QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
 
-    // Usage and input errors: exit 2, nothing stored.
+    // Usage and input errors: exit 2, nothing stored. The device is one past those present.
+    const QString absent = QString::fromStdString(test::absentCudaDevice());
     const std::vector<std::pair<QStringList, QString>> refused = {
         {{QStringLiteral("replay"), replayCase}, QStringLiteral("--select")},
         {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("bogus:1")}, QStringLiteral("bogus:1")},
         {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("ids:999")}, QStringLiteral("999")},
-        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--device"),
-          QStringLiteral("cuda:7")},
-         QStringLiteral("cuda:7")},
+        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--device"), absent},
+         absent},
         {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--tolerance"),
           QStringLiteral("ulp=x")},
          QStringLiteral("ulp")},
