@@ -1,4 +1,5 @@
 #include "zkdv/replay/divergence.h"
+#include "zkdv/replay/divergence_kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -559,6 +560,7 @@ struct Kernels {
     using Block = BlockSums (*)(const std::uint8_t*, const std::uint8_t*, std::size_t, std::uint8_t*);
     using Squares = double (*)(const std::uint8_t*, std::size_t);
     using Count = void (*)(const std::uint8_t*, std::size_t, std::int32_t, UlpHistogram&);
+    const char* name;  // divergenceKernels()
     Block f32Fast, f32Full, f16Fast, f16Full, bf16Fast, bf16Full, f64Full;
     Squares f32Squares, f16Squares, bf16Squares, f64Squares;
     Count count;
@@ -583,6 +585,7 @@ struct Kernels {
         countBins(bins, n, maxBin, h);                                                                          \
     }                                                                                                           \
     const Kernels kernels = {                                                                                   \
+        #ns,                                                                                                    \
         block<NarrowFastKernel<F32Format>>,                                                                     \
         block<NarrowFullKernel<F32Format>>,                                                                     \
         block<NarrowFastKernel<F16Format>>,                                                                     \
@@ -933,6 +936,8 @@ DivergenceMetrics compareScalars(double recorded, double replayed)
     writeLittleEndian(b, bits);
     return computeDivergence(DType::F64, 1, ByteSpan(a, 8), ByteSpan(b, 8));
 }
+
+const char* divergenceKernels() { return selectKernels().name; }
 
 }  // namespace zkdv
 

@@ -7,12 +7,13 @@
 #include <QJsonObject>
 #include <QProcess>
 
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absent_device.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/tape_format.h"
@@ -20,22 +21,12 @@
 #include "zkdv/util/sha256.h"
 
 using namespace zkdv;
+using test::readAll;
+using test::writeAll;
 
 namespace {
 
 constexpr int kSteps = 30;
-
-std::vector<std::uint8_t> readAll(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeAll(const std::string& path, const std::vector<std::uint8_t>& bytes, std::size_t length)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(length));
-}
 
 struct Result {
     int exitCode = -1;
@@ -453,14 +444,14 @@ void TestCli::replayCommand()
     result = runAudit({QStringLiteral("ingest"), tape, QStringLiteral("--case"), replayCase, QStringLiteral("--quiet")});
     QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
 
-    // Usage and input errors: exit 2, nothing stored.
+    // Usage and input errors: exit 2, nothing stored. The device is one past those present.
+    const QString absent = QString::fromStdString(test::absentCudaDevice());
     const std::vector<std::pair<QStringList, QString>> refused = {
         {{QStringLiteral("replay"), replayCase}, QStringLiteral("--select")},
         {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("bogus:1")}, QStringLiteral("bogus:1")},
         {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("ids:999")}, QStringLiteral("999")},
-        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--device"),
-          QStringLiteral("cuda:7")},
-         QStringLiteral("cuda:7")},
+        {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--device"), absent},
+         absent},
         {{QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--tolerance"),
           QStringLiteral("ulp=x")},
          QStringLiteral("ulp")},

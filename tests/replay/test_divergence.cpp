@@ -1,16 +1,21 @@
 // Divergence metrics: hand-computed ULP distances, histogram bins, NaN/Inf mismatches, norms
 // and cosines, every dtype, the bitwise-equal fast path, and a randomized comparison with a
 // plain scalar reference over multi-block tensors. ctest runs this suite twice: with the
-// kernels the CPU selects and with ZKDV_CPU_CAPABILITY=default (the baseline kernels).
+// kernels the CPU selects and with ZKDV_CPU_CAPABILITY=default (the baseline kernels); each
+// run first asserts which kernels it is measuring.
 
 #include <QtTest>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "caught.h"
 #include "zkdv/replay/divergence.h"
+#include "zkdv/replay/divergence_kernels.h"
 #include "zkdv/tape/scalar_value.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/sampling_generator.h"
@@ -70,6 +75,19 @@ int bitWidth(std::uint64_t d)
         d >>= 1;
     }
     return width;
+}
+
+// The kernels this run must measure: AVX2 wherever the CPU has it, unless the run asks for the
+// baseline; the baseline everywhere else.
+std::string expectedKernels()
+{
+    const QByteArray capability = qgetenv("ZKDV_CPU_CAPABILITY");
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (capability != "default" && __builtin_cpu_supports("avx2"))
+        return "avx2";
+#endif
+    return "baseline";
 }
 
 std::uint64_t histogramTotal(const DivergenceMetrics& m)
@@ -189,6 +207,7 @@ class TestDivergence : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void initTestCase();
     void adjacentFloatsAreOneUlpApart();
     void stepsOfOneUlp_data();
     void stepsOfOneUlp();
@@ -210,6 +229,12 @@ private Q_SLOTS:
     void emptyTensors();
     void sizeMismatchThrows();
 };
+
+void TestDivergence::initTestCase()
+{
+    qInfo("divergence kernels: %s (ZKDV_CPU_CAPABILITY=%s)", divergenceKernels(), qgetenv("ZKDV_CPU_CAPABILITY").constData());
+    QCOMPARE(std::string(divergenceKernels()), expectedKernels());
+}
 
 void TestDivergence::adjacentFloatsAreOneUlpApart()
 {
@@ -719,12 +744,10 @@ void TestDivergence::sizeMismatchThrows()
     QVERIFY_THROWS_EXCEPTION(Error, computeDivergence(DType::F32, 4, twelve, sixteen));
     QVERIFY_THROWS_EXCEPTION(Error, computeDivergence(DType::F32, 4, sixteen, twelve));
     QVERIFY_THROWS_EXCEPTION(Error, computeDivergence(DType::F64, 4, sixteen, sixteen));
-    try {
-        computeDivergence(DType::F32, 4, twelve, sixteen);
-    } catch (const Error& e) {
-        const QString message = QString::fromStdString(e.what());
-        QVERIFY2(message.contains("16 bytes") && message.contains("12"), qPrintable(message));
-    }
+    const std::optional<Error> error = test::caught<Error>([&] { computeDivergence(DType::F32, 4, twelve, sixteen); });
+    QVERIFY2(error, "a recorded tensor of 12 bytes for 4 floats was accepted");
+    QCOMPARE(std::string(error->what()), std::string("divergence: 4 elements of F32 need 16 bytes per tensor, but the recorded "
+                                                     "tensor has 12 and the replayed one 16"));
     QCOMPARE(computeDivergence(DType::F32, 4, sixteen, sixteen).elements, std::uint64_t{4});
 }
 

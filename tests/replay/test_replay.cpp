@@ -10,8 +10,11 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
+#include "absent_device.h"
+#include "caught.h"
 #include "dishonest_trainer.h"
 #include "temp_dir.h"
 #include "zkdv/demo/cnn_demo.h"
@@ -358,10 +361,15 @@ void TestReplay::dishonestTrainerIsFound()
     QVERIFY(found);
     QVERIFY2(found->verdict == Verdict::Diverged, found->detail.c_str());
     QVERIFY2(found->detail.find(named.toStdString()) != std::string::npos, found->detail.c_str());
-    // Nothing before the alteration diverged.
+    // Nothing before the alteration diverged, and every one of those transactions was replayed.
+    QCOMPARE(outcomes.size(), std::size_t(kSteps));
+    std::size_t before = 0;
     for (const TransactionOutcome& outcome : outcomes)
-        if (outcome.index < static_cast<std::uint64_t>(transaction))
+        if (outcome.index < static_cast<std::uint64_t>(transaction)) {
             QVERIFY2(outcome.verdict == Verdict::Exact, (std::to_string(outcome.index) + ": " + outcome.detail).c_str());
+            ++before;
+        }
+    QCOMPARE(before, std::size_t(transaction));
     if (what == "loss" || what == "delta") {
         // A claim that does not change the state leaves the following steps exact.
         const TransactionOutcome* after = outcomeAt(outcomes, static_cast<std::uint64_t>(transaction + 1));
@@ -573,6 +581,7 @@ void TestReplay::swappedProgramIsRefusedBeforeItRuns()
     QVERIFY(!summary.passed());
     QVERIFY2(summary.problem.find("program digest mismatch") != std::string::npos, summary.problem.c_str());
     QCOMPARE(summary.unverifiable, kSteps);
+    QCOMPARE(outcomes.size(), std::size_t(kSteps));
     for (const TransactionOutcome& outcome : outcomes) {
         QCOMPARE(outcome.verdict, Verdict::Unverifiable);
         QVERIFY(outcome.comparisons.empty());  // nothing ran
@@ -640,14 +649,12 @@ void TestReplay::absentDeviceIsAnInputError()
     CaseStore store(dir_.file("device.zkaudit"), CaseStore::Access::ReadWrite);
     store.ingestTape(demoTape_);
     ReplayRequest request = replayAll();
-    request.device = "cuda:7";
-    bool refused = false;
-    try {
-        runReplay(store, request);
-    } catch (const ReplayError& error) {
-        refused = std::string(error.what()).find("cuda:7") != std::string::npos;
-    }
-    QVERIFY(refused);
+    // One past the CUDA devices this machine has (cuda:0 where it has none).
+    const std::string absent = test::absentCudaDevice();
+    request.device = absent;
+    const std::optional<ReplayError> refused = test::caught<ReplayError>([&] { runReplay(store, request); });
+    QVERIFY2(refused, ("a replay on the absent " + absent + " was not refused").c_str());
+    QVERIFY2(std::string(refused->what()).find(absent) != std::string::npos, refused->what());
     request.device = "tpu";
     QVERIFY_THROWS_EXCEPTION(ReplayError, runReplay(store, request));
     QVERIFY(ReplayStore(store.database()).runs().empty());  // nothing stored

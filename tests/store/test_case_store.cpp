@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -25,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_schema.h"
@@ -38,20 +38,10 @@
 #include "zkdv/util/sha256.h"
 
 using namespace zkdv;
+using test::readAll;
+using test::writeAll;
 
 namespace {
-
-std::vector<std::uint8_t> readAll(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeAll(const std::string& path, const std::vector<std::uint8_t>& bytes, std::size_t length)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(length));
-}
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <random>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "caught.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
@@ -29,22 +30,19 @@ using zkdv::Statement;
 namespace {
 
 using zkdv::test::caught;
+using zkdv::test::readAll;
+using zkdv::test::writeAll;
 
 bool contains(const std::string& haystack, const std::string& needle)
 {
     return haystack.find(needle) != std::string::npos;
 }
 
-std::vector<char> readFile(const std::string& path)
+// The first column of the first row of `sql`, as text ("" when there is no row).
+std::string textOf(Database& db, const std::string& sql)
 {
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void writeFile(const std::string& path, const std::vector<char>& bytes)
-{
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    Statement row = db.prepare(sql);
+    return row.step() ? row.text(0) : std::string();
 }
 
 std::int64_t count(Database& db, const std::string& sql)
@@ -359,30 +357,39 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
 
 void TestDatabase::versionOneCaseMigratesKeepingItsRows()
 {
-    // A version-1 case as the build of that version left it (the schema check refuses one
-    // put together any other way).
+    // A version-1 case as the build of that version left it: zkdv-audit as of commit f46a2e6
+    // ingested a tape of its own demo (tests/data/cases/make-v1-case.sh). Version 1 stored no
+    // replay results; a run and a verdict its tables admit are added to see them migrate.
     const std::string path = dir_.file("v1.zkaudit");
+    std::filesystem::copy_file(ZKDV_TEST_DATA_DIR "/cases/v1.zkaudit", path);
+    std::string tapeRow;
+    std::int64_t transactions = 0, snapshots = 0, tensors = 0;
+    const std::string tapeColumns = "file_sha256 || chain_head || path || size || status || record_count || transaction_count";
     {
-        Database db(path, Database::Mode::ReadWriteCreate);
-        CaseSchema::upgradeTo(db, 1);
-        db.exec("INSERT INTO tapes(id, file_sha256, chain_head, path, size, status, format_major, format_minor,"
-                " root_json, record_count, transaction_count, snapshot_count, ingested_at)"
-                " VALUES (1, 'f', 'c', '/t', 1, 'sealed', 1, 0, '{}', 0, 0, 0, 'now');"
-                "INSERT INTO replay_runs(id, tape_id, device, selection_spec, started_at, status)"
-                " VALUES (1, 1, 'cpu', 'all', 'now', 'finished');"
-                "INSERT INTO verdicts(run_id, idx, verdict) VALUES (1, 3, 'exact');"
-                "INSERT INTO tensors VALUES (1, 'parameter', 0, 'w', 'float32', '[2]');");
+        Database db(path, Database::Mode::ReadWrite);
+        QCOMPARE(db.userVersion(), 1);
         QCOMPARE(count(db, "SELECT count(*) FROM pragma_table_info('verdicts')"), std::int64_t(4));
+        QCOMPARE(count(db, "SELECT count(*) FROM tapes"), std::int64_t(1));
+        tapeRow = textOf(db, "SELECT " + tapeColumns + " FROM tapes WHERE id = 1");
+        transactions = count(db, "SELECT count(*) FROM transactions WHERE tape_id = 1");
+        snapshots = count(db, "SELECT count(*) FROM snapshots WHERE tape_id = 1");
+        tensors = count(db, "SELECT count(*) FROM tensors WHERE tape_id = 1");
+        QCOMPARE(transactions, std::int64_t(6));
+        QVERIFY(snapshots >= 1 && tensors >= 1);
+        db.exec("INSERT INTO replay_runs(id, tape_id, device, selection_spec, started_at, status)"
+                " VALUES (1, 1, 'cpu', 'all', 'now', 'finished');"
+                "INSERT INTO verdicts(run_id, idx, verdict) VALUES (1, 3, 'exact');");
     }
+    QVERIFY(!tapeRow.empty());
     {
         // Read-only, the old case is refused with what to do, and stays as it was.
-        const std::vector<char> before = readFile(path);
+        const std::vector<std::uint8_t> before = readAll(path);
         Database readOnly(path, Database::Mode::ReadOnly);
         auto refused = caught<zkdv::SchemaUpgradeNeeded>([&] { CaseSchema::upgrade(readOnly); });
         QVERIFY(refused);
         QVERIFY2(contains(refused->what(), "schema version 1") && contains(refused->what(), "open it once for writing"), refused->what());
         QCOMPARE(readOnly.userVersion(), 1);
-        QVERIFY(readFile(path) == before);
+        QVERIFY(readAll(path) == before);
     }
     Database db(path, Database::Mode::ReadWrite);
     CaseSchema::upgrade(db);
@@ -396,12 +403,15 @@ void TestDatabase::versionOneCaseMigratesKeepingItsRows()
     QCOMPARE(count(db, "SELECT count(*) FROM verdicts WHERE idx = 3 AND verdict = 'exact' AND selected = 1"), std::int64_t(1));
     // Migration 4 rebuilt `tapes`: the row moved with its values, and nothing referring to it
     // was cascaded away; foreign keys are on again afterwards.
-    QCOMPARE(count(db, "SELECT count(*) FROM tapes WHERE id = 1 AND file_sha256 = 'f' AND chain_head = 'c' AND size = 1"), std::int64_t(1));
-    QCOMPARE(count(db, "SELECT count(*) FROM tensors WHERE tape_id = 1"), std::int64_t(1));
+    QCOMPARE(textOf(db, "SELECT " + tapeColumns + " FROM tapes WHERE id = 1"), tapeRow);
+    QCOMPARE(count(db, "SELECT count(*) FROM transactions WHERE tape_id = 1"), transactions);
+    QCOMPARE(count(db, "SELECT count(*) FROM snapshots WHERE tape_id = 1"), snapshots);
+    QCOMPARE(count(db, "SELECT count(*) FROM tensors WHERE tape_id = 1"), tensors);
     QCOMPARE(count(db, "PRAGMA foreign_keys"), std::int64_t(1));
     QCOMPARE(count(db, "SELECT count(*) FROM replay_runs WHERE device = 'cpu'"), std::int64_t(1));
     db.exec("DELETE FROM tapes");
     QCOMPARE(count(db, "SELECT count(*) FROM tensors"), std::int64_t(0));
+    QCOMPARE(count(db, "SELECT count(*) FROM transactions"), std::int64_t(0));
     QCOMPARE(count(db, "SELECT count(*) FROM replay_runs"), std::int64_t(0));
 }
 
@@ -498,7 +508,7 @@ void TestDatabase::upgradeIsIdempotent()
 {
     const std::string path = dir_.file("again.zkaudit");
     createCase(path);
-    const std::vector<char> before = readFile(path);
+    const std::vector<std::uint8_t> before = readAll(path);
     QVERIFY(!before.empty());
     {
         Database db(path, Database::Mode::ReadWrite);
@@ -506,13 +516,13 @@ void TestDatabase::upgradeIsIdempotent()
         QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
         QCOMPARE(count(db, "SELECT count(*) FROM case_info WHERE key = 'created_by'"), std::int64_t(1));
     }
-    QVERIFY(readFile(path) == before);
+    QVERIFY(readAll(path) == before);
     {
         // An up-to-date case needs no write: a read-only connection may upgrade it too.
         Database readOnly(path, Database::Mode::ReadOnly);
         CaseSchema::upgrade(readOnly);
     }
-    QVERIFY(readFile(path) == before);
+    QVERIFY(readAll(path) == before);
 }
 
 void TestDatabase::newerCaseIsRefusedAndUntouched()
@@ -524,7 +534,7 @@ void TestDatabase::newerCaseIsRefusedAndUntouched()
         Database db(path, Database::Mode::ReadWrite);
         db.setUserVersion(newer);
     }
-    const std::vector<char> before = readFile(path);
+    const std::vector<std::uint8_t> before = readAll(path);
     for (auto mode : {Database::Mode::ReadWrite, Database::Mode::ReadWriteCreate, Database::Mode::ReadOnly}) {
         Database db(path, mode);
         auto error = caught<zkdv::Error>([&] { CaseSchema::upgrade(db); });
@@ -536,7 +546,7 @@ void TestDatabase::newerCaseIsRefusedAndUntouched()
         QVERIFY2(contains(message, "newer zkdv"), message.c_str());
         QCOMPARE(db.userVersion(), newer);
     }
-    QVERIFY(readFile(path) == before);
+    QVERIFY(readAll(path) == before);
 }
 
 void TestDatabase::foreignDatabaseIsRefusedAndUntouched()
@@ -548,7 +558,7 @@ void TestDatabase::foreignDatabaseIsRefusedAndUntouched()
         Database db(path, Database::Mode::ReadWriteCreate);
         db.exec("PRAGMA journal_mode=DELETE; CREATE TABLE notes(body TEXT); INSERT INTO notes VALUES ('not an audit case');");
     }
-    const std::vector<char> before = readFile(path);
+    const std::vector<std::uint8_t> before = readAll(path);
     {
         Database db(path, Database::Mode::ReadWrite);
         auto error = caught<zkdv::Error>([&] { CaseSchema::upgrade(db); });
@@ -557,7 +567,7 @@ void TestDatabase::foreignDatabaseIsRefusedAndUntouched()
         QCOMPARE(db.userVersion(), 0);
         QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master"), std::int64_t(1));
     }
-    QVERIFY(readFile(path) == before);
+    QVERIFY(readAll(path) == before);
 
     // Another program's application id is refused even without tables.
     const std::string other = dir_.file("other.sqlite");
@@ -565,14 +575,14 @@ void TestDatabase::foreignDatabaseIsRefusedAndUntouched()
         Database db(other, Database::Mode::ReadWriteCreate);
         db.exec("PRAGMA application_id = 1234");
     }
-    const std::vector<char> otherBefore = readFile(other);
+    const std::vector<std::uint8_t> otherBefore = readAll(other);
     {
         Database db(other, Database::Mode::ReadWrite);
         auto error = caught<zkdv::Error>([&] { CaseSchema::upgrade(db); });
         QVERIFY(error);
         QVERIFY2(contains(error->what(), "0x000004D2"), error->what());
     }
-    QVERIFY(readFile(other) == otherBefore);
+    QVERIFY(readAll(other) == otherBefore);
 }
 
 void TestDatabase::missingFileFailsNamingThePath()
@@ -590,22 +600,22 @@ void TestDatabase::missingFileFailsNamingThePath()
 void TestDatabase::nonSqliteFileFailsCleanly()
 {
     std::mt19937 random(12345);
-    std::vector<char> noise(8192);
-    for (char& byte : noise)
-        byte = static_cast<char>(random() & 0xff);
-    const std::vector<std::pair<std::string, std::vector<char>>> files = {
+    std::vector<std::uint8_t> noise(8192);
+    for (std::uint8_t& byte : noise)
+        byte = static_cast<std::uint8_t>(random() & 0xff);
+    const std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files = {
         {dir_.file("noise.zkaudit"), noise},
-        {dir_.file("short.zkaudit"), std::vector<char>{'h', 'e', 'l', 'l', 'o', '\n'}},
+        {dir_.file("short.zkaudit"), std::vector<std::uint8_t>{'h', 'e', 'l', 'l', 'o', '\n'}},
     };
     for (const auto& [path, bytes] : files) {
-        writeFile(path, bytes);
+        writeAll(path, bytes);
         for (auto mode : {Database::Mode::ReadOnly, Database::Mode::ReadWrite, Database::Mode::ReadWriteCreate}) {
             auto error = caught<DatabaseError>([&] { Database db(path, mode); });
             QVERIFY(error);
             QVERIFY2(contains(error->what(), "cannot open case " + path + ": file is not a database"),
                      error->what());
         }
-        QVERIFY(readFile(path) == bytes);
+        QVERIFY(readAll(path) == bytes);
     }
 }
 

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/root_record.h"
@@ -24,20 +24,10 @@
 #include "zkdv/util/sampling_generator.h"
 
 using namespace zkdv;
+using test::readAll;
+using test::writeAll;
 
 namespace {
-
-std::vector<std::uint8_t> readAll(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeAll(const std::string& path, const std::vector<std::uint8_t>& bytes, std::size_t length)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(length));
-}
 
 // Remembers where every record lies and what the visitor saw.
 struct RecordingVisitor : TapeVisitor {

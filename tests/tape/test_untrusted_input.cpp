@@ -13,6 +13,7 @@
 #include <functional>
 #include <future>
 
+#include "file_bytes.h"
 #include "tape_rewriter.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -26,6 +27,8 @@
 #include "zkdv/util/utf8.h"
 
 using namespace zkdv;
+using test::readAll;
+using test::writeAll;
 
 namespace {
 
@@ -33,12 +36,6 @@ namespace {
 constexpr std::size_t kDeep = 200000;
 
 std::string nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
-
-std::vector<std::uint8_t> readAll(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
 
 // Runs `open` on a FIFO nobody writes to. A reader that waits for a writer would block for
 // ever, so after a generous while the test opens the writing end itself to release it and
@@ -196,7 +193,7 @@ void TestUntrustedInput::inMemoryScanMatchesTheFileScan()
     const std::vector<std::uint8_t> bytes = readAll(good_);
     for (std::size_t cut : {bytes.size(), bytes.size() - 1, bytes.size() / 2, std::size_t(20)}) {
         const std::string file = dir_.file("cut.zkdv");
-        std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(cut));
+        writeAll(file, bytes, cut);
         ScanOptions options;
         options.computeFileSha256 = true;
         const TapeSummary fromFile = scanTape(file, nullptr, options);

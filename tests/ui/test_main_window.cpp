@@ -1,5 +1,7 @@
 // The workstation's window on the offscreen platform: drag-and-drop of a valid tape, a
 // corrupt tape and a non-tape file; a replay started from the GUI; shortcuts and settings.
+// Every function gets a new window, its own copy of the tape and no recent files, so each
+// passes alone and in any order (`test_main_window -platform offscreen FUNCTION`).
 
 #include <QtTest>
 
@@ -10,8 +12,7 @@
 #include <QStatusBar>
 #include <QTableView>
 
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 
 #include "jobs/background_job.h"
 #include "main_window.h"
@@ -19,6 +20,7 @@
 #include "plots/chart_panel.h"
 #include "settings.h"
 #include "widgets/case_overview.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/cnn_demo.h"
 #include "zkdv/store/case_store.h"
@@ -67,6 +69,8 @@ class TestMainWindow : public QObject {
 
 private Q_SLOTS:
     void initTestCase();
+    void init();
+    void cleanup();
     void droppedTapeIsIngestedIntoANewCase();
     void droppedCorruptTapeIsRefusedAndNothingIsLost();
     void droppedNonTapeFileIsNamedInTheStatusBar();
@@ -75,8 +79,13 @@ private Q_SLOTS:
     void recentFilesRemembered();
 
 private:
+    // The function's tape ingested into a new case beside it, opened in the window.
+    bool openIngestedCase();
+
     test::TempDir dir_;
-    QString tape_, corrupt_, notes_;
+    QString recordedTape_, corrupt_, notes_;
+    std::unique_ptr<test::TempDir> functionDir_;  // this function's tape and case
+    QString tape_;
     std::unique_ptr<MainWindow> window_;
 };
 
@@ -84,26 +93,48 @@ void TestMainWindow::initTestCase()
 {
     QCoreApplication::setOrganizationName(QStringLiteral("zkdv-tests"));
     QCoreApplication::setApplicationName(QStringLiteral("test_main_window"));
-    Settings::clearRecentFiles();
-    tape_ = QString::fromStdString(dir_.file("demo.zkdv"));
+    recordedTape_ = QString::fromStdString(dir_.file("demo.zkdv"));
     CnnDemoOptions options;
     options.steps = kSteps;
     options.batchSize = 8;
     options.updateCheckProbability = 0.2;
-    runCnnDemo(tape_.toStdString(), options);
+    runCnnDemo(recordedTape_.toStdString(), options);
 
     // The same tape with one payload byte flipped in its middle: the chain breaks there.
-    std::ifstream in(tape_.toStdString(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+    std::vector<std::uint8_t> bytes = test::readAll(recordedTape_.toStdString());
     bytes[bytes.size() / 2] ^= 0x10;
     corrupt_ = QString::fromStdString(dir_.file("corrupt.zkdv"));
-    std::ofstream(corrupt_.toStdString(), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    test::writeAll(corrupt_.toStdString(), bytes);
     QCOMPARE(scanTape(corrupt_.toStdString()).status, TapeStatus::Corrupt);
 
     notes_ = QString::fromStdString(dir_.file("notes.txt"));
-    std::ofstream(notes_.toStdString()) << "not a tape\n";
+    test::writeText(notes_.toStdString(), "not a tape\n");
+}
+
+void TestMainWindow::init()
+{
+    Settings::clearRecentFiles();
+    functionDir_ = std::make_unique<test::TempDir>();
+    tape_ = QString::fromStdString(functionDir_->file("demo.zkdv"));
+    std::filesystem::copy_file(recordedTape_.toStdString(), tape_.toStdString());
     window_ = std::make_unique<MainWindow>();
     window_->show();
+}
+
+void TestMainWindow::cleanup()
+{
+    window_.reset();
+    functionDir_.reset();
+}
+
+bool TestMainWindow::openIngestedCase()
+{
+    const QString casePath = QString::fromStdString(functionDir_->file("demo.zkaudit"));
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);
+        store.ingestTape(tape_.toStdString());
+    }
+    return window_->openCase(casePath) && window_->currentTape() != 0 && window_->transactionModel()->rowCount() == kSteps;
 }
 
 void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
@@ -119,7 +150,7 @@ void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
     QVERIFY(window_->currentJob());
     const auto [ok, message] = waitForJob(*window_, finished);
     QVERIFY2(ok, qPrintable(message));
-    QCOMPARE(window_->casePath(), QString::fromStdString(dir_.file("demo.zkaudit")));
+    QCOMPARE(window_->casePath(), QString::fromStdString(functionDir_->file("demo.zkaudit")));
     QVERIFY(window_->currentTape() != 0);
     QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
     QCOMPARE(overview->tapeCount(), 1);
@@ -131,6 +162,7 @@ void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
 
 void TestMainWindow::droppedCorruptTapeIsRefusedAndNothingIsLost()
 {
+    QVERIFY(openIngestedCase());
     QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
     drop(*window_, {corrupt_});
     const auto [ok, message] = waitForJob(*window_, finished);
@@ -144,6 +176,7 @@ void TestMainWindow::droppedCorruptTapeIsRefusedAndNothingIsLost()
 
 void TestMainWindow::droppedNonTapeFileIsNamedInTheStatusBar()
 {
+    QVERIFY(openIngestedCase());
     QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
     drop(*window_, {notes_});
     const auto [ok, message] = waitForJob(*window_, finished);
@@ -155,6 +188,7 @@ void TestMainWindow::droppedNonTapeFileIsNamedInTheStatusBar()
 
 void TestMainWindow::replayStartedFromTheWindow()
 {
+    QVERIFY(openIngestedCase());
     QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
     QVERIFY(window_->startReplay(QStringLiteral("random:5"), 3));
     QSignalSpy progressed(window_->currentJob(), &BackgroundJob::progressed);
@@ -193,6 +227,12 @@ void TestMainWindow::everyActionHasAShortcut()
 
 void TestMainWindow::recentFilesRemembered()
 {
+    // A dropped tape and the case it was ingested into are both remembered.
+    QVERIFY(Settings::recentFiles().isEmpty());
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    drop(*window_, {tape_});
+    const auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
     const QStringList recent = Settings::recentFiles();
     QVERIFY2(recent.contains(QFileInfo(window_->casePath()).absoluteFilePath()), qPrintable(recent.join(QLatin1Char(','))));
     QVERIFY(recent.contains(QFileInfo(tape_).absoluteFilePath()));
