@@ -49,8 +49,12 @@ void ContractOptimizer::step()
             SlotState& state = states_[parameter.unsafeGetTensorImpl()];
             if (state.empty())
                 state = contract_->initialize(parameter, group.options);
-            parameters.push_back(parameter);
-            gradients.push_back(gradient);
+            // Aliases without autograd metadata (same storage and version counter), as
+            // torch's optimizers step `p.data()`: in-place ops on a leaf that requires grad
+            // pass through autograd's dispatch even under NoGradGuard, which cost SGD's
+            // bandwidth-bound step 3-6 % (docs/performance.md).
+            parameters.push_back(parameter.detach());
+            gradients.push_back(gradient.detach());
             states.push_back(&state);
         }
         if (!parameters.empty())
