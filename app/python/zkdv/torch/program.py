@@ -1,5 +1,6 @@
 """The sealed program generated from the user's model and loss module (docs/python.md)."""
 
+import warnings
 from typing import List, Optional
 
 import torch
@@ -33,7 +34,11 @@ def seal(model: torch.nn.Module, loss: torch.nn.Module) -> torch.jit.ScriptModul
     recorder's updates are the user's model's updates."""
 
     try:
-        return torch.jit.script(TrainingStep(model, loss))
+        with warnings.catch_warnings():
+            # torch 2.x deprecates scripting in favour of torch.export; the tape's program kind
+            # is TorchScript on both lanes until the export-based kind exists (docs/python.md).
+            warnings.filterwarnings("ignore", message=r".*torch\.jit\.script. is deprecated", category=FutureWarning)
+            return torch.jit.script(TrainingStep(model, loss))
     except Exception as error:  # TorchScript's own error names the line it cannot compile
         raise RuntimeError(
             "ZKDV could not seal the training step: the model and loss must be TorchScript-"
