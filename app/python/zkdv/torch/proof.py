@@ -153,6 +153,7 @@ class ZKDV:
             )
         if self._optimizer is None:
             raise RuntimeError("prepare the optimizer before the first transaction: optimizer = proof.prepare(optimizer)")
+        _require_training_mode(self._model, self._loss)
         scripted = program.seal(self._model, self._loss)
         self._native.prepare_model(scripted._c)
         self._native.prepare_optimizer(self._optimizer.native)
@@ -199,6 +200,18 @@ class ZKDV:
             raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
         self._native.step()
         optimizer._adopt(self._parameters, self._native.state())
+
+
+def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> None:
+    # The auditor replays the sealed step after module.train(); a module sealed in eval mode
+    # (BatchNorm on running statistics, dropout off) would replay differently.
+    evaluating = [name or type(module).__name__ for owner in (model, loss) for name, module in owner.named_modules() if not module.training]
+    if evaluating:
+        raise RuntimeError(
+            "ZKDV seals the training step in training mode (the auditor replays it after module.train()), but "
+            + ", ".join(evaluating[:5]) + (" and others are" if len(evaluating) > 5 else (" is" if len(evaluating) == 1 else " are"))
+            + " in eval mode; call model.train() before the first transaction"
+        )
 
 
 def _same_value(loss: torch.Tensor, recorded: torch.Tensor) -> bool:
