@@ -38,6 +38,29 @@ class SmallCNN(torch.nn.Module):
         return self.head(torch.nn.functional.max_pool2d(x, 2).flatten(1))
 
 
+class TinyTransformer(torch.nn.Module):
+    """One nn.TransformerEncoderLayer (dropout 0: deterministic, so sealable) over a short
+    sequence, mean-pooled into a classifier."""
+
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.embed = torch.nn.Linear(4, 16)
+        self.encoder = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=dropout, batch_first=True)
+        self.head = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(1))
+
+
+def sequence_batches(steps, seed=5):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        y = torch.randint(0, 3, (8,), generator=generator)
+        x = torch.randn(8, 5, 4, generator=generator)
+        x[torch.arange(8), :, y] += 2.0  # the class is the feature that is high all along
+        yield x, y
+
+
 def image_batches(steps, seed=4):
     generator = torch.Generator().manual_seed(seed)
     for _ in range(steps):
@@ -63,6 +86,19 @@ def fresh_mlp(seed=11):
 def fresh_cnn(seed=12):
     torch.manual_seed(seed)
     return SmallCNN()
+
+
+def fresh_transformer(seed=13):
+    torch.manual_seed(seed)
+    return TinyTransformer()
+
+
+# The real models of issue 16, each with the batches it trains on.
+MODELS = {
+    "mlp": (fresh_mlp, batches),
+    "cnn": (fresh_cnn, image_batches),
+    "transformer": (fresh_transformer, sequence_batches),
+}
 
 
 # The optimizers the tests train with, as an ordinary loop would construct them.
