@@ -150,6 +150,20 @@ def audit(*arguments):
     return done.returncode, output
 
 
+def assert_replays_exact(tmp_path, tape, steps):
+    status, verified = audit("verify", str(tape))
+    assert status == 0 and verified["status"] == "sealed", verified
+    assert verified["transactions"] == steps
+
+    case = tmp_path / (tape.stem + ".zkaudit")
+    status, ingested = audit("ingest", str(tape), "--case", str(case))
+    assert status == 0, ingested
+    status, replayed = audit("replay", str(case), "--select", "all")
+    assert status == 0 and replayed["passed"], replayed
+    assert replayed["replayed"] == steps
+    assert replayed["verdicts"]["exact"] == steps, replayed["verdicts"]
+
+
 @pytest.fixture(autouse=True)
 def one_thread():
     # The tape records the intra-op thread count, and the replay uses the recorded one.

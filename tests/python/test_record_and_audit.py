@@ -9,23 +9,9 @@ import torch
 
 import zkdv
 import zkdv.torch
-from conftest import MODELS, OPTIMIZERS, audit, batches, fresh_mlp, train_with_zkdv
+from conftest import MODELS, OPTIMIZERS, assert_replays_exact, audit, batches, fresh_mlp, train_with_zkdv
 
 SAMPLED = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.5, update_check_probability=0.5, seed=9))
-
-
-def assert_replays_exact(tmp_path, tape, steps):
-    status, verified = audit("verify", str(tape))
-    assert status == 0 and verified["status"] == "sealed", verified
-    assert verified["transactions"] == steps
-
-    case = tmp_path / (tape.stem + ".zkaudit")
-    status, ingested = audit("ingest", str(tape), "--case", str(case))
-    assert status == 0, ingested
-    status, replayed = audit("replay", str(case), "--select", "all")
-    assert status == 0 and replayed["passed"], replayed
-    assert replayed["replayed"] == steps
-    assert replayed["verdicts"]["exact"] == steps, replayed["verdicts"]
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
