@@ -1,9 +1,12 @@
 """The torch.optim optimizer as proof.prepare() returns it: the Optimizer API, with step()
 running the C++ functional contract on the optimizer's own tensors."""
 
+from typing import Optional
+
 import torch
 
 from zkdv import _native
+from zkdv.torch.optimizers import ContractAdapter, OptimizerContract
 from zkdv.torch.options import group_options_json
 
 
@@ -16,17 +19,26 @@ class PreparedOptimizer(torch.optim.Optimizer):
 
     # Optimizer.__init__ is not called: the wrapped optimizer keeps the groups and the state,
     # and this object only forwards to them, so there is one copy of each.
-    def __init__(self, proof, optimizer: torch.optim.Optimizer) -> None:
+    def __init__(self, proof, optimizer: torch.optim.Optimizer, contract: Optional[OptimizerContract] = None) -> None:
         if any(_started(state) for state in optimizer.state.values()):
             raise RuntimeError(
                 "ZKDV starts from fresh optimizer state: prepare the optimizer before its first step"
             )
         self.proof = proof
         self.optimizer = optimizer
-        self.native = _native.ContractOptimizer(
-            type(optimizer).__name__,
-            [(list(group["params"]), group_options_json(group)) for group in optimizer.param_groups],
-        )
+        groups = [(list(group["params"]), group_options_json(group)) for group in optimizer.param_groups]
+        if contract is None:
+            self.native = _native.ContractOptimizer(type(optimizer).__name__, groups)
+        else:
+            contract.validate(optimizer)
+            self.native = _native.ContractOptimizer.custom(
+                ContractAdapter(contract),
+                contract.contract_name(),
+                group_options_json(optimizer.defaults),
+                set(contract.number_slots),
+                bool(contract.initializes_eagerly),
+                groups,
+            )
         self._number_slots = frozenset(self.native.number_slots())
 
     @property

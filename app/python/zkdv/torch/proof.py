@@ -2,7 +2,7 @@
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import torch
 
@@ -10,6 +10,7 @@ from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
 from zkdv.torch import program
+from zkdv.torch.optimizers import OptimizerContract
 from zkdv.torch.prepared import PreparedOptimizer
 from zkdv.torch.transaction import EagerTransaction, current_transaction
 
@@ -51,6 +52,7 @@ class ZKDV:
         self._program: Optional[torch.jit.ScriptModule] = None
         self._parameters = ()
         self._seal_error: Optional[str] = None
+        self._contracts: Dict[type, OptimizerContract] = {}
 
     # ------------------------------------------------------------------ lifetime
 
@@ -92,7 +94,7 @@ class ZKDV:
         if isinstance(value, torch.optim.Optimizer):
             if self._optimizer is not None:
                 raise RuntimeError("this proof already prepared an optimizer; a tape records one optimizer")
-            self._optimizer = PreparedOptimizer(self, value)
+            self._optimizer = PreparedOptimizer(self, value, self._contracts.get(type(value)))
             return self._optimizer
         if isinstance(value, torch.nn.modules.loss._Loss):
             # The loss module the sealed training step ends in (docs/python.md).
@@ -106,6 +108,28 @@ class ZKDV:
             self._model = value
             return value
         return value
+
+    def register_functional_optimizer(self, optimizer_type: type, contract: OptimizerContract) -> None:
+        """Register a proof-local custom functional optimizer contract.
+
+        An optimizer of exactly `optimizer_type` prepared by this proof then steps through
+        `contract`; the tape names the contract, and an auditor without it replays the tape
+        as unverifiable, naming it (docs/python.md).
+        """
+
+        if not (isinstance(optimizer_type, type) and issubclass(optimizer_type, torch.optim.Optimizer)):
+            raise TypeError("register_functional_optimizer takes a torch.optim.Optimizer subclass, not %r" % (optimizer_type,))
+        if not isinstance(contract, OptimizerContract):
+            raise TypeError("register_functional_optimizer takes a zkdv.torch.OptimizerContract, not %r" % (contract,))
+        name = contract.contract_name()
+        if name in _native.builtin_contract_names():
+            raise ValueError(
+                "a custom contract cannot be named %s, as the built-in contract for torch.optim.%s: the auditor would replay "
+                "the tape with the built-in one; give the contract its own name" % (name, name)
+            )
+        if self._optimizer is not None:
+            raise RuntimeError("register the functional optimizer contract before proof.prepare(optimizer)")
+        self._contracts[optimizer_type] = contract
 
     # ------------------------------------------------------------------ transactions
 
