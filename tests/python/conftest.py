@@ -142,6 +142,11 @@ def train_plain(model, optimizer, steps, data=batches):
 def audit(*arguments):
     """Runs zkdv-audit ARGUMENTS --json; returns (exit status, parsed output)."""
     assert AUDIT, "ZKDV_AUDIT names the zkdv-audit to test with (ctest sets it)"
+    if arguments[0] == "replay" and "--time-budget-floor" not in arguments:
+        # These tests are about verdicts, not the time budget: a replay worker that starts
+        # libtorch on a loaded machine (CI building beside it) may take longer than the 5 s
+        # default, and would make its transactions unverifiable.
+        arguments = (*arguments, "--time-budget-floor", "120")
     done = subprocess.run([AUDIT, *arguments, "--json"], capture_output=True, text=True, timeout=300)
     try:
         output = json.loads(done.stdout)
@@ -168,3 +173,13 @@ def assert_replays_exact(tmp_path, tape, steps):
 def one_thread():
     # The tape records the intra-op thread count, and the replay uses the recorded one.
     torch.set_num_threads(1)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # For ctest's SKIP_RETURN_CODE: a run whose tests were all skipped exits with the code
+    # ZKDV_ALL_SKIPPED_EXIT names, so it never reads as passed.
+    code = os.environ.get("ZKDV_ALL_SKIPPED_EXIT")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if code and exitstatus == 0 and reporter is not None:
+        if reporter.stats.get("skipped") and not reporter.stats.get("passed"):
+            session.exitstatus = int(code)

@@ -222,8 +222,12 @@ class ZKDV:
     def _step(self, optimizer: PreparedOptimizer) -> None:
         if self._optimizer is not optimizer:
             raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
-        self._native.step()
-        optimizer._adopt(self._parameters, self._native.state())
+        try:
+            self._native.step()
+        finally:
+            # Also when the step failed (a full disk met after the update): optimizer.state
+            # then shows the state the model's parameters were stepped with, never an older one.
+            optimizer._adopt(self._parameters, self._native.state())
 
 
 def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> None:
