@@ -85,3 +85,46 @@ def test_the_readme_example_records_a_tape_that_replays_exact(tmp_path):
     done = subprocess.run([sys.executable, example, str(tape)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert_replays_exact(tmp_path, tape, 40)
+
+
+class MaskedMLP(torch.nn.Module):
+    """Dropout done the way the refusal asks: the mask is drawn outside the step and comes in
+    the batch, after the targets, as a further model input."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.nn.Linear(6, 16)
+        self.out = torch.nn.Linear(16, 3)
+
+    def forward(self, x, mask):
+        return self.out(torch.relu(self.hidden(x)) * mask)
+
+
+def masked_batches(steps, seed=8):
+    generator = torch.Generator().manual_seed(seed)
+    for x, y in batches(steps):
+        yield x, y, (torch.rand(16, 16, generator=generator) >= 0.5).float() * 2.0
+
+
+def test_randomness_passed_through_the_batch_replays_exact(tmp_path):
+    steps = 8
+    tape = tmp_path / "masked.zkdv"
+    torch.manual_seed(3)
+    recorded = MaskedMLP()
+    torch.manual_seed(3)
+    plain = MaskedMLP()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    with zkdv.torch.ZKDV(tape, SAMPLED) as proof:
+        model, loss_fn, optimizer = proof.prepare(recorded, loss_fn, torch.optim.Adam(recorded.parameters(), lr=0.01))
+        for x, y, mask in masked_batches(steps):
+            with proof.transaction(batch=(x, y, mask)):
+                optimizer.zero_grad()
+                proof.backward(loss_fn(proof.forward(model, x, mask), y))
+                optimizer.step()
+    reference = torch.optim.Adam(plain.parameters(), lr=0.01)
+    for x, y, mask in masked_batches(steps):
+        reference.zero_grad()
+        loss_fn(plain(x, mask), y).backward()
+        reference.step()
+    assert all(torch.equal(a, b) for a, b in zip(recorded.parameters(), plain.parameters()))
+    assert_replays_exact(tmp_path, tape, steps)

@@ -196,3 +196,16 @@ def test_a_model_in_eval_mode_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match=r"training mode .* norm is in eval mode; call model.train\(\) before the first transaction$"):
         proof.transaction(batch=(x, y))
     proof.close()
+
+
+def test_every_batch_has_the_form_of_the_first(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    (x, y), (x2, y2) = list(batches(2))
+    with proof.transaction(batch=(x, y)):
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        optimizer.step()
+    with pytest.raises(RuntimeError, match="sealed a step whose batch holds 2 tensors, not 3"):
+        proof.transaction(batch=(x2, y2, x2))
+    with pytest.raises(RuntimeError, match=r"\(inputs, targets\) or \(inputs, targets, extra, ...\)"):
+        proof.transaction(batch=(x2,))
+    proof.close()

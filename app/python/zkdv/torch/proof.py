@@ -51,6 +51,7 @@ class ZKDV:
         self._optimizer: Optional[PreparedOptimizer] = None
         self._program: Optional[torch.jit.ScriptModule] = None
         self._parameters = ()
+        self._extra_inputs = 0
         self._seal_error: Optional[str] = None
         self._contracts: Dict[type, OptimizerContract] = {}
 
@@ -142,32 +143,38 @@ class ZKDV:
 
     def _open_transaction(self, transaction: EagerTransaction) -> None:
         batch = transaction.batch
-        if len(batch) != 2 or not all(isinstance(value, torch.Tensor) for value in batch):
+        if not 2 <= len(batch) <= 2 + program.MAX_EXTRA_INPUTS or not all(isinstance(value, torch.Tensor) for value in batch):
             raise RuntimeError(
-                "a ZKDV Torch transaction's batch is (inputs, targets), two tensors: the sealed "
-                "step is loss(model(inputs), targets) (docs/python.md)"
+                "a ZKDV Torch transaction's batch is (inputs, targets) or (inputs, targets, extra, ...) with up to %d "
+                "extra model inputs, all tensors: the sealed step is loss(model(inputs, *extra), targets) "
+                "(docs/python.md)" % program.MAX_EXTRA_INPUTS
             )
         if self._program is None:
-            self._seal_program_once()
+            self._seal_program_once(len(batch) - 2)
+        elif len(batch) - 2 != self._extra_inputs:
+            raise RuntimeError(
+                "this proof sealed a step whose batch holds %d tensors, not %d: every transaction's batch has the same "
+                "form" % (2 + self._extra_inputs, len(batch))
+            )
         self._native.begin(list(batch))
 
     def _close_transaction(self, transaction: EagerTransaction) -> None:
         transaction.loss = None
         self._native.end()
 
-    def _seal_program_once(self) -> None:
+    def _seal_program_once(self, extra_inputs: int) -> None:
         # The recorder binds the model and the optimizer for good, so a proof whose first
         # sealing failed half-way cannot try again; it says why at every later transaction.
         if self._seal_error is not None:
             raise RuntimeError("this proof could not seal its training step (" + self._seal_error + "); create a new proof")
         try:
-            self._seal_program()
+            self._seal_program(extra_inputs)
         except RuntimeError as error:
             if self._model is not None and self._loss is not None and self._optimizer is not None:
                 self._seal_error = str(error)
             raise
 
-    def _seal_program(self) -> None:
+    def _seal_program(self, extra_inputs: int) -> None:
         if self._model is None:
             raise RuntimeError("prepare the model before the first transaction: model = proof.prepare(model)")
         if self._loss is None:
@@ -178,10 +185,11 @@ class ZKDV:
         if self._optimizer is None:
             raise RuntimeError("prepare the optimizer before the first transaction: optimizer = proof.prepare(optimizer)")
         _require_training_mode(self._model, self._loss)
-        scripted = program.seal(self._model, self._loss)
+        scripted = program.seal(self._model, self._loss, extra_inputs)
         self._native.prepare_model(scripted._c)
         self._native.prepare_optimizer(self._optimizer.native)
         self._program = scripted
+        self._extra_inputs = extra_inputs
         self._parameters = tuple(self._native.parameters())
 
     def forward(self, model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -192,10 +200,12 @@ class ZKDV:
         transaction = current_transaction()
         if transaction is None or transaction.proof is not self:
             return model(*args, **kwargs)
-        if kwargs or len(args) != 1 or args[0] is not transaction.batch[0]:
+        expected = (transaction.batch[0],) + transaction.batch[2:]
+        if kwargs or len(args) != len(expected) or any(a is not b for a, b in zip(args, expected)):
             raise RuntimeError(
-                "inside a ZKDV Torch transaction proof.forward(model, inputs) takes the batch's inputs "
-                "(its first tensor) and nothing else: the sealed step is loss(model(inputs), targets)"
+                "inside a ZKDV Torch transaction proof.forward(model, inputs, *extra) takes the batch's inputs "
+                "(its first tensor) and its extra tensors (after the targets), and nothing else: the sealed step "
+                "is loss(model(inputs, *extra), targets)"
             )
         transaction.loss = self._native.forward(self._program._c)
         output = self._program.output
