@@ -40,6 +40,7 @@ class PreparedOptimizer(torch.optim.Optimizer):
                 groups,
             )
         self._number_slots = frozenset(self.native.number_slots())
+        self._sent_options = [_options_key(group) for group in optimizer.param_groups]
 
     @property
     def param_groups(self):
@@ -59,7 +60,12 @@ class PreparedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if closure is not None:
             raise RuntimeError("ZKDV records closure-free optimizer steps; call step() without a closure")
-        self.native.set_options([group_options_json(group) for group in self.optimizer.param_groups])
+        # The options go to the recorder (which refuses a change since sealing) when they are
+        # not those it last saw: encoding them costs more than comparing.
+        keys = [_options_key(group) for group in self.optimizer.param_groups]
+        if keys != self._sent_options or any(key is None for key in keys):
+            self.native.set_options([group_options_json(group) for group in self.optimizer.param_groups])
+            self._sent_options = keys
         self.proof._step(self)
         return None
 
@@ -92,3 +98,23 @@ class PreparedOptimizer(torch.optim.Optimizer):
 def _started(state) -> bool:
     step = state.get("step", 0)
     return bool(step.item() if isinstance(step, torch.Tensor) else step)
+
+
+def _options_key(group):
+    """A group's options as a value that compares equal exactly when their JSON would, or
+    None for a tensor-valued option (sent every time; the contract refuses it)."""
+
+    key = []
+    for name, value in group.items():
+        if name == "params":
+            continue
+        if isinstance(value, torch.Tensor):
+            return None
+        key.append((name, _frozen(value)))
+    return tuple(key)
+
+
+def _frozen(value):
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_frozen(element) for element in value))
+    return (type(value), value)
