@@ -195,6 +195,12 @@ def test_a_model_in_eval_mode_is_refused(tmp_path):
     x, y = next(image_batches(1))
     with pytest.raises(RuntimeError, match=r"training mode .* norm is in eval mode; call model.train\(\) before the first transaction$"):
         proof.transaction(batch=(x, y))
+    # Nothing was bound yet: the loop can put the model in training mode and go on.
+    model.train()
+    with proof.transaction(batch=(x, y)):
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        optimizer.step()
+    assert proof.statistics["transactions"] == 1
     proof.close()
 
 

@@ -53,6 +53,7 @@ class ZKDV:
         self._parameters = ()
         self._extra_inputs = 0
         self._seal_error: Optional[str] = None
+        self._model_bound = False
         self._contracts: Dict[type, OptimizerContract] = {}
 
     # ------------------------------------------------------------------ lifetime
@@ -170,7 +171,9 @@ class ZKDV:
         try:
             self._seal_program(extra_inputs)
         except RuntimeError as error:
-            if self._model is not None and self._loss is not None and self._optimizer is not None:
+            # Before the recorder took the model (eval mode, unscriptable code, a random
+            # operation) the user can fix the model and try again; after, not.
+            if self._model_bound:
                 self._seal_error = str(error)
             raise
 
@@ -187,6 +190,7 @@ class ZKDV:
         _require_training_mode(self._model, self._loss)
         scripted = program.seal(self._model, self._loss, extra_inputs)
         self._native.prepare_model(scripted._c)
+        self._model_bound = True
         self._native.prepare_optimizer(self._optimizer.native)
         self._program = scripted
         self._extra_inputs = extra_inputs
