@@ -63,6 +63,15 @@ void BackgroundWriter::run()
         std::exception_ptr failure;
         try {
             job(writer_);
+            // Whenever the queue runs dry the records go to the OS, so a killed process loses
+            // at most the records still queued, never a writer's buffer of whole records.
+            bool idle;
+            {
+                std::lock_guard<std::mutex> relock(mutex_);
+                idle = jobs_.empty();
+            }
+            if (idle)
+                writer_.flush();
         } catch (...) {
             failure = std::current_exception();
         }

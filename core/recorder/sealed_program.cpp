@@ -1,5 +1,6 @@
 #include "zkdv/recorder/sealed_program.h"
 
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -12,8 +13,10 @@ namespace zkdv {
 
 namespace {
 
-// Substrings of operator names that draw random numbers (the seed's `lower` list).
-constexpr const char* kRandomMarkers[] = {"bernoulli", "dropout", "exponential", "multinomial", "normal", "rand", "uniform", "rrelu"};
+// Substrings of operator names that draw random numbers (the seed's `lower` list, and
+// attention, whose dropout_p draws).
+constexpr const char* kRandomMarkers[] = {"bernoulli", "dropout",  "exponential", "multinomial",      "normal",
+                                          "rand",      "uniform", "rrelu",       "scaled_dot_product"};
 
 bool isRandom(const std::string& op)
 {
@@ -23,26 +26,113 @@ bool isRandom(const std::string& op)
     return false;
 }
 
-// dropout(input, p, train) with a constant train=False draws nothing.
-bool isInferenceDropout(const torch::jit::Node* node)
+// The values in training_step's inlined graph that the sealed program fixes: constants,
+// attributes of the sealed module that the step never assigns, `not` of a fixed bool, and a
+// prim::If whose condition is fixed or whose branches agree. `training` is never fixed: the
+// replay runs the program after module.train(), whatever mode it was sealed in.
+class FixedValues {
+public:
+    FixedValues(const torch::jit::Module& module, torch::jit::Graph& graph) : self_(graph.inputs()[0]), module_(module._ivalue())
+    {
+        collectAssigned(graph.block());
+    }
+
+    std::optional<c10::IValue> of(torch::jit::Value* value, int depth = 0) const
+    {
+        if (depth > 64)
+            return std::nullopt;
+        if (value == self_)
+            return c10::IValue(module_);
+        torch::jit::Node* node = value->node();
+        if (node->kind() == c10::prim::Constant)
+            return torch::jit::toIValue(value);
+        if (node->kind() == c10::prim::GetAttr) {
+            const std::string name = node->s(c10::attr::name);
+            if (name == "training" || assigned_.count(name))
+                return std::nullopt;
+            auto object = of(node->input(0), depth + 1);
+            if (!object || !object->isObject() || !object->toObjectRef().type()->hasAttribute(name))
+                return std::nullopt;
+            return object->toObjectRef().getAttr(name);
+        }
+        if (std::string(node->kind().toQualString()) == "aten::__not__") {
+            auto operand = of(node->input(0), depth + 1);
+            if (!operand || !operand->isBool())
+                return std::nullopt;
+            return c10::IValue(!operand->toBool());
+        }
+        if (node->kind() == c10::prim::If) {
+            const std::size_t output = value->offset();
+            auto condition = of(node->input(0), depth + 1);
+            if (condition && condition->isBool())
+                return of(node->blocks()[condition->toBool() ? 0 : 1]->outputs()[output], depth + 1);
+            auto taken = of(node->blocks()[0]->outputs()[output], depth + 1);
+            auto other = of(node->blocks()[1]->outputs()[output], depth + 1);
+            if (taken && other && sameScalar(*taken, *other))
+                return taken;
+        }
+        return std::nullopt;
+    }
+
+private:
+    static bool sameScalar(const c10::IValue& a, const c10::IValue& b)
+    {
+        if (a.isDouble() && b.isDouble())
+            return a.toDouble() == b.toDouble();
+        if (a.isBool() && b.isBool())
+            return a.toBool() == b.toBool();
+        return false;
+    }
+
+    void collectAssigned(torch::jit::Block* block)
+    {
+        for (torch::jit::Node* node : block->nodes()) {
+            if (node->kind() == c10::prim::SetAttr)
+                assigned_.insert(node->s(c10::attr::name));
+            for (torch::jit::Block* inner : node->blocks())
+                collectAssigned(inner);
+        }
+    }
+
+    torch::jit::Value* self_;
+    c10::intrusive_ptr<c10::ivalue::Object> module_;
+    std::set<std::string> assigned_;
+};
+
+// A dropout (or an attention's dropout) draws nothing when its probability is fixed at 0 or
+// its train flag is fixed false: torch returns the input without touching the generator.
+bool drawsNothing(torch::jit::Node* node, const FixedValues& fixed)
 {
     const std::string op = node->kind().toQualString();
-    if (op.find("dropout") == std::string::npos || node->inputs().size() < 3)
+    if (op.find("dropout") == std::string::npos && op.find("scaled_dot_product") == std::string::npos)
         return false;
-    auto train = torch::jit::toIValue(node->inputs()[2]);
-    return train && train->isBool() && !train->toBool();
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema)
+        return false;
+    for (const char* name : {"p", "dropout_p"})
+        if (auto index = schema->argumentIndexWithName(name)) {
+            auto p = fixed.of(node->inputs()[*index]);
+            if (p && p->isDouble() && p->toDouble() == 0.0)
+                return true;
+        }
+    if (auto index = schema->argumentIndexWithName("train")) {
+        auto train = fixed.of(node->inputs()[*index]);
+        if (train && train->isBool() && !train->toBool())
+            return true;
+    }
+    return false;
 }
 
-void collectRandomOps(torch::jit::Block* block, std::set<std::string>& found)
+void collectRandomOps(torch::jit::Block* block, const FixedValues& fixed, std::set<std::string>& found)
 {
     for (torch::jit::Node* node : block->nodes()) {
         const std::string op = node->kind().toQualString();
-        if (op.rfind("aten::", 0) == 0 && isRandom(op.substr(6)) && !isInferenceDropout(node))
+        if (op.rfind("aten::", 0) == 0 && isRandom(op.substr(6)) && !drawsNothing(node, fixed))
             found.insert(op);
         if (node->kind() == c10::prim::Constant && node->output()->type()->kind() == c10::TypeKind::TensorType)
             found.insert("tensor constant");
         for (torch::jit::Block* inner : node->blocks())
-            collectRandomOps(inner, found);
+            collectRandomOps(inner, fixed, found);
     }
 }
 
@@ -74,8 +164,9 @@ void checkSealedProgram(const torch::jit::Module& module)
 
     auto graph = method->graph()->copy();
     torch::jit::Inline(*graph);
+    const FixedValues fixed(module, *graph);
     std::set<std::string> random;
-    collectRandomOps(graph->block(), random);
+    collectRandomOps(graph->block(), fixed, random);
     if (random.count("tensor constant")) {
         random.erase("tensor constant");
         if (random.empty())

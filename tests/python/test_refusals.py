@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import zkdv.torch
-from conftest import batches, fresh_mlp
+from conftest import TinyTransformer, batches, fresh_cnn, fresh_mlp, image_batches, sequence_batches
 
 
 def prepared(tmp_path, optimizer_type=torch.optim.SGD, **options):
@@ -136,4 +136,82 @@ def test_a_proof_that_failed_to_seal_says_so_at_the_next_transaction(tmp_path):
         proof.transaction(batch=(x, y))
     with pytest.raises(RuntimeError, match=r"^this proof could not seal its training step \(prepared optimizer parameters must exactly cover"):
         proof.transaction(batch=(x, y))
+    proof.close()
+
+
+def _first_transaction(path, model):
+    """Records one step of `model`; returns the number of transactions the proof committed."""
+    proof = zkdv.torch.ZKDV(path)
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    x, y = next(sequence_batches(1))
+    try:
+        with proof.transaction(batch=(x, y)):
+            proof.backward(loss_fn(proof.forward(model, x), y))
+            optimizer.step()
+        return proof.statistics["transactions"]
+    finally:
+        proof.close()
+
+
+SEED_RANDOM = r"; generate randomness outside the transition and include it in the prepared transaction batch$"
+
+
+def test_real_dropout_in_a_transformer_is_refused(tmp_path):
+    torch.manual_seed(1)
+    with pytest.raises(RuntimeError, match=r"^attested Torch code contains random operations \(.*aten::dropout.*\)" + SEED_RANDOM):
+        _first_transaction(tmp_path / "dropout.zkdv", TinyTransformer(dropout=0.1))
+    # Dropout(p=0) and attention with dropout 0 draw nothing: that encoder layer is sealed.
+    torch.manual_seed(1)
+    assert _first_transaction(tmp_path / "no-dropout.zkdv", TinyTransformer(dropout=0.0)) == 1
+
+
+class Attention(torch.nn.Module):
+    """Attention alone, its dropout the only random draw (scaled_dot_product_attention on
+    torch 2, a dropout of the attention weights on 1.13)."""
+
+    def __init__(self, dropout):
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(4, 2, dropout=dropout, batch_first=True)
+        self.head = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.head(self.attention(x, x, x, need_weights=False)[0].mean(1))
+
+
+def test_attention_dropout_is_refused_and_attention_without_it_is_not(tmp_path):
+    torch.manual_seed(2)
+    with pytest.raises(RuntimeError, match=r"^attested Torch code contains random operations \((aten::dropout|aten::scaled_dot_product_attention)\)" + SEED_RANDOM):
+        _first_transaction(tmp_path / "dropout.zkdv", Attention(0.25))
+    torch.manual_seed(2)
+    assert _first_transaction(tmp_path / "no-dropout.zkdv", Attention(0.0)) == 1
+
+
+def test_a_model_in_eval_mode_is_refused(tmp_path):
+    # The auditor replays in training mode: BatchNorm sealed in eval mode would diverge.
+    proof = zkdv.torch.ZKDV(tmp_path / "eval.zkdv")
+    model = fresh_cnn()
+    model.norm.eval()
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    x, y = next(image_batches(1))
+    with pytest.raises(RuntimeError, match=r"training mode .* norm is in eval mode; call model.train\(\) before the first transaction$"):
+        proof.transaction(batch=(x, y))
+    # Nothing was bound yet: the loop can put the model in training mode and go on.
+    model.train()
+    with proof.transaction(batch=(x, y)):
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        optimizer.step()
+    assert proof.statistics["transactions"] == 1
+    proof.close()
+
+
+def test_every_batch_has_the_form_of_the_first(tmp_path):
+    proof, model, loss_fn, optimizer = prepared(tmp_path)
+    (x, y), (x2, y2) = list(batches(2))
+    with proof.transaction(batch=(x, y)):
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        optimizer.step()
+    with pytest.raises(RuntimeError, match="sealed a step whose batch holds 2 tensors, not 3"):
+        proof.transaction(batch=(x2, y2, x2))
+    with pytest.raises(RuntimeError, match=r"\(inputs, targets\) or \(inputs, targets, extra, ...\)"):
+        proof.transaction(batch=(x2,))
     proof.close()

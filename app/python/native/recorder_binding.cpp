@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,75 @@ std::vector<zkdv::optim::ParameterGroup> toGroups(const std::vector<std::pair<st
     return result;
 }
 
+// A contract written in Python (a zkdv.torch.OptimizerContract that the user registered with
+// proof.register_functional_optimizer). Its initialize and update run in the interpreter
+// through zkdv.torch.optimizers.ContractAdapter, which converts options (JSON) and number
+// slots; the recorder calls them from the training thread with the GIL released.
+class PythonContract : public zkdv::optim::OptimizerContract {
+public:
+    PythonContract(py::object adapter, std::string name, const std::string& defaultsJson, std::set<std::string> numberSlots, bool eager)
+        : adapter_(std::move(adapter)), name_(std::move(name)), defaults_(zkdv::optim::GroupOptions::parse(defaultsJson)),
+          numberSlots_(std::move(numberSlots)), eager_(eager)
+    {
+    }
+
+    ~PythonContract() override
+    {
+        if (!Py_IsInitialized())
+            return;
+        py::gil_scoped_acquire gil;
+        adapter_ = py::object();
+    }
+
+    std::string name() const override { return name_; }
+    zkdv::optim::GroupOptions defaults() const override { return defaults_; }
+    bool initializesEagerly() const override { return eager_; }
+    std::set<std::string> numberSlots() const override { return numberSlots_; }
+
+    zkdv::optim::SlotState initialize(const at::Tensor& parameter, const zkdv::optim::GroupOptions& group) const override
+    {
+        py::gil_scoped_acquire gil;
+        return call<zkdv::optim::SlotState>("initialize", parameter, group.dump());
+    }
+
+    void update(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients,
+                const std::vector<zkdv::optim::SlotState*>& states, const zkdv::optim::GroupOptions& group) const override
+    {
+        py::gil_scoped_acquire gil;
+        std::vector<zkdv::optim::SlotState> before;
+        for (const zkdv::optim::SlotState* state : states)
+            before.push_back(*state);
+        auto after = call<std::vector<zkdv::optim::SlotState>>("update", parameters, gradients, before, group.dump());
+        if (after.size() != states.size())
+            throw zkdv::optim::ContractError("custom optimizer contract " + name_ + " returned " + std::to_string(after.size()) +
+                                             " states for " + std::to_string(states.size()) + " parameters");
+        for (std::size_t i = 0; i < states.size(); ++i)
+            *states[i] = std::move(after[i]);
+    }
+
+private:
+    // A Python exception becomes a ContractError with its message, so the recorder reports it
+    // as it reports its own contracts' refusals.
+    template <typename Result, typename... Arguments>
+    Result call(const char* method, Arguments&&... arguments) const
+    {
+        try {
+            return adapter_.attr(method)(std::forward<Arguments>(arguments)...).template cast<Result>();
+        } catch (py::error_already_set& error) {
+            throw zkdv::optim::ContractError("custom optimizer contract " + name_ + "." + method + ": " + error.what());
+        } catch (const py::cast_error& error) {
+            throw zkdv::optim::ContractError("custom optimizer contract " + name_ + "." + method +
+                                             " must give each slot as a tensor or a number: " + error.what());
+        }
+    }
+
+    py::object adapter_;
+    std::string name_;
+    zkdv::optim::GroupOptions defaults_;
+    std::set<std::string> numberSlots_;
+    bool eager_;
+};
+
 // The contract optimizer behind one prepared torch.optim optimizer. Building it resolves and
 // validates the contract, so prepare() refuses LBFGS, differentiable steps or tensor-valued
 // options at once, before any training.
@@ -42,6 +112,15 @@ public:
         : optimizer_(std::make_shared<zkdv::optim::ContractOptimizer>(builtin(name), toGroups(groups)))
     {
     }
+
+    // With a custom contract, which the recorder registers before it prepares the optimizer.
+    NativeOptimizer(std::shared_ptr<const zkdv::optim::OptimizerContract> contract,
+                    const std::vector<std::pair<std::vector<at::Tensor>, std::string>>& groups)
+        : optimizer_(std::make_shared<zkdv::optim::ContractOptimizer>(contract, toGroups(groups))), custom_(std::move(contract))
+    {
+    }
+
+    const std::shared_ptr<const zkdv::optim::OptimizerContract>& custom() const { return custom_; }
 
     // The options of torch's param_groups now, so the recorder's check that they are unchanged
     // since sealing sees what the next step would really use.
@@ -69,6 +148,7 @@ private:
         return registry.resolve(name);
     }
     std::shared_ptr<zkdv::optim::ContractOptimizer> optimizer_;
+    std::shared_ptr<const zkdv::optim::OptimizerContract> custom_;
 };
 
 // One recorder with its open transaction. The transaction is an RAII scope in C++; Python
@@ -94,6 +174,8 @@ public:
 
     void prepareOptimizer(std::shared_ptr<NativeOptimizer> optimizer)
     {
+        if (optimizer->custom())
+            recorder_->registerFunctionalOptimizer(optimizer->custom());  // proof-local, as the seed's
         prepared_ = &recorder_->prepare(optimizer->optimizer());
         optimizer_ = std::move(optimizer);  // the recorder keeps a reference to it
     }
@@ -162,9 +244,19 @@ private:
 PYBIND11_MODULE(_native, m)
 {
     m.doc() = "The ZKDV C++ recorder, bound for zkdv.torch";
+    m.def("builtin_contract_names", &zkdv::optim::builtinContractNames, "the torch.optim classes the built-in contracts reproduce");
     py::class_<NativeOptimizer, std::shared_ptr<NativeOptimizer>>(m, "ContractOptimizer")
         .def(py::init<const std::string&, const std::vector<std::pair<std::vector<at::Tensor>, std::string>>&>(), py::arg("name"),
              py::arg("groups"))
+        .def_static(
+            "custom",
+            [](py::object adapter, const std::string& name, const std::string& defaultsJson, const std::set<std::string>& numberSlots,
+               bool eager, const std::vector<std::pair<std::vector<at::Tensor>, std::string>>& groups) {
+                auto contract = std::make_shared<PythonContract>(std::move(adapter), name, defaultsJson, numberSlots, eager);
+                return std::make_shared<NativeOptimizer>(std::move(contract), groups);
+            },
+            py::arg("adapter"), py::arg("name"), py::arg("defaults_json"), py::arg("number_slots"), py::arg("initializes_eagerly"),
+            py::arg("groups"))
         .def("set_options", &NativeOptimizer::setOptions)
         .def("number_slots", &NativeOptimizer::numberSlots);
 

@@ -1,9 +1,12 @@
 """The torch.optim optimizer as proof.prepare() returns it: the Optimizer API, with step()
 running the C++ functional contract on the optimizer's own tensors."""
 
+from typing import Optional
+
 import torch
 
 from zkdv import _native
+from zkdv.torch.optimizers import ContractAdapter, OptimizerContract
 from zkdv.torch.options import group_options_json
 
 
@@ -16,18 +19,28 @@ class PreparedOptimizer(torch.optim.Optimizer):
 
     # Optimizer.__init__ is not called: the wrapped optimizer keeps the groups and the state,
     # and this object only forwards to them, so there is one copy of each.
-    def __init__(self, proof, optimizer: torch.optim.Optimizer) -> None:
+    def __init__(self, proof, optimizer: torch.optim.Optimizer, contract: Optional[OptimizerContract] = None) -> None:
         if any(_started(state) for state in optimizer.state.values()):
             raise RuntimeError(
                 "ZKDV starts from fresh optimizer state: prepare the optimizer before its first step"
             )
         self.proof = proof
         self.optimizer = optimizer
-        self.native = _native.ContractOptimizer(
-            type(optimizer).__name__,
-            [(list(group["params"]), group_options_json(group)) for group in optimizer.param_groups],
-        )
+        groups = [(list(group["params"]), group_options_json(group)) for group in optimizer.param_groups]
+        if contract is None:
+            self.native = _native.ContractOptimizer(type(optimizer).__name__, groups)
+        else:
+            contract.validate(optimizer)
+            self.native = _native.ContractOptimizer.custom(
+                ContractAdapter(contract),
+                contract.contract_name(),
+                group_options_json(optimizer.defaults),
+                set(contract.number_slots),
+                bool(contract.initializes_eagerly),
+                groups,
+            )
         self._number_slots = frozenset(self.native.number_slots())
+        self._sent_options = [_options_key(group) for group in optimizer.param_groups]
 
     @property
     def param_groups(self):
@@ -47,7 +60,12 @@ class PreparedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if closure is not None:
             raise RuntimeError("ZKDV records closure-free optimizer steps; call step() without a closure")
-        self.native.set_options([group_options_json(group) for group in self.optimizer.param_groups])
+        # The options go to the recorder (which refuses a change since sealing) when they are
+        # not those it last saw: encoding them costs more than comparing.
+        keys = [_options_key(group) for group in self.optimizer.param_groups]
+        if keys != self._sent_options or any(key is None for key in keys):
+            self.native.set_options([group_options_json(group) for group in self.optimizer.param_groups])
+            self._sent_options = keys
         self.proof._step(self)
         return None
 
@@ -80,3 +98,23 @@ class PreparedOptimizer(torch.optim.Optimizer):
 def _started(state) -> bool:
     step = state.get("step", 0)
     return bool(step.item() if isinstance(step, torch.Tensor) else step)
+
+
+def _options_key(group):
+    """A group's options as a value that compares equal exactly when their JSON would, or
+    None for a tensor-valued option (sent every time; the contract refuses it)."""
+
+    key = []
+    for name, value in group.items():
+        if name == "params":
+            continue
+        if isinstance(value, torch.Tensor):
+            return None
+        key.append((name, _frozen(value)))
+    return tuple(key)
+
+
+def _frozen(value):
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_frozen(element) for element in value))
+    return (type(value), value)

@@ -1,5 +1,6 @@
 """The sealed program generated from the user's model and loss module (docs/python.md)."""
 
+import warnings
 from typing import List, Optional
 
 import torch
@@ -28,12 +29,71 @@ class TrainingStep(torch.nn.Module):
         return self.loss(output, batch[1])
 
 
-def seal(model: torch.nn.Module, loss: torch.nn.Module) -> torch.jit.ScriptModule:
-    """Scripts the step. Scripting shares the model's parameter and buffer tensors, so the
-    recorder's updates are the user's model's updates."""
+# The same step for a batch (inputs, targets, extra, ...) whose extra tensors are further
+# model inputs: randomness drawn outside the step (a dropout mask, noise), for one.
+class TrainingStepWith1(torch.nn.Module):
+    output: Optional[Tensor]
+
+    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+        self.output = None
+
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        output = self.model(batch[0], batch[2])
+        self.output = output
+        return self.loss(output, batch[1])
+
+
+class TrainingStepWith2(torch.nn.Module):
+    output: Optional[Tensor]
+
+    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+        self.output = None
+
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        output = self.model(batch[0], batch[2], batch[3])
+        self.output = output
+        return self.loss(output, batch[1])
+
+
+class TrainingStepWith3(torch.nn.Module):
+    output: Optional[Tensor]
+
+    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+        self.output = None
+
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        output = self.model(batch[0], batch[2], batch[3], batch[4])
+        self.output = output
+        return self.loss(output, batch[1])
+
+
+STEPS = (TrainingStep, TrainingStepWith1, TrainingStepWith2, TrainingStepWith3)
+MAX_EXTRA_INPUTS = len(STEPS) - 1
+
+
+def seal(model: torch.nn.Module, loss: torch.nn.Module, extra_inputs: int = 0) -> torch.jit.ScriptModule:
+    """Scripts the step, the model taking `extra_inputs` tensors after the inputs. Scripting
+    shares the model's parameter and buffer tensors, so the recorder's updates are the user's
+    model's updates."""
 
     try:
-        return torch.jit.script(TrainingStep(model, loss))
+        with warnings.catch_warnings():
+            # torch 2.x deprecates scripting in favour of torch.export; the tape's program kind
+            # is TorchScript on both lanes until the export-based kind exists (docs/python.md).
+            warnings.filterwarnings("ignore", message=r".*torch\.jit\.script. is deprecated", category=FutureWarning)
+            return torch.jit.script(STEPS[extra_inputs](model, loss))
     except Exception as error:  # TorchScript's own error names the line it cannot compile
         raise RuntimeError(
             "ZKDV could not seal the training step: the model and loss must be TorchScript-"

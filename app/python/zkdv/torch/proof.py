@@ -2,7 +2,7 @@
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import torch
 
@@ -10,6 +10,7 @@ from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
 from zkdv.torch import program
+from zkdv.torch.optimizers import OptimizerContract
 from zkdv.torch.prepared import PreparedOptimizer
 from zkdv.torch.transaction import EagerTransaction, current_transaction
 
@@ -50,7 +51,10 @@ class ZKDV:
         self._optimizer: Optional[PreparedOptimizer] = None
         self._program: Optional[torch.jit.ScriptModule] = None
         self._parameters = ()
+        self._extra_inputs = 0
         self._seal_error: Optional[str] = None
+        self._model_bound = False
+        self._contracts: Dict[type, OptimizerContract] = {}
 
     # ------------------------------------------------------------------ lifetime
 
@@ -92,7 +96,7 @@ class ZKDV:
         if isinstance(value, torch.optim.Optimizer):
             if self._optimizer is not None:
                 raise RuntimeError("this proof already prepared an optimizer; a tape records one optimizer")
-            self._optimizer = PreparedOptimizer(self, value)
+            self._optimizer = PreparedOptimizer(self, value, self._contracts.get(type(value)))
             return self._optimizer
         if isinstance(value, torch.nn.modules.loss._Loss):
             # The loss module the sealed training step ends in (docs/python.md).
@@ -107,6 +111,28 @@ class ZKDV:
             return value
         return value
 
+    def register_functional_optimizer(self, optimizer_type: type, contract: OptimizerContract) -> None:
+        """Register a proof-local custom functional optimizer contract.
+
+        An optimizer of exactly `optimizer_type` prepared by this proof then steps through
+        `contract`; the tape names the contract, and an auditor without it replays the tape
+        as unverifiable, naming it (docs/python.md).
+        """
+
+        if not (isinstance(optimizer_type, type) and issubclass(optimizer_type, torch.optim.Optimizer)):
+            raise TypeError("register_functional_optimizer takes a torch.optim.Optimizer subclass, not %r" % (optimizer_type,))
+        if not isinstance(contract, OptimizerContract):
+            raise TypeError("register_functional_optimizer takes a zkdv.torch.OptimizerContract, not %r" % (contract,))
+        name = contract.contract_name()
+        if name in _native.builtin_contract_names():
+            raise ValueError(
+                "a custom contract cannot be named %s, as the built-in contract for torch.optim.%s: the auditor would replay "
+                "the tape with the built-in one; give the contract its own name" % (name, name)
+            )
+        if self._optimizer is not None:
+            raise RuntimeError("register the functional optimizer contract before proof.prepare(optimizer)")
+        self._contracts[optimizer_type] = contract
+
     # ------------------------------------------------------------------ transactions
 
     def transaction(self, *, batch: Any, overlap: Any = None) -> EagerTransaction:
@@ -118,32 +144,40 @@ class ZKDV:
 
     def _open_transaction(self, transaction: EagerTransaction) -> None:
         batch = transaction.batch
-        if len(batch) != 2 or not all(isinstance(value, torch.Tensor) for value in batch):
+        if not 2 <= len(batch) <= 2 + program.MAX_EXTRA_INPUTS or not all(isinstance(value, torch.Tensor) for value in batch):
             raise RuntimeError(
-                "a ZKDV Torch transaction's batch is (inputs, targets), two tensors: the sealed "
-                "step is loss(model(inputs), targets) (docs/python.md)"
+                "a ZKDV Torch transaction's batch is (inputs, targets) or (inputs, targets, extra, ...) with up to %d "
+                "extra model inputs, all tensors: the sealed step is loss(model(inputs, *extra), targets) "
+                "(docs/python.md)" % program.MAX_EXTRA_INPUTS
             )
         if self._program is None:
-            self._seal_program_once()
+            self._seal_program_once(len(batch) - 2)
+        elif len(batch) - 2 != self._extra_inputs:
+            raise RuntimeError(
+                "this proof sealed a step whose batch holds %d tensors, not %d: every transaction's batch has the same "
+                "form" % (2 + self._extra_inputs, len(batch))
+            )
         self._native.begin(list(batch))
 
     def _close_transaction(self, transaction: EagerTransaction) -> None:
         transaction.loss = None
         self._native.end()
 
-    def _seal_program_once(self) -> None:
+    def _seal_program_once(self, extra_inputs: int) -> None:
         # The recorder binds the model and the optimizer for good, so a proof whose first
         # sealing failed half-way cannot try again; it says why at every later transaction.
         if self._seal_error is not None:
             raise RuntimeError("this proof could not seal its training step (" + self._seal_error + "); create a new proof")
         try:
-            self._seal_program()
+            self._seal_program(extra_inputs)
         except RuntimeError as error:
-            if self._model is not None and self._loss is not None and self._optimizer is not None:
+            # Before the recorder took the model (eval mode, unscriptable code, a random
+            # operation) the user can fix the model and try again; after, not.
+            if self._model_bound:
                 self._seal_error = str(error)
             raise
 
-    def _seal_program(self) -> None:
+    def _seal_program(self, extra_inputs: int) -> None:
         if self._model is None:
             raise RuntimeError("prepare the model before the first transaction: model = proof.prepare(model)")
         if self._loss is None:
@@ -153,10 +187,13 @@ class ZKDV:
             )
         if self._optimizer is None:
             raise RuntimeError("prepare the optimizer before the first transaction: optimizer = proof.prepare(optimizer)")
-        scripted = program.seal(self._model, self._loss)
+        _require_training_mode(self._model, self._loss)
+        scripted = program.seal(self._model, self._loss, extra_inputs)
         self._native.prepare_model(scripted._c)
+        self._model_bound = True
         self._native.prepare_optimizer(self._optimizer.native)
         self._program = scripted
+        self._extra_inputs = extra_inputs
         self._parameters = tuple(self._native.parameters())
 
     def forward(self, model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -167,10 +204,12 @@ class ZKDV:
         transaction = current_transaction()
         if transaction is None or transaction.proof is not self:
             return model(*args, **kwargs)
-        if kwargs or len(args) != 1 or args[0] is not transaction.batch[0]:
+        expected = (transaction.batch[0],) + transaction.batch[2:]
+        if kwargs or len(args) != len(expected) or any(a is not b for a, b in zip(args, expected)):
             raise RuntimeError(
-                "inside a ZKDV Torch transaction proof.forward(model, inputs) takes the batch's inputs "
-                "(its first tensor) and nothing else: the sealed step is loss(model(inputs), targets)"
+                "inside a ZKDV Torch transaction proof.forward(model, inputs, *extra) takes the batch's inputs "
+                "(its first tensor) and its extra tensors (after the targets), and nothing else: the sealed step "
+                "is loss(model(inputs, *extra), targets)"
             )
         transaction.loss = self._native.forward(self._program._c)
         output = self._program.output
@@ -197,8 +236,24 @@ class ZKDV:
     def _step(self, optimizer: PreparedOptimizer) -> None:
         if self._optimizer is not optimizer:
             raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
-        self._native.step()
-        optimizer._adopt(self._parameters, self._native.state())
+        try:
+            self._native.step()
+        finally:
+            # Also when the step failed (a full disk met after the update): optimizer.state
+            # then shows the state the model's parameters were stepped with, never an older one.
+            optimizer._adopt(self._parameters, self._native.state())
+
+
+def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> None:
+    # The auditor replays the sealed step after module.train(); a module sealed in eval mode
+    # (BatchNorm on running statistics, dropout off) would replay differently.
+    evaluating = [name or type(module).__name__ for owner in (model, loss) for name, module in owner.named_modules() if not module.training]
+    if evaluating:
+        raise RuntimeError(
+            "ZKDV seals the training step in training mode (the auditor replays it after module.train()), but "
+            + ", ".join(evaluating[:5]) + (" and others are" if len(evaluating) > 5 else (" is" if len(evaluating) == 1 else " are"))
+            + " in eval mode; call model.train() before the first transaction"
+        )
 
 
 def _same_value(loss: torch.Tensor, recorded: torch.Tensor) -> bool:
