@@ -350,7 +350,7 @@ void TestContainedReplay::killedReplayLeavesAUsableCase()
     QCOMPARE(whole.exitCode, 0);
     const qint64 duration = std::max<qint64>(clock.elapsed(), 200);
 
-    constexpr int kKills = 12;
+    constexpr int kKills = 20;
     for (int point = 0; point < kKills; ++point) {
         QProcess replay;
         replay.start(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), arguments);

@@ -147,7 +147,8 @@ void TestCaseProcesses::killedIngestLeavesAWholeCase_data()
     QTest::addColumn<int>("afterMs");
     for (int line = 1; line <= 10; ++line)
         QTest::addRow("at progress line %d", line) << QStringLiteral("verifying ") << line << 0;
-    for (int afterMs : {0, 15, 40, 80, 150})
+    // 20 points in all; the late ones may find the ingest finished, which must hold too.
+    for (int afterMs : {0, 15, 40, 80, 150, 250, 400, 600, 900, 1300})
         QTest::addRow("%d ms after the scan", afterMs) << QStringLiteral("verifying 100%") << 1 << afterMs;
 }
 
