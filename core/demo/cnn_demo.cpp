@@ -13,6 +13,7 @@
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/recorder/recorder.h"
+#include "zkdv/recorder/sealed_program.h"
 
 namespace zkdv {
 
@@ -144,7 +145,7 @@ CnnDemoResult runCnnDemo(const std::string& path, const CnnDemoOptions& options)
             loss = value.item<double>();
         } else {
             c10::List<at::Tensor> batch({images, labels});
-            at::Tensor value = model.get_method("training_step")({c10::IValue(batch)}).toTensor();
+            at::Tensor value = runTrainingStep(model, batch);
             torch::autograd::backward({value});
             optimizer.step();
             optimizer.zeroGrad();

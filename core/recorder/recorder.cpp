@@ -303,7 +303,7 @@ at::Tensor Recorder::forward(const torch::jit::Module& model)
     c10::List<at::Tensor> batch;
     for (const at::Tensor& tensor : d.batch)
         batch.push_back(tensor);
-    at::Tensor loss = d.model->module().get_method("training_step")({c10::IValue(batch)}).toTensor();
+    at::Tensor loss = runTrainingStep(d.model->module(), batch);
     d.loss = loss.detach();
     return loss;
 }

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 namespace zkdv {
@@ -197,6 +198,28 @@ torch::jit::Module loadSealedProgram(const std::vector<std::uint8_t>& bytes, con
 {
     std::istringstream in(std::string(bytes.begin(), bytes.end()));
     return torch::jit::load(in, c10::Device(device));
+}
+
+namespace {
+
+// The setting is the calling thread's; restore it so the caller's own scripted code keeps its mode.
+class GraphExecutorOptimizeOff {
+public:
+    GraphExecutorOptimizeOff() : previous_(torch::jit::getGraphExecutorOptimize()) { torch::jit::setGraphExecutorOptimize(false); }
+    ~GraphExecutorOptimizeOff() { torch::jit::setGraphExecutorOptimize(previous_); }
+    GraphExecutorOptimizeOff(const GraphExecutorOptimizeOff&) = delete;
+    GraphExecutorOptimizeOff& operator=(const GraphExecutorOptimizeOff&) = delete;
+
+private:
+    bool previous_;
+};
+
+}  // namespace
+
+at::Tensor runTrainingStep(torch::jit::Module& module, const c10::List<at::Tensor>& batch)
+{
+    GraphExecutorOptimizeOff unoptimized;
+    return module.get_method("training_step")({c10::IValue(batch)}).toTensor();
 }
 
 }  // namespace zkdv

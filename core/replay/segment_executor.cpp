@@ -372,7 +372,7 @@ private:
             batch.push_back(tensorFromView(*tensor).to(device_));
         for (at::Tensor& parameter : parameters_)
             parameter.mutable_grad() = at::Tensor();
-        at::Tensor loss = module_.get_method("training_step")({c10::IValue(batch)}).toTensor();
+        at::Tensor loss = runTrainingStep(module_, batch);
         outcome.comparisons.push_back(compareTensor("loss", "loss", *record.lossTensor, loss, tolerance_));
         torch::autograd::backward({loss});
 

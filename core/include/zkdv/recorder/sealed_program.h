@@ -33,4 +33,11 @@ SealedProgram sealProgram(const torch::jit::Module& module);
 // Loads a sealed program's bytes back (on `device`).
 torch::jit::Module loadSealedProgram(const std::vector<std::uint8_t>& bytes, const std::string& device = "cpu");
 
+// Runs training_step(batch) as recorder and replay both must: with the graph executor's
+// optimizations off, so that every run executes the same operators with their eager autograd
+// formulas. Optimized, the executor runs its first calls unoptimized and later ones as
+// differentiated subgraphs; a replay starting a segment afresh would then not run the code
+// the recorder ran at that transaction, and those subgraphs make the backward ~20 % slower.
+at::Tensor runTrainingStep(torch::jit::Module& module, const c10::List<at::Tensor>& batch);
+
 }  // namespace zkdv
