@@ -101,6 +101,38 @@ OptimizerBridge::Transition OptimizerBridge::transition(const std::vector<at::Te
     return result;
 }
 
+std::vector<at::Tensor> OptimizerBridge::stepInPlace(const std::vector<at::Tensor>& parameters, std::vector<SlotState>& state,
+                                                     const std::vector<at::Tensor>& gradients) const
+{
+    if (parameters.size() != parameterCount_ || state.size() != parameterCount_ || gradients.size() != parameterCount_)
+        throw ContractError("optimizer step needs " + std::to_string(parameterCount_) + " parameters, states and gradients");
+    at::NoGradGuard noGrad;
+    std::vector<at::Tensor> deltas(parameterCount_);
+    for (const BoundGroup& group : groups_) {
+        std::vector<at::Tensor> stepped, activeGradients, before;
+        std::vector<SlotState*> activeStates;
+        std::vector<std::size_t> active;
+        for (std::size_t position : group.positions) {
+            if (!gradients[position].defined()) {
+                deltas[position] = at::zeros_like(parameters[position]);
+                continue;
+            }
+            active.push_back(position);
+            stepped.push_back(parameters[position]);
+            before.push_back(parameters[position].clone());
+            activeGradients.push_back(gradients[position]);
+            activeStates.push_back(&state[position]);
+        }
+        if (active.empty())
+            continue;
+        contract_->update(stepped, activeGradients, activeStates, group.options);
+        // after - before into the copy of before: the subtraction transition() computes.
+        for (std::size_t i = 0; i < active.size(); ++i)
+            deltas[active[i]] = at::sub_out(before[i], stepped[i], before[i]);
+    }
+    return deltas;
+}
+
 void OptimizerBridge::checkUnchanged(const std::vector<GroupOptions>& current) const
 {
     bool same = current.size() == groups_.size();

@@ -85,6 +85,7 @@ struct Recorder::Impl {
     std::shared_future<Digest> samplingAnchor;
     bool started = false;
     bool sealed = false;
+    std::string brokenBy;  // why an optimizer step failed half-way, ending the tape
 
     bool open = false;
     bool committed = false;
@@ -278,6 +279,8 @@ Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
         throw RecorderError("nested ZKDV transactions are unsupported");
     if (d.sealed)
         throw RecorderError("the tape is sealed; start a new recorder for more transactions");
+    if (!d.brokenBy.empty())
+        throw RecorderError("an optimizer step of this recorder failed half-way (" + d.brokenBy + "); create a new proof");
     if (!d.model || !d.bridge)
         throw RecorderError("prepare the model and its optimizer before the first transaction");
     for (const at::Tensor& tensor : batch)
@@ -333,16 +336,22 @@ void Recorder::step(PreparedOptimizer& prepared)
         detached.push_back(p.detach());
         gradients.push_back(p.grad());
     }
-    optim::OptimizerBridge::Transition transition = d.bridge->transition(detached, d.state, gradients);
-    for (std::size_t i = 0; i < parameters.size(); ++i)
-        detached[i].copy_(transition.parameters[i]);
-    d.state = std::move(transition.state);
+    std::vector<at::Tensor> deltas;
+    try {
+        deltas = d.bridge->stepInPlace(detached, d.state, gradients);
+    } catch (const std::exception& error) {
+        // Groups before the failing one may be stepped already: what the model holds now is
+        // no state the tape can describe, so this recorder takes no further transactions.
+        d.brokenBy = error.what();
+        throw RecorderError(std::string(error.what()) + "; the optimizer step may have updated some parameter groups, so this tape ends here: "
+                            "create a new proof");
+    }
 
     const SampledChecks checks = d.drawSampledChecks();
     const bool updateCheck = checks.update;
     const bool stateCheck = checks.state;
     auto l2 = std::make_shared<std::vector<double>>(), maxAbs = std::make_shared<std::vector<double>>();
-    for (const at::Tensor& delta : transition.deltas) {
+    for (const at::Tensor& delta : deltas) {
         const UpdateFingerprint fingerprint = updateFingerprint(delta);
         l2->push_back(fingerprint.l2);
         maxAbs->push_back(fingerprint.maxAbs);
@@ -362,10 +371,10 @@ void Recorder::step(PreparedOptimizer& prepared)
     for (const at::Tensor& tensor : d.batch)
         batch->push_back(hostCopy(tensor));
     auto loss = std::make_shared<at::Tensor>(hostCopy(d.loss));
-    auto deltas = std::make_shared<std::vector<at::Tensor>>();
+    auto sampledDeltas = std::make_shared<std::vector<at::Tensor>>();
     if (updateCheck)
-        for (const at::Tensor& delta : transition.deltas)
-            deltas->push_back(hostCopy(delta));
+        for (const at::Tensor& delta : deltas)
+            sampledDeltas->push_back(hostCopy(delta));
     auto names = std::make_shared<std::vector<std::string>>(d.model->parameterNames());
     auto options = std::make_shared<std::vector<std::pair<std::string, std::vector<double>>>>();
     for (const char* option : {"lr"}) {
@@ -390,8 +399,9 @@ void Recorder::step(PreparedOptimizer& prepared)
         for (const auto& [option, values] : *options)
             record.setOptimizerValue(option, values);
         record.setUpdateFingerprints(*l2, *maxAbs);
-        for (std::size_t i = 0; i < deltas->size(); ++i)
-            record.addDelta((*names)[i], dtypeOf((*deltas)[i].scalar_type()), shapeOf((*deltas)[i]), tensorBytes((*deltas)[i]));
+        for (std::size_t i = 0; i < sampledDeltas->size(); ++i)
+            record.addDelta((*names)[i], dtypeOf((*sampledDeltas)[i].scalar_type()), shapeOf((*sampledDeltas)[i]),
+                            tensorBytes((*sampledDeltas)[i]));
         if (digest)
             record.setStateDigest(*digest);
         SafetensorsBuilder blob = record.blob();

@@ -71,6 +71,8 @@ private Q_SLOTS:
     void transitionLeavesInputsUntouched();
     void transitionMatchesTheOrdinaryOptimizer();
     void parameterWithoutGradientIsUnchangedButBound();
+    void stepInPlaceMatchesTransitionBitForBit_data();
+    void stepInPlaceMatchesTransitionBitForBit();
     void groupsMustCoverTheModelExactly_data();
     void groupsMustCoverTheModelExactly();
     void bindByIdentityRefusesForeignTensors();
@@ -152,6 +154,51 @@ void TestOptimizerBridge::parameterWithoutGradientIsUnchangedButBound()
     QCOMPARE(transition.deltas[2].abs().max().item<double>(), 0.0);
     QVERIFY(transition.state[2].empty());  // no step, so SGD's lazy momentum buffer does not exist yet
     QVERIFY(transition.deltas[0].abs().max().item<double>() > 0);
+}
+
+void TestOptimizerBridge::stepInPlaceMatchesTransitionBitForBit_data()
+{
+    QTest::addColumn<QString>("contract");
+    QTest::addColumn<QString>("options");
+    QTest::newRow("SGD momentum") << "SGD" << R"({"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01})";
+    QTest::newRow("Adam") << "Adam" << R"({"lr": 0.01, "amsgrad": true})";
+    QTest::newRow("RMSprop") << "RMSprop" << R"({"lr": 0.01, "momentum": 0.5, "centered": true})";
+}
+
+void TestOptimizerBridge::stepInPlaceMatchesTransitionBitForBit()
+{
+    // The recorder steps the model's own tensors; the replay computes transition() on copies.
+    // Both must produce the same bits, or an honest tape would not replay exact.
+    QFETCH(QString, contract);
+    QFETCH(QString, options);
+    ContractRegistry registry;
+    const GroupOptions parsed = GroupOptions::parse(options.toStdString());
+    OptimizerBridge bridge(registry.resolve(contract.toStdString()), {BoundGroup{{0, 2}, parsed}, BoundGroup{{3, 1}, parsed}}, 4);
+    std::vector<at::Tensor> functional = makeParameters(), inPlace;
+    for (const at::Tensor& p : functional)
+        inPlace.push_back(p.clone());
+    std::vector<SlotState> functionalState = bridge.initialState(functional), inPlaceState = bridge.initialState(inPlace);
+    const std::vector<void*> storage = {inPlace[0].data_ptr(), inPlace[1].data_ptr()};
+    for (int step = 0; step < 4; ++step) {
+        std::vector<at::Tensor> gradients = makeGradients(functional);
+        if (step == 1)
+            gradients[1] = at::Tensor();  // a parameter without a gradient this step
+        auto transition = bridge.transition(functional, functionalState, gradients);
+        const std::vector<at::Tensor> deltas = bridge.stepInPlace(inPlace, inPlaceState, gradients);
+        functional = transition.parameters;
+        functionalState = transition.state;
+        for (std::size_t i = 0; i < functional.size(); ++i) {
+            QVERIFY2(bitwiseEqual(inPlace[i], functional[i]), qPrintable(QStringLiteral("step %1, parameter %2").arg(step).arg(i)));
+            QVERIFY2(bitwiseEqual(deltas[i], transition.deltas[i]), qPrintable(QStringLiteral("step %1, delta %2").arg(step).arg(i)));
+            QCOMPARE(inPlaceState[i].size(), functionalState[i].size());
+            for (const auto& [slot, tensor] : functionalState[i])
+                QVERIFY2(bitwiseEqual(inPlaceState[i].at(slot), tensor), slot.c_str());
+        }
+        QVERIFY(deltas[0].abs().max().item<double>() > 0);
+    }
+    // In place means in the caller's tensors, not in new ones.
+    QCOMPARE(inPlace[0].data_ptr(), storage[0]);
+    QCOMPARE(inPlace[1].data_ptr(), storage[1]);
 }
 
 void TestOptimizerBridge::groupsMustCoverTheModelExactly_data()

@@ -69,6 +69,26 @@ void trainSteps(Recorder& recorder, torch::jit::Module& model, PreparedOptimizer
     }
 }
 
+// A custom optimizer whose step fails from its second call: the recorder steps the model's own
+// tensors, so after that failure the model holds no state the tape describes.
+class FailingContract : public optim::OptimizerContract {
+public:
+    std::string name() const override { return "FailsOnSecondStep"; }
+    optim::GroupOptions defaults() const override { return {{"differentiable", false}}; }
+    optim::SlotState initialize(const at::Tensor&, const optim::GroupOptions&) const override { return {}; }
+    void update(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients, const std::vector<optim::SlotState*>&,
+                const optim::GroupOptions&) const override
+    {
+        if (++calls_ >= 2)
+            throw optim::ContractError("FailsOnSecondStep: refused");
+        for (std::size_t i = 0; i < parameters.size(); ++i)
+            parameters[i].sub_(gradients[i], 0.1);
+    }
+
+private:
+    mutable int calls_ = 0;
+};
+
 bool runPython(const QStringList& arguments, QString* output)
 {
     QProcess process;
@@ -95,6 +115,7 @@ private Q_SLOTS:
     void capturedTensorsAreRefused();
     void optionsChangedAfterSealingAreRefused();
     void unsupportedOptimizersAreRefused();
+    void optimizerStepFailingHalfWayEndsTheTape();
     void existingTapeNeedsExplicitOverwrite();
     void failingDiskWriteIsReportedAndTrainingGoesOn();
     void snapshotPoolStaysWithinItsBound();
@@ -274,6 +295,26 @@ void TestRecorder::unsupportedOptimizersAreRefused()
     QVERIFY2(message.contains(QStringLiteral("closure")), qPrintable(message));
     message = errorOf([&] { optim::ContractOptimizer("Lion", parametersOf(model), {{"lr", 1.0}}); });
     QVERIFY2(message.contains(QStringLiteral("no functional optimizer contract for \"Lion\"")), qPrintable(message));
+}
+
+void TestRecorder::optimizerStepFailingHalfWayEndsTheTape()
+{
+    torch::jit::Module model = linearModel();
+    auto contract = std::make_shared<FailingContract>();
+    optim::ContractOptimizer optimizer(contract, {{parametersOf(model), optim::GroupOptions::object()}});
+    const std::string path = dir_.file("failed-step.zkdv");
+    Recorder recorder(path);
+    recorder.registerFunctionalOptimizer(contract);
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 1);
+    QString message = errorOf([&] { trainSteps(recorder, model, prepared, 1); });
+    QVERIFY2(message.startsWith(QStringLiteral("FailsOnSecondStep: refused; the optimizer step may have updated")), qPrintable(message));
+    message = errorOf([&] { Transaction next = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})}); });
+    QCOMPARE(message, QStringLiteral("an optimizer step of this recorder failed half-way (FailsOnSecondStep: refused); create a new proof"));
+    // What was recorded before the failure stays a readable tape of one transaction.
+    recorder.seal();
+    QCOMPARE(recorder.statistics().transactions, std::uint64_t(1));
 }
 
 void TestRecorder::existingTapeNeedsExplicitOverwrite()

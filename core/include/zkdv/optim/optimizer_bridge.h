@@ -47,6 +47,13 @@ public:
     Transition transition(const std::vector<at::Tensor>& parameters, const std::vector<SlotState>& state,
                           const std::vector<at::Tensor>& gradients) const;
 
+    // The same step on the caller's own tensors: `parameters` (aliases of the model's) and
+    // `state` are updated in place, bit for bit as transition() would compute them, and the
+    // deltas are returned. The recorder steps this way, without copying parameters and state.
+    // When the contract throws, groups stepped before the failing one stay stepped.
+    std::vector<at::Tensor> stepInPlace(const std::vector<at::Tensor>& parameters, std::vector<SlotState>& state,
+                                        const std::vector<at::Tensor>& gradients) const;
+
     // Refuses options that differ from those the bridge was sealed with
     // ("create a new proof for the new optimizer schedule").
     void checkUnchanged(const std::vector<GroupOptions>& current) const;
