@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -37,12 +38,19 @@ class CMakeBuild(build_ext):
         # One build folder per environment (a venv's python links to the system's, so the
         # prefix tells them apart) under the tree's ignored /build*/, reused by later installs.
         key = hashlib.sha256((sys.prefix + "\0" + sys.executable).encode()).hexdigest()[:12]
-        build = os.path.join(ROOT, "build-pip-" + key)
-        configure = ["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DZKDV_BUILD_UI=OFF",
-                     "-DZKDV_BUILD_TESTS=OFF", "-DZKDV_BUILD_PYTHON=ON"] + torch_python_option()
-        if shutil.which("ninja"):
-            configure += ["-G", "Ninja"]
-        subprocess.check_call(configure)
+        build = os.environ.get("ZKDV_NATIVE_BUILD_DIR")
+        if build:
+            # A build tree of this source configured already for this interpreter's torch (the
+            # test suite installs from its own): only the native target is brought up to date.
+            if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+                raise SystemExit("ZKDV_NATIVE_BUILD_DIR=%s is not a configured CMake build tree" % build)
+        else:
+            build = os.path.join(ROOT, "build-pip-" + key)
+            configure = ["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DZKDV_BUILD_UI=OFF",
+                         "-DZKDV_BUILD_TESTS=OFF", "-DZKDV_BUILD_PYTHON=ON"] + torch_python_option()
+            if shutil.which("ninja"):
+                configure += ["-G", "Ninja"]
+            subprocess.check_call(configure)
         subprocess.check_call(["cmake", "--build", build, "--target", "zkdv-python-native", "--parallel",
                                os.environ.get("ZKDV_BUILD_JOBS", "2")])
         built = os.path.join(build, "python", "zkdv")
@@ -54,4 +62,13 @@ class CMakeBuild(build_ext):
         shutil.copyfile(os.path.join(built, native[0]), target)
 
 
-setup(ext_modules=[Extension("zkdv._native", sources=[])], cmdclass={"build_ext": CMakeBuild})
+# setuptools stages the package in a build folder and lists its files in an egg-info folder,
+# both reused; in the source tree a module since removed would be installed all the same.
+# Stage each install afresh instead (and leave the source tree clean).
+_staging = tempfile.TemporaryDirectory(prefix="zkdv-setup-")
+
+setup(
+    ext_modules=[Extension("zkdv._native", sources=[])],
+    cmdclass={"build_ext": CMakeBuild},
+    options={"build": {"build_base": os.path.join(_staging.name, "build")}, "egg_info": {"egg_base": _staging.name}},
+)

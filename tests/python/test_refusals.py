@@ -215,3 +215,34 @@ def test_every_batch_has_the_form_of_the_first(tmp_path):
     with pytest.raises(RuntimeError, match=r"\(inputs, targets\) or \(inputs, targets, extra, ...\)"):
         proof.transaction(batch=(x2,))
     proof.close()
+
+
+class ScaledMLP(torch.nn.Module):
+    """Holds a tensor that is neither a parameter nor a buffer: state the tape would not carry."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.nn.Linear(6, 3)
+        self.scale = torch.tensor(2.0)
+
+    def forward(self, x):
+        return self.hidden(x) * self.scale
+
+
+def test_captured_unprepared_tensors_are_refused_with_the_seeds_message(tmp_path):
+    proof = zkdv.torch.ZKDV(tmp_path / "captured.zkdv")
+    model = ScaledMLP()
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    x, y = next(batches(1))
+    with pytest.raises(RuntimeError, match=r"^attested Torch code captured unprepared tensor state \(model\.scale\); register it as a "
+                       r"parameter or buffer of the sealed program, or pass it in the batch$"):
+        proof.transaction(batch=(x, y))
+    # Registered as a buffer, the same tensor is prepared state, and the step seals.
+    del model.scale
+    model.register_buffer("scale", torch.tensor(2.0))
+    with proof.transaction(batch=(x, y)):
+        optimizer.zero_grad()
+        loss = loss_fn(proof.forward(model, x), y)
+        proof.backward(loss)
+        optimizer.step()
+    proof.seal()
