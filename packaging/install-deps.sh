@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config
-  qt6-base-dev libqcustomplot-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libtorch-dev python3-torch python3-numpy
   pybind11-dev python3-dev python3-pytest python3-pip python3-setuptools python3-wheel
   libsqlite3-dev libssl-dev nlohmann-json3-dev

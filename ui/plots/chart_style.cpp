@@ -4,7 +4,26 @@
 
 #include <qcustomplot.h>
 
+#include "plots/chart_tools.h"
+
 namespace zkdv::ui {
+
+namespace {
+
+// Powers of ten as 10ⁿ; any other tick (a range within one decade gets linear ticks) as its
+// value: with the power format every tick between 3.5 and 4.4 read "4·10⁰".
+class LogTicker : public QCPAxisTickerLog {
+protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
+    {
+        const double exponent = std::log10(std::fabs(tick));
+        if (tick != 0 && std::fabs(exponent - std::round(exponent)) < 1e-9)
+            return QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision);
+        return locale.toString(tick, 'g', 6);
+    }
+};
+
+}  // namespace
 
 QColor ChartStyle::verdictColor(Verdict verdict)
 {
@@ -30,7 +49,7 @@ QString ChartStyle::verdictLabel(Verdict verdict)
 void ChartStyle::makeLogAxis(QCPAxis* axis)
 {
     axis->setScaleType(QCPAxis::stLogarithmic);
-    QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+    QSharedPointer<QCPAxisTickerLog> ticker(new LogTicker);
     ticker->setLogBase(10);
     ticker->setSubTickCount(0);
     axis->setTicker(ticker);
@@ -42,6 +61,8 @@ void ChartStyle::applyInteractions(QCustomPlot* plot)
 {
     plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom | QCP::iSelectPlottables);
     plot->setNoAntialiasingOnDrag(true);
+    ChartTools::of(plot);
+    ChartTools::of(plot);
 }
 
 QString ChartStyle::formatValue(double value)

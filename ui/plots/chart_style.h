@@ -28,7 +28,8 @@ public:
 
     // Log scale with powers-of-ten ticks.
     static void makeLogAxis(QCPAxis* axis);
-    // The interactions every chart shares: drag to pan, wheel to zoom, select plottables.
+    // The interactions every chart shares: drag to pan and wheel to zoom along x, select
+    // plottables, and the ChartTools (reset zoom, export).
     static void applyInteractions(QCustomPlot* plot);
     // Bars of max ULP distances over named categories (log value axis, rotated text ticks,
     // a title row); returns the title.

@@ -4,7 +4,11 @@
 #include <cmath>
 
 
+#include <QAction>
+#include <QSettings>
+
 #include "plots/chart_style.h"
+#include "plots/chart_tools.h"
 #include "plots/point_picker.h"
 
 namespace zkdv::ui {
@@ -69,8 +73,8 @@ TransactionChart::TransactionChart(QWidget* parent) : TransactionPlot(parent)
     top->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
     normRect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
     for (QCPAxisRect* rect : {top, normRect_}) {
-        rect->setRangeDrag(Qt::Horizontal | Qt::Vertical);
-        rect->setRangeZoom(Qt::Horizontal | Qt::Vertical);
+        rect->setRangeDrag(Qt::Horizontal);  // y follows the data in view (ChartTools)
+        rect->setRangeZoom(Qt::Horizontal);
         rect->setRangeDragAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
         rect->setRangeZoomAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
     }
@@ -116,7 +120,35 @@ TransactionChart::TransactionChart(QWidget* parent) : TransactionPlot(parent)
 
     lossCursor_ = makeCursor(this, top);
     normCursor_ = makeCursor(this, normRect_);
+
+    logLoss_ = new QAction(tr("&Logarithmic Loss Axis"), this);
+    logLoss_->setCheckable(true);
+    logLoss_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_L));
+    logLoss_->setToolTip(tr("Draw the loss on a log scale (losses of 0 or below are then not drawn)"));
+    connect(logLoss_, &QAction::toggled, this, &TransactionChart::setLogarithmicLoss);
+    ChartTools::of(this)->addChartAction(logLoss_);
+    logLoss_->setChecked(QSettings().value(QStringLiteral("charts/logarithmicLoss"), false).toBool());
 }
+
+void TransactionChart::setLogarithmicLoss(bool logarithmic)
+{
+    if (logLoss_->isChecked() != logarithmic) {
+        logLoss_->setChecked(logarithmic);  // comes back here through toggled
+        return;
+    }
+    QSettings().setValue(QStringLiteral("charts/logarithmicLoss"), logarithmic);
+    if (logarithmic) {
+        ChartStyle::makeLogAxis(yAxis);
+    } else {
+        yAxis->setScaleType(QCPAxis::stLinear);
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        yAxis->setNumberFormat(QStringLiteral("gbd"));
+        yAxis->setNumberPrecision(6);
+    }
+    ChartTools::of(this)->fitValues();
+}
+
+bool TransactionChart::logarithmicLoss() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
 
 void TransactionChart::setSeries(QSharedPointer<QCPGraphDataContainer> loss, const QStringList& parameterNames,
                                  int parameterCount, const QVector<QSharedPointer<QCPGraphDataContainer>>& updateNorms)

@@ -26,6 +26,9 @@ public:
     void setVerdicts(const std::vector<VerdictPoint>& verdicts);
     void setSelectedTransaction(std::optional<quint64> index);
     void clear();
+    // Loss on a log or a linear axis (the choice is kept in QSettings).
+    void setLogarithmicLoss(bool logarithmic);
+    bool logarithmicLoss() const;
 
     int lossPointCount() const;
     int verdictMarkerCount() const;
@@ -51,6 +54,7 @@ private:
     QVector<QCPGraph*> norms_;
     QCPItemStraightLine* lossCursor_ = nullptr;
     QCPItemStraightLine* normCursor_ = nullptr;
+    QAction* logLoss_ = nullptr;
     std::vector<VerdictPoint> verdicts_;  // by index
 };
 

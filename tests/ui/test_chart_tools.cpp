@@ -1,0 +1,279 @@
+// What every chart lets its user do (ChartTools): x-only zoom that stays within the data while
+// y follows the data in view, reset by double-click and by Home, export as PNG, SVG and CSV
+// read back, the loss's log/linear toggle, and log-axis tick labels that say different things.
+
+#include <QAction>
+#include <QMenu>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QXmlStreamReader>
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+
+#include <qcustomplot.h>
+
+#include "plots/chart_style.h"
+#include "plots/chart_tools.h"
+#include "plots/transaction_chart.h"
+#include "temp_dir.h"
+
+using zkdv::ui::ChartStyle;
+using zkdv::ui::ChartTools;
+using zkdv::ui::TransactionChart;
+
+namespace {
+
+constexpr int kPoints = 200;
+
+// A falling loss with a bump in the middle, so that the values in view depend on the x range.
+double lossAt(int i) { return 2.0 * std::exp(-i / 60.0) + (i >= 90 && i < 110 ? 1.0 : 0.0) + 0.05; }
+
+std::unique_ptr<TransactionChart> makeChart()
+{
+    auto chart = std::make_unique<TransactionChart>();
+    chart->resize(800, 500);
+    auto loss = QSharedPointer<QCPGraphDataContainer>::create();
+    auto norm = QSharedPointer<QCPGraphDataContainer>::create();
+    for (int i = 0; i < kPoints; ++i) {
+        loss->add(QCPGraphData(i, lossAt(i)));
+        norm->add(QCPGraphData(i, 1e-3 * (1 + i % 7)));
+    }
+    chart->setSeries(loss, {QStringLiteral("weight")}, 1, {norm});
+    chart->replot();
+    return chart;
+}
+
+// The loss values among the keys in view, as ChartTools sees them.
+QCPRange visibleLoss(const TransactionChart& chart)
+{
+    bool found = false;
+    return chart.lossGraph()->getValueRange(found, QCP::sdBoth, chart.xAxis->range());
+}
+
+QWheelEvent wheel(const QWidget& widget, QPointF at, int notches)
+{
+    return QWheelEvent(at, widget.mapToGlobal(at), QPoint(), QPoint(0, 120 * notches), Qt::NoButton, Qt::NoModifier,
+                       Qt::NoScrollPhase, false);
+}
+
+}  // namespace
+
+class TestChartTools : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void wheelZoomsTheTransactionsOnlyAndYFollows();
+    void zoomNeverGoesPastTheData();
+    void doubleClickAndHomeResetTheZoom();
+    void exportsReadBack();
+    void exportToAnUnwritablePlaceSaysWhy();
+    void lossAxisTogglesBetweenLinearAndLog();
+    void contextMenuOffersEveryAction();
+    void logAxisTickLabelsDiffer();
+
+private:
+    zkdv::test::TempDir dir_;
+};
+
+void TestChartTools::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().remove(QStringLiteral("charts"));
+}
+
+void TestChartTools::wheelZoomsTheTransactionsOnlyAndYFollows()
+{
+    auto chart = makeChart();
+    const QCPRange fullX = chart->xAxis->range();
+    const QPointF centre = chart->lossRect()->rect().center();
+    QWheelEvent in = wheel(*chart, centre, 3);
+    QApplication::sendEvent(chart.get(), &in);
+    const QCPRange zoomedX = chart->xAxis->range();
+    QVERIFY2(zoomedX.size() < fullX.size() * 0.7, qPrintable(QStringLiteral("%1 -> %2").arg(fullX.size()).arg(zoomedX.size())));
+    // The other rectangle shares the transaction axis.
+    QCOMPARE(chart->normRect()->axis(QCPAxis::atBottom)->range(), zoomedX);
+    // y is not zoomed by the wheel: it spans the loss in view, with a margin of 5 %.
+    const QCPRange visible = visibleLoss(*chart);
+    const QCPRange y = chart->yAxis->range();
+    QVERIFY(y.lower < visible.lower && y.upper > visible.upper);
+    QVERIFY2(std::fabs(y.size() - visible.size() * 1.1) < 1e-9 * y.size(), qPrintable(QStringLiteral("%1 vs %2").arg(y.size()).arg(visible.size())));
+
+    // Pan to the end, where the loss is small: y follows down.
+    chart->xAxis->setRange(kPoints - 30, kPoints - 1);
+    ChartTools::of(chart.get())->fitValues();
+    QVERIFY2(chart->yAxis->range().upper < lossAt(kPoints - 31) * 1.1, qPrintable(QString::number(chart->yAxis->range().upper)));
+}
+
+void TestChartTools::zoomNeverGoesPastTheData()
+{
+    auto chart = makeChart();
+    ChartTools* tools = ChartTools::of(chart.get());
+    for (int i = 0; i < 10; ++i)
+        tools->zoomX(chart->lossRect(), 2.0, 0);  // out, far beyond the data
+    QCOMPARE(chart->xAxis->range(), QCPRange(-0.5, kPoints - 0.5));
+    // Zoomed in near the start and then out around a key left of the data: still inside.
+    tools->zoomX(chart->lossRect(), 0.1, 5);
+    tools->zoomX(chart->lossRect(), 1.5, -1000);
+    QVERIFY(chart->xAxis->range().lower >= -0.5);
+    QVERIFY(chart->xAxis->range().upper <= kPoints - 0.5);
+}
+
+void TestChartTools::doubleClickAndHomeResetTheZoom()
+{
+    auto chart = makeChart();
+    chart->show();
+    QVERIFY(QTest::qWaitForWindowExposed(chart.get()));
+    const QCPRange full(-0.5, kPoints - 0.5);
+    ChartTools* tools = ChartTools::of(chart.get());
+
+    tools->zoomX(chart->lossRect(), 0.2, 50);
+    QVERIFY(chart->xAxis->range().size() < full.size() / 2);
+    // The top-right corner of the loss rectangle is background: the loss falls to the right.
+    const QPoint background = chart->lossRect()->rect().topRight() + QPoint(-3, 3);
+    QVERIFY(!chart->plottableAt(background, true));
+    QTest::mouseDClick(chart.get(), Qt::LeftButton, Qt::NoModifier, background);
+    QCOMPARE(chart->xAxis->range(), full);
+
+    tools->zoomX(chart->lossRect(), 0.2, 50);
+    QVERIFY(chart->xAxis->range().size() < full.size() / 2);
+    chart->activateWindow();
+    chart->setFocus();
+    QVERIFY(QTest::qWaitForWindowActive(chart.get()));
+    QTest::keyClick(chart.get(), Qt::Key_Home);
+    QCOMPARE(chart->xAxis->range(), full);
+}
+
+void TestChartTools::exportsReadBack()
+{
+    auto chart = makeChart();
+    chart->setAccessibleName(QStringLiteral("Loss, and updates"));
+    ChartTools* tools = ChartTools::of(chart.get());
+    QString error;
+
+    const QString png = QString::fromStdString(dir_.file("chart.png"));
+    QVERIFY2(tools->exportPng(png, &error), qPrintable(error));
+    QImage image(png);
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), chart->size() * chart->devicePixelRatioF());
+    // Something is drawn: the loss's pen colour appears in the image.
+    const QColor lossColor = chart->lossGraph()->pen().color();
+    bool drawn = false;
+    for (int y = 0; y < image.height() && !drawn; ++y)
+        for (int x = 0; x < image.width() && !drawn; ++x)
+            drawn = image.pixelColor(x, y) == lossColor;
+    QVERIFY(drawn);
+
+    const QString svg = QString::fromStdString(dir_.file("chart.svg"));
+    QVERIFY2(tools->exportSvg(svg, &error), qPrintable(error));
+    QFile svgFile(svg);
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    QXmlStreamReader xml(&svgFile);
+    int elements = 0, drawing = 0;
+    QString root, title;
+    while (!xml.atEnd()) {
+        if (xml.readNext() != QXmlStreamReader::StartElement)
+            continue;
+        if (elements++ == 0)
+            root = xml.name().toString();
+        if (xml.name() == QLatin1String("title"))
+            title = xml.readElementText();
+        else if (xml.name() == QLatin1String("path") || xml.name() == QLatin1String("polyline"))
+            ++drawing;
+    }
+    QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+    QCOMPARE(root, QStringLiteral("svg"));
+    QCOMPARE(title, QStringLiteral("Loss, and updates"));
+    QVERIFY2(drawing > 5, qPrintable(QString::number(drawing)));
+
+    const QString csv = QString::fromStdString(dir_.file("chart.csv"));
+    QVERIFY2(tools->exportCsv(csv, &error), qPrintable(error));
+    QFile csvFile(csv);
+    QVERIFY(csvFile.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList lines = QString::fromUtf8(csvFile.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.value(0), QStringLiteral("chart,series,x,y"));
+    int lossRows = 0, normRows = 0;
+    for (const QString& line : lines.mid(1)) {
+        // The chart's name holds a comma, so it is quoted.
+        QVERIFY2(line.startsWith(QStringLiteral("\"Loss, and updates\",")), qPrintable(line));
+        const QStringList fields = line.mid(QStringLiteral("\"Loss, and updates\",").size()).split(QLatin1Char(','));
+        QCOMPARE(fields.size(), 3);
+        const int x = fields[1].toInt();
+        if (fields[0] == QLatin1String("loss")) {
+            QCOMPARE(fields[2].toDouble(), lossAt(x));  // 17 digits: the value itself
+            ++lossRows;
+        } else if (fields[0] == QLatin1String("weight")) {
+            ++normRows;
+        }
+    }
+    QCOMPARE(lossRows, kPoints);
+    QCOMPARE(normRows, kPoints);
+}
+
+void TestChartTools::exportToAnUnwritablePlaceSaysWhy()
+{
+    auto chart = makeChart();
+    QString error;
+    const QString path = QString::fromStdString(dir_.file("no-such-folder")) + QStringLiteral("/chart.csv");
+    QVERIFY(!ChartTools::of(chart.get())->exportCsv(path, &error));
+    QVERIFY2(error.startsWith(QStringLiteral("cannot write ")) && error.contains(QStringLiteral("chart.csv")), qPrintable(error));
+    QVERIFY(!ChartTools::of(chart.get())->exportPng(path, &error));
+    QVERIFY(!ChartTools::of(chart.get())->exportSvg(path, &error));
+    QVERIFY(!QFileInfo::exists(path));
+}
+
+void TestChartTools::lossAxisTogglesBetweenLinearAndLog()
+{
+    auto chart = makeChart();
+    QVERIFY(!chart->logarithmicLoss());
+    chart->setLogarithmicLoss(true);
+    QCOMPARE(chart->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    // On a log axis the range still spans the loss in view, by a factor below and above.
+    const QCPRange visible = visibleLoss(*chart);
+    QVERIFY(chart->yAxis->range().lower < visible.lower && chart->yAxis->range().lower > 0);
+    QVERIFY(chart->yAxis->range().upper > visible.upper);
+    QVERIFY(QSettings().value(QStringLiteral("charts/logarithmicLoss")).toBool());
+    // A new chart starts as the last one was left.
+    auto next = makeChart();
+    QVERIFY(next->logarithmicLoss());
+    next->setLogarithmicLoss(false);
+    QCOMPARE(next->yAxis->scaleType(), QCPAxis::stLinear);
+    QVERIFY(!QSettings().value(QStringLiteral("charts/logarithmicLoss")).toBool());
+}
+
+void TestChartTools::contextMenuOffersEveryAction()
+{
+    auto chart = makeChart();
+    QStringList texts;
+    for (QAction* action : ChartTools::of(chart.get())->contextMenu()->actions())
+        if (!action->isSeparator())
+            texts << action->text().remove(QLatin1Char('&'));
+    QCOMPARE(texts, QStringList({QStringLiteral("Reset Zoom"), QStringLiteral("Logarithmic Loss Axis"), QStringLiteral("Export Chart as PNG…"),
+                                 QStringLiteral("Export Chart as SVG…"), QStringLiteral("Export Chart Data as CSV…")}));
+    // Every action has a shortcut, distinct from the others.
+    std::set<QString> shortcuts;
+    for (QAction* action : ChartTools::of(chart.get())->actions()) {
+        QVERIFY2(!action->shortcut().isEmpty(), qPrintable(action->text()));
+        shortcuts.insert(action->shortcut().toString());
+    }
+    QCOMPARE(shortcuts.size(), std::size_t(5));
+}
+
+void TestChartTools::logAxisTickLabelsDiffer()
+{
+    QCustomPlot plot;
+    ChartStyle::makeLogAxis(plot.yAxis);
+    for (const QCPRange& range : {QCPRange(3.5, 4.4), QCPRange(0.02, 0.03), QCPRange(1e-6, 1)}) {
+        QVector<double> ticks;
+        QVector<QString> labels;
+        plot.yAxis->ticker()->generate(range, QLocale::c(), QLatin1Char('e'), 0, ticks, nullptr, &labels);
+        QVERIFY(labels.size() >= 2);
+        const std::set<QString> distinct(labels.begin(), labels.end());
+        QVERIFY2(distinct.size() == static_cast<std::size_t>(labels.size()), qPrintable(QStringList(labels.begin(), labels.end()).join(QLatin1Char(' '))));
+    }
+}
+
+QTEST_MAIN(TestChartTools)
+#include "test_chart_tools.moc"
