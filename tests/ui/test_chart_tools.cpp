@@ -11,11 +11,13 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <qcustomplot.h>
 
 #include "plots/chart_style.h"
 #include "plots/chart_tools.h"
+#include "plots/divergence_chart.h"
 #include "plots/transaction_chart.h"
 #include "temp_dir.h"
 
@@ -73,6 +75,7 @@ private Q_SLOTS:
     void lossAxisTogglesBetweenLinearAndLog();
     void contextMenuOffersEveryAction();
     void logAxisTickLabelsDiffer();
+    void divergenceChartDrawsTheTolerance();
 
 private:
     zkdv::test::TempDir dir_;
@@ -273,6 +276,35 @@ void TestChartTools::logAxisTickLabelsDiffer()
         const std::set<QString> distinct(labels.begin(), labels.end());
         QVERIFY2(distinct.size() == static_cast<std::size_t>(labels.size()), qPrintable(QStringList(labels.begin(), labels.end()).join(QLatin1Char(' '))));
     }
+}
+
+void TestChartTools::divergenceChartDrawsTheTolerance()
+{
+    zkdv::ui::DivergenceChart chart;
+    chart.resize(800, 400);
+    std::vector<zkdv::VerdictPoint> points;
+    for (quint64 i = 0; i < 20; ++i) {
+        zkdv::VerdictPoint point;
+        point.index = i * 3;
+        point.verdict = i % 5 == 0 ? zkdv::Verdict::WithinTolerance : zkdv::Verdict::Exact;
+        point.worstMaxUlp = i % 5 == 0 ? 3 : 0;
+        point.worstRelativeL2 = i % 5 == 0 ? 1e-9 : 0;
+        points.push_back(point);
+    }
+    chart.setVerdicts(points);
+    chart.setTolerance(16, 1e-6);
+    for (auto [line, axis, value] : {std::tuple{chart.ulpToleranceLine(), chart.yAxis, 16.0}, std::tuple{chart.relativeToleranceLine(), chart.yAxis2, 1e-6}}) {
+        QVERIFY(line->visible());
+        QCOMPARE(line->point1->coords().y(), value);
+        QCOMPARE(line->point2->coords().y(), value);
+        QCOMPARE(line->point1->valueAxis(), axis);
+        // The axis reaches above the line, though every point lies below it.
+        QVERIFY2(axis->range().upper >= value * 4, qPrintable(QString::number(axis->range().upper)));
+    }
+    // A run that accepts only exact results has no line to draw.
+    chart.setTolerance(0, std::nan(""));
+    QVERIFY(!chart.ulpToleranceLine()->visible());
+    QVERIFY(!chart.relativeToleranceLine()->visible());
 }
 
 QTEST_MAIN(TestChartTools)

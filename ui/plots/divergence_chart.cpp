@@ -1,6 +1,7 @@
 #include "plots/divergence_chart.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 
@@ -12,6 +13,32 @@ namespace zkdv::ui {
 namespace {
 
 constexpr double kPointRadius = 8.0;
+
+// A horizontal line at value `at` of `valueAxis`, across the plot, and its label at the right.
+QCPItemStraightLine* toleranceLine(QCustomPlot* plot, QCPAxis* valueAxis, const QColor& color, QCPItemText** label)
+{
+    auto* line = new QCPItemStraightLine(plot);
+    for (QCPItemPosition* point : {line->point1, line->point2}) {
+        point->setAxes(plot->xAxis, valueAxis);
+        point->setTypeX(QCPItemPosition::ptAxisRectRatio);
+        point->setTypeY(QCPItemPosition::ptPlotCoords);
+    }
+    line->point1->setCoords(0, 1);
+    line->point2->setCoords(1, 1);
+    line->setPen(QPen(color, 1, Qt::DashLine));
+    line->setSelectable(false);
+    line->setVisible(false);
+    *label = new QCPItemText(plot);
+    (*label)->position->setAxes(plot->xAxis, valueAxis);
+    (*label)->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    (*label)->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    (*label)->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    (*label)->setColor(color);
+    (*label)->setFont(QFont(plot->font().family(), 7));
+    (*label)->setSelectable(false);
+    (*label)->setVisible(false);
+    return line;
+}
 
 }  // namespace
 
@@ -51,6 +78,29 @@ DivergenceChart::DivergenceChart(QWidget* parent) : TransactionPlot(parent)
     cursor_->setPen(QPen(QColor(0x33, 0x33, 0x33), 1, Qt::DashLine));
     cursor_->setSelectable(false);
     cursor_->setVisible(false);
+
+    ulpTolerance_ = toleranceLine(this, yAxis, maxUlp_->scatterStyle().pen().color(), &ulpToleranceLabel_);
+    relativeTolerance_ = toleranceLine(this, yAxis2, relativeL2_->scatterStyle().pen().color(), &relativeToleranceLabel_);
+}
+
+void DivergenceChart::setTolerance(double maxUlp, double relativeL2)
+{
+    const auto place = [](QCPItemStraightLine* line, QCPItemText* label, double value, double labelX, const QString& text) {
+        const bool shown = value > 0 && std::isfinite(value);
+        line->setVisible(shown);
+        label->setVisible(shown);
+        if (!shown)
+            return;
+        line->point1->setCoords(0, value);
+        line->point2->setCoords(1, value);
+        label->position->setCoords(labelX, value);
+        label->setText(text);
+    };
+    // The two labels at different places along x, so that equal heights never overlap them.
+    place(ulpTolerance_, ulpToleranceLabel_, maxUlp, 0.48, tr("ULP tolerance %1").arg(ChartStyle::formatValue(maxUlp)));
+    place(relativeTolerance_, relativeToleranceLabel_, relativeL2, 0.98, tr("relative L2 tolerance %1").arg(ChartStyle::formatValue(relativeL2)));
+    tolerance_ = {maxUlp, relativeL2};
+    rescale();
 }
 
 void DivergenceChart::setVerdicts(const std::vector<VerdictPoint>& verdicts)
@@ -87,13 +137,16 @@ void DivergenceChart::rescale()
         xAxis->setRange(static_cast<double>(verdicts_.front().index) - 0.5, static_cast<double>(verdicts_.back().index) + 0.5);
     if (verdicts_.empty())
         return;
+    // Each value axis reaches above its tolerance line, so the line is seen against the points.
+    const auto above = [](double tolerance) { return tolerance > 0 && std::isfinite(tolerance) ? tolerance * 4 : 0.0; };
     bool found = false;
     const QCPRange ulp = maxUlp_->data()->valueRange(found, QCP::sdPositive);
     if (found)
-        yAxis->setRange(ChartStyle::kUlpFloor / 2, std::max(ulp.upper * 4, 8.0));
+        yAxis->setRange(ChartStyle::kUlpFloor / 2, std::max({ulp.upper * 4, 8.0, above(tolerance_.first)}));
     const QCPRange relative = relativeL2_->data()->valueRange(found, QCP::sdPositive);
     if (found)
-        yAxis2->setRange(std::min(relative.lower / 4, ChartStyle::kRelativeL2Floor / 2), std::max(relative.upper * 4, 1e-6));
+        yAxis2->setRange(std::min(relative.lower / 4, ChartStyle::kRelativeL2Floor / 2),
+                         std::max({relative.upper * 4, 1e-6, above(tolerance_.second)}));
 }
 
 void DivergenceChart::setSelectedTransaction(std::optional<quint64> index)

@@ -4,6 +4,7 @@
 // unverifiable transaction without a measured difference has a point with no value (a gap).
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "plots/transaction_plot.h"
@@ -22,9 +23,14 @@ public:
     // The tape's transactions span [0, count): the chart's key range when it has points.
     void setTransactionCount(quint64 count);
     void setSelectedTransaction(std::optional<quint64> index);
+    // The run's tolerance, drawn as a dashed line on each axis (none where it is 0: a run
+    // that accepts only exact results, or NaN: unknown).
+    void setTolerance(double maxUlp, double relativeL2);
     void clear();
 
     int pointCount() const { return maxUlp_->data()->size(); }
+    QCPItemStraightLine* ulpToleranceLine() const { return ulpTolerance_; }
+    QCPItemStraightLine* relativeToleranceLine() const { return relativeTolerance_; }
     QCPGraph* maxUlpGraph() const { return maxUlp_; }
     QCPGraph* relativeL2Graph() const { return relativeL2_; }
     // The replayed transaction whose point lies within a few pixels of `pos`, if any.
@@ -39,8 +45,13 @@ private:
     QCPGraph* maxUlp_ = nullptr;
     QCPGraph* relativeL2_ = nullptr;
     QCPItemStraightLine* cursor_ = nullptr;
+    QCPItemStraightLine* ulpTolerance_ = nullptr;
+    QCPItemStraightLine* relativeTolerance_ = nullptr;
+    QCPItemText* ulpToleranceLabel_ = nullptr;
+    QCPItemText* relativeToleranceLabel_ = nullptr;
     std::vector<VerdictPoint> verdicts_;  // by index
     quint64 transactionCount_ = 0;
+    std::pair<double, double> tolerance_{0, 0};  // max ULP, relative L2
 };
 
 }  // namespace zkdv::ui
