@@ -18,6 +18,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTimer>
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <memory>
 
+#include "dialogs/help_dialog.h"
 #include "dialogs/sample_dialog.h"
 #include "jobs/background_job.h"
 #include "models/transaction_table_model.h"
@@ -36,6 +38,8 @@
 #include "ui_info.h"
 #include "widgets/case_overview.h"
 #include "widgets/job_progress_frame.h"
+#include "widgets/message_log.h"
+#include "widgets/start_page.h"
 #include "zkdv/replay/replay_devices.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/replay/replay_runner.h"
@@ -83,7 +87,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     connect(resultsTimer_, &QTimer::timeout, this, &MainWindow::refreshResults);
     if (!restoreGeometry(Settings::windowGeometry()))
         resize(1400, 900);
-    restoreState(Settings::windowState());
+    if (!restoreState(Settings::windowState()))
+        resizeDocks({messageLog_}, {110}, Qt::Vertical);  // a few lines: the workspace keeps the room
     updateActions();
     showMessage(tr("Open a case (Ctrl+O) or drop tapes (*.zkdv) and sealed programs here."), 0);
 }
@@ -142,7 +147,19 @@ void MainWindow::createCentralWidgets()
     main->setStretchFactor(0, 1);
     main->setStretchFactor(1, 1);
     main->setSizes({500, 420});
-    setCentralWidget(main);
+    workspace_ = main;
+    start_ = new StartPage(this);
+    pages_ = new QStackedWidget(this);
+    pages_->addWidget(start_);
+    pages_->addWidget(workspace_);
+    pages_->setCurrentWidget(start_);
+    setCentralWidget(pages_);
+    connect(start_, &StartPage::openRequested, this, [this](const QString& path) { openPaths({path}); });
+    connect(start_, &StartPage::newCaseRequested, this, &MainWindow::newCase);
+    connect(start_, &StartPage::openCaseRequested, this, &MainWindow::openCaseDialog);
+
+    messageLog_ = new MessageLog(this);
+    addDockWidget(Qt::BottomDockWidgetArea, messageLog_);
 
     connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);
     connect(overview_, &CaseOverview::problem, this, [this](const QString& message) { showMessage(message); });
@@ -204,9 +221,15 @@ void MainWindow::createActions()
         textFilter_->selectAll();
     });
     action(view, tr("&Refresh"), QKeySequence(Qt::Key_F5), &MainWindow::refreshResults);
+    view->addSeparator();
+    QAction* messages = messageLog_->toggleViewAction();
+    messages->setText(tr("&Messages"));
+    messages->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+    view->addAction(messages);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
-    action(help, tr("&About ZKDV Workstation"), QKeySequence(Qt::Key_F1), &MainWindow::showAbout);
+    action(help, tr("&Workstation Help"), QKeySequence(QKeySequence::HelpContents), &MainWindow::showHelp);
+    action(help, tr("&About ZKDV Workstation"), QKeySequence(Qt::SHIFT | Qt::Key_F1), &MainWindow::showAbout);
 
     QToolBar* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolbar"));
@@ -232,6 +255,7 @@ void MainWindow::createActions()
 
 void MainWindow::updateRecentFilesMenu()
 {
+    start_->refresh();
     recentMenu_->clear();
     const QStringList files = Settings::recentFiles();
     for (int i = 0; i < files.size(); ++i) {
@@ -262,7 +286,11 @@ QString MainWindow::replayDevice() const { return device_->currentText(); }
 
 BackgroundJob* MainWindow::currentJob() const { return job_; }
 
-void MainWindow::showMessage(const QString& message, int timeoutMs) { statusBar()->showMessage(message, timeoutMs); }
+void MainWindow::showMessage(const QString& message, int timeoutMs)
+{
+    statusBar()->showMessage(message, timeoutMs);
+    messageLog_->append(message);
+}
 
 bool MainWindow::openCase(const QString& casePath)
 {
@@ -281,6 +309,7 @@ bool MainWindow::openCase(const QString& casePath)
         updateRecentFilesMenu();
     }
     casePath_ = casePath;
+    pages_->setCurrentWidget(casePath_.isEmpty() ? static_cast<QWidget*>(start_) : workspace_);
     overview_->showCase(casePath_);
     setTape(overview_->currentTape());
     setWindowTitle(casePath_.isEmpty() ? tr("ZKDV Audit Workstation") : tr("%1 — ZKDV Audit Workstation").arg(fileName(casePath_)));
@@ -612,6 +641,17 @@ void MainWindow::replayTopQ()
         return;
     Settings::setTopQ(q);
     startReplay(QStringLiteral("topq:%1").arg(q), 0);
+}
+
+bool MainWindow::showsStartPage() const { return pages_->currentWidget() == start_; }
+
+void MainWindow::showHelp()
+{
+    if (!help_)
+        help_ = new HelpDialog(this, this);
+    help_->show();
+    help_->raise();
+    help_->activateWindow();
 }
 
 void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText()); }

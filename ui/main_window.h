@@ -11,6 +11,7 @@
 class QComboBox;
 class QLineEdit;
 class QMenu;
+class QStackedWidget;
 class QTableView;
 class QTimer;
 
@@ -19,7 +20,10 @@ namespace zkdv::ui {
 class BackgroundJob;
 class CaseOverview;
 class ChartPanel;
+class HelpDialog;
 class JobProgressFrame;
+class MessageLog;
+class StartPage;
 class TransactionTableModel;
 
 class MainWindow : public QMainWindow {
@@ -46,6 +50,9 @@ public:
     TransactionTableModel* transactionModel() const { return model_; }
     QTableView* transactionView() const { return table_; }
     ChartPanel* charts() const { return charts_; }
+    StartPage* startPage() const { return start_; }
+    bool showsStartPage() const;
+    MessageLog* messageLog() const { return messageLog_; }
     BackgroundJob* currentJob() const;
     QString replayDevice() const;
 
@@ -77,6 +84,7 @@ private:
     void replaySample();
     void replayTopQ();
     void exportReportDialog();
+    void showHelp();
     void showAbout();
     void tableSelectionChanged();
     void selectTransaction(quint64 index);
@@ -100,6 +108,11 @@ private:
     QList<QAction*> caseActions_;  // need an open case
     QList<QAction*> tapeActions_;  // need a tape in it
     QAction* cancelAction_ = nullptr;
+    QStackedWidget* pages_ = nullptr;  // the start page while no case is open, else the workspace
+    StartPage* start_ = nullptr;
+    QWidget* workspace_ = nullptr;
+    MessageLog* messageLog_ = nullptr;
+    QPointer<HelpDialog> help_;
 };
 
 }  // namespace zkdv::ui

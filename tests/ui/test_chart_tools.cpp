@@ -76,6 +76,7 @@ private Q_SLOTS:
     void contextMenuOffersEveryAction();
     void logAxisTickLabelsDiffer();
     void divergenceChartDrawsTheTolerance();
+    void legendsNeverCoverDataNorCutEntries();
 
 private:
     zkdv::test::TempDir dir_;
@@ -305,6 +306,57 @@ void TestChartTools::divergenceChartDrawsTheTolerance()
     chart.setTolerance(0, std::nan(""));
     QVERIFY(!chart.ulpToleranceLine()->visible());
     QVERIFY(!chart.relativeToleranceLine()->visible());
+}
+
+void TestChartTools::legendsNeverCoverDataNorCutEntries()
+{
+    // Sixteen parameters (the most the chart reads) in a short chart (a small window, a large
+    // scale factor): each legend lies beside its plot area and shows every entry whole.
+    TransactionChart chart;
+    chart.resize(700, 180);
+    chart.show();  // QCustomPlot lays out in its viewport, which a resize of a hidden widget leaves as it was
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    auto loss = QSharedPointer<QCPGraphDataContainer>::create();
+    QVector<QSharedPointer<QCPGraphDataContainer>> norms;
+    QStringList names;
+    for (int i = 0; i < 50; ++i)
+        loss->add(QCPGraphData(i, lossAt(i)));
+    for (int p = 0; p < 16; ++p) {
+        names << QStringLiteral("layer%1.weight").arg(p);
+        norms << QSharedPointer<QCPGraphDataContainer>::create();
+        for (int i = 0; i < 50; ++i)
+            norms.back()->add(QCPGraphData(i, 1e-3 * (p + 1)));
+    }
+    chart.setSeries(loss, names, 16, norms);
+    chart.replot();
+    chart.replot();  // the legends re-wrap to the height they were laid out in, then lay out again
+    const QRect whole(QPoint(0, 0), chart.size());
+    int entries = 0;
+    for (QCPAxisRect* rect : {chart.lossRect(), chart.normRect()}) {
+        QCPLegend* legend = nullptr;
+        for (QCPLayoutElement* element : chart.plotLayout()->elements(false))
+            if (auto* candidate = qobject_cast<QCPLegend*>(element); candidate && chart.plotLayout()->rowColToIndex(0, 0) >= 0
+                && std::abs(candidate->outerRect().center().y() - rect->outerRect().center().y()) < rect->outerRect().height() / 2)
+                legend = candidate;
+        QVERIFY(legend);
+        QVERIFY2(!legend->outerRect().intersects(rect->rect()), "a legend over the plot area");
+        int i = 0;
+        for (QCPLayoutElement* element : legend->elements(false)) {
+            auto* entry = qobject_cast<QCPAbstractLegendItem*>(element);
+            if (!entry)
+                continue;  // an empty cell of the last column
+            const QRect item = entry->outerRect();
+            // Whole: inside the widget and the legend, and as tall as its text needs.
+            QVERIFY2(whole.contains(item) && legend->outerRect().contains(item) && item.height() >= entry->minimumOuterSizeHint().height(),
+                     qPrintable(QStringLiteral("entry %1 at %2,%3 %4x%5 cut: legend %6,%7 %8x%9 (%10 to a column)")
+                                    .arg(i).arg(item.x()).arg(item.y()).arg(item.width()).arg(item.height())
+                                    .arg(legend->outerRect().x()).arg(legend->outerRect().y()).arg(legend->outerRect().width())
+                                    .arg(legend->outerRect().height()).arg(legend->wrap())));
+            ++i;
+            ++entries;
+        }
+    }
+    QCOMPARE(entries, 4 + 16);  // the verdicts, and every parameter
 }
 
 QTEST_MAIN(TestChartTools)

@@ -1,5 +1,6 @@
 #include "plots/chart_style.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <qcustomplot.h>
@@ -63,6 +64,46 @@ void ChartStyle::applyInteractions(QCustomPlot* plot)
     plot->setNoAntialiasingOnDrag(true);
     ChartTools::of(plot);
     ChartTools::of(plot);
+}
+
+void ChartStyle::placeLegendBeside(QCustomPlot* plot, QCPLegend* legend, QCPAxisRect* rect, int rowsPerColumn)
+{
+    QCPLayoutGrid* grid = plot->plotLayout();
+    int row = -1, column = -1;
+    for (int r = 0; r < grid->rowCount() && row < 0; ++r)
+        for (int c = 0; c < grid->columnCount(); ++c)
+            if (grid->element(r, c) == rect) {
+                row = r;
+                column = c;
+                break;
+            }
+    if (row < 0)
+        return;
+    if (QCPLayout* holder = legend->layout())
+        holder->take(legend);
+    grid->addElement(row, column + 1, legend);
+    grid->setColumnStretchFactor(column + 1, 0.001);  // as narrow as its entries
+    legend->setWrap(rowsPerColumn);
+    legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+    // Its height is the row's (the plot area's), never more: columns make room for entries.
+    legend->setMinimumSize(0, 1);
+    legend->setMargins(QMargins(4, 2, 4, 2));
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+    // As many entries to a column as the rectangle's height holds, whatever the window's size:
+    // the layout gives the legend no more height than its row, so more would be cut off.
+    QObject::connect(plot, &QCustomPlot::afterLayout, legend, [plot, legend, rect] {
+        if (!legend->visible() || legend->itemCount() == 0)
+            return;
+        const int entry = legend->item(0)->minimumOuterSizeHint().height() + legend->rowSpacing();
+        const int room = rect->outerRect().height() - legend->margins().top() - legend->margins().bottom();
+        const int rows = std::max(1, entry > 0 ? (room + legend->rowSpacing()) / entry : 1);
+        if (rows == legend->wrap())
+            return;
+        legend->setWrap(rows);
+        legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+        plot->replot(QCustomPlot::rpQueuedReplot);
+    });
 }
 
 QString ChartStyle::formatValue(double value)

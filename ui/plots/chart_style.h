@@ -8,6 +8,8 @@
 #include "zkdv/replay/verdict.h"
 
 class QCPAxis;
+class QCPAxisRect;
+class QCPLegend;
 class QCustomPlot;
 class QCPTextElement;
 
@@ -31,6 +33,10 @@ public:
     // The interactions every chart shares: drag to pan and wheel to zoom along x, select
     // plottables, and the ChartTools (reset zoom, export).
     static void applyInteractions(QCustomPlot* plot);
+    // Moves `legend` out of the plot area into a column at the right of `rect`, so that it
+    // never covers data; entries fill it top to bottom and wrap into a further column after
+    // `rowsPerColumn`, so that none is cut off.
+    static void placeLegendBeside(QCustomPlot* plot, QCPLegend* legend, QCPAxisRect* rect, int rowsPerColumn = 5);
     // Bars of max ULP distances over named categories (log value axis, rotated text ticks,
     // a title row); returns the title.
     static QCPTextElement* setUpUlpBarChart(QCustomPlot* plot);

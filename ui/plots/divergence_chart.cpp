@@ -67,6 +67,7 @@ DivergenceChart::DivergenceChart(QWidget* parent) : TransactionPlot(parent)
     relativeL2_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0xff, 0x7f, 0x0e), 6));
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
+    ChartStyle::placeLegendBeside(this, legend, axisRect());
 
     cursor_ = new QCPItemStraightLine(this);
     for (QCPItemPosition* point : {cursor_->point1, cursor_->point2}) {

@@ -31,6 +31,7 @@ SlotDivergenceChart::SlotDivergenceChart(QWidget* parent) : QCustomPlot(parent)
     group_->setSpacing(1);
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
+    ChartStyle::placeLegendBeside(this, legend, axisRect());
 }
 
 void SlotDivergenceChart::setComparisons(std::optional<quint64> index, const std::vector<TensorComparison>& comparisons)

@@ -22,6 +22,7 @@ TensorDivergenceBars::TensorDivergenceBars(QWidget* parent) : QCustomPlot(parent
     }
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
+    ChartStyle::placeLegendBeside(this, legend, axisRect());
 }
 
 void TensorDivergenceBars::setComparisons(std::optional<quint64> index, const std::vector<TensorComparison>& comparisons)

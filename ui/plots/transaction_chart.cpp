@@ -110,13 +110,15 @@ TransactionChart::TransactionChart(QWidget* parent) : TransactionPlot(parent)
         graph->addToLegend();
         markers_[static_cast<std::size_t>(verdict)] = graph;
     }
-    top->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
+    ChartStyle::placeLegendBeside(this, legend, top);
     normLegend_ = new QCPLegend;
-    normRect_->insetLayout()->addElement(normLegend_, Qt::AlignTop | Qt::AlignRight);
+    plotLayout()->addElement(1, 1, normLegend_);  // gives it the plot, which setLayer needs
     normLegend_->setLayer(QStringLiteral("legend"));
     normLegend_->setFont(legend->font());
+    ChartStyle::placeLegendBeside(this, normLegend_, normRect_);
+    normLegend_->setVisible(false);  // until there are norms to name
 
     lossCursor_ = makeCursor(this, top);
     normCursor_ = makeCursor(this, normRect_);
@@ -172,6 +174,7 @@ void TransactionChart::setSeries(QSharedPointer<QCPGraphDataContainer> loss, con
         graph->addToLegend(normLegend_);
         norms_.push_back(graph);
     }
+    normLegend_->setVisible(!norms_.isEmpty());
     // Partial data says so: only the first parameters' norms are read for a large model.
     normY->setLabel(parameterCount > norms_.size()
                         ? tr("update L2 norm (first %1 of %2 parameters)").arg(norms_.size()).arg(parameterCount)

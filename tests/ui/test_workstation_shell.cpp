@@ -1,0 +1,196 @@
+// The workstation around the case (offscreen): the start page with the recent files when no
+// case is open, the message log that keeps every status message whole, and the built-in help
+// (F1) whose shortcut table is the window's own actions. Every function gets a new window and
+// passes alone and in any order.
+
+#include <QtTest>
+
+#include <QAction>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTextBrowser>
+
+#include "dialogs/help_dialog.h"
+#include "main_window.h"
+#include "settings.h"
+#include "temp_dir.h"
+#include "widgets/message_log.h"
+#include "widgets/start_page.h"
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/store/case_store.h"
+
+using namespace zkdv;
+using namespace zkdv::ui;
+
+namespace {
+
+QAction* actionWithShortcut(QWidget& window, const QKeySequence& keys)
+{
+    for (QAction* action : window.findChildren<QAction*>())
+        if (action->shortcut() == keys)
+            return action;
+    return nullptr;
+}
+
+}  // namespace
+
+class TestWorkstationShell : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void cleanup();
+    void withoutACaseTheStartPageListsTheRecentFiles();
+    void choosingARecentCaseOpensIt();
+    void closingTheCaseShowsTheStartPageAgain();
+    void everyStatusMessageIsKeptWholeInTheLog();
+    void f1OpensHelpListingEveryShortcut();
+
+private:
+    test::TempDir dir_;
+    QString firstCase_, secondCase_;
+    std::unique_ptr<MainWindow> window_;
+};
+
+void TestWorkstationShell::initTestCase()
+{
+    QCoreApplication::setOrganizationName(QStringLiteral("zkdv-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_workstation_shell"));
+    SyntheticDemoOptions options;
+    options.steps = 30;
+    writeSyntheticDemoTape(dir_.file("demo.zkdv"), options);
+    firstCase_ = QString::fromStdString(dir_.file("first.zkaudit"));
+    secondCase_ = QString::fromStdString(dir_.file("second.zkaudit"));
+    for (const QString& path : {firstCase_, secondCase_}) {
+        CaseStore store(path.toStdString(), CaseStore::Access::ReadWrite);
+        store.ingestTape(dir_.file("demo.zkdv"));
+    }
+}
+
+void TestWorkstationShell::init()
+{
+    Settings::clearRecentFiles();
+    Settings::addRecentFile(firstCase_);
+    Settings::addRecentFile(secondCase_);  // most recent first
+    window_ = std::make_unique<MainWindow>();
+    window_->resize(1024, 700);
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+}
+
+void TestWorkstationShell::cleanup()
+{
+    window_.reset();
+    Settings::clearRecentFiles();
+}
+
+void TestWorkstationShell::withoutACaseTheStartPageListsTheRecentFiles()
+{
+    QVERIFY(window_->showsStartPage());
+    QVERIFY(window_->startPage()->isVisible());
+    QListWidget* recent = window_->startPage()->recentList();
+    QCOMPARE(recent->count(), 2);
+    QVERIFY2(recent->item(0)->text().startsWith(QStringLiteral("second.zkaudit")), qPrintable(recent->item(0)->text()));
+    QVERIFY(recent->item(1)->text().startsWith(QStringLiteral("first.zkaudit")));
+    QCOMPARE(recent->item(0)->toolTip(), QFileInfo(secondCase_).absoluteFilePath());
+
+    // With no recent files the page says so (and offers nothing to click).
+    Settings::clearRecentFiles();
+    window_->startPage()->refresh();
+    QCOMPARE(recent->count(), 1);
+    QCOMPARE(recent->item(0)->flags(), Qt::NoItemFlags);
+}
+
+void TestWorkstationShell::choosingARecentCaseOpensIt()
+{
+    QListWidget* recent = window_->startPage()->recentList();
+    QSignalSpy changed(window_.get(), &MainWindow::caseChanged);
+    recent->setFocus();
+    recent->setCurrentRow(1);
+    QTest::keyClick(recent, Qt::Key_Return);  // Enter activates, as a double-click does
+    QCOMPARE(changed.count(), 1);
+    QCOMPARE(QFileInfo(window_->casePath()).fileName(), QStringLiteral("first.zkaudit"));
+    QVERIFY(!window_->showsStartPage());
+    QVERIFY(window_->transactionView()->isVisible());
+    // It moved to the top of the recent files, and the page will show it first.
+    QCOMPARE(QFileInfo(Settings::recentFiles().value(0)).fileName(), QStringLiteral("first.zkaudit"));
+    QVERIFY(recent->item(0)->text().startsWith(QStringLiteral("first.zkaudit")));
+}
+
+void TestWorkstationShell::closingTheCaseShowsTheStartPageAgain()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    QVERIFY(!window_->showsStartPage());
+    QAction* close = actionWithShortcut(*window_, QKeySequence(Qt::CTRL | Qt::Key_W));
+    QVERIFY(close);
+    close->trigger();
+    QVERIFY(window_->casePath().isEmpty());
+    QVERIFY(window_->showsStartPage());
+}
+
+void TestWorkstationShell::everyStatusMessageIsKeptWholeInTheLog()
+{
+    MessageLog* log = window_->messageLog();
+    QVERIFY(log->isVisible());
+    const int before = log->messages().size();
+    // A file that is neither a case nor a tape: the status bar says so and moves on; the log
+    // keeps the whole message, however long.
+    const QString longName = QString::fromStdString(dir_.file(std::string(180, 'n') + ".txt"));
+    QFile file(longName);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("not a tape\n");
+    file.close();
+    window_->openPaths({longName});
+    const QString shown = window_->statusBar()->currentMessage();
+    QVERIFY2(shown.contains(QFileInfo(longName).fileName()), qPrintable(shown));
+    QVERIFY(log->messages().size() > before);
+    QCOMPARE(log->messages().last(), shown);
+    // The status bar forgets the message after its timeout; the log does not.
+    window_->statusBar()->clearMessage();
+    QCOMPARE(log->messages().last(), shown);
+
+    // View ▸ Messages (Ctrl+Shift+M) hides and shows the log.
+    QAction* toggle = actionWithShortcut(*window_, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+    QVERIFY(toggle);
+    toggle->trigger();
+    QVERIFY(!log->isVisible());
+    toggle->trigger();
+    QVERIFY(log->isVisible());
+}
+
+void TestWorkstationShell::f1OpensHelpListingEveryShortcut()
+{
+    QAction* help = actionWithShortcut(*window_, QKeySequence(QKeySequence::HelpContents));
+    QVERIFY(help);
+    QVERIFY(help->text().contains(QStringLiteral("Help")));
+    // About is still in the Help menu, on another key.
+    QAction* about = actionWithShortcut(*window_, QKeySequence(Qt::SHIFT | Qt::Key_F1));
+    QVERIFY(about && about->text().contains(QStringLiteral("About")));
+
+    help->trigger();
+    auto* dialog = window_->findChild<HelpDialog*>();
+    QVERIFY(dialog);
+    QVERIFY(dialog->isVisible());
+    const QString markdown = dialog->markdown();
+    QVERIFY(markdown.contains(QStringLiteral("## Shortcuts")));
+    // Every menu action with a shortcut is in the table, with its keys.
+    int listed = 0;
+    for (QAction* menu : window_->menuBar()->actions())
+        for (QAction* action : menu->menu()->actions()) {
+            if (action->shortcut().isEmpty())
+                continue;
+            const QString row = QStringLiteral("| %1 | %2 |").arg(action->shortcut().toString(QKeySequence::NativeText), QString(action->text()).remove(QLatin1Char('&')));
+            QVERIFY2(markdown.contains(row), qPrintable(row));
+            ++listed;
+        }
+    QVERIFY(listed > 10);
+    // And the charts' own (export, reset zoom).
+    QVERIFY(markdown.contains(QStringLiteral("Export Chart as PNG")));
+    QVERIFY(dialog->findChild<QTextBrowser*>(QStringLiteral("helpText"))->toPlainText().contains(QStringLiteral("An audit")));
+}
+
+QTEST_MAIN(TestWorkstationShell)
+#include "test_workstation_shell.moc"

@@ -1,0 +1,93 @@
+#include "dialogs/help_dialog.h"
+
+#include <QAction>
+#include <QDialogButtonBox>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMainWindow>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include <set>
+
+namespace zkdv::ui {
+
+namespace {
+
+QString guide()
+{
+    return QObject::tr(
+        "# ZKDV Audit Workstation\n\n"
+        "An audit checks that a model was trained the way its trainer claims, by replaying transactions "
+        "(optimizer steps) of the trainer's verification tape and comparing the results with what the tape "
+        "recorded.\n\n"
+        "## An audit\n\n"
+        "1. **Open or create a case** (Ctrl+O, Ctrl+N), or drop tapes (`*.zkdv`), sealed programs and folders of "
+        "them on the window: they are ingested into the open case, or into a new case next to the first tape. "
+        "Ingesting verifies the tape's hash chain and seal; a damaged tape is named with the record and byte where "
+        "it breaks.\n"
+        "2. **Pick transactions** in the table (filters: Alt+0 to Alt+4, text filter Ctrl+F) and **replay** them "
+        "(Ctrl+R), a random sample (Ctrl+Shift+R) or the top-q largest updates (Ctrl+T) on the device in the "
+        "toolbar. Esc cancels a replay.\n"
+        "3. **Read the verdicts**: `exact` (bit for bit), `within-tolerance`, `diverged` (the tape does not "
+        "reproduce: the training was not what it claims, or the replay differs), `unverifiable` (nothing could be "
+        "compared, and why). The charts follow the selected transaction.\n"
+        "4. **Export the report** (Ctrl+E) as PDF, HTML, JSON or CSV.\n\n"
+        "## Charts\n\n"
+        "The wheel zooms and a drag pans along the transactions; the value axis follows the data in view. "
+        "Double-click the background or press Home to reset the zoom. Right-click a chart to export it as PNG or "
+        "SVG, or its data as CSV.\n");
+}
+
+QString escaped(QString text)
+{
+    text.remove(QLatin1Char('&'));
+    text.replace(QLatin1Char('|'), QStringLiteral("\\|"));
+    return text;
+}
+
+void collect(const QList<QAction*>& actions, const QString& where, QStringList& rows, std::set<QString>& seen)
+{
+    for (QAction* action : actions) {
+        if (action->menu()) {
+            collect(action->menu()->actions(), escaped(action->menu()->title()), rows, seen);
+            continue;
+        }
+        if (action->isSeparator() || action->shortcut().isEmpty())
+            continue;
+        const QString key = action->shortcut().toString(QKeySequence::NativeText);
+        const QString row = QStringLiteral("| %1 | %2 | %3 |").arg(key, escaped(action->text()), where);
+        if (seen.insert(row).second)
+            rows << row;
+    }
+}
+
+}  // namespace
+
+HelpDialog::HelpDialog(QWidget* actionsOf, QWidget* parent) : QDialog(parent)
+{
+    setWindowTitle(tr("ZKDV Workstation Help"));
+    QStringList rows;
+    std::set<QString> seen;
+    if (auto* window = qobject_cast<QMainWindow*>(actionsOf))
+        collect(window->menuBar()->actions(), tr("menu"), rows, seen);
+    // Actions of widgets inside the window (every chart has the same ones).
+    for (QWidget* widget : actionsOf->findChildren<QWidget*>())
+        if (!qobject_cast<QMenu*>(widget) && !qobject_cast<QMenuBar*>(widget))
+            collect(widget->actions(), tr("chart or panel with the focus"), rows, seen);
+    markdown_ = guide() + tr("\n## Shortcuts\n\n| Keys | Action | Where |\n| --- | --- | --- |\n") + rows.join(QLatin1Char('\n')) +
+                QLatin1Char('\n');
+
+    auto* browser = new QTextBrowser(this);
+    browser->setObjectName(QStringLiteral("helpText"));
+    browser->setMarkdown(markdown_);
+    browser->setOpenExternalLinks(true);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(browser);
+    layout->addWidget(buttons);
+    resize(720, 640);
+}
+
+}  // namespace zkdv::ui
