@@ -222,6 +222,13 @@ void MainWindow::createActions()
     });
     action(view, tr("&Refresh"), QKeySequence(Qt::Key_F5), &MainWindow::refreshResults);
     view->addSeparator();
+    for (int i = 0; i < charts_->count(); ++i)
+        action(view, tr("%1 Chart").arg(charts_->tabText(i).replace(QLatin1String("&&"), QLatin1String("and"))),
+               QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)), [this, i] {
+                   charts_->setCurrentIndex(i);
+                   charts_->currentWidget()->setFocus();
+               });
+    view->addSeparator();
     QAction* messages = messageLog_->toggleViewAction();
     messages->setText(tr("&Messages"));
     messages->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));

@@ -14,6 +14,7 @@
 
 #include "dialogs/help_dialog.h"
 #include "main_window.h"
+#include "plots/chart_panel.h"
 #include "settings.h"
 #include "temp_dir.h"
 #include "widgets/message_log.h"
@@ -48,6 +49,7 @@ private Q_SLOTS:
     void closingTheCaseShowsTheStartPageAgain();
     void everyStatusMessageIsKeptWholeInTheLog();
     void f1OpensHelpListingEveryShortcut();
+    void everyChartTabHasAShortcut();
 
 private:
     test::TempDir dir_;
@@ -190,6 +192,20 @@ void TestWorkstationShell::f1OpensHelpListingEveryShortcut()
     // And the charts' own (export, reset zoom).
     QVERIFY(markdown.contains(QStringLiteral("Export Chart as PNG")));
     QVERIFY(dialog->findChild<QTextBrowser*>(QStringLiteral("helpText"))->toPlainText().contains(QStringLiteral("An audit")));
+}
+
+void TestWorkstationShell::everyChartTabHasAShortcut()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    ChartPanel* charts = window_->charts();
+    QVERIFY(charts->count() >= 5);
+    for (int i = charts->count() - 1; i >= 0; --i) {
+        QAction* tab = actionWithShortcut(*window_, QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+        QVERIFY2(tab, qPrintable(QString::number(i)));
+        tab->trigger();
+        QCOMPARE(charts->currentIndex(), i);
+        QCOMPARE(tab->text(), charts->currentWidget()->accessibleName() + QStringLiteral(" Chart"));
+    }
 }
 
 QTEST_MAIN(TestWorkstationShell)

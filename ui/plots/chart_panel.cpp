@@ -47,11 +47,12 @@ ChartPanel::ChartPanel(QWidget* parent) : QTabWidget(parent)
     tensors_ = new TensorDivergenceBars(this);
     slots_ = new SlotDivergenceChart(this);
     histogram_ = new UlpHistogramChart(this);
-    addTab(transactions_, tr("Loss && updates"));
-    addTab(divergence_, tr("Divergence"));
-    addTab(tensors_, tr("Tensors"));
-    addTab(slots_, tr("Optimizer state"));
-    addTab(histogram_, tr("ULP histogram"));
+    const std::pair<QWidget*, QString> tabs[] = {{transactions_, tr("Loss and updates")}, {divergence_, tr("Divergence")},
+                                                 {tensors_, tr("Tensors")}, {slots_, tr("Optimizer state")}, {histogram_, tr("ULP histogram")}};
+    for (const auto& [chart, name] : tabs) {
+        addTab(chart, QString(name).replace(QLatin1String(" and "), QLatin1String(" && ")));
+        chart->setAccessibleName(name);  // names its exports (ChartTools)
+    }
 
     timer_.setSingleShot(true);
     connect(&timer_, &QTimer::timeout, this, &ChartPanel::drain);
