@@ -77,6 +77,7 @@ private Q_SLOTS:
     void logAxisTickLabelsDiffer();
     void divergenceChartDrawsTheTolerance();
     void legendsNeverCoverDataNorCutEntries();
+    void chartsFollowADarkDesktopPalette();
 
 private:
     zkdv::test::TempDir dir_;
@@ -357,6 +358,27 @@ void TestChartTools::legendsNeverCoverDataNorCutEntries()
         }
     }
     QCOMPARE(entries, 4 + 16);  // the verdicts, and every parameter
+}
+
+void TestChartTools::chartsFollowADarkDesktopPalette()
+{
+    auto chart = makeChart();
+    QPalette dark;
+    dark.setColor(QPalette::Base, QColor(0x20, 0x22, 0x25));
+    dark.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x30));
+    dark.setColor(QPalette::WindowText, QColor(0xe8, 0xe8, 0xe8));
+    dark.setColor(QPalette::Mid, QColor(0x55, 0x57, 0x5a));
+    chart->setPalette(dark);  // as a desktop switching to dark mode does
+    for (QCPAxis* axis : {chart->xAxis, chart->yAxis, chart->normRect()->axis(QCPAxis::atLeft)}) {
+        QCOMPARE(axis->tickLabelColor(), QColor(0xe8, 0xe8, 0xe8));
+        QCOMPARE(axis->basePen().color(), QColor(0xe8, 0xe8, 0xe8));
+    }
+    QCOMPARE(chart->legend->item(0)->textColor(), QColor(0xe8, 0xe8, 0xe8));
+    const QImage image = chart->toPixmap(0, 0, 1.0).toImage();
+    // The corner is background, in the palette's base colour, not QCustomPlot's white.
+    QCOMPARE(image.pixelColor(1, 1), QColor(0x20, 0x22, 0x25));
+    QCOMPARE(image.pixelColor(chart->lossRect()->rect().center() + QPoint(0, chart->lossRect()->rect().height() / 2 - 2)),
+             QColor(0x20, 0x22, 0x25));
 }
 
 QTEST_MAIN(TestChartTools)

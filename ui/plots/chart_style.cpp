@@ -66,6 +66,45 @@ void ChartStyle::applyInteractions(QCustomPlot* plot)
     ChartTools::of(plot);
 }
 
+void ChartStyle::applyDesktopPalette(QCustomPlot* plot)
+{
+    const QPalette palette = plot->palette();
+    const QColor text = palette.color(QPalette::WindowText);
+    QColor grid = palette.color(QPalette::Mid);
+    plot->setBackground(palette.brush(QPalette::Base));
+    for (QCPAxisRect* rect : plot->axisRects()) {
+        rect->setBackground(palette.brush(QPalette::Base));
+        for (QCPAxis* axis : rect->axes()) {
+            axis->setBasePen(QPen(text, 0));
+            axis->setTickPen(QPen(text, 0));
+            axis->setSubTickPen(QPen(text, 0));
+            axis->setTickLabelColor(text);
+            axis->setLabelColor(text);
+            axis->grid()->setPen(QPen(grid, 0, Qt::DotLine));
+            grid.setAlpha(90);
+            axis->grid()->setSubGridPen(QPen(grid, 0, Qt::DotLine));
+            grid.setAlpha(255);
+            axis->grid()->setZeroLinePen(Qt::NoPen);
+        }
+    }
+    for (QCPLayoutElement* element : plot->plotLayout()->elements(true)) {
+        if (auto* legend = qobject_cast<QCPLegend*>(element)) {
+            legend->setTextColor(text);
+            for (int i = 0; i < legend->itemCount(); ++i)
+                if (QCPAbstractLegendItem* item = legend->item(i))
+                    item->setTextColor(text);
+        } else if (auto* title = qobject_cast<QCPTextElement*>(element)) {
+            title->setTextColor(text);
+        }
+    }
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* line = qobject_cast<QCPItemStraightLine*>(plot->item(i)); line && line->property("zkdvCursor").toBool()) {
+            QPen pen = line->pen();
+            pen.setColor(text);
+            line->setPen(pen);
+        }
+}
+
 void ChartStyle::placeLegendBeside(QCustomPlot* plot, QCPLegend* legend, QCPAxisRect* rect, int rowsPerColumn)
 {
     QCPLayoutGrid* grid = plot->plotLayout();

@@ -33,6 +33,10 @@ public:
     // The interactions every chart shares: drag to pan and wheel to zoom along x, select
     // plottables, and the ChartTools (reset zoom, export).
     static void applyInteractions(QCustomPlot* plot);
+    // The chart's frame in the desktop's colours (dark mode included): background, axes,
+    // ticks, grid, labels, legends, titles and the selection cursors (items whose
+    // "zkdvCursor" property is set). Series keep their colours; verdicts keep theirs.
+    static void applyDesktopPalette(QCustomPlot* plot);
     // Moves `legend` out of the plot area into a column at the right of `rect`, so that it
     // never covers data; entries fill it top to bottom and wrap into a further column after
     // `rowsPerColumn`, so that none is cut off.

@@ -15,6 +15,8 @@
 
 #include <qcustomplot.h>
 
+#include "plots/chart_style.h"
+
 namespace zkdv::ui {
 
 namespace {
@@ -250,6 +252,14 @@ bool ChartTools::eventFilter(QObject* watched, QEvent* event)
                 plot_->replot(QCustomPlot::rpQueuedReplot);
             });
         }
+        return false;
+    case QEvent::PaletteChange:
+        ChartStyle::applyDesktopPalette(plot_);
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        return false;
+    case QEvent::Polish:
+        // Once the chart is built (its legends, titles and cursors exist) and about to show.
+        ChartStyle::applyDesktopPalette(plot_);
         return false;
     case QEvent::ContextMenu:
         contextMenu()->popup(static_cast<QContextMenuEvent*>(event)->globalPos());

@@ -77,6 +77,7 @@ DivergenceChart::DivergenceChart(QWidget* parent) : TransactionPlot(parent)
     cursor_->point1->setCoords(0, 0);
     cursor_->point2->setCoords(0, 1);
     cursor_->setPen(QPen(QColor(0x33, 0x33, 0x33), 1, Qt::DashLine));
+    cursor_->setProperty("zkdvCursor", true);  // drawn in the desktop's text colour
     cursor_->setSelectable(false);
     cursor_->setVisible(false);
 

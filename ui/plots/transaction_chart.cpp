@@ -54,6 +54,7 @@ QCPItemStraightLine* makeCursor(QCustomPlot* plot, QCPAxisRect* rect)
     line->point1->setCoords(0, 0);
     line->point2->setCoords(0, 1);
     line->setPen(QPen(QColor(0x33, 0x33, 0x33), 1, Qt::DashLine));
+    line->setProperty("zkdvCursor", true);  // drawn in the desktop's text colour
     line->setSelectable(false);
     line->setVisible(false);
     return line;
