@@ -24,6 +24,7 @@
 #include <QTimer>
 #include <QToolBar>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <memory>
@@ -166,6 +167,9 @@ void MainWindow::createCentralWidgets()
     connect(model_, &TransactionTableModel::problem, this, [this](const QString& message) { showMessage(message); });
     connect(charts_, &ChartPanel::problem, this, [this](const QString& message) { showMessage(message); });
     connect(charts_, &ChartPanel::transactionClicked, this, &MainWindow::selectTransaction);
+    // The selection, not the focus, drives the charts: Ctrl+click moves the focus without
+    // selecting, and a row can be selected away from the focus.
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::tableSelectionChanged);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::tableSelectionChanged);
 }
 
@@ -665,9 +669,19 @@ void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Wor
 
 void MainWindow::tableSelectionChanged()
 {
-    const QModelIndex current = table_->selectionModel()->currentIndex();
-    if (current.isValid())
-        charts_->selectTransaction(model_->transactionAt(current.row()));
+    QItemSelectionModel* selection = table_->selectionModel();
+    const QModelIndex current = selection->currentIndex();
+    // The focused row when it is one of the selected ones, else the selected row nearest the top.
+    int row = -1;
+    if (current.isValid() && selection->isRowSelected(current.row(), QModelIndex()))
+        row = current.row();
+    else
+        for (const QItemSelectionRange& range : selection->selection())  // ranges: a million selected rows are one
+            row = row < 0 ? range.top() : std::min(row, range.top());
+    if (row >= 0)
+        charts_->selectTransaction(model_->transactionAt(row));
+    else
+        charts_->clearSelection();
 }
 
 void MainWindow::selectTransaction(quint64 index)

@@ -14,6 +14,7 @@
 
 #include "dialogs/help_dialog.h"
 #include "main_window.h"
+#include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "settings.h"
 #include "temp_dir.h"
@@ -50,6 +51,7 @@ private Q_SLOTS:
     void everyStatusMessageIsKeptWholeInTheLog();
     void f1OpensHelpListingEveryShortcut();
     void everyChartTabHasAShortcut();
+    void chartsFollowTheSelectedRowNotTheFocusedOne();
 
 private:
     test::TempDir dir_;
@@ -206,6 +208,26 @@ void TestWorkstationShell::everyChartTabHasAShortcut()
         QCOMPARE(charts->currentIndex(), i);
         QCOMPARE(tab->text(), charts->currentWidget()->accessibleName() + QStringLiteral(" Chart"));
     }
+}
+
+void TestWorkstationShell::chartsFollowTheSelectedRowNotTheFocusedOne()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    QTableView* table = window_->transactionView();
+    QTRY_VERIFY(table->model()->rowCount() >= 10);
+    QItemSelectionModel* selection = table->selectionModel();
+    const auto row = [&](int r) { return table->model()->index(r, 0); };
+    selection->select(row(5), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    QCOMPARE(window_->charts()->selectedTransaction(), std::optional<quint64>(window_->transactionModel()->transactionAt(5)));
+    // The focus moves (Ctrl+click, arrow keys with Ctrl) without selecting: the charts stay.
+    selection->setCurrentIndex(row(8), QItemSelectionModel::NoUpdate);
+    QCOMPARE(window_->charts()->selectedTransaction(), std::optional<quint64>(window_->transactionModel()->transactionAt(5)));
+    // Focus on a selected row among several: that row.
+    selection->select(row(8), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    QCOMPARE(window_->charts()->selectedTransaction(), std::optional<quint64>(window_->transactionModel()->transactionAt(8)));
+    // Nothing selected: nothing highlighted.
+    selection->clearSelection();
+    QCOMPARE(window_->charts()->selectedTransaction(), std::optional<quint64>());
 }
 
 QTEST_MAIN(TestWorkstationShell)
