@@ -81,6 +81,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     createCentralWidgets();
     createActions();
     progress_ = new JobProgressFrame(this);
+    statusBar()->addPermanentWidget(rowCount_);
     statusBar()->addPermanentWidget(progress_);
     resultsTimer_ = new QTimer(this);
     resultsTimer_->setSingleShot(true);
@@ -114,9 +115,11 @@ void MainWindow::createCentralWidgets()
     charts_ = new ChartPanel(this);
 
     quickFilter_ = new QComboBox(this);
+    quickFilter_->setObjectName(QStringLiteral("quickFilter"));
     quickFilter_->addItems({tr("All transactions"), tr("Diverged"), tr("Not replayed"), tr("With sampled checks"), tr("Top-q updates")});
     quickFilter_->setToolTip(tr("Quick filter (Alt+0 … Alt+4)"));
     textFilter_ = new QLineEdit(this);
+    textFilter_->setObjectName(QStringLiteral("textFilter"));
     textFilter_->setPlaceholderText(tr("Filter: transaction, range A-B, verdict or tensor (Ctrl+F)"));
     textFilter_->setClearButtonEnabled(true);
     auto* filterDelay = new QTimer(this);
@@ -169,6 +172,19 @@ void MainWindow::createCentralWidgets()
     connect(charts_, &ChartPanel::transactionClicked, this, &MainWindow::selectTransaction);
     // The selection, not the focus, drives the charts: Ctrl+click moves the focus without
     // selecting, and a row can be selected away from the focus.
+    rowCount_ = new QLabel(this);
+    rowCount_->setObjectName(QStringLiteral("rowCount"));
+    emptyState_ = new QLabel(table_->viewport());
+    emptyState_->setObjectName(QStringLiteral("emptyState"));
+    emptyState_->setAlignment(Qt::AlignCenter);
+    emptyState_->setWordWrap(true);
+    emptyState_->setForegroundRole(QPalette::PlaceholderText);
+    emptyState_->hide();
+    connect(model_, &QAbstractItemModel::modelReset, this, &MainWindow::updateRowCount);
+    connect(model_, &QAbstractItemModel::layoutChanged, this, &MainWindow::updateRowCount);
+    connect(model_, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateRowCount);
+    connect(model_, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateRowCount);
+    table_->viewport()->installEventFilter(this);
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::tableSelectionChanged);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::tableSelectionChanged);
 }
@@ -347,6 +363,7 @@ void MainWindow::setTape(qint64 tapeId)
     }
     model_->setCase(tapeId ? casePath_ : QString(), tapeId);
     charts_->setCase(tapeId ? casePath_ : QString(), tapeId);
+    updateRowCount();
     updateActions();
 }
 
@@ -666,6 +683,34 @@ void MainWindow::showHelp()
 }
 
 void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText()); }
+
+void MainWindow::updateRowCount()
+{
+    const int rows = model_->rowCount();
+    const bool filtered = quickFilter_->currentIndex() != 0 || !textFilter_->text().trimmed().isEmpty();
+    if (tape_ == 0) {
+        rowCount_->clear();
+        emptyState_->hide();
+        return;
+    }
+    rowCount_->setText(filtered ? tr("%L1 of %L2 transactions").arg(rows).arg(transactionCount_) : tr("%L1 transactions").arg(rows));
+    QString empty;
+    if (rows == 0 && transactionCount_ == 0)
+        empty = tr("This tape holds no transactions.");
+    else if (rows == 0)
+        empty = tr("No transaction matches the filter (%1%2).\nChoose “All transactions” (Alt+0) or clear the text filter (Ctrl+F).")
+                    .arg(quickFilter_->currentText(), textFilter_->text().trimmed().isEmpty() ? QString() : tr(", “%1”").arg(textFilter_->text().trimmed()));
+    emptyState_->setText(empty);
+    emptyState_->setVisible(!empty.isEmpty());
+    emptyState_->setGeometry(table_->viewport()->rect().adjusted(12, 12, -12, -12));
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == table_->viewport() && event->type() == QEvent::Resize)
+        emptyState_->setGeometry(table_->viewport()->rect().adjusted(12, 12, -12, -12));
+    return QMainWindow::eventFilter(watched, event);
+}
 
 void MainWindow::tableSelectionChanged()
 {

@@ -9,6 +9,7 @@
 #include <functional>
 
 class QComboBox;
+class QLabel;
 class QLineEdit;
 class QMenu;
 class QStackedWidget;
@@ -65,6 +66,7 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void createActions();
@@ -84,6 +86,7 @@ private:
     void replaySample();
     void replayTopQ();
     void exportReportDialog();
+    void updateRowCount();
     void showHelp();
     void showAbout();
     void tableSelectionChanged();
@@ -112,6 +115,8 @@ private:
     StartPage* start_ = nullptr;
     QWidget* workspace_ = nullptr;
     MessageLog* messageLog_ = nullptr;
+    QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
+    QLabel* emptyState_ = nullptr;  // over the table when it has no rows, saying why
     QPointer<HelpDialog> help_;
 };
 

@@ -6,6 +6,9 @@
 #include <QtTest>
 
 #include <QAction>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QStatusBar>
@@ -52,6 +55,7 @@ private Q_SLOTS:
     void f1OpensHelpListingEveryShortcut();
     void everyChartTabHasAShortcut();
     void chartsFollowTheSelectedRowNotTheFocusedOne();
+    void statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy();
 
 private:
     test::TempDir dir_;
@@ -228,6 +232,35 @@ void TestWorkstationShell::chartsFollowTheSelectedRowNotTheFocusedOne()
     // Nothing selected: nothing highlighted.
     selection->clearSelection();
     QCOMPARE(window_->charts()->selectedTransaction(), std::optional<quint64>());
+}
+
+void TestWorkstationShell::statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    auto* count = window_->findChild<QLabel*>(QStringLiteral("rowCount"));
+    auto* empty = window_->findChild<QLabel*>(QStringLiteral("emptyState"));
+    auto* filter = window_->findChild<QLineEdit*>(QStringLiteral("textFilter"));
+    auto* quick = window_->findChild<QComboBox*>(QStringLiteral("quickFilter"));
+    QVERIFY(count && empty && filter && quick);
+    QTRY_COMPARE(count->text(), QStringLiteral("30 transactions"));
+    QVERIFY(!empty->isVisible());
+
+    // A range filter: 10 of the 30.
+    filter->setText(QStringLiteral("10-19"));
+    QTRY_COMPARE(window_->transactionModel()->rowCount(), 10);
+    QTRY_COMPARE(count->text(), QStringLiteral("10 of 30 transactions"));
+    QVERIFY(!empty->isVisible());
+
+    // Nothing replayed yet, so nothing diverged: the table says so over its empty rows.
+    filter->clear();
+    quick->setCurrentIndex(1);
+    QTRY_COMPARE(window_->transactionModel()->rowCount(), 0);
+    QTRY_COMPARE(count->text(), QStringLiteral("0 of 30 transactions"));
+    QVERIFY(empty->isVisible());
+    QVERIFY2(empty->text().contains(QStringLiteral("No transaction matches the filter (Diverged)")), qPrintable(empty->text()));
+    quick->setCurrentIndex(0);
+    QTRY_COMPARE(count->text(), QStringLiteral("30 transactions"));
+    QVERIFY(!empty->isVisible());
 }
 
 QTEST_MAIN(TestWorkstationShell)
