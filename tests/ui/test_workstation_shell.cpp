@@ -21,6 +21,7 @@
 #include "plots/chart_panel.h"
 #include "settings.h"
 #include "temp_dir.h"
+#include "widgets/case_overview.h"
 #include "widgets/message_log.h"
 #include "widgets/start_page.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -56,6 +57,7 @@ private Q_SLOTS:
     void everyChartTabHasAShortcut();
     void chartsFollowTheSelectedRowNotTheFocusedOne();
     void statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy();
+    void caseTreeKeepsItsExpansionWhenShownAgain();
 
 private:
     test::TempDir dir_;
@@ -261,6 +263,35 @@ void TestWorkstationShell::statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy(
     quick->setCurrentIndex(0);
     QTRY_COMPARE(count->text(), QStringLiteral("30 transactions"));
     QVERIFY(!empty->isVisible());
+}
+
+void TestWorkstationShell::caseTreeKeepsItsExpansionWhenShownAgain()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    auto* tree = window_->findChild<CaseOverview*>();
+    QVERIFY(tree);
+    const auto find = [&](const QString& label) {
+        const QModelIndexList found = tree->model()->match(tree->model()->index(0, 0), Qt::DisplayRole, label, 1, Qt::MatchRecursive | Qt::MatchExactly);
+        return found.value(0);
+    };
+    const QModelIndex tape = tree->model()->index(0, 0);
+    QVERIFY(tree->isExpanded(tape));  // a tape opens expanded
+    QVERIFY(find(QStringLiteral("Model")).isValid());
+    QVERIFY(!tree->isExpanded(find(QStringLiteral("Model"))));
+    tree->expand(find(QStringLiteral("Model")));
+    tree->expand(find(QStringLiteral("Optimizer")));
+    tree->collapse(find(QStringLiteral("Optimizer")));
+    // What a replay's end or an ingest does: the tree is built again from the case.
+    QVERIFY(tree->showCase(window_->casePath()));
+    QVERIFY(tree->isExpanded(find(QStringLiteral("Model"))));
+    QVERIFY(!tree->isExpanded(find(QStringLiteral("Optimizer"))));
+    tree->collapse(tree->model()->index(0, 0));
+    QVERIFY(tree->showCase(window_->casePath()));
+    QVERIFY(!tree->isExpanded(tree->model()->index(0, 0)));
+    // Another case starts afresh.
+    QVERIFY(window_->openCase(secondCase_));
+    QVERIFY(tree->isExpanded(tree->model()->index(0, 0)));
+    QVERIFY(!tree->isExpanded(find(QStringLiteral("Model"))));
 }
 
 QTEST_MAIN(TestWorkstationShell)

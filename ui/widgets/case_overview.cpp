@@ -1,7 +1,11 @@
 #include "widgets/case_overview.h"
 
 #include <QHeaderView>
+#include <QSet>
 #include <QStandardItemModel>
+
+#include <functional>
+#include <optional>
 
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/root_record.h"
@@ -27,6 +31,16 @@ QStandardItem* add(QStandardItem* parent, const QString& key, const QString& val
     valueItem->setToolTip(value);
     parent->appendRow({keyItem, valueItem});
     return keyItem;
+}
+
+// An item's place in the tree as the labels of its first column from the top: what stays the
+// same when the tree is built again from the same case.
+QString pathOf(const QModelIndex& index)
+{
+    QStringList labels;
+    for (QModelIndex at = index.siblingAtColumn(0); at.isValid(); at = at.parent())
+        labels.prepend(at.data().toString());
+    return labels.join(QChar(0x1f));
 }
 
 }  // namespace
@@ -55,6 +69,27 @@ int CaseOverview::tapeCount() const { return model_->rowCount(); }
 bool CaseOverview::showCase(const QString& casePath)
 {
     const qint64 previous = currentTape_;
+    // Shown again (an ingest, a replay ending): the tree keeps what the user expanded and
+    // collapsed. Another case starts with its tapes expanded.
+    std::optional<QSet<QString>> expanded;
+    if (casePath == shownCase_) {
+        expanded.emplace();
+        std::function<void(const QModelIndex&)> collect = [&](const QModelIndex& parent) {
+            for (int row = 0; row < model_->rowCount(parent); ++row) {
+                const QModelIndex index = model_->index(row, 0, parent);
+                if (isExpanded(index))
+                    expanded->insert(pathOf(index));
+                collect(index);
+            }
+        };
+        collect(QModelIndex());
+        knownTapes_.clear();
+        for (int row = 0; row < model_->rowCount(); ++row)
+            knownTapes_.insert(model_->item(row)->data(Qt::UserRole).toLongLong());
+    } else {
+        knownTapes_.clear();
+    }
+    shownCase_ = casePath;
     model_->removeRows(0, model_->rowCount());
     currentTape_ = 0;
     if (casePath.isEmpty())
@@ -103,9 +138,22 @@ bool CaseOverview::showCase(const QString& casePath)
         } catch (const std::exception& error) {
             add(top, tr("Root record"), tr("unreadable: %1").arg(QString::fromStdString(error.what())));
         }
-        setExpanded(top->index(), true);
+        if (!expanded || !knownTapes_.contains(tape.id))
+            setExpanded(top->index(), true);  // a tape not shown before opens expanded
         if (tape.id == previous || currentTape_ == 0)
             currentTape_ = tape.id;
+    }
+    if (expanded) {
+        std::function<void(const QModelIndex&)> restore = [&](const QModelIndex& parent) {
+            for (int row = 0; row < model_->rowCount(parent); ++row) {
+                const QModelIndex index = model_->index(row, 0, parent);
+                const qint64 tape = parent.isValid() ? 0 : index.data(Qt::UserRole).toLongLong();
+                if (parent.isValid() || knownTapes_.contains(tape))
+                    setExpanded(index, expanded->contains(pathOf(index)));
+                restore(index);
+            }
+        };
+        restore(QModelIndex());
     }
     for (int row = 0; row < model_->rowCount(); ++row)
         if (model_->item(row)->data(Qt::UserRole).toLongLong() == currentTape_)

@@ -2,6 +2,7 @@
 // The case at a glance: each tape with its seal status, program digest (present? matching?),
 // model layout, optimizer and options, sampling policy and snapshot interval.
 
+#include <QSet>
 #include <QTreeView>
 
 class QStandardItem;
@@ -29,6 +30,8 @@ Q_SIGNALS:
 private:
     QStandardItemModel* model_;
     qint64 currentTape_ = 0;
+    QString shownCase_;
+    QSet<qint64> knownTapes_;  // the tapes of the tree before it was built again
 };
 
 }  // namespace zkdv::ui
