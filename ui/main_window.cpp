@@ -165,6 +165,14 @@ void MainWindow::createCentralWidgets()
     messageLog_ = new MessageLog(this);
     addDockWidget(Qt::BottomDockWidgetArea, messageLog_);
 
+    // Tab walks the panes in reading order (filters, table, charts, case tree), and leaves the
+    // table in one step: arrow keys move between its cells.
+    table_->setTabKeyNavigation(false);
+    setTabOrder(quickFilter_, textFilter_);
+    setTabOrder(textFilter_, table_);
+    setTabOrder(table_, charts_);
+    setTabOrder(charts_, overview_);
+
     connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);
     connect(overview_, &CaseOverview::problem, this, [this](const QString& message) { showMessage(message); });
     connect(model_, &TransactionTableModel::problem, this, [this](const QString& message) { showMessage(message); });

@@ -58,6 +58,7 @@ private Q_SLOTS:
     void chartsFollowTheSelectedRowNotTheFocusedOne();
     void statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy();
     void caseTreeKeepsItsExpansionWhenShownAgain();
+    void tabWalksThePanesInOrderAndLeavesTheTable();
 
 private:
     test::TempDir dir_;
@@ -292,6 +293,27 @@ void TestWorkstationShell::caseTreeKeepsItsExpansionWhenShownAgain()
     QVERIFY(window_->openCase(secondCase_));
     QVERIFY(tree->isExpanded(tree->model()->index(0, 0)));
     QVERIFY(!tree->isExpanded(find(QStringLiteral("Model"))));
+}
+
+void TestWorkstationShell::tabWalksThePanesInOrderAndLeavesTheTable()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    auto* filter = window_->findChild<QLineEdit*>(QStringLiteral("textFilter"));
+    filter->setFocus();
+    QTRY_COMPARE(QApplication::focusWidget(), filter);
+    QList<QWidget*> visited;
+    for (int i = 0; i < 6; ++i) {
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_Tab);
+        visited << QApplication::focusWidget();
+    }
+    QCOMPARE(visited.value(0), window_->transactionView());
+    // One Tab leaves the table (no walk through its cells) for the charts.
+    QVERIFY2(visited.value(1) && window_->charts()->isAncestorOf(visited.value(1)), visited.value(1) ? visited.value(1)->metaObject()->className() : "none");
+    // Further on: the case tree, before the walk comes round.
+    const int tree = visited.indexOf(window_->findChild<CaseOverview*>());
+    QVERIFY2(tree > 1, qPrintable(QString::number(tree)));
 }
 
 QTEST_MAIN(TestWorkstationShell)
