@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
@@ -168,6 +169,21 @@ void MainWindow::createCentralWidgets()
     // Tab walks the panes in reading order (filters, table, charts, case tree), and leaves the
     // table in one step: arrow keys move between its cells.
     table_->setTabKeyNavigation(false);
+
+    table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto* copyRows = new QAction(tr("&Copy Rows"), table_);
+    copyRows->setShortcut(QKeySequence::Copy);
+    copyRows->setShortcutContext(Qt::WidgetShortcut);
+    connect(copyRows, &QAction::triggered, this, [this] { copySelectedRows(); });
+    auto* copyValue = new QAction(tr("Copy &Value"), table_);
+    copyValue->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    copyValue->setShortcutContext(Qt::WidgetShortcut);
+    connect(copyValue, &QAction::triggered, this, [this] {
+        const QModelIndex current = table_->currentIndex();
+        if (current.isValid())
+            QApplication::clipboard()->setText(current.data(Qt::DisplayRole).toString());
+    });
+    table_->addActions({copyRows, copyValue});
     setTabOrder(quickFilter_, textFilter_);
     setTabOrder(textFilter_, table_);
     setTabOrder(table_, charts_);
@@ -691,6 +707,31 @@ void MainWindow::showHelp()
 }
 
 void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText()); }
+
+void MainWindow::copySelectedRows()
+{
+    // Tab-separated with a header, as a spreadsheet pastes it; a selection of a million rows
+    // is cut at kMaxCopiedRows, and the status bar says so.
+    constexpr int kMaxCopiedRows = 100000;
+    QStringList lines, header;
+    for (int column = 0; column < model_->columnCount(); ++column)
+        header << model_->headerData(column, Qt::Horizontal).toString();
+    lines << header.join(QLatin1Char('\t'));
+    int rows = 0, selected = 0;
+    QItemSelection ranges = table_->selectionModel()->selection();
+    std::sort(ranges.begin(), ranges.end(), [](const QItemSelectionRange& a, const QItemSelectionRange& b) { return a.top() < b.top(); });
+    for (const QItemSelectionRange& range : ranges) {
+        selected += range.height();
+        for (int row = range.top(); row <= range.bottom() && rows < kMaxCopiedRows; ++row, ++rows) {
+            QStringList cells;
+            for (int column = 0; column < model_->columnCount(); ++column)
+                cells << model_->index(row, column).data(Qt::DisplayRole).toString();
+            lines << cells.join(QLatin1Char('\t'));
+        }
+    }
+    QApplication::clipboard()->setText(lines.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+    showMessage(rows < selected ? tr("Copied the first %L1 of %L2 selected rows.").arg(rows).arg(selected) : tr("Copied %L1 rows.").arg(rows));
+}
 
 void MainWindow::updateRowCount()
 {

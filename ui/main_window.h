@@ -87,6 +87,7 @@ private:
     void replayTopQ();
     void exportReportDialog();
     void updateRowCount();
+    void copySelectedRows();
     void showHelp();
     void showAbout();
     void tableSelectionChanged();

@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include <QAction>
+#include <QClipboard>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -59,6 +60,7 @@ private Q_SLOTS:
     void statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy();
     void caseTreeKeepsItsExpansionWhenShownAgain();
     void tabWalksThePanesInOrderAndLeavesTheTable();
+    void copyTakesValuesAndRows();
 
 private:
     test::TempDir dir_;
@@ -314,6 +316,41 @@ void TestWorkstationShell::tabWalksThePanesInOrderAndLeavesTheTable()
     // Further on: the case tree, before the walk comes round.
     const int tree = visited.indexOf(window_->findChild<CaseOverview*>());
     QVERIFY2(tree > 1, qPrintable(QString::number(tree)));
+}
+
+void TestWorkstationShell::copyTakesValuesAndRows()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    std::string programSha;
+    {
+        CaseStore store(firstCase_.toStdString(), CaseStore::Access::ReadOnly);
+        programSha = store.tapes().at(0).programSha256;
+    }
+    auto* tree = window_->findChild<CaseOverview*>();
+    const QModelIndex program =
+        tree->model()->match(tree->model()->index(0, 0), Qt::DisplayRole, QStringLiteral("Program"), 1, Qt::MatchRecursive | Qt::MatchExactly).value(0);
+    QVERIFY(program.isValid());
+    QVERIFY(program.siblingAtColumn(1).data().toString().contains(QStringLiteral(" — ")));  // the cell says more than the digest
+    tree->selectionModel()->select(program, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    QCOMPARE(tree->copyText(false), QString::fromStdString(programSha));
+    QCOMPARE(tree->copyText(true), QStringLiteral("Program\t") + program.siblingAtColumn(1).data().toString());
+
+    QTableView* table = window_->transactionView();
+    QTRY_VERIFY(table->model()->rowCount() >= 10);
+    table->selectionModel()->select(QItemSelection(table->model()->index(2, 0), table->model()->index(4, 0)),
+                                    QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    QAction* copy = nullptr;
+    for (QAction* action : table->actions())
+        if (action->shortcut() == QKeySequence(QKeySequence::Copy))
+            copy = action;
+    QVERIFY(copy);
+    QApplication::clipboard()->clear();
+    copy->trigger();
+    const QStringList lines = QApplication::clipboard()->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 4);
+    QVERIFY(lines[0].startsWith(QStringLiteral("Index\tLoss")));
+    for (int i = 0; i < 3; ++i)
+        QCOMPARE(lines[i + 1].section(QLatin1Char('\t'), 0, 0), QString::number(window_->transactionModel()->transactionAt(2 + i)));
 }
 
 QTEST_MAIN(TestWorkstationShell)

@@ -1,9 +1,13 @@
 #include "widgets/case_overview.h"
 
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
 #include <QHeaderView>
 #include <QSet>
 #include <QStandardItemModel>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -22,13 +26,18 @@ QString shapeText(const std::vector<std::int64_t>& shape)
     return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
-QStandardItem* add(QStandardItem* parent, const QString& key, const QString& value)
+// What Copy takes from a value cell: the value itself (a digest, a path), not the words
+// around it in the cell.
+constexpr int kCopyRole = Qt::UserRole + 2;
+
+QStandardItem* add(QStandardItem* parent, const QString& key, const QString& value, const QString& copyText = QString())
 {
     auto* keyItem = new QStandardItem(key);
     auto* valueItem = new QStandardItem(value);
     keyItem->setEditable(false);
     valueItem->setEditable(false);
     valueItem->setToolTip(value);
+    valueItem->setData(copyText.isEmpty() ? value : copyText, kCopyRole);
     parent->appendRow({keyItem, valueItem});
     return keyItem;
 }
@@ -52,6 +61,17 @@ CaseOverview::CaseOverview(QWidget* parent) : QTreeView(parent), model_(new QSta
     header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     setAlternatingRowColors(true);
     setEditTriggers(QAbstractItemView::NoEditTriggers);
+    setSelectionMode(QAbstractItemView::ExtendedSelection);
+    setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto* copyValue = new QAction(tr("&Copy Value"), this);
+    copyValue->setShortcut(QKeySequence::Copy);
+    copyValue->setShortcutContext(Qt::WidgetShortcut);
+    connect(copyValue, &QAction::triggered, this, [this] { QApplication::clipboard()->setText(copyText(false)); });
+    auto* copyRows = new QAction(tr("Copy &Rows"), this);
+    copyRows->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    copyRows->setShortcutContext(Qt::WidgetShortcut);
+    connect(copyRows, &QAction::triggered, this, [this] { QApplication::clipboard()->setText(copyText(true)); });
+    addActions({copyValue, copyRows});
     connect(selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
         QModelIndex top = current.siblingAtColumn(0);
         while (top.parent().isValid())
@@ -65,6 +85,21 @@ CaseOverview::CaseOverview(QWidget* parent) : QTreeView(parent), model_(new QSta
 }
 
 int CaseOverview::tapeCount() const { return model_->rowCount(); }
+
+QString CaseOverview::copyText(bool wholeRows) const
+{
+    QStringList lines;
+    QModelIndexList rows = selectionModel()->selectedRows(0);
+    if (rows.isEmpty() && currentIndex().isValid())
+        rows << currentIndex().siblingAtColumn(0);
+    std::sort(rows.begin(), rows.end(), [this](const QModelIndex& a, const QModelIndex& b) { return visualRect(a).top() < visualRect(b).top(); });
+    for (const QModelIndex& row : rows) {
+        const QModelIndex value = row.siblingAtColumn(1);
+        const QString copied = value.data(kCopyRole).toString();
+        lines << (wholeRows ? row.data().toString() + QLatin1Char('\t') + value.data().toString() : copied);
+    }
+    return lines.join(QLatin1Char('\n'));
+}
 
 bool CaseOverview::showCase(const QString& casePath)
 {
@@ -112,9 +147,11 @@ bool CaseOverview::showCase(const QString& casePath)
         add(top, tr("Chain head"), QString::fromStdString(tape.chainHead));
         add(top, tr("File SHA-256"), tape.fileSha256.empty() ? tr("not computed (zkdv-audit ingest --sha256)")
                                                              : QString::fromStdString(tape.fileSha256));
-        add(top, tr("Program"), tr("%1 %2 — %3")
-                                    .arg(QString::fromStdString(tape.programKind), QString::fromStdString(tape.programSha256),
-                                         tape.programPresent ? tr("present, digest matches") : tr("missing: drop the program file here")));
+        add(top, tr("Program"),
+            tr("%1 %2 — %3")
+                .arg(QString::fromStdString(tape.programKind), QString::fromStdString(tape.programSha256),
+                     tape.programPresent ? tr("present, digest matches") : tr("missing: drop the program file here")),
+            QString::fromStdString(tape.programSha256));
         add(top, tr("Producer"), QString::fromStdString(tape.producer));
         try {
             const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));

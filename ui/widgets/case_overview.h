@@ -22,6 +22,10 @@ public:
     qint64 currentTape() const { return currentTape_; }
     int tapeCount() const;
     QStandardItemModel* overviewModel() const { return model_; }
+    // The selected rows' values as Copy Value (Ctrl+C) puts them on the clipboard: the value
+    // itself (a digest without the words around it); whole rows (key, tab, shown value) for
+    // Copy Rows (Ctrl+Shift+C).
+    QString copyText(bool wholeRows) const;
 
 Q_SIGNALS:
     void tapeChosen(qint64 tapeId);
