@@ -21,6 +21,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
@@ -47,6 +48,7 @@
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/display_filter.h"
 
 namespace zkdv::ui {
 
@@ -121,13 +123,38 @@ void MainWindow::createCentralWidgets()
     quickFilter_->setToolTip(tr("Quick filter (Alt+0 … Alt+4)"));
     textFilter_ = new QLineEdit(this);
     textFilter_->setObjectName(QStringLiteral("textFilter"));
-    textFilter_->setPlaceholderText(tr("Filter: transaction, range A-B, verdict or tensor (Ctrl+F)"));
+    textFilter_->setPlaceholderText(tr("Filter: transaction, range A-B, verdict, tensor, or loss > 0.1 && verdict == diverged (Ctrl+F)"));
     textFilter_->setClearButtonEnabled(true);
     auto* filterDelay = new QTimer(this);
     filterDelay->setSingleShot(true);
     filterDelay->setInterval(250);
     connect(textFilter_, &QLineEdit::textChanged, filterDelay, qOverload<>(&QTimer::start));
-    connect(filterDelay, &QTimer::timeout, this, [this] { model_->setTextFilter(textFilter_->text()); });
+    connect(filterDelay, &QTimer::timeout, this, [this] {
+        // A display filter that does not compile is shown in the box and not applied: the
+        // table keeps the rows of the last filter that did.
+        const std::string text = textFilter_->text().toStdString();
+        QString problem;
+        if (looksLikeDisplayFilter(text)) {
+            try {
+                compileDisplayFilter(text);
+            } catch (const DisplayFilterError& error) {
+                problem = QString::fromStdString(error.what());
+            }
+        }
+        textFilter_->setProperty("filterError", !problem.isEmpty());
+        QPalette palette = textFilter_->style()->standardPalette();
+        if (!problem.isEmpty())
+            palette.setColor(QPalette::Base, QColor(0xf8, 0xd7, 0xd7));
+        textFilter_->setPalette(problem.isEmpty() ? QPalette() : palette);
+        textFilter_->setToolTip(problem.isEmpty() ? tr("A transaction, a range A-B, text (verdict or tensor name), or a display filter such as "
+                                                       "loss > 0.1 && verdict == diverged (F1, docs/display-filters.md)")
+                                                  : problem);
+        if (!problem.isEmpty()) {
+            showMessage(problem);
+            return;
+        }
+        model_->setTextFilter(textFilter_->text());
+    });
     connect(quickFilter_, &QComboBox::currentIndexChanged, this, [this](int index) {
         model_->setQuickFilter(static_cast<TransactionTableModel::QuickFilter>(index), Settings::topQ());
     });

@@ -6,9 +6,11 @@
 #include <iterator>
 #include <limits>
 #include <utility>
+#include <variant>
 
 #include "zkdv/replay/selection.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/display_filter.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_order.h"
 
@@ -384,6 +386,23 @@ std::optional<TransactionTable::IndexList> TransactionTable::textFilterSet()
 {
     if (text_.empty())
         return std::nullopt;
+    if (looksLikeDisplayFilter(text_)) {
+        const CompiledDisplayFilter filter = compileDisplayFilter(text_, 3);
+        Statement rows = db_.prepare("SELECT t.idx FROM transactions t LEFT JOIN verdicts v ON v.run_id = ?2 AND v.idx = t.idx"
+                                     " WHERE t.tape_id = ?1 AND (" + filter.sql + ") ORDER BY t.idx");
+        rows.bind(1, tapeId_).bind(2, runId_);
+        for (std::size_t i = 0; i < filter.values.size(); ++i) {
+            const int parameter = 3 + static_cast<int>(i);
+            if (const double* number = std::get_if<double>(&filter.values[i]))
+                rows.bind(parameter, *number);
+            else
+                rows.bind(parameter, std::get<std::string>(filter.values[i]));
+        }
+        IndexList matched;
+        while (rows.step())
+            matched.push_back(rows.int64(0));
+        return matched;
+    }
     std::int64_t first = 0, last = -1;
     if (std::optional<std::int64_t> index = parseIndex(text_)) {
         first = last = *index;
@@ -396,8 +415,11 @@ std::optional<TransactionTable::IndexList> TransactionTable::textFilterSet()
     } else {
         if (runId_ == 0)
             return IndexList{};
-        return ofThisTape(query("SELECT idx FROM verdicts WHERE run_id = ?2"
-                                " AND (instr(lower(verdict), ?3) > 0 OR instr(lower(coalesce(worst_tensor, '')), ?3) > 0) ORDER BY idx",
+        // A verdict, or the name of any tensor the run compared for the transaction.
+        return ofThisTape(query("SELECT idx FROM verdicts v WHERE run_id = ?2"
+                                " AND (instr(lower(verdict), ?3) > 0 OR instr(lower(coalesce(worst_tensor, '')), ?3) > 0"
+                                " OR EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = v.run_id AND m.idx = v.idx AND instr(lower(m.tensor), ?3) > 0))"
+                                " ORDER BY idx",
                                 true, lowered(text_)));
     }
     IndexList range;

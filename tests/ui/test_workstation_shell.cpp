@@ -61,6 +61,7 @@ private Q_SLOTS:
     void caseTreeKeepsItsExpansionWhenShownAgain();
     void tabWalksThePanesInOrderAndLeavesTheTable();
     void copyTakesValuesAndRows();
+    void displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows();
 
 private:
     test::TempDir dir_;
@@ -351,6 +352,24 @@ void TestWorkstationShell::copyTakesValuesAndRows()
     QVERIFY(lines[0].startsWith(QStringLiteral("Index\tLoss")));
     for (int i = 0; i < 3; ++i)
         QCOMPARE(lines[i + 1].section(QLatin1Char('\t'), 0, 0), QString::number(window_->transactionModel()->transactionAt(2 + i)));
+}
+
+void TestWorkstationShell::displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    auto* filter = window_->findChild<QLineEdit*>(QStringLiteral("textFilter"));
+    QTRY_COMPARE(window_->transactionModel()->rowCount(), 30);
+    filter->setText(QStringLiteral("index < 5 || index >= 28"));
+    QTRY_COMPARE(window_->transactionModel()->rowCount(), 7);
+    QVERIFY(!filter->property("filterError").toBool());
+    filter->setText(QStringLiteral("index <"));
+    QTRY_VERIFY(filter->property("filterError").toBool());
+    QVERIFY2(filter->toolTip().startsWith(QStringLiteral("display filter, at character 8: ")), qPrintable(filter->toolTip()));
+    QCOMPARE(window_->messageLog()->messages().last(), filter->toolTip());
+    QCOMPARE(window_->transactionModel()->rowCount(), 7);  // the last filter that compiled still applies
+    filter->clear();
+    QTRY_COMPARE(window_->transactionModel()->rowCount(), 30);
+    QVERIFY(!filter->property("filterError").toBool());
 }
 
 QTEST_MAIN(TestWorkstationShell)
