@@ -36,11 +36,11 @@
 #include "ui_info.h"
 #include "widgets/case_overview.h"
 #include "widgets/job_progress_frame.h"
-#include "zkdv/replay/replay_devices.h"
-#include "zkdv/report/audit_report.h"
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_report.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::ui {
 

@@ -11,14 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "report_conclusion.h"
-#include "zkdv/util/utc_time.h"
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/utc_time.h"
 #include "zkdv/version.h"
 
 namespace zkdv {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <utility>
 
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_order.h"

@@ -18,7 +18,7 @@
 
 #include "dishonest_trainer.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"

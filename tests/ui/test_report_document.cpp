@@ -22,7 +22,7 @@
 #include "report/report_document.h"
 #include "settings.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"

@@ -19,8 +19,8 @@
 
 #include "models/transaction_table_model.h"
 #include "temp_dir.h"
+#include "zkdv/audit/replay_outcome.h"
 #include "zkdv/demo/synthetic_demo.h"
-#include "zkdv/replay/replay_outcome.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"

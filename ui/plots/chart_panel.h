@@ -10,7 +10,7 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "zkdv/replay/divergence.h"
+#include "zkdv/audit/divergence.h"
 
 class QThread;
 class QCustomPlot;

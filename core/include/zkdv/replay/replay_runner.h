@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/selection.h"
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/replay/replay_limits.h"
-#include "zkdv/replay/replay_outcome.h"
-#include "zkdv/replay/selection.h"
-#include "zkdv/replay/tolerance.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/progress.h"
 

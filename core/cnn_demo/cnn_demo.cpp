@@ -1,4 +1,4 @@
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 
 #include <chrono>
 #include <deque>
