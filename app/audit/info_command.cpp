@@ -10,6 +10,7 @@
 #include "summary_json.h"
 #include "terminal_progress.h"
 #include "zkdv/store/audit_file.h"
+#include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/util/json_text.h"
@@ -69,9 +70,9 @@ int caseInfo(const std::string& path, bool json)
     std::unique_ptr<CaseStore> opened = openCaseForReading(path);
     CaseStore& store = *opened;
     std::vector<CaseTape> tapes = store.tapes();
-    auto countOf = [&](const char* sql) { return store.database().queryInt64(sql).value_or(0); };
-    const std::int64_t deltas = countOf("SELECT count(*) FROM transactions WHERE has_deltas");
-    const std::int64_t digests = countOf("SELECT count(*) FROM transactions WHERE has_state_digest");
+    const SampledCheckCounts checks = countSampledChecks(store.database());
+    const std::int64_t deltas = checks.withDeltas;
+    const std::int64_t digests = checks.withStateDigest;
     ReplayStore replays(store.database());
     if (json) {
         nlohmann::json out = {{"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},

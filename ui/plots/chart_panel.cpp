@@ -12,6 +12,7 @@
 #include "plots/tensor_divergence_bars.h"
 #include "plots/transaction_chart.h"
 #include "plots/ulp_histogram_chart.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/util/progress.h"
 
@@ -74,7 +75,8 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
     cancelReads();
     ++generation_;
     clearCharts();
-    db_.reset();
+    db_ = nullptr;
+    case_.reset();
     casePath_ = casePath;
     tapeId_ = tapeId;
     requestedRun_ = 0;
@@ -87,7 +89,8 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
         return;
     }
     try {
-        db_ = std::make_unique<Database>(casePath_.toStdString(), Database::Mode::ReadOnly);
+        case_ = std::make_unique<CaseStore>(casePath_.toStdString(), CaseStore::Access::ReadOnly);
+        db_ = &case_->database();
     } catch (const std::exception& error) {
         casePath_.clear();
         emit problem(tr("Cannot chart %1: %2").arg(casePath, QString::fromStdString(error.what())));

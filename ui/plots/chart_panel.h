@@ -16,6 +16,7 @@ class QThread;
 class QCustomPlot;
 
 namespace zkdv {
+class CaseStore;
 class Database;
 }
 
@@ -104,7 +105,8 @@ private:
     qint64 tapeId_ = 0;
     qint64 requestedRun_ = 0;
     qint64 runId_ = 0;
-    std::unique_ptr<Database> db_;  // GUI thread: the selected transaction's comparisons
+    std::unique_ptr<CaseStore> case_;  // GUI thread: the selected transaction's comparisons
+    Database* db_ = nullptr;
     std::optional<quint64> selected_;
     UlpHistogram runHistogram_{};
 
