@@ -346,8 +346,12 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
             setup.job = worker::encodeJob(job);
             worker::ReplayWorkerPool pool(plan.segments, std::move(setup), std::move(prestarted));
             cancelled = !pool.run(record, [&] { return request.progress && request.progress->cancelRequested(); });
+        } catch (const std::exception& error) {
+            // The run's problem names the cause, as the exception does for the caller.
+            replayStore.finishRun(summary.runId, "failed", std::string("the replay stopped: ") + error.what());
+            throw;
         } catch (...) {
-            replayStore.finishRun(summary.runId, "failed", "storing results failed");
+            replayStore.finishRun(summary.runId, "failed", "the replay stopped on an exception that is not a std::exception");
             throw;
         }
         summary.status = cancelled ? "cancelled" : "finished";
