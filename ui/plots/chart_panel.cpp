@@ -93,7 +93,7 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
         db_ = &case_->database();
     } catch (const std::exception& error) {
         casePath_.clear();
-        emit problem(tr("Cannot chart %1: %2").arg(casePath, QString::fromStdString(error.what())));
+        Q_EMIT problem(tr("Cannot chart %1: %2").arg(casePath, QString::fromStdString(error.what())));
         schedule(Replot, 0);
         return;
     }
@@ -216,13 +216,13 @@ void ChartPanel::finishRead(QThread* thread)
         schedule(RereadVerdicts, 0);
     }
     if (!isLoading())
-        emit loaded();
+        Q_EMIT loaded();
 }
 
 void ChartPanel::apply(quint64 sequence, const ChartData& data)
 {
     if (!data.problem.isEmpty()) {
-        emit problem(tr("Cannot chart %1: %2").arg(casePath_, data.problem));
+        Q_EMIT problem(tr("Cannot chart %1: %2").arg(casePath_, data.problem));
         return;
     }
     if (data.parts & ChartData::Series) {
@@ -250,7 +250,7 @@ void ChartPanel::fillTransactionCharts()
         try {
             comparisons = loadTransactionComparisons(*db_, runId_, *selected_);
         } catch (const std::exception& error) {
-            emit problem(tr("Cannot read the comparisons of transaction %1: %2").arg(*selected_).arg(QString::fromStdString(error.what())));
+            Q_EMIT problem(tr("Cannot read the comparisons of transaction %1: %2").arg(*selected_).arg(QString::fromStdString(error.what())));
         }
     }
     tensors_->setComparisons(selected_, comparisons);
@@ -297,7 +297,7 @@ qint64 ChartPanel::resolveRun()
         }
         return newestReplayRun(*db_, tapeId_).value_or(0);
     } catch (const std::exception& error) {
-        emit problem(tr("Cannot read the replay runs of %1: %2").arg(casePath_, QString::fromStdString(error.what())));
+        Q_EMIT problem(tr("Cannot read the replay runs of %1: %2").arg(casePath_, QString::fromStdString(error.what())));
         return 0;
     }
 }
@@ -305,7 +305,7 @@ qint64 ChartPanel::resolveRun()
 void ChartPanel::onChartClicked(quint64 index)
 {
     selectTransaction(index);
-    emit transactionClicked(index);
+    Q_EMIT transactionClicked(index);
 }
 
 }  // namespace zkdv::ui

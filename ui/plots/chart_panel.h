@@ -66,7 +66,7 @@ public:
     SlotDivergenceChart* slotPlot() const { return slots_; }
     UlpHistogramChart* histogramPlot() const { return histogram_; }
 
-signals:
+Q_SIGNALS:
     // The user clicked a point of a transaction.
     void transactionClicked(quint64 index);
     // Every read asked for so far has been applied to the charts.
