@@ -9,6 +9,7 @@
 #include "replay_json.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
+#include "zkdv/audit/pass_rule.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
@@ -115,7 +116,7 @@ int caseInfo(const std::string& path, bool json)
     for (const StoredReplayRun& run : runs) {
         // Rows nobody can vouch for say nothing: no PASSED or FAILED is derived from them.
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
-        const char* outcome = !seal.vouched() ? "NOT VOUCHED" : run.diverged + run.unverifiable == 0 && run.status == "finished" ? "PASSED" : "FAILED";
+        const char* outcome = !seal.vouched() ? "NOT VOUCHED" : replayRunPassed(run.status, run.diverged, run.unverifiable) ? "PASSED" : "FAILED";
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),
