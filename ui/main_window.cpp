@@ -43,12 +43,13 @@
 #include "widgets/job_progress_frame.h"
 #include "widgets/message_log.h"
 #include "widgets/start_page.h"
-#include "zkdv/replay/replay_devices.h"
-#include "zkdv/report/audit_report.h"
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_report.h"
+#include "zkdv/report/report_file.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/display_filter.h"
+#include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::ui {
 
@@ -593,8 +594,8 @@ bool MainWindow::exportReport(const QString& path)
         showMessage(tr("Nothing to report: open a case with a replayed tape first."));
         return false;
     }
-    const QString format = QFileInfo(path).suffix().toLower() == QStringLiteral("htm") ? QStringLiteral("html") : QFileInfo(path).suffix().toLower();
-    if (!QStringList{QStringLiteral("pdf"), QStringLiteral("html"), QStringLiteral("json"), QStringLiteral("csv")}.contains(format)) {
+    const QString format = QString::fromStdString(reportFormatOf(path.toStdString()));
+    if (format.isEmpty()) {
         showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
         return false;
     }
@@ -610,10 +611,7 @@ bool MainWindow::exportReport(const QString& path)
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         *report = buildAuditReport(store, options);
         if (formatName == "json" || formatName == "csv") {
-            const std::string text = formatName == "json" ? renderReportJson(*report) : renderReportCsv(*report);
-            std::ofstream out(target, std::ios::binary | std::ios::trunc);
-            if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
-                throw Error("cannot write " + target);
+            writeReportFile(target, formatName == "json" ? renderReportJson(*report) : renderReportCsv(*report));
         }
         return QString();
     });
@@ -647,7 +645,7 @@ void MainWindow::exportReportDialog()
     if (path.isEmpty())
         return;
     // The format follows the extension; without a known one, the chosen filter's.
-    if (!suffixes.contains(QFileInfo(path).suffix().toLower()) && QFileInfo(path).suffix().toLower() != QStringLiteral("htm"))
+    if (reportFormatOf(path.toStdString()).empty())
         path += QLatin1Char('.') + suffixes.value(std::max<qsizetype>(0, filters.indexOf(filter)));
     exportReport(path);
 }

@@ -2,10 +2,10 @@
 
 #include <qcustomplot.h>
 
-#include "zkdv/replay/replay_devices.h"
 #include "zkdv/store/database.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/version.h"
+#include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::ui {
 

@@ -9,7 +9,9 @@
 #include "replay_json.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
+#include "zkdv/audit/pass_rule.h"
 #include "zkdv/store/audit_file.h"
+#include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/util/json_text.h"
@@ -69,9 +71,9 @@ int caseInfo(const std::string& path, bool json)
     std::unique_ptr<CaseStore> opened = openCaseForReading(path);
     CaseStore& store = *opened;
     std::vector<CaseTape> tapes = store.tapes();
-    auto countOf = [&](const char* sql) { return store.database().queryInt64(sql).value_or(0); };
-    const std::int64_t deltas = countOf("SELECT count(*) FROM transactions WHERE has_deltas");
-    const std::int64_t digests = countOf("SELECT count(*) FROM transactions WHERE has_state_digest");
+    const SampledCheckCounts checks = countSampledChecks(store.database());
+    const std::int64_t deltas = checks.withDeltas;
+    const std::int64_t digests = checks.withStateDigest;
     ReplayStore replays(store.database());
     if (json) {
         nlohmann::json out = {{"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
@@ -114,7 +116,7 @@ int caseInfo(const std::string& path, bool json)
     for (const StoredReplayRun& run : runs) {
         // Rows nobody can vouch for say nothing: no PASSED or FAILED is derived from them.
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
-        const char* outcome = !seal.vouched() ? "NOT VOUCHED" : run.diverged + run.unverifiable == 0 && run.status == "finished" ? "PASSED" : "FAILED";
+        const char* outcome = !seal.vouched() ? "NOT VOUCHED" : replayRunPassed(run.status, run.diverged, run.unverifiable) ? "PASSED" : "FAILED";
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),

@@ -54,7 +54,7 @@ int main(int argc, char** argv)
     if (command == "report")
         return runReport(argc, argv);
     if (command == "replay")
-        return runReplay(argc, argv);
+        return builtWithoutTorch() ? refuseWithoutTorch("replay") : runReplay(argc, argv);
     if (isTorchCommand(argv[1]))
         return runTorchCommand(argv[1], argc, argv);
     std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

@@ -10,6 +10,7 @@
 #include "case_access.h"
 #include "commands.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/report/report_file.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
 
@@ -18,39 +19,6 @@
 #endif
 
 namespace zkdv::cli {
-
-namespace {
-
-std::string lowerExtension(const std::string& path)
-{
-    const std::size_t slash = path.find_last_of('/');
-    const std::size_t dot = path.find_last_of('.');
-    if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
-        return {};
-    std::string extension = path.substr(dot + 1);
-    for (char& c : extension)
-        c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    return extension == "htm" ? "html" : extension;
-}
-
-void writeFile(const std::string& path, const std::string& content)
-{
-    const std::string temporary = path + ".part";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out)
-            throw UsageError("cannot write " + path);
-        out.write(content.data(), static_cast<std::streamsize>(content.size()));
-        if (!out.flush())
-            throw UsageError("cannot write " + path);
-    }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        std::remove(temporary.c_str());
-        throw UsageError("cannot write " + path);
-    }
-}
-
-}  // namespace
 
 int runReport(int argc, char** argv)
 {
@@ -90,7 +58,7 @@ int runReport(int argc, char** argv)
         if (!parser.has("out") || parser.value("out").empty())
             throw UsageError("-o FILE is required (the report's format follows its extension: .json, .csv, .pdf, .html)");
         const std::string out = parser.value("out");
-        std::string format = parser.value("format", lowerExtension(out));
+        std::string format = parser.value("format", reportFormatOf(out));
         if (format != "json" && format != "csv" && format != "pdf" && format != "html")
             throw UsageError(parser.has("format") ? "unknown --format \"" + format + "\" (json, csv, pdf or html)"
                                                   : "cannot tell the format from \"" + out + "\"; give --format json|csv|pdf|html");
@@ -122,7 +90,7 @@ int runReport(int argc, char** argv)
             writeReportDocument(report, format, out);  // the workstation's renderer (report_documents.h)
         else
 #endif
-            writeFile(out, format == "json" ? renderReportJson(report) : renderReportCsv(report));
+            writeReportFile(out, format == "json" ? renderReportJson(report) : renderReportCsv(report));
         if (!parser.has("quiet")) {
             std::printf("%s report of replay run %lld written to %s\n", format.c_str(), static_cast<long long>(report.runId), out.c_str());
             for (const std::string& warning : report.warnings)

@@ -14,15 +14,42 @@
 #include "torch_module_entry.h"
 
 // Set by app/audit/CMakeLists.txt: the module's file name, and the directory it is installed
-// in relative to the installed executable's directory.
+// in relative to the installed executable's directory; a build without libtorch has none.
+#ifndef ZKDV_WITHOUT_TORCH
 #ifndef ZKDV_AUDIT_TORCH_MODULE_NAME
 #error "ZKDV_AUDIT_TORCH_MODULE_NAME is not defined"
 #endif
 #ifndef ZKDV_AUDIT_TORCH_MODULE_INSTALL_DIR
 #error "ZKDV_AUDIT_TORCH_MODULE_INSTALL_DIR is not defined"
 #endif
+#endif
 
 namespace zkdv::cli {
+
+bool builtWithoutTorch()
+{
+#ifdef ZKDV_WITHOUT_TORCH
+    return true;
+#else
+    return false;
+#endif
+}
+
+int refuseWithoutTorch(const char* command)
+{
+    std::fprintf(stderr, "zkdv-audit %s: this zkdv-audit was built without libtorch (ZKDV_WITH_TORCH=OFF), which %s; "
+                         "verify, info, ingest and report work without it\n",
+                 command, std::strcmp(command, "replay") == 0 ? "its replay workers run on" : "the command runs on");
+    return kExitUsage;
+}
+
+#ifdef ZKDV_WITHOUT_TORCH
+
+bool isTorchCommand(const char* command) { return std::strcmp(command, "demo") == 0; }
+
+int runTorchCommand(const char* command, int, char**) { return refuseWithoutTorch(command); }
+
+#else
 
 namespace {
 
@@ -87,5 +114,7 @@ int runTorchCommand(const char* command, int argc, char** argv)
                  command, tried.c_str());
     return kExitUsage;
 }
+
+#endif  // ZKDV_WITHOUT_TORCH
 
 }  // namespace zkdv::cli

@@ -12,4 +12,10 @@ bool isTorchCommand(const char* command);
 // stderr where the module was looked for and why it could not be loaded.
 int runTorchCommand(const char* command, int argc, char** argv);
 
+// True when this zkdv-audit was configured without libtorch (ZKDV_WITH_TORCH=OFF): it has
+// no module and no replay worker.
+bool builtWithoutTorch();
+// Says on stderr that `command` needs libtorch, which this build does not have; returns 2.
+int refuseWithoutTorch(const char* command);
+
 }  // namespace zkdv::cli

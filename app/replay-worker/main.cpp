@@ -1,6 +1,6 @@
 // zkdv-replay-worker: the process a replay runs the trainer's program in, started by the
 // replay (core/replay/worker_process.cpp) with its channel on fd 3; not for people to run.
-// With --fork-server first it is the replay's fork server (core/replay/fork_server.h), which
+// With --fork-server first it is the replay's fork server (core/include/zkdv/replay/fork_server.h), which
 // forks the workers.
 
 #include <csignal>
@@ -12,7 +12,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "zkdv/replay/replay_worker.h"
+#include "zkdv/worker/replay_worker.h"
 
 int main(int argc, char** argv)
 {

@@ -10,7 +10,7 @@
 
 #include "background_writer.h"
 #include "snapshot_pool.h"
-#include "zkdv/recorder/sealed_program.h"
+#include "zkdv/program/sealed_program.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/snapshot_record.h"

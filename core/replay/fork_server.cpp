@@ -1,4 +1,4 @@
-#include "fork_server.h"
+#include "zkdv/replay/fork_server.h"
 
 #include <algorithm>
 #include <cerrno>

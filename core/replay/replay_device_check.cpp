@@ -1,6 +1,6 @@
 #include <cstdlib>
 
-#include "zkdv/replay/replay_devices.h"
+#include "zkdv/replay/replay_device_check.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {

@@ -13,9 +13,9 @@
 #include "replay_worker_pool.h"
 #include "worker_log.h"
 #include "worker_process.h"
-#include "worker_protocol.h"
-#include "zkdv/replay/replay_devices.h"
-#include "zkdv/replay/replay_plan.h"
+#include "zkdv/audit/replay_plan.h"
+#include "zkdv/replay/replay_device_check.h"
+#include "zkdv/replay/worker_protocol.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
@@ -346,8 +346,12 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
             setup.job = worker::encodeJob(job);
             worker::ReplayWorkerPool pool(plan.segments, std::move(setup), std::move(prestarted));
             cancelled = !pool.run(record, [&] { return request.progress && request.progress->cancelRequested(); });
+        } catch (const std::exception& error) {
+            // The run's problem names the cause, as the exception does for the caller.
+            replayStore.finishRun(summary.runId, "failed", std::string("the replay stopped: ") + error.what());
+            throw;
         } catch (...) {
-            replayStore.finishRun(summary.runId, "failed", "storing results failed");
+            replayStore.finishRun(summary.runId, "failed", "the replay stopped on an exception that is not a std::exception");
             throw;
         }
         summary.status = cancelled ? "cancelled" : "finished";

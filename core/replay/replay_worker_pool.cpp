@@ -14,8 +14,7 @@
 
 #include "worker_log.h"
 #include "worker_process.h"
-#include "worker_protocol.h"
-#include "zkdv/replay/replay_worker.h"
+#include "zkdv/replay/worker_protocol.h"
 
 namespace zkdv::worker {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/replay_outcome.h"
-#include "zkdv/replay/replay_plan.h"
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/replay_plan.h"
 
-#include "worker_protocol.h"
+#include "zkdv/replay/worker_protocol.h"
 
 namespace zkdv::worker {
 

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fork_server.h"
+#include "zkdv/replay/fork_server.h"
 #include "zkdv/util/error.h"
 
 extern char** environ;

@@ -1,4 +1,4 @@
-#include "worker_protocol.h"
+#include "zkdv/replay/worker_protocol.h"
 
 #include <cerrno>
 #include <cstring>

@@ -11,14 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "report_conclusion.h"
-#include "zkdv/util/utc_time.h"
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/store/case_contents.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/utc_time.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
@@ -26,12 +27,6 @@ namespace zkdv {
 namespace {
 
 constexpr std::size_t kWorstDivergences = 20;
-
-// A metric column: SQLite stores NaN as NULL, so NULL reads back as NaN.
-double realOrNan(const Statement& row, int column)
-{
-    return row.isNull(column) ? std::numeric_limits<double>::quiet_NaN() : row.real(column);
-}
 
 // A word for the shell: quoted only when it needs to be.
 std::string shellWord(const std::string& word)
@@ -145,25 +140,18 @@ std::uint64_t elementsOf(const std::string& shapeJson)
 
 void readModel(Database& db, std::int64_t tapeId, ReportData& report)
 {
-    Statement rows = db.prepare(
-        "SELECT kind, name, dtype, shape FROM tensors WHERE tape_id = ?1 ORDER BY kind = 'buffer', position");
-    rows.bind(1, tapeId);
-    while (rows.step()) {
-        const std::string kind = rows.text(0);
-        const std::string line = rows.text(1) + " " + rows.text(2) + " " + shapeText(rows.text(3));
-        if (kind == "parameter") {
+    for (const StoredTensor& tensor : loadModelLayout(db, tapeId)) {
+        const std::string line = tensor.name + " " + tensor.dtype + " " + shapeText(tensor.shapeJson);
+        if (!tensor.buffer) {
             ++report.parameterCount;
-            report.parameterElements += elementsOf(rows.text(3));
+            report.parameterElements += elementsOf(tensor.shapeJson);
             report.layout.push_back(line);
         } else {
             ++report.bufferCount;
             report.layout.push_back(line + " (buffer)");
         }
     }
-    Statement groups = db.prepare("SELECT options FROM optimizer_groups WHERE tape_id = ?1 ORDER BY group_index");
-    groups.bind(1, tapeId);
-    while (groups.step())
-        report.optimizerGroups.push_back(groups.text(0));
+    report.optimizerGroups = loadOptimizerGroupOptions(db, tapeId);
 }
 
 void readTrainingSide(const CaseTape& tape, ReportData& report)
@@ -198,24 +186,18 @@ void readEnvironment(const StoredReplayRun& run, ReportData& report)
 
 void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, ReportData& report)
 {
-    Statement rows = db.prepare(
-        "SELECT v.idx, coalesce(v.segment, 0), coalesce(v.selected, 1), v.verdict, coalesce(v.detail, ''), t.loss, t.lr,"
-        " t.update_norm, coalesce(v.replay_ns, 0)"
-        " FROM verdicts v LEFT JOIN transactions t ON t.tape_id = ?1 AND t.idx = v.idx WHERE v.run_id = ?2 ORDER BY v.idx");
-    rows.bind(1, tapeId).bind(2, runId);
     std::map<std::uint64_t, std::size_t> position;
-    while (rows.step()) {
+    for (RunTransaction& row : loadRunTransactions(db, tapeId, runId)) {
         ReportTransaction t;
-        t.index = static_cast<std::uint64_t>(rows.int64(0));
-        t.segment = static_cast<std::uint64_t>(rows.int64(1));
-        t.selected = rows.int64(2) != 0;
-        t.verdict = rows.text(3);
-        t.detail = rows.text(4);
-        t.loss = realOrNan(rows, 5);
-        if (!rows.isNull(6))
-            t.recordedLearningRate = rows.real(6);
-        t.updateNorm = realOrNan(rows, 7);
-        t.replayNs = static_cast<std::uint64_t>(rows.int64(8));
+        t.index = row.index;
+        t.segment = row.segment;
+        t.selected = row.selected;
+        t.verdict = std::move(row.verdict);
+        t.detail = std::move(row.detail);
+        t.loss = row.loss;
+        t.recordedLearningRate = row.recordedLearningRate;
+        t.updateNorm = row.updateNorm;
+        t.replayNs = row.replayNs;
         position[t.index] = report.transactions.size();
         report.transactions.push_back(std::move(t));
     }
@@ -236,12 +218,9 @@ void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, Rep
 
 void readLossSeries(Database& db, std::int64_t tapeId, ReportData& report)
 {
-    Statement rows = db.prepare("SELECT idx, loss FROM transactions WHERE tape_id = ?1 AND loss IS NOT NULL ORDER BY idx");
-    rows.bind(1, tapeId);
-    while (rows.step()) {
-        report.lossIndex.push_back(static_cast<std::uint64_t>(rows.int64(0)));
-        report.loss.push_back(rows.real(1));
-    }
+    RecordedLosses series = loadRecordedLosses(db, tapeId);
+    report.lossIndex = std::move(series.indexes);
+    report.loss = std::move(series.losses);
 }
 
 void collectWorst(ReportData& report)

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "zkdv/replay/verdict.h"
+#include "zkdv/audit/verdict.h"
 
 namespace zkdv {
 

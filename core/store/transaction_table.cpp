@@ -8,7 +8,7 @@
 #include <utility>
 #include <variant>
 
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/display_filter.h"
 #include "zkdv/store/replay_store.h"
@@ -206,34 +206,36 @@ void TransactionTable::rebuild()
         }
     }
 
+    // The new view is built aside and swapped in at the end: a query that fails (the case
+    // damaged while it is shown) leaves the view as it was, never half-reset.
     const Column order = orderColumnOf(sortColumn_);
-    view_.reset();
-    identity_ = false;
+    bool identity = false;
+    std::shared_ptr<const IndexList> view;
     if (!filter) {
         if (order == Column::Index && contiguous_)
-            identity_ = true;
+            identity = true;
         else
-            view_ = ascendingOrder(order);
-        return;
-    }
-    if (order == Column::Index) {
-        view_ = std::make_shared<const IndexList>(std::move(*filter));
-        return;
-    }
-    // Keep the sorted order's sequence, restricted to the filter's members.
-    const std::shared_ptr<const IndexList> sorted = ascendingOrder(order);
-    IndexList visible;
-    if (!filter->empty()) {
-        std::vector<bool> member(static_cast<std::size_t>(filter->back()) + 1, false);
-        for (std::int64_t index : *filter)
-            member[static_cast<std::size_t>(index)] = true;
-        visible.reserve(filter->size());
-        for (std::int64_t index : *sorted) {
-            if (index >= 0 && static_cast<std::size_t>(index) < member.size() && member[static_cast<std::size_t>(index)])
-                visible.push_back(index);
+            view = ascendingOrder(order);
+    } else if (order == Column::Index) {
+        view = std::make_shared<const IndexList>(std::move(*filter));
+    } else {
+        // Keep the sorted order's sequence, restricted to the filter's members.
+        const std::shared_ptr<const IndexList> sorted = ascendingOrder(order);
+        IndexList visible;
+        if (!filter->empty()) {
+            std::vector<bool> member(static_cast<std::size_t>(filter->back()) + 1, false);
+            for (std::int64_t index : *filter)
+                member[static_cast<std::size_t>(index)] = true;
+            visible.reserve(filter->size());
+            for (std::int64_t index : *sorted) {
+                if (index >= 0 && static_cast<std::size_t>(index) < member.size() && member[static_cast<std::size_t>(index)])
+                    visible.push_back(index);
+            }
         }
+        view = std::make_shared<const IndexList>(std::move(visible));
     }
-    view_ = std::make_shared<const IndexList>(std::move(visible));
+    view_ = std::move(view);
+    identity_ = identity;
 }
 
 std::shared_ptr<const TransactionTable::IndexList> TransactionTable::ascendingOrder(Column column)

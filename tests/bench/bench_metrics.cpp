@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/divergence.h"
+#include "zkdv/audit/divergence.h"
 #include "zkdv/util/sampling_generator.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 
 namespace {
 

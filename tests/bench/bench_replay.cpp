@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "models/transaction_table_model.h"
+#include "zkdv/audit/replay_outcome.h"
 #include "zkdv/demo/synthetic_demo.h"
-#include "zkdv/replay/replay_outcome.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/replay_store.h"
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 
+#include "file_bytes.h"
 #include "tape_rewriter.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -24,6 +25,8 @@
 #include "zkdv/util/utf8.h"
 
 using namespace zkdv;
+
+using test::readText;
 
 namespace {
 
@@ -79,12 +82,6 @@ QJsonObject validJson(const QByteArray& bytes)
     QJsonParseError error{};
     const QJsonDocument document = QJsonDocument::fromJson(bytes, &error);
     return error.error == QJsonParseError::NoError && document.isObject() ? document.object() : QJsonObject();
-}
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // The root record the case stores for its tape, with an array nested kDeep levels added to
@@ -246,8 +243,8 @@ void TestUntrustedInputCli::deepJsonStoredInACase()
     const std::string report = dir_.file("stored-deep.json");
     Result result = runAudit({"report", casePath, "-o", QString::fromStdString(report)});
     QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
-    const QJsonObject document = validJson(QByteArray::fromStdString(readFile(report)));
-    QVERIFY2(!document.isEmpty(), readFile(report).substr(0, 2000).c_str());
+    const QJsonObject document = validJson(QByteArray::fromStdString(readText(report)));
+    QVERIFY2(!document.isEmpty(), readText(report).substr(0, 2000).c_str());
     if (sql.contains(QStringLiteral("root_json")))
         QVERIFY2(QString::fromUtf8(QJsonDocument(document).toJson()).contains(QStringLiteral("more than 64 levels deep")),
                  "the report does not say the stored root is unreadable");
@@ -291,12 +288,12 @@ void TestUntrustedInputCli::textThatIsNotUtf8()
     const std::string report = dir_.file("not-utf8.json");
     result = runAudit({"report", casePath, "-o", QString::fromStdString(report)});
     QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
-    QVERIFY2(!validJson(QByteArray::fromStdString(readFile(report))).isEmpty(), "the JSON report is not valid UTF-8 JSON");
-    QVERIFY(QString::fromUtf8(QByteArray::fromStdString(readFile(report))).contains(replacement));
+    QVERIFY2(!validJson(QByteArray::fromStdString(readText(report))).isEmpty(), "the JSON report is not valid UTF-8 JSON");
+    QVERIFY(QString::fromUtf8(QByteArray::fromStdString(readText(report))).contains(replacement));
     const std::string csv = dir_.file("not-utf8.csv");
     result = runAudit({"report", casePath, "-o", QString::fromStdString(csv)});
     QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
-    QVERIFY(isValidUtf8(readFile(csv)));
+    QVERIFY(isValidUtf8(readText(csv)));
 
     // The replay names the tape it cannot read; here the stored path is not UTF-8 either.
     exec(cnnCase_, "UPDATE tapes SET path = ?1", dir_.file("moved-\xFF.zkdv"));

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/selection.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "zkdv/replay/tolerance.h"
+#include "zkdv/audit/tolerance.h"
 
 namespace {
 bool close(double a, double b) { return std::fabs(a - b) <= 1e-5 * std::max(std::fabs(a), std::fabs(b)); }

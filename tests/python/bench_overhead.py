@@ -28,7 +28,7 @@ import zkdv.torch
 
 
 class DemoCnn(torch.nn.Module):
-    """The C++ demo's CNN (core/demo/cnn_demo.cpp): 12x12 images, BatchNorm, four classes."""
+    """The C++ demo's CNN (core/cnn_demo/cnn_demo.cpp): 12x12 images, BatchNorm, four classes."""
 
     def __init__(self):
         super().__init__()

@@ -12,10 +12,10 @@
 #include <fstream>
 
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/optim/contract_optimizer.h"
+#include "zkdv/program/sealed_program.h"
 #include "zkdv/recorder/recorder.h"
-#include "zkdv/recorder/sealed_program.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/tape_scanner.h"
 

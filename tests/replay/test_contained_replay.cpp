@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dishonest_trainer.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
@@ -23,6 +24,9 @@
 #include "zkdv/util/sha256.h"
 
 using namespace zkdv;
+
+using test::readAll;
+using test::readText;
 
 namespace {
 
@@ -53,24 +57,10 @@ Result runProcess(const QString& program, const QStringList& arguments, int time
 
 Result runAudit(const QStringList& arguments) { return runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), arguments); }
 
-std::vector<std::uint8_t> readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string textOf(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // The dishonest trainer's move: the tape recorded with one program, sealed with another.
 void sealWithProgram(const std::string& honestTape, const std::string& programFile, const std::string& out)
 {
-    const std::vector<std::uint8_t> program = readFile(programFile);
+    const std::vector<std::uint8_t> program = readAll(programFile);
     const std::string digest = toHex(Sha256::of(ByteSpan(program)));
     test::rewriteTape(honestTape, out, [&](test::RawRecord& record) {
         if (record.type == tape::RecordType::Program) {
@@ -198,7 +188,7 @@ void TestContainedReplay::replayProcessLoadsNeitherLibtorchNorTheProgram()
     QVERIFY2(!spawned.err.contains("libtorch_cpu"), spawned.err.left(2000).constData());
     const nlohmann::json summary = nlohmann::json::parse(spawned.out.toStdString());
     QCOMPARE(summary["verdicts"]["exact"].get<int>(), 3);
-    const std::string log = textOf(summary["worker_log"].get<std::string>());
+    const std::string log = readText(summary["worker_log"].get<std::string>());
     QVERIFY2(log.find("libtorch_cpu") != std::string::npos, log.substr(0, 2000).c_str());
 }
 
@@ -246,7 +236,7 @@ void TestContainedReplay::printingProgramLeavesStdoutToTheReplay()
     QCOMPARE(json.exitCode, 0);
     QCOMPARE(summary["verdicts"]["exact"].get<int>(), 14);
     const std::string log = summary["worker_log"].get<std::string>();
-    QVERIFY2(textOf(log).find(printed.toStdString()) != std::string::npos, textOf(log).c_str());
+    QVERIFY2(readText(log).find(printed.toStdString()) != std::string::npos, readText(log).c_str());
     QVERIFY2(json.err.contains(QByteArray::fromStdString(log)), json.err.constData());
 
     const Result text = runAudit({QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),

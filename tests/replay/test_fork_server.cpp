@@ -1,4 +1,4 @@
-// Tests for the replay workers' fork server (core/replay/fork_server.h): workers are forked
+// Tests for the replay workers' fork server (core/include/zkdv/replay/fork_server.h): workers are forked
 // by one server process rather than spawned, each still in a process group of its own, and
 // their exit statuses reach the replay as a spawned worker's would. The replays of
 // test_contained_replay (crashes, timeouts, memory limits, kills) run through it too.
@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fork_server.h"
 #include "worker_process.h"
+#include "zkdv/replay/fork_server.h"
 
 using namespace zkdv::worker;
 

@@ -17,7 +17,7 @@
 #include "caught.h"
 #include "dishonest_trainer.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"

@@ -17,8 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dishonest_trainer.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
@@ -30,6 +31,8 @@
 
 using namespace zkdv;
 using nlohmann::json;
+
+using test::readText;
 
 namespace {
 
@@ -155,14 +158,6 @@ using test::RawRecord;
 using test::isTransaction;
 using test::rewriteTape;
 using test::scaleElement;
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-}
 
 std::int64_t countOf(Database& db, const std::string& sql)
 {
@@ -308,7 +303,7 @@ void TestReport::jsonMatchesSchemaAndCase()
     CaseStore store(case_, CaseStore::Access::ReadOnly);
     const ReportData report = buildAuditReport(store);
     const json document = json::parse(renderReportJson(report));
-    const json schema = json::parse(readFile(std::string(ZKDV_TEST_SOURCE_DIR) + "/../docs/report.schema.json"));
+    const json schema = json::parse(readText(std::string(ZKDV_TEST_SOURCE_DIR) + "/../docs/report.schema.json"));
     std::vector<std::string> errors;
     validate(document, schema, "$", errors);
     std::string all;
@@ -346,7 +341,7 @@ void TestReport::jsonMatchesSchemaAndCase()
     QCOMPARE(static_cast<std::int64_t>(document["model"]["layout"].size()), countOf(db, "SELECT count(*) FROM tensors"));
 
     // The tape's identity: the file's SHA-256 computed here, and the case's chain head.
-    const std::string bytes = readFile(tape_);
+    const std::string bytes = readText(tape_);
     QCOMPARE(document["tape"]["file_sha256"].get<std::string>(), toHex(Sha256::of(ByteSpan(std::string_view(bytes)))));
     Statement head = db.prepare("SELECT chain_head, status FROM tapes");
     QVERIFY(head.step());
@@ -491,13 +486,13 @@ void TestReport::tamperedTapeSaysFailedFirst()
     QCOMPARE(document["conclusion"]["headline"].get<std::string>(), report.headline);
     QCOMPARE(document["conclusion"]["warnings"][0].get<std::string>(), report.warnings.front());
     std::vector<std::string> errors;
-    validate(document, json::parse(readFile(std::string(ZKDV_TEST_SOURCE_DIR) + "/../docs/report.schema.json")), "$", errors);
+    validate(document, json::parse(readText(std::string(ZKDV_TEST_SOURCE_DIR) + "/../docs/report.schema.json")), "$", errors);
     QVERIFY2(errors.empty(), errors.empty() ? "" : errors.front().c_str());
 }
 
 void TestReport::truncatedTapeSaysIncompleteFirst()
 {
-    const std::string bytes = readFile(tape_);
+    const std::string bytes = readText(tape_);
     const std::string truncated = dir_.file("truncated.zkdv");
     {
         std::ofstream out(truncated, std::ios::binary);
@@ -581,7 +576,7 @@ void TestReport::cliWritesReports()
     // PDF: written by a workstation build (the Qt report library), refused with 2 without it.
     Result pdf = runAudit({QStringLiteral("report"), casePath, QStringLiteral("-o"), QString::fromStdString(dir_.file("r.pdf"))});
     if (pdf.exitCode == 0)
-        QVERIFY(readFile(dir_.file("r.pdf")).rfind("%PDF", 0) == 0);
+        QVERIFY(readText(dir_.file("r.pdf")).rfind("%PDF", 0) == 0);
     else {
         QCOMPARE(pdf.exitCode, 2);
         QVERIFY2(pdf.err.contains(QStringLiteral("PDF and HTML reports need the workstation build")), qPrintable(pdf.err));
@@ -590,7 +585,7 @@ void TestReport::cliWritesReports()
     const std::string jsonPath = dir_.file("report.json");
     Result json1 = runAudit({QStringLiteral("report"), casePath, QStringLiteral("-o"), QString::fromStdString(jsonPath)});
     QVERIFY2(json1.exitCode == 0, qPrintable(json1.err));
-    const json document = json::parse(readFile(jsonPath));
+    const json document = json::parse(readText(jsonPath));
     QCOMPARE(document["schema"].get<std::string>(), std::string("zkdv-audit-report/1"));
     QCOMPARE(document["sampling"]["sampled"].get<int>(), 6);
 
@@ -598,7 +593,7 @@ void TestReport::cliWritesReports()
     Result csv = runAudit({QStringLiteral("report"), casePath, QStringLiteral("--format"), QStringLiteral("csv"), QStringLiteral("--run"),
                            QString::number(document["replay"]["run_id"].get<int>()), QStringLiteral("-o"), QString::fromStdString(csvPath)});
     QVERIFY2(csv.exitCode == 0, qPrintable(csv.err));
-    QVERIFY(readFile(csvPath).rfind("index,segment,selected,", 0) == 0);
+    QVERIFY(readText(csvPath).rfind("index,segment,selected,", 0) == 0);
 
     // A failing audit still writes its report: exit 0.
     Result tampered = runAudit({QStringLiteral("report"), QString::fromStdString(dir_.file("tampered.zkaudit")), QStringLiteral("-o"),

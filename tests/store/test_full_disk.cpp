@@ -14,25 +14,20 @@
 #include <string>
 
 #include "audit_process.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/database.h"
 
 using namespace zkdv;
 
+using test::readText;
+
 namespace {
 
 constexpr int kSkipped = 77;  // SKIP_RETURN_CODE in tests/store/CMakeLists.txt
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
-
-std::string readText(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 void writeTape(const std::string& path, std::uint64_t steps)
 {

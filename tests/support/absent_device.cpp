@@ -1,6 +1,6 @@
 #include "absent_device.h"
 
-#include "zkdv/replay/replay_devices.h"
+#include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::test {
 

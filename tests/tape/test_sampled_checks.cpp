@@ -18,7 +18,7 @@
 
 #include "dishonest_trainer.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/tape_scanner.h"

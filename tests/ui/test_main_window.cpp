@@ -14,15 +14,15 @@
 
 #include <filesystem>
 
+#include "file_bytes.h"
 #include "jobs/background_job.h"
 #include "main_window.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "settings.h"
-#include "widgets/case_overview.h"
-#include "file_bytes.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "widgets/case_overview.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/tape_scanner.h"

@@ -18,16 +18,19 @@
 #include <iterator>
 #include <string>
 
+#include "file_bytes.h"
 #include "main_window.h"
 #include "report/report_document.h"
 #include "settings.h"
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
 
 using namespace zkdv;
+
+using test::readText;
 
 namespace {
 
@@ -153,12 +156,6 @@ QString pdfText(const QString& pdf, int firstPage = 0, int lastPage = 0)
     return run(QStringLiteral("pdftotext"), args << pdf << QStringLiteral("-"));
 }
 
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void keep(const std::string& path)
 {
     const QByteArray dir = qgetenv("ZKDV_REPORT_KEEP_DIR");
@@ -244,7 +241,7 @@ private slots:
         std::string error;
         QVERIFY2(ui::renderReportDocument(makeReport(30, 3), "html", path, &error), error.c_str());
         keep(path);
-        const std::string html = readFile(path);
+        const std::string html = readText(path);
         for (const char* external : {"http://", "https://", "<link", "src=\"http", "<script", "url("})
             QVERIFY2(html.find(external) == std::string::npos, external);
         QVERIFY(html.find("data:image/png;base64,") != std::string::npos);
@@ -270,7 +267,7 @@ private slots:
         const std::string path = dir.file("large.html");
         std::string error;
         QVERIFY2(ui::renderReportDocument(makeReport(2500, 0), "html", path, &error), error.c_str());
-        const std::string html = readFile(path);
+        const std::string html = readText(path);
         QVERIFY(html.find("The first 2000 of 2500 replayed transactions") != std::string::npos);
         QVERIFY(html.find("--format csv") != std::string::npos);
         QVERIFY(html.find(">3999</td>") != std::string::npos);   // row 2000
@@ -339,8 +336,8 @@ private slots:
             QVERIFY2(QFileInfo(path).size() > 0, format);
         }
         QVERIFY(simplified(pdfText(QString::fromStdString(dir.file("gui.pdf")))).contains(QString::fromStdString(report.chainHead)));
-        QVERIFY(readFile(dir.file("gui.html")).find("data:image/png;base64,") != std::string::npos);
-        QVERIFY(readFile(dir.file("gui.json")).find(report.chainHead) != std::string::npos);
+        QVERIFY(readText(dir.file("gui.html")).find("data:image/png;base64,") != std::string::npos);
+        QVERIFY(readText(dir.file("gui.json")).find(report.chainHead) != std::string::npos);
         QVERIFY(!window.exportReport(QString::fromStdString(dir.file("gui.docx"))));
 
         // The command line.
@@ -353,7 +350,7 @@ private slots:
             QVERIFY2(QFileInfo(path).size() > 0, format);
         }
         QVERIFY(simplified(pdfText(QString::fromStdString(dir.file("cli.pdf")))).contains(QString::fromStdString(report.chainHead)));
-        const std::string html = readFile(dir.file("cli.html"));
+        const std::string html = readText(dir.file("cli.html"));
         QVERIFY(html.find("data:image/png;base64,") != std::string::npos);
         QVERIFY(html.find("https://") == std::string::npos && html.find("http://") == std::string::npos);
     }
@@ -368,7 +365,7 @@ private slots:
         options.steps = 36;
         options.batchSize = 8;
         runCnnDemo(tape, options);
-        std::string bytes = readFile(tape);
+        std::string bytes = readText(tape);
         bytes.resize(bytes.size() * 2 / 3);
         std::ofstream(truncated, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         ReportData report;

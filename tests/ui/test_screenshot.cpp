@@ -7,7 +7,7 @@
 #include <QProcess>
 
 #include "temp_dir.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/store/case_store.h"
 
 using namespace zkdv;

@@ -19,8 +19,8 @@
 
 #include "models/transaction_table_model.h"
 #include "temp_dir.h"
+#include "zkdv/audit/replay_outcome.h"
 #include "zkdv/demo/synthetic_demo.h"
-#include "zkdv/replay/replay_outcome.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
@@ -662,13 +662,25 @@ void TestTransactionModel::sqliteErrorsDoNotCrash()
     QTRY_COMPARE(model.rowCount(), 0);
     QCOMPARE(problems.count(), 1);
 
-    // A sort that needs the missing table.
+    // Opened again, the damaged case is refused at once (CaseStore's schema check), naming
+    // the missing table.
     model.setCase(QString::fromStdString(path), tapeId_);
-    QCOMPARE(problems.count(), 1);
+    QCOMPARE(problems.count(), 2);
+    QCOMPARE(model.rowCount(), 0);
+    QVERIFY2(problems.last().first().toString().contains(QStringLiteral("verdicts")), qPrintable(problems.last().first().toString()));
+
+    // A sort that needs a table dropped after the case was opened.
+    const std::string second = copyCase("broken-sort.zkaudit");
+    model.setCase(QString::fromStdString(second), tapeId_);
+    QCOMPARE(problems.count(), 2);
     QCOMPARE(model.rowCount(), int(kSteps));
+    {
+        Database writer(second, Database::Mode::ReadWrite);
+        writer.exec("DROP TABLE verdicts");
+    }
     model.sort(Model::VerdictColumn, Qt::AscendingOrder);
     QCOMPARE(model.rowCount(), 0);
-    QCOMPARE(problems.count(), 2);
+    QCOMPARE(problems.count(), 3);
     QVERIFY2(problems.last().first().toString().contains(QStringLiteral("verdicts")), qPrintable(problems.last().first().toString()));
 }
 

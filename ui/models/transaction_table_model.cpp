@@ -9,7 +9,7 @@
 #include <cmath>
 #include <exception>
 
-#include "zkdv/store/case_schema.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 
 namespace zkdv::ui {
@@ -124,15 +124,10 @@ void TransactionTableModel::setCase(const QString& casePath, qint64 tapeId)
     tapeId_ = tapeId;
     if (!casePath.isEmpty()) {
         try {
-            db_ = std::make_unique<Database>(casePath.toStdString(), Database::Mode::ReadOnly);
-            // This connection never writes, so it cannot upgrade the schema: refuse what it
-            // cannot read. (An older case is read without the version 3 indexes, slower.)
-            if (db_->queryInt64("PRAGMA application_id").value_or(0) != CaseSchema::kApplicationId)
-                throw Error(casePath.toStdString() + " is not a ZKDV case");
-            if (db_->userVersion() > CaseSchema::latestVersion())
-                throw Error("case " + casePath.toStdString() + " uses schema version " + std::to_string(db_->userVersion())
-                            + ", newer than this build of ZKDV understands");
-            table_ = std::make_unique<TransactionTable>(*db_, tapeId);
+            // Opened as every reader opens a case (CaseStore): it is a case, its schema is
+            // current and holds nothing this build does not create.
+            case_ = std::make_unique<CaseStore>(casePath.toStdString(), CaseStore::Access::ReadOnly);
+            table_ = std::make_unique<TransactionTable>(case_->database(), tapeId);
             if (!table_->tapeExists())
                 throw Error("case " + casePath.toStdString() + " holds no tape " + std::to_string(tapeId));
             table_->setRun(requestedRun_);
@@ -502,7 +497,7 @@ void TransactionTableModel::failLater(const std::exception& error) const
 void TransactionTableModel::closeCase()
 {
     table_.reset();
-    db_.reset();
+    case_.reset();
     rows_ = 0;
     fetchFailed_ = false;
     clearWindows();

@@ -13,6 +13,7 @@
 #include "zkdv/store/transaction_table.h"
 
 namespace zkdv {
+class CaseStore;
 class Database;
 }
 
@@ -88,7 +89,7 @@ private:
     int sortColumn_ = IndexColumn;
     Qt::SortOrder sortOrder_ = Qt::AscendingOrder;
 
-    std::unique_ptr<Database> db_;
+    std::unique_ptr<CaseStore> case_;
     std::unique_ptr<TransactionTable> table_;
     int rows_ = 0;
 

@@ -12,6 +12,7 @@
 #include "plots/tensor_divergence_bars.h"
 #include "plots/transaction_chart.h"
 #include "plots/ulp_histogram_chart.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/util/progress.h"
 
@@ -75,7 +76,8 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
     cancelReads();
     ++generation_;
     clearCharts();
-    db_.reset();
+    db_ = nullptr;
+    case_.reset();
     casePath_ = casePath;
     tapeId_ = tapeId;
     requestedRun_ = 0;
@@ -88,10 +90,11 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
         return;
     }
     try {
-        db_ = std::make_unique<Database>(casePath_.toStdString(), Database::Mode::ReadOnly);
+        case_ = std::make_unique<CaseStore>(casePath_.toStdString(), CaseStore::Access::ReadOnly);
+        db_ = &case_->database();
     } catch (const std::exception& error) {
         casePath_.clear();
-        emit problem(tr("Cannot chart %1: %2").arg(casePath, QString::fromStdString(error.what())));
+        Q_EMIT problem(tr("Cannot chart %1: %2").arg(casePath, QString::fromStdString(error.what())));
         schedule(Replot, 0);
         return;
     }
@@ -214,13 +217,13 @@ void ChartPanel::finishRead(QThread* thread)
         schedule(RereadVerdicts, 0);
     }
     if (!isLoading())
-        emit loaded();
+        Q_EMIT loaded();
 }
 
 void ChartPanel::apply(quint64 sequence, const ChartData& data)
 {
     if (!data.problem.isEmpty()) {
-        emit problem(tr("Cannot chart %1: %2").arg(casePath_, data.problem));
+        Q_EMIT problem(tr("Cannot chart %1: %2").arg(casePath_, data.problem));
         return;
     }
     if (data.parts & ChartData::Series) {
@@ -248,7 +251,7 @@ void ChartPanel::fillTransactionCharts()
         try {
             comparisons = loadTransactionComparisons(*db_, runId_, *selected_);
         } catch (const std::exception& error) {
-            emit problem(tr("Cannot read the comparisons of transaction %1: %2").arg(*selected_).arg(QString::fromStdString(error.what())));
+            Q_EMIT problem(tr("Cannot read the comparisons of transaction %1: %2").arg(*selected_).arg(QString::fromStdString(error.what())));
         }
     }
     tensors_->setComparisons(selected_, comparisons);
@@ -295,7 +298,7 @@ qint64 ChartPanel::resolveRun()
         }
         return newestReplayRun(*db_, tapeId_).value_or(0);
     } catch (const std::exception& error) {
-        emit problem(tr("Cannot read the replay runs of %1: %2").arg(casePath_, QString::fromStdString(error.what())));
+        Q_EMIT problem(tr("Cannot read the replay runs of %1: %2").arg(casePath_, QString::fromStdString(error.what())));
         return 0;
     }
 }
@@ -303,7 +306,7 @@ qint64 ChartPanel::resolveRun()
 void ChartPanel::onChartClicked(quint64 index)
 {
     selectTransaction(index);
-    emit transactionClicked(index);
+    Q_EMIT transactionClicked(index);
 }
 
 }  // namespace zkdv::ui

@@ -10,12 +10,13 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "zkdv/replay/divergence.h"
+#include "zkdv/audit/divergence.h"
 
 class QThread;
 class QCustomPlot;
 
 namespace zkdv {
+class CaseStore;
 class Database;
 }
 
@@ -65,7 +66,7 @@ public:
     SlotDivergenceChart* slotPlot() const { return slots_; }
     UlpHistogramChart* histogramPlot() const { return histogram_; }
 
-signals:
+Q_SIGNALS:
     // The user clicked a point of a transaction.
     void transactionClicked(quint64 index);
     // Every read asked for so far has been applied to the charts.
@@ -104,7 +105,8 @@ private:
     qint64 tapeId_ = 0;
     qint64 requestedRun_ = 0;
     qint64 runId_ = 0;
-    std::unique_ptr<Database> db_;  // GUI thread: the selected transaction's comparisons
+    std::unique_ptr<CaseStore> case_;  // GUI thread: the selected transaction's comparisons
+    Database* db_ = nullptr;
     std::optional<quint64> selected_;
     UlpHistogram runHistogram_{};
 

@@ -4,8 +4,8 @@
 #include <QColor>
 #include <QString>
 
-#include "zkdv/replay/replay_outcome.h"
-#include "zkdv/replay/verdict.h"
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/verdict.h"
 
 class QCPAxis;
 class QCPAxisRect;

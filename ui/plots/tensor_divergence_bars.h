@@ -8,7 +8,7 @@
 
 #include <qcustomplot.h>
 
-#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/audit/replay_outcome.h"
 
 namespace zkdv::ui {
 

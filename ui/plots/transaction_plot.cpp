@@ -32,7 +32,7 @@ void TransactionPlot::mouseReleaseEvent(QMouseEvent* event)
     if (!click)
         return;
     if (const std::optional<quint64> index = transactionAt(event->position()))
-        emit transactionClicked(*index);
+        Q_EMIT transactionClicked(*index);
 }
 
 }  // namespace zkdv::ui

@@ -17,7 +17,7 @@ public:
     // The transaction under `pos`, if any.
     virtual std::optional<quint64> transactionAt(const QPointF& pos) const = 0;
 
-signals:
+Q_SIGNALS:
     void transactionClicked(quint64 index);
 
 protected:

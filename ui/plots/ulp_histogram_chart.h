@@ -4,7 +4,7 @@
 
 #include <qcustomplot.h>
 
-#include "zkdv/replay/divergence.h"
+#include "zkdv/audit/divergence.h"
 
 namespace zkdv::ui {
 

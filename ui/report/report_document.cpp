@@ -2,15 +2,16 @@
 
 #include <QApplication>
 #include <QFileInfo>
-#include <QSaveFile>
 #include <QThread>
 
+#include <cstdio>
 #include <exception>
 
 #include "report/report_charts.h"
 #include "report/report_html.h"
 #include "report/report_pdf_writer.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/report/report_file.h"
 
 namespace zkdv::ui {
 
@@ -23,16 +24,22 @@ bool fail(std::string* error, const QString& message)
     return false;
 }
 
-bool writeHtml(const ReportData& report, const QString& path, QString* problem)
+void writeHtml(const ReportData& report, const QString& path)
 {
     const ReportHtml html(report, ReportHtml::Target::File);
     const ReportCharts charts(report);
     const QByteArray bytes = html.document(html.summary() + ReportHtml::charts(charts) + html.transactions()).toUtf8();
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
-        *problem = QObject::tr("cannot write %1: %2").arg(path, file.errorString());
+    writeReportFile(path.toStdString(), bytes.toStdString());  // throws IoError naming the file
+}
+
+// QPdfWriter writes where it is told: to the temporary file, renamed over `path` once whole.
+bool writePdf(const ReportData& report, const QString& path, QString* problem)
+{
+    if (!ReportPdfWriter(report).write(QString::fromStdString(reportTemporaryPath(path.toStdString())), problem)) {
+        std::remove(reportTemporaryPath(path.toStdString()).c_str());
         return false;
     }
+    publishReportFile(path.toStdString());
     return true;
 }
 
@@ -49,7 +56,11 @@ bool renderReportDocument(const zkdv::ReportData& report, const std::string& for
     const QString target = QString::fromStdString(path);
     QString problem;
     try {
-        const bool ok = format == "pdf" ? ReportPdfWriter(report).write(target, &problem) : writeHtml(report, target, &problem);
+        if (format == "html") {
+            writeHtml(report, target);
+            return true;
+        }
+        const bool ok = writePdf(report, target, &problem);
         return ok ? true : fail(error, problem);
     } catch (const std::exception& exception) {
         return fail(error, QObject::tr("%1: %2").arg(target, QString::fromStdString(exception.what())));

@@ -3,7 +3,7 @@
 #include "command_runner.h"
 #include "terminal_progress.h"
 #include "torch_commands.h"
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/demo/synthetic_demo.h"
 
 namespace zkdv::cli {

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/pass_rule.h"
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/selection.h"
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/replay/replay_limits.h"
-#include "zkdv/replay/replay_outcome.h"
-#include "zkdv/replay/selection.h"
-#include "zkdv/replay/tolerance.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/progress.h"
 
@@ -61,7 +62,7 @@ struct ReplaySummary {
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing
     std::string sealProblem;             // why the run was stored unsigned ("" when sealed): no report can vouch for it
 
-    bool passed() const { return status == "finished" && diverged == 0 && unverifiable == 0; }
+    bool passed() const { return replayRunPassed(status, diverged, unverifiable); }
 };
 
 // Runs the request against the case (opened read-write), the program only inside worker

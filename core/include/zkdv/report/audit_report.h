@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/divergence.h"
+#include "zkdv/audit/divergence.h"
 #include "zkdv/store/run_seal.h"
 #include "zkdv/util/error.h"
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/store/database.h"
-#include "zkdv/replay/selection.h"
 #include "zkdv/tape/record_reader.h"
 
 namespace zkdv {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/divergence.h"
-#include "zkdv/replay/replay_outcome.h"
-#include "zkdv/replay/verdict.h"
+#include "zkdv/audit/divergence.h"
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/verdict.h"
 
 namespace zkdv {
 

@@ -1,5 +1,5 @@
-#include "zkdv/replay/divergence.h"
-#include "zkdv/replay/divergence_kernels.h"
+#include "zkdv/audit/divergence.h"
+#include "zkdv/audit/divergence_kernels.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,11 +16,11 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include "zkdv/audit/divergence.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
 #include "zkdv/optim/torch_release.h"
-#include "zkdv/recorder/sealed_program.h"
-#include "zkdv/replay/divergence.h"
+#include "zkdv/program/sealed_program.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"

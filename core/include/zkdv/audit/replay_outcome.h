@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/divergence.h"
-#include "zkdv/replay/verdict.h"
+#include "zkdv/audit/divergence.h"
+#include "zkdv/audit/verdict.h"
 
 namespace zkdv {
 

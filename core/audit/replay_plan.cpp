@@ -1,4 +1,4 @@
-#include "zkdv/replay/replay_plan.h"
+#include "zkdv/audit/replay_plan.h"
 
 #include <algorithm>
 

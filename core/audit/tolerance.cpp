@@ -1,4 +1,4 @@
-#include "zkdv/replay/tolerance.h"
+#include "zkdv/audit/tolerance.h"
 
 #include <cmath>
 #include <cstdio>

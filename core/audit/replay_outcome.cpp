@@ -1,4 +1,4 @@
-#include "zkdv/replay/replay_outcome.h"
+#include "zkdv/audit/replay_outcome.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 #include <limits>
 #include <set>
 
-#include "zkdv/replay/replay_plan.h"
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/replay_plan.h"
+#include "zkdv/audit/selection.h"
 
 using namespace zkdv;
 

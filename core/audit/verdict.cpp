@@ -1,4 +1,4 @@
-#include "zkdv/replay/verdict.h"
+#include "zkdv/audit/verdict.h"
 
 namespace zkdv {
 

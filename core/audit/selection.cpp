@@ -1,4 +1,4 @@
-#include "zkdv/replay/selection.h"
+#include "zkdv/audit/selection.h"
 
 #include <algorithm>
 #include <charconv>

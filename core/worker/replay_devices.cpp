@@ -1,4 +1,4 @@
-#include "zkdv/replay/replay_devices.h"
+#include "zkdv/worker/replay_devices.h"
 
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/util/error.h"

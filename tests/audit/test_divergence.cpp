@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "caught.h"
-#include "zkdv/replay/divergence.h"
-#include "zkdv/replay/divergence_kernels.h"
+#include "zkdv/audit/divergence.h"
+#include "zkdv/audit/divergence_kernels.h"
 #include "zkdv/tape/scalar_value.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/sampling_generator.h"

@@ -1,4 +1,4 @@
-#include "zkdv/replay/replay_worker.h"
+#include "zkdv/worker/replay_worker.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -13,9 +13,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "fork_server.h"
 #include "segment_executor.h"
-#include "worker_protocol.h"
+#include "zkdv/replay/fork_server.h"
+#include "zkdv/replay/worker_protocol.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/replay/replay_outcome.h"
-#include "zkdv/replay/replay_plan.h"
-#include "zkdv/replay/tolerance.h"
+#include "zkdv/audit/replay_outcome.h"
+#include "zkdv/audit/replay_plan.h"
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/byte_span.h"
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "zkdv/replay/divergence.h"
-#include "zkdv/replay/verdict.h"
+#include "zkdv/audit/divergence.h"
+#include "zkdv/audit/verdict.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {

@@ -1,4 +1,4 @@
-#include "zkdv/recorder/sealed_program.h"
+#include "zkdv/program/sealed_program.h"
 
 #include <optional>
 #include <set>

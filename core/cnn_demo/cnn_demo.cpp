@@ -1,4 +1,4 @@
-#include "zkdv/demo/cnn_demo.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
 
 #include <chrono>
 #include <deque>
@@ -13,7 +13,7 @@
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/recorder/recorder.h"
-#include "zkdv/recorder/sealed_program.h"
+#include "zkdv/program/sealed_program.h"
 
 namespace zkdv {
 

@@ -1,0 +1,1 @@
+#include "zkdv/a/a.h"

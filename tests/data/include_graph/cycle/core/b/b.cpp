@@ -1,0 +1,2 @@
+#include "zkdv/b/b.h"
+#include "zkdv/a/a.h"
