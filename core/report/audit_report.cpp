@@ -12,6 +12,7 @@
 
 #include "report_conclusion.h"
 #include "zkdv/util/utc_time.h"
+#include "zkdv/program/exported_graph.h"
 #include "zkdv/replay/selection.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
@@ -103,7 +104,7 @@ CaseTape chooseTape(CaseStore& store, std::int64_t tapeId, const std::vector<Sto
 
 std::string programCheckOf(const CaseTape& tape, const StoredReplayRun& run)
 {
-    if (tape.programKind != "torchscript")
+    if (tape.programKind != "torchscript" && tape.programKind != kExportedGraphKind)
         return "not replayable (" + tape.programKind + ")";
     if (run.problem.rfind("program digest mismatch", 0) == 0)
         return "mismatched: " + run.problem;
