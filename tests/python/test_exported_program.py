@@ -18,15 +18,21 @@ TORCHSCRIPT = zkdv.ZKDVConfig(sampling_policy=EXPORTED.sampling_policy)
 HAS_EXPORT = hasattr(torch, "export") and int(torch.__version__.split(".")[0]) >= 2
 
 
+def assert_needs_torch2(tmp_path):
+    """Where torch has no torch.export (1.13), every exported-graph proof is refused at its
+    first transaction, naming what it needs."""
+    assert not HAS_EXPORT
+    model = fresh_mlp()
+    with pytest.raises(RuntimeError, match=r"needs torch 2\.x with torch\.export"):
+        train_with_zkdv(tmp_path / "old-torch.zkdv", model, torch.optim.SGD(model.parameters(), lr=0.1), 1, EXPORTED)
+
+
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_exported_program_replays_exact_and_matches_torchscript(tmp_path, kind):
     steps = 8
     make, data = MODELS[kind]
     if not HAS_EXPORT:
-        model = make()
-        with pytest.raises(RuntimeError, match="needs torch 2.x"):
-            train_with_zkdv(tmp_path / "old.zkdv", model, OPTIMIZERS["adam"](model.parameters()), 1, EXPORTED, data=data)
-        return
+        return assert_needs_torch2(tmp_path)
     exported_model, scripted_model = make(), make()
     exported = tmp_path / ("%s-exported.zkdv" % kind)
     scripted = tmp_path / ("%s-torchscript.zkdv" % kind)
@@ -44,7 +50,7 @@ def test_exported_program_replays_exact_and_matches_torchscript(tmp_path, kind):
 
 def test_a_random_operation_is_refused_with_the_seeds_message(tmp_path):
     if not HAS_EXPORT:
-        return
+        return assert_needs_torch2(tmp_path)
     class Noisy(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -60,7 +66,7 @@ def test_a_random_operation_is_refused_with_the_seeds_message(tmp_path):
 
 def test_dropout_in_training_mode_is_refused(tmp_path):
     if not HAS_EXPORT:
-        return
+        return assert_needs_torch2(tmp_path)
     _, data = MODELS["transformer"]
     from conftest import TinyTransformer
 
@@ -72,7 +78,7 @@ def test_dropout_in_training_mode_is_refused(tmp_path):
 
 def test_captured_unprepared_tensor_state_is_refused(tmp_path):
     if not HAS_EXPORT:
-        return
+        return assert_needs_torch2(tmp_path)
     class Captures(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -89,7 +95,7 @@ def test_captured_unprepared_tensor_state_is_refused(tmp_path):
 
 def test_a_rechained_edit_of_an_exported_tape_is_caught(tmp_path):
     if not HAS_EXPORT:
-        return
+        return assert_needs_torch2(tmp_path)
     from tape_edit import rechain_with_scaled_loss
 
     steps = 8
