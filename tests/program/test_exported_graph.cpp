@@ -331,7 +331,7 @@ void TestExportedGraph::cppRecordedTapeReplaysExact()
 {
     const std::string tape = dir_.file("mlp-exported.zkdv");
     if (!runsExportedGraphs()) {
-        auto error = test::caught<std::exception>([&] { recordMlp(tape, 1); });
+        auto error = test::caught<ExportedGraphError>([&] { recordMlp(tape, 1); });
         QVERIFY(error);
         QVERIFY2(std::string(error->what()).find("needs libtorch 2.x or later") != std::string::npos, error->what());
         return;
