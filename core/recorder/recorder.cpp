@@ -10,6 +10,7 @@
 
 #include "background_writer.h"
 #include "snapshot_pool.h"
+#include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/sampling_schedule.h"
@@ -48,8 +49,26 @@ PreparedModel::PreparedModel(torch::jit::Module module) : module_(std::move(modu
         bufferNames_.push_back(b.name);
 }
 
+PreparedModel::PreparedModel(ExportedModel model)
+    : parameterNames_(std::move(model.parameterNames)), bufferNames_(std::move(model.bufferNames)), program_(std::move(model.program)),
+      parameters_(std::move(model.parameters)), buffers_(std::move(model.buffers))
+{
+    if (parameters_.size() != parameterNames_.size() || buffers_.size() != bufferNames_.size())
+        throw RecorderError("an exported model names as many tensors as it holds");
+    auto specs = [](const std::vector<std::string>& names, const std::vector<at::Tensor>& tensors) {
+        std::vector<TensorSpec> out;
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out.push_back({names[i], tensors[i].sizes().vec(), dtypeOf(tensors[i].scalar_type())});
+        return out;
+    };
+    interpreter_ = std::make_shared<GraphInterpreter>(ExportedGraph::parse(ByteSpan(program_)));
+    interpreter_->bind(specs(parameterNames_, parameters_), parameters_, specs(bufferNames_, buffers_), buffers_);
+}
+
 std::vector<at::Tensor> PreparedModel::parameters() const
 {
+    if (interpreter_)
+        return parameters_;
     std::vector<at::Tensor> result;
     for (const auto& p : module_.named_parameters(true))
         result.push_back(p.value);
@@ -58,6 +77,8 @@ std::vector<at::Tensor> PreparedModel::parameters() const
 
 std::vector<at::Tensor> PreparedModel::buffers() const
 {
+    if (interpreter_)
+        return buffers_;
     std::vector<at::Tensor> result;
     for (const auto& b : module_.named_buffers(true))
         result.push_back(b.value);
@@ -128,7 +149,13 @@ struct Recorder::Impl {
     void start()
     {
         at::NoGradGuard noGrad;
-        SealedProgram program = sealProgram(model->module());
+        SealedProgram program;
+        if (model->exported()) {
+            program.bytes = model->program_;
+            program.sha256 = Sha256::of(ByteSpan(program.bytes));
+        } else {
+            program = sealProgram(model->module());
+        }
         RootRecord root;
         root.producerName = config.producerName;
         root.producerVersion = kVersion;
@@ -148,7 +175,7 @@ struct Recorder::Impl {
             written.optionsJson = group.options.dump();
             root.optimizerGroups.push_back(std::move(written));
         }
-        root.programKind = "torchscript";
+        root.programKind = model->exported() ? kExportedGraphKind : "torchscript";
         root.programSha256 = program.sha256;
         root.programEmbedded = config.embedProgram;
         root.snapshotInterval = interval;
@@ -309,6 +336,26 @@ at::Tensor Recorder::forward(const torch::jit::Module& model)
     at::Tensor loss = runTrainingStep(d.model->module(), batch);
     d.loss = loss.detach();
     return loss;
+}
+
+PreparedModel& Recorder::prepare(ExportedModel model)
+{
+    if (impl_->model)
+        throw RecorderError("this recorder already prepared a model; a tape records one model");
+    impl_->model.reset(new PreparedModel(std::move(model)));
+    return *impl_->model;
+}
+
+std::vector<at::Tensor> Recorder::forwardExported()
+{
+    Impl& d = *impl_;
+    if (!d.model || !d.model->exported())
+        throw RecorderError("forwardExported() runs an exported-graph step; prepare one with prepare(ExportedModel)");
+    if (!d.open)
+        throw RecorderError("forward() runs inside a transaction; open one with transaction(batch)");
+    std::vector<at::Tensor> outputs = d.model->interpreter_->run(d.batch);
+    d.loss = outputs.front().detach();
+    return outputs;
 }
 
 void Recorder::backward(const at::Tensor& loss)

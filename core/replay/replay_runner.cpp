@@ -14,6 +14,7 @@
 #include "worker_log.h"
 #include "worker_process.h"
 #include "zkdv/audit/replay_plan.h"
+#include "zkdv/graph/exported_graph.h"
 #include "zkdv/replay/replay_device_check.h"
 #include "zkdv/replay/worker_protocol.h"
 #include "zkdv/store/case_store.h"
@@ -183,7 +184,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     // The program, checked before anything runs.
     std::string problem;
     std::vector<std::uint8_t> program;
-    if (root.programKind != "torchscript") {
+    if (root.programKind != "torchscript" && root.programKind != kExportedGraphKind) {
         problem = "the tape's program is of kind '" + root.programKind + "', which cannot be replayed";
     } else {
         std::optional<std::vector<std::uint8_t>> bytes;

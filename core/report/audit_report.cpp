@@ -12,6 +12,7 @@
 
 #include "report_conclusion.h"
 #include "zkdv/audit/selection.h"
+#include "zkdv/graph/exported_graph.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/case_store.h"
@@ -98,7 +99,7 @@ CaseTape chooseTape(CaseStore& store, std::int64_t tapeId, const std::vector<Sto
 
 std::string programCheckOf(const CaseTape& tape, const StoredReplayRun& run)
 {
-    if (tape.programKind != "torchscript")
+    if (tape.programKind != "torchscript" && tape.programKind != kExportedGraphKind)
         return "not replayable (" + tape.programKind + ")";
     if (run.problem.rfind("program digest mismatch", 0) == 0)
         return "mismatched: " + run.problem;

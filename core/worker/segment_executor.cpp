@@ -20,6 +20,7 @@
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
 #include "zkdv/optim/torch_release.h"
+#include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/snapshot_record.h"
@@ -122,16 +123,20 @@ public:
         const auto recorded = optim::TorchRelease::parse(root_.torchVersion);
         if (!recorded || *recorded != optim::TorchRelease::ofThisLibtorch())
             releaseMismatch_ = "the tape was recorded with torch " + root_.torchVersion + " and this replay runs libtorch " + libtorchVersion();
-        try {
-            module_ = loadSealedProgram(setup.program, device_.str());
-        } catch (const std::exception& error) {
-            if (releaseMismatch_.empty())
-                throw;
-            throw Error(std::string(error.what()) + " (" + releaseMismatch_ + "; replay it with the torch release that recorded it)");
+        if (root_.programKind == kExportedGraphKind) {
+            loadExportedGraph(setup.program);
+        } else {
+            try {
+                module_ = loadSealedProgram(setup.program, device_.str());
+            } catch (const std::exception& error) {
+                if (releaseMismatch_.empty())
+                    throw;
+                throw Error(std::string(error.what()) + " (" + releaseMismatch_ + "; replay it with the torch release that recorded it)");
+            }
+            checkSealedProgram(module_);
+            module_.train();
+            bindLayout();
         }
-        checkSealedProgram(module_);
-        module_.train();
-        bindLayout();
         bindOptimizer();
     }
 
@@ -209,6 +214,21 @@ private:
         outcome.segment = index / static_cast<std::uint64_t>(root_.snapshotInterval);
         outcome.selected = std::binary_search(segment.selected.begin(), segment.selected.end(), index);
         return outcome;
+    }
+
+    // The exported graph trains tensors of the layout's shapes that the replay owns; the
+    // snapshot fills them before the first step.
+    void loadExportedGraph(const std::vector<std::uint8_t>& bytes)
+    {
+        const std::string problem = exportedGraphRuntimeProblem();
+        if (!problem.empty())
+            throw Error(problem);
+        graph_ = std::make_unique<GraphInterpreter>(ExportedGraph::parse(ByteSpan(bytes)));
+        for (const TensorSpec& spec : root_.parameters)
+            parameters_.push_back(at::zeros(spec.shape, at::TensorOptions().dtype(scalarTypeOf(spec.dtype)).device(device_)).requires_grad_(true));
+        for (const TensorSpec& spec : root_.buffers)
+            buffers_.push_back(at::zeros(spec.shape, at::TensorOptions().dtype(scalarTypeOf(spec.dtype)).device(device_)));
+        graph_->bind(root_.parameters, parameters_, root_.buffers, buffers_);
     }
 
     void bindLayout()
@@ -372,7 +392,7 @@ private:
             batch.push_back(tensorFromView(*tensor).to(device_));
         for (at::Tensor& parameter : parameters_)
             parameter.mutable_grad() = at::Tensor();
-        at::Tensor loss = runTrainingStep(module_, batch);
+        at::Tensor loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
         outcome.comparisons.push_back(compareTensor("loss", "loss", *record.lossTensor, loss, tolerance_));
         torch::autograd::backward({loss});
 
@@ -548,6 +568,7 @@ private:
     c10::Device device_;
     Tolerance tolerance_;
     torch::jit::Module module_;
+    std::unique_ptr<GraphInterpreter> graph_;  // instead of module_, for an exported-graph program
     std::vector<at::Tensor> parameters_;  // layout order, the module's own tensors
     std::vector<at::Tensor> buffers_;
     std::vector<std::size_t> groupOf_;

@@ -93,6 +93,16 @@ def main():
     for i, spec in enumerate(["exact", "ulp=16,rel=1e-6,fingerprint=1e-5", "ulp=64", "rel=0.0001", "fingerprint=1e-4,ulp=0"]):
         write(target, "spec-%02d.txt" % i, spec)
 
+    # Exported-graph programs: the committed ones (tests/data/programs), cut and deepened.
+    target = os.path.join(corpus, "fuzz_exported_graph")
+    programs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "programs")
+    for name in sorted(os.listdir(programs)):
+        if name.endswith(".json"):
+            graph = open(os.path.join(programs, name), "rb").read()
+            write(target, name, graph)
+            write(target, "regression-cut-" + name, graph[: len(graph) // 2])
+    write(target, "regression-deep-list.json", '{"format":"zkdv-exported-graph","version":1,"inputs":[],"nodes":[{"op":"aten::cat","args":[' + '{"list":[' * 8 + ']}' * 8 + ']}],"loss":{"node":0}}')
+
 
 if __name__ == "__main__":
     main()

@@ -240,7 +240,8 @@ void TestSampledChecks::honestTapesVerifyWithTheirGuarantee()
     const std::string& path = tapes_[tape];
     const TapeLayout layout = layoutOf(path);
     const bool chainBound = !tape.endsWith(QStringLiteral("1.2"));
-    QCOMPARE(layout.root->formatMinor, chainBound ? 3 : 2);
+    // Chain-bound since 1.3: the C++ recorder writes this build's minor version, the oracle 1.3.
+    QVERIFY2(chainBound ? layout.root->formatMinor >= 3 : layout.root->formatMinor == 2, std::to_string(layout.root->formatMinor).c_str());
     // The producer's checks are the spec's draws, recomputed independently.
     const std::vector<std::pair<bool, bool>> drawn = drawnChecks(layout);
     int updates = 0, states = 0;

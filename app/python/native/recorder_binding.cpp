@@ -172,6 +172,23 @@ public:
 
     void prepareModel(const torch::jit::Module& program) { model_ = &recorder_->prepare(program); }
 
+    // An exported-graph step (zkdv/torch/export_program.py) training the model's own tensors.
+    void prepareExported(const py::bytes& program, std::vector<std::string> parameterNames, std::vector<at::Tensor> parameters,
+                         std::vector<std::string> bufferNames, std::vector<at::Tensor> buffers)
+    {
+        const std::string bytes = program;
+        zkdv::ExportedModel model{std::vector<std::uint8_t>(bytes.begin(), bytes.end()), std::move(parameterNames), std::move(parameters),
+                                  std::move(bufferNames), std::move(buffers)};
+        model_ = &recorder_->prepare(std::move(model));
+    }
+
+    // The loss and the model's output.
+    std::pair<at::Tensor, at::Tensor> forwardExported()
+    {
+        std::vector<at::Tensor> outputs = recorder_->forwardExported();
+        return {outputs.at(0), outputs.size() > 1 ? outputs[1] : at::Tensor()};
+    }
+
     void prepareOptimizer(std::shared_ptr<NativeOptimizer> optimizer)
     {
         if (optimizer->custom())
@@ -272,6 +289,8 @@ PYBIND11_MODULE(_native, m)
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)
         .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())
+        .def("prepare_exported", &NativeRecorder::prepareExported)
+        .def("forward_exported", &NativeRecorder::forwardExported, py::call_guard<py::gil_scoped_release>())
         .def("step", &NativeRecorder::step, py::call_guard<py::gil_scoped_release>())
         .def("state", &NativeRecorder::state)
         .def("parameters", &NativeRecorder::parameters)

@@ -24,3 +24,6 @@ class ZKDVConfig:
     sampling_policy: SamplingPolicy = dataclasses.field(default_factory=SamplingPolicy)
     metadata: Dict[str, Any] = dataclasses.field(default_factory=dict)
     overwrite: bool = False
+    # The sealed program's kind (docs/tape-format.md section 4): "torchscript", or
+    # "exported-graph" (torch.export, replayed in C++ under an operator allow-list; torch 2.x).
+    program: str = "torchscript"

@@ -9,7 +9,7 @@ import torch
 from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
-from zkdv.torch import program
+from zkdv.torch import export_program, program
 from zkdv.torch.optimizers import OptimizerContract
 from zkdv.torch.prepared import PreparedOptimizer
 from zkdv.torch.transaction import EagerTransaction, current_transaction
@@ -35,6 +35,9 @@ class ZKDV:
         replay_snapshot_interval: int = 12,
     ) -> None:
         config = config if config is not None else ZKDVConfig()
+        if config.program not in ("torchscript", "exported-graph"):
+            raise ValueError("ZKDVConfig.program is \"torchscript\" or \"exported-graph\", not %r" % (config.program,))
+        self._program_kind = config.program
         policy = config.sampling_policy
         self._native = _native.Recorder(
             os.fspath(path),
@@ -151,7 +154,7 @@ class ZKDV:
                 "(docs/python.md)" % program.MAX_EXTRA_INPUTS
             )
         if self._program is None:
-            self._seal_program_once(len(batch) - 2)
+            self._seal_program_once(len(batch) - 2, batch)
         elif len(batch) - 2 != self._extra_inputs:
             raise RuntimeError(
                 "this proof sealed a step whose batch holds %d tensors, not %d: every transaction's batch has the same "
@@ -163,13 +166,13 @@ class ZKDV:
         transaction.loss = None
         self._native.end()
 
-    def _seal_program_once(self, extra_inputs: int) -> None:
+    def _seal_program_once(self, extra_inputs: int, batch) -> None:
         # The recorder binds the model and the optimizer for good, so a proof whose first
         # sealing failed half-way cannot try again; it says why at every later transaction.
         if self._seal_error is not None:
             raise RuntimeError("this proof could not seal its training step (" + self._seal_error + "); create a new proof")
         try:
-            self._seal_program(extra_inputs)
+            self._seal_program(extra_inputs, batch)
         except RuntimeError as error:
             # Before the recorder took the model (eval mode, unscriptable code, a random
             # operation) the user can fix the model and try again; after, not.
@@ -177,7 +180,7 @@ class ZKDV:
                 self._seal_error = str(error)
             raise
 
-    def _seal_program(self, extra_inputs: int) -> None:
+    def _seal_program(self, extra_inputs: int, batch) -> None:
         if self._model is None:
             raise RuntimeError("prepare the model before the first transaction: model = proof.prepare(model)")
         if self._loss is None:
@@ -188,8 +191,14 @@ class ZKDV:
         if self._optimizer is None:
             raise RuntimeError("prepare the optimizer before the first transaction: optimizer = proof.prepare(optimizer)")
         _require_training_mode(self._model, self._loss)
-        scripted = program.seal(self._model, self._loss, extra_inputs)
-        self._native.prepare_model(scripted._c)
+        if self._program_kind == "exported-graph":
+            graph, parameters, buffers = export_program.export_step(self._model, self._loss, batch)
+            self._native.prepare_exported(graph, [n for n, _ in parameters], [t for _, t in parameters], [n for n, _ in buffers],
+                                          [t for _, t in buffers])
+            scripted = export_program.EXPORTED
+        else:
+            scripted = program.seal(self._model, self._loss, extra_inputs)
+            self._native.prepare_model(scripted._c)
         self._model_bound = True
         self._native.prepare_optimizer(self._optimizer.native)
         self._program = scripted
@@ -211,6 +220,9 @@ class ZKDV:
                 "(its first tensor) and its extra tensors (after the targets), and nothing else: the sealed step "
                 "is loss(model(inputs, *extra), targets)"
             )
+        if self._program is export_program.EXPORTED:
+            transaction.loss, output = self._native.forward_exported()
+            return output
         transaction.loss = self._native.forward(self._program._c)
         output = self._program.output
         self._program.output = None  # the program holds no tensor between steps

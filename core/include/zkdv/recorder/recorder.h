@@ -20,6 +20,17 @@
 namespace zkdv {
 
 class Recorder;
+class GraphInterpreter;
+
+// An exported-graph training step (docs/tape-format.md section 4.2) and the tensors it trains,
+// named as its signature names them, in the order the tape's layout will list them.
+struct ExportedModel {
+    std::vector<std::uint8_t> program;  // the graph's bytes, exactly as they are sealed
+    std::vector<std::string> parameterNames;
+    std::vector<at::Tensor> parameters;
+    std::vector<std::string> bufferNames;
+    std::vector<at::Tensor> buffers;
+};
 
 // A recorder used out of order or on something it did not prepare; says what to do.
 class RecorderError : public Error {
@@ -48,13 +59,19 @@ public:
     const std::vector<std::string>& bufferNames() const { return bufferNames_; }
     std::vector<at::Tensor> parameters() const;
     std::vector<at::Tensor> buffers() const;
+    // Whether the step is an exported graph (module() is then empty).
+    bool exported() const { return interpreter_ != nullptr; }
 
 private:
     friend class Recorder;
     explicit PreparedModel(torch::jit::Module module);
+    explicit PreparedModel(ExportedModel model);
     torch::jit::Module module_;
     std::vector<std::string> parameterNames_;
     std::vector<std::string> bufferNames_;
+    std::shared_ptr<GraphInterpreter> interpreter_;  // the exported-graph step
+    std::vector<std::uint8_t> program_;              // its bytes
+    std::vector<at::Tensor> parameters_, buffers_;   // the tensors it trains
 };
 
 // The optimizer API, routed through the recorder (the seed's PreparedOptimizer).
@@ -71,6 +88,17 @@ public:
 
 private:
     friend class Recorder;
+class GraphInterpreter;
+
+// An exported-graph training step (docs/tape-format.md section 4.2) and the tensors it trains,
+// named as its signature names them, in the order the tape's layout will list them.
+struct ExportedModel {
+    std::vector<std::uint8_t> program;  // the graph's bytes, exactly as they are sealed
+    std::vector<std::string> parameterNames;
+    std::vector<at::Tensor> parameters;
+    std::vector<std::string> bufferNames;
+    std::vector<at::Tensor> buffers;
+};
     PreparedOptimizer(Recorder& recorder, optim::ContractOptimizer& optimizer) : recorder_(recorder), optimizer_(optimizer) {}
     Recorder& recorder_;
     optim::ContractOptimizer& optimizer_;
@@ -88,6 +116,17 @@ public:
 
 private:
     friend class Recorder;
+class GraphInterpreter;
+
+// An exported-graph training step (docs/tape-format.md section 4.2) and the tensors it trains,
+// named as its signature names them, in the order the tape's layout will list them.
+struct ExportedModel {
+    std::vector<std::uint8_t> program;  // the graph's bytes, exactly as they are sealed
+    std::vector<std::string> parameterNames;
+    std::vector<at::Tensor> parameters;
+    std::vector<std::string> bufferNames;
+    std::vector<at::Tensor> buffers;
+};
     explicit Transaction(Recorder* recorder) : recorder_(recorder) {}
     Recorder* recorder_;
 };
@@ -116,6 +155,9 @@ public:
 
     // Checks the sealed-program convention and binds the parameter and buffer order.
     PreparedModel& prepare(torch::jit::Module module);
+    // The same for an exported-graph step: reads the graph with the auditor's checks (allow-list,
+    // random operations, signature against the tensors) and binds it to them.
+    PreparedModel& prepare(ExportedModel model);
     // Resolves the optimizer's contract and binds its groups to the prepared model's order.
     PreparedOptimizer& prepare(optim::ContractOptimizer& optimizer);
 
@@ -125,6 +167,9 @@ public:
     // Runs the prepared model's training_step on the open transaction's batch; refuses a
     // model that was not prepared ("pass it through prepare() first").
     at::Tensor forward(const torch::jit::Module& model);
+    // Runs the prepared exported-graph step on the open transaction's batch: its loss, then its
+    // further outputs (the model's output).
+    std::vector<at::Tensor> forwardExported();
     void backward(const at::Tensor& loss);
 
     // Waits for every pending record, then writes the seal. Throws the first write error.

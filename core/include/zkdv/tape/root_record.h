@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "zkdv/tape/dtype.h"
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/util/byte_span.h"
 #include "zkdv/util/sha256.h"
 
@@ -28,7 +29,7 @@ struct OptimizerGroup {
 struct RootRecord {
     std::string prover = "whitebox-torch";
     int formatMajor = 1;
-    int formatMinor = 3;
+    int formatMinor = tape::kMinorVersion;
 
     std::string producerName;
     std::string producerVersion;

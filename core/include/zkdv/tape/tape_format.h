@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 3;
+inline constexpr std::uint16_t kMinorVersion = 4;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 inline constexpr std::size_t kFileHeaderSize = 16;

@@ -1,0 +1,97 @@
+#include "zkdv/graph/operator_allow_list.h"
+
+#include <algorithm>
+#include <array>
+
+namespace zkdv {
+
+namespace {
+
+// Why each group is safe: every entry is an ATen operator whose kernels read their tensor
+// arguments and write a new tensor or, for the few in-place ones, their first argument only.
+// None opens files (aten::from_file, aten::save are absent), none reaches outside the process,
+// none calls back into Python or a custom library (only the aten namespace), none reads a
+// tensor's value to the host (aten::item, aten::_local_scalar_dense are absent: a graph stays
+// data-independent), none resizes or re-points storage (aten::set_, aten::resize_ absent) and
+// none copies into a parameter behind the optimizer's back (aten::copy_ absent). The random
+// ones (dropout, attention) are admitted only where the program fixes them to draw nothing.
+constexpr std::array kAllowed = {
+    // linear algebra and convolutions
+    "aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::einsum",
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d.input",
+    "aten::convolution", "aten::bilinear",
+    // activations
+    "aten::relu", "aten::relu_", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh", "aten::elu", "aten::leaky_relu",
+    "aten::hardtanh", "aten::softplus", "aten::mish", "aten::hardswish", "aten::hardsigmoid", "aten::glu", "aten::softmax.int",
+    "aten::log_softmax.int", "aten::_softmax", "aten::_log_softmax",
+    // normalisation (batch_norm updates the running buffers it is given, in place)
+    "aten::batch_norm", "aten::layer_norm", "aten::group_norm", "aten::instance_norm", "aten::rms_norm",
+    // pooling
+    "aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d",
+    "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", "aten::adaptive_max_pool2d",
+    // attention (dropout_p must be fixed at 0)
+    "aten::scaled_dot_product_attention",
+    // dropout (p fixed at 0 or train fixed false: it returns its input)
+    "aten::dropout", "aten::feature_dropout",
+    // shapes and views
+    "aten::view", "aten::reshape", "aten::flatten.using_ints", "aten::unflatten.int", "aten::permute", "aten::transpose.int",
+    "aten::t", "aten::unsqueeze", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims", "aten::contiguous", "aten::expand",
+    "aten::expand_as", "aten::view_as", "aten::select.int", "aten::slice.Tensor", "aten::narrow", "aten::split.Tensor",
+    "aten::split_with_sizes", "aten::chunk", "aten::unbind.int", "aten::cat", "aten::stack", "aten::repeat", "aten::clone",
+    "aten::alias", "aten::movedim.int", "aten::index_select", "aten::gather", "aten::index.Tensor", "aten::masked_fill.Scalar",
+    "aten::masked_fill.Tensor", "aten::where.self", "aten::where.ScalarOther", "aten::where.ScalarSelf", "aten::tril", "aten::triu",
+    "aten::pad", "aten::constant_pad_nd", "aten::embedding", "aten::one_hot", "aten::detach",
+    // dtype conversion (no device change: a program runs where the replay puts it)
+    "aten::to.dtype", "aten::type_as", "aten::_to_copy",
+    // elementwise arithmetic
+    "aten::add.Tensor", "aten::add.Scalar", "aten::add_.Tensor", "aten::sub.Tensor", "aten::sub.Scalar", "aten::rsub.Scalar",
+    "aten::mul.Tensor", "aten::mul.Scalar", "aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::neg",
+    "aten::abs", "aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", "aten::sqrt", "aten::rsqrt", "aten::exp", "aten::log",
+    "aten::log1p", "aten::expm1", "aten::sin", "aten::cos", "aten::reciprocal", "aten::square", "aten::clamp", "aten::clamp_min",
+    "aten::clamp_max", "aten::maximum", "aten::minimum", "aten::sign", "aten::floor", "aten::ceil", "aten::round", "aten::erf",
+    "aten::lerp.Scalar", "aten::addcmul", "aten::addcdiv",
+    // comparisons
+    "aten::eq.Tensor", "aten::eq.Scalar", "aten::ne.Tensor", "aten::ne.Scalar", "aten::gt.Tensor", "aten::gt.Scalar",
+    "aten::lt.Tensor", "aten::lt.Scalar", "aten::ge.Tensor", "aten::ge.Scalar", "aten::le.Tensor", "aten::le.Scalar",
+    "aten::logical_not", "aten::logical_and", "aten::logical_or",
+    // reductions
+    "aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim", "aten::amax", "aten::amin", "aten::max.dim",
+    "aten::min.dim", "aten::argmax", "aten::argmin", "aten::var.correction", "aten::std.correction", "aten::norm.Scalar",
+    "aten::norm.ScalarOpt_dim", "aten::logsumexp", "aten::cumsum", "aten::prod",
+    // tensors shaped like an argument
+    "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like",
+    // losses
+    "aten::cross_entropy_loss", "aten::nll_loss", "aten::nll_loss_nd", "aten::mse_loss", "aten::l1_loss", "aten::smooth_l1_loss",
+    "aten::huber_loss", "aten::binary_cross_entropy", "aten::binary_cross_entropy_with_logits", "aten::kl_div",
+    "aten::soft_margin_loss", "aten::cosine_similarity",
+};
+
+constexpr const char* kRandomMarkers[] = {"bernoulli", "dropout", "exponential", "multinomial", "normal",
+                                          "rand",      "uniform", "rrelu",       "scaled_dot_product"};
+
+}  // namespace
+
+bool isAllowedOperator(std::string_view qualified)
+{
+    // ".default" is how FX spells the default overload; the list spells it without.
+    if (qualified.size() > 8 && qualified.substr(qualified.size() - 8) == ".default")
+        qualified.remove_suffix(8);
+    return std::any_of(kAllowed.begin(), kAllowed.end(), [&](const char* entry) { return qualified == entry; });
+}
+
+bool isRandomOperator(std::string_view qualified)
+{
+    if (qualified.rfind("aten::", 0) != 0)
+        return false;
+    const std::string_view name = qualified.substr(6);
+    return std::any_of(std::begin(kRandomMarkers), std::end(kRandomMarkers), [&](const char* m) { return name.find(m) != std::string_view::npos; });
+}
+
+std::vector<std::string> allowedOperators()
+{
+    std::vector<std::string> list(kAllowed.begin(), kAllowed.end());
+    std::sort(list.begin(), list.end());
+    return list;
+}
+
+}  // namespace zkdv

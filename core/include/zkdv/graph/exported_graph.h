@@ -1,0 +1,97 @@
+#pragma once
+// The exported-graph program (docs/tape-format.md section 4.2): a training step captured with
+// torch.export, written as plain JSON (no pickle, no native code), read here with bounds and
+// checked against the operator allow-list and the model layout before anything runs.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zkdv/tape/dtype.h"
+#include "zkdv/tape/root_record.h"
+#include "zkdv/util/byte_span.h"
+#include "zkdv/util/error.h"
+
+namespace zkdv {
+
+// A program that is not a well-formed exported graph, calls an operator off the allow-list,
+// draws random numbers, or does not fit the tape's layout; the message names the node, the
+// operator or the field.
+class ExportedGraphError : public Error {
+public:
+    using Error::Error;
+};
+
+// The value of the program kind in the root record.
+inline constexpr const char* kExportedGraphKind = "exported-graph";
+
+// One argument of a node: a constant, or a reference to a graph input or a node's output.
+struct GraphValue {
+    enum class Kind { None, Bool, Int, Float, String, List, Input, Node, ScalarType, Device, Layout, MemoryFormat };
+    Kind kind = Kind::None;
+    bool boolean = false;
+    std::int64_t integer = 0;              // Int; Layout and MemoryFormat as torch numbers them
+    double real = 0;                       // Float
+    std::string text;                      // String, Device
+    DType dtype = DType::F32;              // ScalarType
+    std::vector<GraphValue> items;         // List
+    std::size_t index = 0;                 // Input, Node: which one
+    std::optional<std::size_t> output;     // Node: which of its outputs (absent: its only value)
+};
+
+struct GraphInput {
+    enum class Kind { Parameter, Buffer, Batch };
+    Kind kind = Kind::Batch;
+    std::string name;        // the layout's name (parameters, buffers); "batch/<i>" for the batch
+    std::size_t batchIndex = 0;
+    DType dtype = DType::F32;
+    std::vector<std::int64_t> shape;
+};
+
+struct GraphNode {
+    std::string op;          // "aten::linear"
+    std::string overload;    // "" for the default overload, else e.g. "Tensor"
+    std::vector<GraphValue> args;
+    std::vector<std::pair<std::string, GraphValue>> kwargs;
+    // "aten::linear", "aten::add.Tensor": how the allow-list names it.
+    std::string qualifiedName() const { return overload.empty() ? op : op + "." + overload; }
+};
+
+// A buffer the step assigns functionally: after the step it holds `value`.
+struct BufferUpdate {
+    std::string buffer;
+    GraphValue value;
+};
+
+struct ExportedGraph {
+    std::string torchVersion;            // the torch that exported it (informative)
+    std::vector<GraphInput> inputs;
+    std::vector<GraphNode> nodes;
+    GraphValue loss;                     // a scalar tensor
+    std::vector<GraphValue> outputs;     // further user outputs (the model's output, for the frontend)
+    std::vector<BufferUpdate> bufferUpdates;
+
+    // Reads the program bytes. Throws ExportedGraphError naming the node or field at fault for
+    // anything malformed, oversized or dangling, and for operators off the allow-list or
+    // random ones (the seed's message), before any tensor exists.
+    static ExportedGraph parse(ByteSpan bytes);
+
+    // Throws ExportedGraphError unless the graph's parameter and buffer inputs are exactly the
+    // layout's, with its shapes and dtypes.
+    void checkLayout(const std::vector<TensorSpec>& parameters, const std::vector<TensorSpec>& buffers) const;
+
+    std::size_t batchSize() const;  // how many batch tensors the step takes
+};
+
+// Bounds of a program a reader accepts (docs/tape-format.md section 4.2).
+inline constexpr std::size_t kMaxGraphNodes = 100000;
+inline constexpr std::size_t kMaxGraphInputs = 100000;
+inline constexpr std::size_t kMaxNodeArguments = 64;
+inline constexpr std::size_t kMaxListItems = 4096;
+inline constexpr std::size_t kMaxNodeOutputs = 64;
+inline constexpr std::uint64_t kMaxDeclaredBytes = std::uint64_t(1) << 34;  // 16 GiB in one tensor
+
+}  // namespace zkdv

@@ -1,0 +1,403 @@
+// Exported-graph programs (docs/tape-format.md section 4.2): the reader refuses hostile and
+// malformed graphs naming the operator or field, a bounded fuzz of reader and interpreter
+// finds no crash, and a tape recorded from C++ with such a program replays exact (libtorch 2),
+// or is refused naming the libtorch it needs (libtorch 1.13).
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <QtTest>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "caught.h"
+#include "dishonest_trainer.h"
+#include "temp_dir.h"
+#include "zkdv/optim/contract_optimizer.h"
+#include "zkdv/graph/exported_graph.h"
+#include "zkdv/program/graph_interpreter.h"
+#include "zkdv/graph/operator_allow_list.h"
+#include "zkdv/recorder/recorder.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/tape/tape_scanner.h"
+
+using namespace zkdv;
+using Json = nlohmann::json;
+
+namespace {
+
+// The MLP of tests/python/conftest.py, exported by zkdv/torch/export_program.py on torch 2.15.
+std::string committedGraph()
+{
+    std::ifstream in(ZKDV_TEST_DATA_DIR "/programs/mlp-exported-graph.json", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+ByteSpan bytesOf(const std::string& text) { return ByteSpan(std::string_view(text)); }
+
+std::string refusalOf(const std::string& text)
+{
+    auto error = test::caught<ExportedGraphError>([&] { ExportedGraph::parse(bytesOf(text)); });
+    return error ? error->what() : std::string();
+}
+
+std::vector<TensorSpec> mlpParameters()
+{
+    return {{"model.hidden.weight", {16, 6}, DType::F32},
+            {"model.hidden.bias", {16}, DType::F32},
+            {"model.out.weight", {3, 16}, DType::F32},
+            {"model.out.bias", {3}, DType::F32}};
+}
+
+bool runsExportedGraphs() { return exportedGraphRuntimeProblem().empty(); }
+
+ExportedModel mlpModel(const std::string& graph)
+{
+    at::manual_seed(3);
+    ExportedModel model;
+    model.program.assign(graph.begin(), graph.end());
+    for (const TensorSpec& spec : mlpParameters()) {
+        model.parameterNames.push_back(spec.name);
+        model.parameters.push_back((at::randn(spec.shape) * 0.3).requires_grad_(true));
+    }
+    return model;
+}
+
+// Records `steps` transactions of the committed MLP graph from C++, with SGD and momentum.
+void recordMlp(const std::string& path, int steps)
+{
+    ExportedModel model = mlpModel(committedGraph());
+    optim::ContractOptimizer optimizer("SGD", model.parameters, {{"lr", 0.05}, {"momentum", 0.9}});
+    RecorderConfig config;
+    config.stateCheckProbability = 0.5;
+    config.updateCheckProbability = 0.5;
+    config.samplingSeed = 5;
+    Recorder recorder(path, config, 2, 4);
+    recorder.prepare(std::move(model));
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    at::manual_seed(9);
+    for (int i = 0; i < steps; ++i) {
+        Transaction transaction = recorder.transaction({at::randn({16, 6}), at::randint(0, 3, {16}, at::kLong)});
+        recorder.backward(recorder.forwardExported().front());
+        prepared.step();
+        prepared.zeroGrad();
+    }
+    recorder.seal();
+}
+
+ReplaySummary replayAll(const std::string& tape, const std::string& casePath, std::vector<TransactionOutcome>* outcomes = nullptr)
+{
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    store.ingestTape(tape);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("all");
+    if (outcomes)
+        request.onOutcome = [outcomes](const TransactionOutcome& outcome) { outcomes->push_back(outcome); };
+    return runReplay(store, request);
+}
+
+}  // namespace
+
+class TestExportedGraph : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void readsTheCommittedGraph();
+    void hostileGraphsAreRefused_data();
+    void hostileGraphsAreRefused();
+    void signatureMustMatchTheLayout();
+    void allowListHoldsNoIoOrRandomness();
+    void interpreterChecksArgumentsAgainstSchemas_data();
+    void interpreterChecksArgumentsAgainstSchemas();
+    void boundedFuzzFindsNoCrash();
+    void cppRecordedTapeReplaysExact();
+    void dishonestEditIsCaught();
+    void goldenTapeReplaysOrNamesTheLibtorchItNeeds();
+
+private:
+    test::TempDir dir_;
+};
+
+void TestExportedGraph::readsTheCommittedGraph()
+{
+    const ExportedGraph graph = ExportedGraph::parse(bytesOf(committedGraph()));
+    QCOMPARE(graph.inputs.size(), std::size_t(6));
+    QCOMPARE(graph.batchSize(), std::size_t(2));
+    QCOMPARE(graph.nodes.size(), std::size_t(4));
+    QCOMPARE(graph.nodes.front().qualifiedName(), std::string("aten::linear"));
+    QCOMPARE(graph.nodes.back().qualifiedName(), std::string("aten::cross_entropy_loss"));
+    graph.checkLayout(mlpParameters(), {});
+}
+
+void TestExportedGraph::hostileGraphsAreRefused_data()
+{
+    QTest::addColumn<QString>("edit");
+    QTest::addColumn<QString>("named");  // what the refusal must say
+    QTest::newRow("file I/O") << "from_file" << "operator aten::from_file is not on the allow-list";
+    QTest::newRow("custom op library") << "custom" << "operator mylib::exfiltrate is not on the allow-list";
+    QTest::newRow("host readback") << "item" << "operator aten::_local_scalar_dense is not on the allow-list";
+    QTest::newRow("random operation") << "bernoulli" << "attested Torch code contains random operations (aten::bernoulli)";
+    QTest::newRow("dropout that draws") << "dropout" << "attested Torch code contains random operations (aten::dropout)";
+    QTest::newRow("truncated") << "truncated" << "the program is not an exported graph";
+    QTest::newRow("forward reference") << "forward reference" << "node 1 (aten::relu).args[0].node: index 2 out of range";
+    QTest::newRow("input out of range") << "bad input" << "node 0 (aten::linear).args[0].input: index 99 out of range";
+    QTest::newRow("huge declared tensor") << "huge input" << "inputs[4].shape: declares a tensor of more than 16 GiB";
+    QTest::newRow("huge shape argument") << "huge list" << "an integer list whose product passes 2^32";
+    QTest::newRow("nodes not an array") << "nodes" << "exported graph: nodes: expected an array";
+    QTest::newRow("unknown version") << "version" << "exported graph: version: version 2 is not one this reader knows";
+    QTest::newRow("unknown value kind") << "value kind" << "unknown value kind \"pickle\"";
+    QTest::newRow("no loss") << "no loss" << "missing member \"loss\"";
+    QTest::newRow("batch out of order") << "batch order" << "inputs[4].index: batch inputs are numbered 0, 1, … in order";
+    QTest::newRow("duplicate parameter") << "duplicate" << "\"model.hidden.bias\" is declared twice";
+}
+
+void TestExportedGraph::hostileGraphsAreRefused()
+{
+    QFETCH(QString, edit);
+    QFETCH(QString, named);
+    const std::string original = committedGraph();
+    Json graph = Json::parse(original);
+    const std::string what = edit.toStdString();
+    std::string text;
+    if (what == "from_file")
+        graph["nodes"][1] = {{"op", "aten::from_file"}, {"args", {{{"str", "/etc/passwd"}}}}};
+    else if (what == "custom")
+        graph["nodes"][1]["op"] = "mylib::exfiltrate";
+    else if (what == "item")
+        graph["nodes"][1]["op"] = "aten::_local_scalar_dense";
+    else if (what == "bernoulli")
+        graph["nodes"][1]["op"] = "aten::bernoulli";
+    else if (what == "dropout")
+        graph["nodes"][1] = {{"op", "aten::dropout"}, {"args", {{{"node", 0}}, {{"float", 0.5}}, {{"bool", true}}}}};
+    else if (what == "forward reference")
+        graph["nodes"][1]["args"][0] = {{"node", 2}};
+    else if (what == "bad input")
+        graph["nodes"][0]["args"][0] = {{"input", 99}};
+    else if (what == "huge input")
+        graph["inputs"][4]["shape"] = {1 << 20, 1 << 20, 1 << 10};
+    else if (what == "huge list")
+        graph["nodes"][1] = {{"op", "aten::view"}, {"args", {{{"node", 0}}, {{"list", {{{"int", 1 << 20}}, {{"int", 1 << 20}}, {{"int", 1 << 10}}}}}}}};
+    else if (what == "nodes")
+        graph["nodes"] = {{"op", "aten::linear"}};
+    else if (what == "version")
+        graph["version"] = 2;
+    else if (what == "value kind")
+        graph["nodes"][0]["args"][2] = {{"pickle", "gASVAAAAAAAAAAB9lC4="}};
+    else if (what == "no loss")
+        graph.erase("loss");
+    else if (what == "batch order")
+        graph["inputs"][4]["index"] = 1;
+    else if (what == "duplicate")
+        graph["inputs"][0]["name"] = "model.hidden.bias";
+    text = what == "truncated" ? original.substr(0, original.size() / 2) : graph.dump();
+    const std::string refusal = refusalOf(text);
+    QVERIFY2(refusal.find(named.toStdString()) != std::string::npos, refusal.c_str());
+}
+
+void TestExportedGraph::signatureMustMatchTheLayout()
+{
+    const ExportedGraph graph = ExportedGraph::parse(bytesOf(committedGraph()));
+    std::vector<TensorSpec> layout = mlpParameters();
+    layout[2].shape = {4, 16};
+    auto error = test::caught<ExportedGraphError>([&] { graph.checkLayout(layout, {}); });
+    QVERIFY(error);
+    QVERIFY2(std::string(error->what()).find("parameter 'model.out.weight' is F32 [3,16], the layout's F32 [4,16]") != std::string::npos,
+             error->what());
+    layout = mlpParameters();
+    layout.pop_back();
+    error = test::caught<ExportedGraphError>([&] { graph.checkLayout(layout, {}); });
+    QVERIFY(error && std::string(error->what()).find("takes a parameter the tape's layout does not list: 'model.out.bias'") != std::string::npos);
+    layout = mlpParameters();
+    layout.push_back({"model.extra", {2}, DType::F32});
+    error = test::caught<ExportedGraphError>([&] { graph.checkLayout(layout, {}); });
+    QVERIFY(error && std::string(error->what()).find("has no parameter input 'model.extra'") != std::string::npos);
+    error = test::caught<ExportedGraphError>([&] { graph.checkLayout(mlpParameters(), {{"model.norm.running_mean", {4}, DType::F32}}); });
+    QVERIFY(error && std::string(error->what()).find("has no buffer input 'model.norm.running_mean'") != std::string::npos);
+}
+
+void TestExportedGraph::allowListHoldsNoIoOrRandomness()
+{
+    const std::vector<std::string> list = allowedOperators();
+    QVERIFY(list.size() > 100);
+    for (const std::string& op : list) {
+        QVERIFY2(op.rfind("aten::", 0) == 0, op.c_str());
+        for (const char* forbidden : {"file", "save", "load", "item", "_local_scalar", "set_", "resize", "copy_", "rand", "normal", "bernoulli"})
+            QVERIFY2(op.find(forbidden) == std::string::npos, op.c_str());
+    }
+    QVERIFY(isAllowedOperator("aten::linear.default"));
+    QVERIFY(isAllowedOperator("aten::add.Tensor"));
+    QVERIFY(!isAllowedOperator("aten::add"));  // an overload the list does not name
+    QVERIFY(isRandomOperator("aten::randn_like"));
+    QVERIFY(!isRandomOperator("aten::linear"));
+}
+
+void TestExportedGraph::interpreterChecksArgumentsAgainstSchemas_data()
+{
+    QTest::addColumn<QString>("edit");
+    QTest::addColumn<QString>("named");
+    QTest::newRow("string for a tensor") << "int for tensor" << "node 0 (aten::linear) argument 'weight': expected a tensor";
+    QTest::newRow("tensor for an int") << "tensor for int" << "node 1 (aten::flatten.using_ints) argument 'start_dim': a tensor where the schema takes int";
+    QTest::newRow("unknown keyword") << "kwarg" << "node 1 (aten::relu): the schema has no argument 'inplace'";
+    QTest::newRow("too many arguments") << "arguments" << "node 1 (aten::relu): 2 arguments given, the schema takes 1";
+    QTest::newRow("write into a parameter") << "write" << "argument 'self': writes into model.hidden.weight";
+    QTest::newRow("operator this libtorch lacks") << "missing op" << "node 1 (aten::mean.no_such_overload): this libtorch";
+}
+
+void TestExportedGraph::interpreterChecksArgumentsAgainstSchemas()
+{
+    QFETCH(QString, edit);
+    QFETCH(QString, named);
+    Json graph = Json::parse(committedGraph());
+    const std::string what = edit.toStdString();
+    if (what == "int for tensor")
+        graph["nodes"][0]["args"][1] = {{"str", "weight"}};
+    else if (what == "tensor for int")
+        graph["nodes"][1] = {{"op", "aten::flatten"}, {"overload", "using_ints"}, {"args", {{{"node", 0}}, {{"node", 0}}}}};
+    else if (what == "kwarg")
+        graph["nodes"][1]["kwargs"] = {{"inplace", {{"bool", true}}}};
+    else if (what == "arguments")
+        graph["nodes"][1]["args"].push_back({{"int", 1}});
+    else if (what == "write")
+        graph["nodes"][1] = {{"op", "aten::add_"}, {"overload", "Tensor"}, {"args", {{{"input", 0}}, {{"int", 1}}}}};
+    else if (what == "missing op")
+        graph["nodes"][1] = {{"op", "aten::mean"}, {"overload", "no_such_overload"}, {"args", {{{"node", 0}}}}};
+    const std::string text = graph.dump();
+    std::string refusal;
+    try {
+        GraphInterpreter interpreter(ExportedGraph::parse(bytesOf(text)));
+    } catch (const ExportedGraphError& error) {
+        refusal = error.what();
+    }
+    if (!runsExportedGraphs()) {
+        // libtorch 1.13 resolves nothing: every graph is refused naming the libtorch it needs.
+        QVERIFY2(refusal.find("needs libtorch 2.x") != std::string::npos || refusal.find("allow-list") != std::string::npos, refusal.c_str());
+        return;
+    }
+    if (what == "missing op") {
+        // The allow-list is checked first: an overload it does not name never reaches libtorch.
+        QVERIFY2(refusal.find("aten::mean.no_such_overload is not on the allow-list") != std::string::npos, refusal.c_str());
+        return;
+    }
+    QVERIFY2(refusal.find(named.toStdString()) != std::string::npos, refusal.c_str());
+}
+
+void TestExportedGraph::boundedFuzzFindsNoCrash()
+{
+    // Random byte edits, cuts and splices of the committed graph for a bounded time: the reader
+    // and, for what it accepts, the interpreter's resolution either accept or refuse with an
+    // ExportedGraphError; anything else escaping (or a crash) fails the test.
+    const std::string original = committedGraph();
+    std::mt19937_64 random(17);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    const std::string alphabet = "{}[]\",:0123456789-.eE aeilnoprstu\\";
+    std::size_t runs = 0, accepted = 0;
+    while (std::chrono::steady_clock::now() < until) {
+        std::string text = original;
+        const int edits = 1 + static_cast<int>(random() % 4);
+        for (int e = 0; e < edits && !text.empty(); ++e) {
+            const std::size_t at = random() % text.size();
+            switch (random() % 4) {
+            case 0:
+                text[at] = alphabet[random() % alphabet.size()];
+                break;
+            case 1:
+                text.erase(at, 1 + random() % 8);
+                break;
+            case 2:
+                text.insert(at, 1, alphabet[random() % alphabet.size()]);
+                break;
+            default:
+                text.insert(at, text.substr(random() % text.size(), 1 + random() % 32));
+            }
+        }
+        ++runs;
+        try {
+            GraphInterpreter interpreter(ExportedGraph::parse(bytesOf(text)));
+            ++accepted;
+        } catch (const ExportedGraphError&) {
+        } catch (const std::exception& other) {
+            QFAIL(qPrintable(QStringLiteral("not an ExportedGraphError: %1 for %2").arg(other.what(), QString::fromStdString(text))));
+        }
+    }
+    qInfo("%zu mutated graphs, %zu accepted", runs, accepted);
+    QVERIFY(runs > 100);
+}
+
+void TestExportedGraph::cppRecordedTapeReplaysExact()
+{
+    const std::string tape = dir_.file("mlp-exported.zkdv");
+    if (!runsExportedGraphs()) {
+        auto error = test::caught<ExportedGraphError>([&] { recordMlp(tape, 1); });
+        QVERIFY(error);
+        QVERIFY2(std::string(error->what()).find("needs libtorch 2.x or later") != std::string::npos, error->what());
+        return;
+    }
+    recordMlp(tape, 10);
+    const TapeSummary summary = scanTape(tape);
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "no problem named");
+    QCOMPARE(summary.root->programKind, std::string(kExportedGraphKind));
+    QCOMPARE(summary.formatMinor, std::uint16_t(4));
+    // The embedded program is the graph's bytes, committed to by the root.
+    QVERIFY(summary.embeddedProgramSha256 && *summary.embeddedProgramSha256 == Sha256::of(bytesOf(committedGraph())));
+    const ReplaySummary replayed = replayAll(tape, dir_.file("mlp-exported.zkaudit"));
+    QVERIFY2(replayed.status == "finished", replayed.problem.c_str());
+    QCOMPARE(replayed.replayed, std::uint64_t(10));
+    QCOMPARE(replayed.exact, std::uint64_t(10));
+}
+
+void TestExportedGraph::dishonestEditIsCaught()
+{
+    if (!runsExportedGraphs()) {
+        QVERIFY(exportedGraphRuntimeProblem().find("needs libtorch 2.x") != std::string::npos);
+        return;
+    }
+    const std::string honest = dir_.file("honest-exported.zkdv"), edited = dir_.file("edited-exported.zkdv");
+    recordMlp(honest, 10);
+    test::rewriteTape(honest, edited, [](test::RawRecord& record) {
+        if (test::isTransaction(record, 6))
+            test::scaleElement(record, "loss", 0, 1.001f);
+    });
+    QVERIFY(scanTape(edited).complete());
+    std::vector<TransactionOutcome> outcomes;
+    const ReplaySummary replayed = replayAll(edited, dir_.file("edited-exported.zkaudit"), &outcomes);
+    QVERIFY(!replayed.passed());
+    QCOMPARE(replayed.diverged, std::uint64_t(1));
+    for (const TransactionOutcome& outcome : outcomes)
+        QVERIFY2((outcome.verdict == Verdict::Diverged) == (outcome.index == 6), outcome.detail.c_str());
+}
+
+void TestExportedGraph::goldenTapeReplaysOrNamesTheLibtorchItNeeds()
+{
+    // Recorded through zkdv.torch on the PyPI lane (tests/data/golden/README.md): libtorch 2.15
+    // replays it exact; libtorch 1.13 verifies and ingests it and reports every transaction
+    // unverifiable, naming the libtorch it needs.
+    const std::string golden = ZKDV_TEST_DATA_DIR "/golden/mlp-exported-torch2.15-1.4.zkdv";
+    const std::string copy = dir_.file("golden-exported.zkdv");
+    {
+        std::ifstream in(golden, std::ios::binary);
+        std::ofstream out(copy, std::ios::binary);
+        out << in.rdbuf();
+    }
+    const TapeSummary summary = scanTape(copy);
+    QVERIFY(summary.status == TapeStatus::Sealed);
+    QCOMPARE(summary.root->programKind, std::string(kExportedGraphKind));
+    std::vector<TransactionOutcome> outcomes;
+    const ReplaySummary replayed = replayAll(copy, dir_.file("golden-exported.zkaudit"), &outcomes);
+    QVERIFY2(replayed.status == "finished", replayed.problem.c_str());
+    QCOMPARE(replayed.replayed, summary.transactionCount);
+    if (runsExportedGraphs()) {
+        QCOMPARE(replayed.exact, summary.transactionCount);
+        return;
+    }
+    QCOMPARE(replayed.unverifiable, summary.transactionCount);
+    for (const TransactionOutcome& outcome : outcomes)
+        QVERIFY2(outcome.detail.find("needs libtorch 2.x or later") != std::string::npos && outcome.detail.find("1.13") != std::string::npos,
+                 outcome.detail.c_str());
+}
+
+QTEST_MAIN(TestExportedGraph)
+#include "test_exported_graph.moc"
