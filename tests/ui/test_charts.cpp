@@ -22,6 +22,7 @@
 #include "plots/ulp_histogram_chart.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
@@ -74,11 +75,13 @@ TransactionOutcome outcome(std::uint64_t index, Verdict verdict, double maxUlp, 
     return o;
 }
 
-std::int64_t storeRun(Database& db, std::int64_t tapeId, const std::vector<TransactionOutcome>& outcomes, bool finish = true)
+std::int64_t storeRun(Database& db, std::int64_t tapeId, const std::vector<TransactionOutcome>& outcomes, bool finish = true,
+                      const std::string& tolerance = "")
 {
     ReplayStore store(db);
     ReplayRunInfo info;
     info.tapeId = tapeId;
+    info.tolerance = tolerance;
     info.device = "cpu";
     info.selection = "ids:test";
     const std::int64_t run = store.beginRun(info);
@@ -142,6 +145,7 @@ private slots:
     void clickSelectsTheTransaction();
     void refreshShowsArrivingResults();
     void setRunShowsThatRun();
+    void runToleranceIsDrawn();
     void emptyPathClearsEveryChart();
     void caseWithoutRuns();
     void unreadableCaseReportsAProblem_data();
@@ -177,7 +181,7 @@ void TestCharts::initTestCase()
     outcomes_ = {outcome(5, Verdict::Exact, 0, 0),          outcome(17, Verdict::WithinTolerance, 3, 1e-7),
                  outcome(40, Verdict::Diverged, 4096, 1e-3), outcome(41, Verdict::Unverifiable, 0, 0),
                  outcome(120, Verdict::Diverged, 1e6, 0.5), outcome(200, Verdict::Exact, 0, 0)};
-    run_ = storeRun(store.database(), tapeId_, outcomes_);
+    run_ = storeRun(store.database(), tapeId_, outcomes_, true, "ulp=64,rel=1e-5");
 }
 
 void TestCharts::seriesMatchesTheFingerprintReader()
@@ -378,6 +382,24 @@ void TestCharts::setRunShowsThatRun()
     panel.setRun(run_ + 1000);  // no such run of this tape
     QVERIFY(settle(panel));
     QCOMPARE(problems.count(), 1);
+}
+
+void TestCharts::runToleranceIsDrawn()
+{
+    ChartPanel panel;
+    panel.setCase(QString::fromStdString(casePath_), tapeId_);
+    QVERIFY(settle(panel));
+    zkdv::ui::DivergenceChart* chart = panel.divergencePlot();
+    QVERIFY(chart->ulpToleranceLine()->visible());
+    QCOMPARE(chart->ulpToleranceLine()->point1->coords().y(), 64.0);
+    QCOMPARE(chart->relativeToleranceLine()->point1->coords().y(), 1e-5);
+    // The older run was replayed with the default tolerance.
+    panel.setRun(olderRun_);
+    QVERIFY(settle(panel));
+    QCOMPARE(chart->ulpToleranceLine()->point1->coords().y(), Tolerance::defaults().maxUlp);
+    QCOMPARE(chart->relativeToleranceLine()->point1->coords().y(), Tolerance::defaults().relativeL2);
+    panel.setCase(QString(), 0);
+    QVERIFY(!chart->ulpToleranceLine()->visible());
 }
 
 void TestCharts::emptyPathClearsEveryChart()

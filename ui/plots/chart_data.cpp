@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/replay_store.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/progress.h"
 
@@ -54,6 +56,16 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
             if (runId != 0) {
                 data.verdicts = loadVerdictPoints(db, runId);
                 data.runHistogram = loadRunUlpHistogram(db, runId, progress);
+                for (const StoredReplayRun& run : ReplayStore(db).runs(tapeId))
+                    if (run.id == runId) {
+                        try {
+                            const Tolerance tolerance = Tolerance::parse(run.tolerance);
+                            data.ulpTolerance = tolerance.maxUlp;
+                            data.relativeTolerance = tolerance.relativeL2;
+                        } catch (const ToleranceError&) {
+                            // A tolerance this build cannot read: no lines, rather than wrong ones.
+                        }
+                    }
             }
             data.parts |= Verdicts;
         }

@@ -1,6 +1,8 @@
 #pragma once
 // What the chart panel reads from a case off the GUI thread, ready to hand to the charts.
 
+#include <limits>
+
 #include <QSharedPointer>
 #include <QString>
 #include <QStringList>
@@ -32,6 +34,9 @@ struct ChartData {
     qint64 runId = 0;
     std::vector<VerdictPoint> verdicts;
     UlpHistogram runHistogram{};
+    // The run's tolerance (NaN: unknown), drawn on the divergence chart.
+    double ulpTolerance = std::numeric_limits<double>::quiet_NaN();
+    double relativeTolerance = std::numeric_limits<double>::quiet_NaN();
 
     // Opens `casePath` read-only and reads `parts` of `tapeId` (and of run `runId`, 0 for the
     // newest). Reports failures in `problem`, except OperationCancelled, which it throws.

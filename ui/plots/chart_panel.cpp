@@ -237,6 +237,7 @@ void ChartPanel::apply(quint64 sequence, const ChartData& data)
         runId_ = data.runId;
         transactions_->setVerdicts(data.verdicts);
         divergence_->setVerdicts(data.verdicts);
+        divergence_->setTolerance(data.ulpTolerance, data.relativeTolerance);
         runHistogram_ = data.runHistogram;
         // The selected transaction's comparisons may have arrived with them.
         fillTransactionCharts();

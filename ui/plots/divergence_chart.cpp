@@ -163,6 +163,7 @@ void DivergenceChart::setSelectedTransaction(std::optional<quint64> index)
 void DivergenceChart::clear()
 {
     transactionCount_ = 0;
+    setTolerance(std::nan(""), std::nan(""));
     setVerdicts({});
     setSelectedTransaction(std::nullopt);
     xAxis->setRange(0, 1);
