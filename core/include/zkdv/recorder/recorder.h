@@ -88,17 +88,6 @@ public:
 
 private:
     friend class Recorder;
-class GraphInterpreter;
-
-// An exported-graph training step (docs/tape-format.md section 4.2) and the tensors it trains,
-// named as its signature names them, in the order the tape's layout will list them.
-struct ExportedModel {
-    std::vector<std::uint8_t> program;  // the graph's bytes, exactly as they are sealed
-    std::vector<std::string> parameterNames;
-    std::vector<at::Tensor> parameters;
-    std::vector<std::string> bufferNames;
-    std::vector<at::Tensor> buffers;
-};
     PreparedOptimizer(Recorder& recorder, optim::ContractOptimizer& optimizer) : recorder_(recorder), optimizer_(optimizer) {}
     Recorder& recorder_;
     optim::ContractOptimizer& optimizer_;
@@ -116,17 +105,6 @@ public:
 
 private:
     friend class Recorder;
-class GraphInterpreter;
-
-// An exported-graph training step (docs/tape-format.md section 4.2) and the tensors it trains,
-// named as its signature names them, in the order the tape's layout will list them.
-struct ExportedModel {
-    std::vector<std::uint8_t> program;  // the graph's bytes, exactly as they are sealed
-    std::vector<std::string> parameterNames;
-    std::vector<at::Tensor> parameters;
-    std::vector<std::string> bufferNames;
-    std::vector<at::Tensor> buffers;
-};
     explicit Transaction(Recorder* recorder) : recorder_(recorder) {}
     Recorder* recorder_;
 };
