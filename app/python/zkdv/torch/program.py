@@ -7,12 +7,10 @@ import torch
 from torch import Tensor
 
 
-class TrainingStep(torch.nn.Module):
-    """training_step(batch) = loss(model(batch[0]), batch[1]): what the auditor replays.
-
-    The model output is kept in `output` so that proof.forward() can return it; the loss the
-    tape records, and that backward() differentiates, is the one this program computed.
-    """
+class _Step(torch.nn.Module):
+    """What every form of the step holds: the model, the loss module, and the model output of
+    the last call in `output`, so that proof.forward() can return it; the loss the tape
+    records, and that backward() differentiates, is the one the program computed."""
 
     output: Optional[Tensor]
 
@@ -21,6 +19,10 @@ class TrainingStep(torch.nn.Module):
         self.model = model
         self.loss = loss
         self.output = None
+
+
+class TrainingStep(_Step):
+    """training_step(batch) = loss(model(batch[0]), batch[1]): what the auditor replays."""
 
     @torch.jit.export
     def training_step(self, batch: List[Tensor]) -> Tensor:
@@ -30,16 +32,9 @@ class TrainingStep(torch.nn.Module):
 
 
 # The same step for a batch (inputs, targets, extra, ...) whose extra tensors are further
-# model inputs: randomness drawn outside the step (a dropout mask, noise), for one.
-class TrainingStepWith1(torch.nn.Module):
-    output: Optional[Tensor]
-
-    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-        self.loss = loss
-        self.output = None
-
+# model inputs: randomness drawn outside the step (a dropout mask, noise), for one. TorchScript
+# compiles each call's arity, hence one class per count.
+class TrainingStepWith1(_Step):
     @torch.jit.export
     def training_step(self, batch: List[Tensor]) -> Tensor:
         output = self.model(batch[0], batch[2])
@@ -47,15 +42,7 @@ class TrainingStepWith1(torch.nn.Module):
         return self.loss(output, batch[1])
 
 
-class TrainingStepWith2(torch.nn.Module):
-    output: Optional[Tensor]
-
-    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-        self.loss = loss
-        self.output = None
-
+class TrainingStepWith2(_Step):
     @torch.jit.export
     def training_step(self, batch: List[Tensor]) -> Tensor:
         output = self.model(batch[0], batch[2], batch[3])
@@ -63,15 +50,7 @@ class TrainingStepWith2(torch.nn.Module):
         return self.loss(output, batch[1])
 
 
-class TrainingStepWith3(torch.nn.Module):
-    output: Optional[Tensor]
-
-    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-        self.loss = loss
-        self.output = None
-
+class TrainingStepWith3(_Step):
     @torch.jit.export
     def training_step(self, batch: List[Tensor]) -> Tensor:
         output = self.model(batch[0], batch[2], batch[3], batch[4])
