@@ -42,13 +42,16 @@
 #include "widgets/case_overview.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/message_log.h"
+#include "widgets/run_list.h"
 #include "widgets/start_page.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/report/report_file.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/graph/exported_graph.h"
 #include "zkdv/store/display_filter.h"
+#include "zkdv/store/transaction_table.h"
 #include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::ui {
@@ -104,7 +107,9 @@ MainWindow::~MainWindow() = default;
 void MainWindow::createCentralWidgets()
 {
     overview_ = new CaseOverview(this);
+    runs_ = new RunList(this);
     model_ = new TransactionTableModel(this);
+    model_->setRun(TransactionTable::kEveryRun);
     table_ = new QTableView(this);
     table_->setModel(model_);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -169,8 +174,13 @@ void MainWindow::createCentralWidgets()
     tableLayout->addLayout(filterRow);
     tableLayout->addWidget(table_, 1);
 
+    auto* casePanel = new QSplitter(Qt::Vertical, this);
+    casePanel->addWidget(overview_);
+    casePanel->addWidget(runs_);
+    casePanel->setStretchFactor(0, 3);
+    casePanel->setStretchFactor(1, 1);
     auto* top = new QSplitter(Qt::Horizontal, this);
-    top->addWidget(overview_);
+    top->addWidget(casePanel);
     top->addWidget(tablePane);
     top->setStretchFactor(0, 1);
     top->setStretchFactor(1, 3);
@@ -216,8 +226,17 @@ void MainWindow::createCentralWidgets()
     setTabOrder(textFilter_, table_);
     setTabOrder(table_, charts_);
     setTabOrder(charts_, overview_);
+    setTabOrder(overview_, runs_);
 
     connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);
+    connect(runs_, &RunList::runChosen, this, [this](qint64 run) {
+        model_->setRun(run);
+        charts_->setRun(run);
+        updateRowCount();
+        showMessage(run == TransactionTable::kEveryRun ? tr("Showing every replay run: per transaction, the newest result.")
+                                                      : tr("Showing replay run %1 only.").arg(run));
+    });
+    connect(runs_, &RunList::problem, this, [this](const QString& message) { showMessage(message); });
     connect(overview_, &CaseOverview::problem, this, [this](const QString& message) { showMessage(message); });
     connect(model_, &TransactionTableModel::problem, this, [this](const QString& message) { showMessage(message); });
     connect(charts_, &ChartPanel::problem, this, [this](const QString& message) { showMessage(message); });
@@ -259,7 +278,7 @@ void MainWindow::createActions()
     QAction* add = action(file, tr("&Add Tapes or Programs…"), QKeySequence(Qt::CTRL | Qt::Key_I), &MainWindow::addFilesDialog,
                           tr("Ingest tapes (*.zkdv) and sealed program files into the case"));
     QAction* exportAction = action(file, tr("&Export Report…"), QKeySequence(Qt::CTRL | Qt::Key_E), &MainWindow::exportReportDialog,
-                                   tr("Write the audit report of the tape's newest replay as PDF, HTML, JSON or CSV"));
+                                   tr("Write the audit report of the chosen replay run (the newest with All runs) as PDF, HTML, JSON or CSV"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
@@ -413,8 +432,12 @@ void MainWindow::setTape(qint64 tapeId)
             showMessage(QString::fromStdString(error.what()));
         }
     }
+    // Another tape starts on all of its runs.
+    runs_->showRuns(tapeId ? casePath_ : QString(), tapeId);
+    model_->setRun(runs_->chosenRun());
     model_->setCase(tapeId ? casePath_ : QString(), tapeId);
     charts_->setCase(tapeId ? casePath_ : QString(), tapeId);
+    charts_->setRun(runs_->chosenRun());
     updateRowCount();
     updateActions();
 }
@@ -548,6 +571,11 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
         showMessage(QString::fromStdString(error.what()));
         return false;
     }
+    if (const QString reason = nothingToVerify(); !reason.isEmpty())
+        showMessage(tr("Warning: this replay can verify nothing: %1").arg(reason), 0);
+    // New results show under All runs, beside what earlier runs found.
+    if (runs_->chosenRun() != TransactionTable::kEveryRun)
+        runs_->chooseRun(TransactionTable::kEveryRun);
     request.tapeId = tape_;
     request.seed = seed;
     request.device = replayDevice().toStdString();
@@ -571,7 +599,10 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
                            .arg(summary.runId)
                            .arg(QString::fromStdString(summary.selection))
                            .arg(summary.seed)
-                           .arg(summary.passed() ? QObject::tr("passed") : QString::fromStdString(summary.status == "finished" ? "FAILED" : summary.status))
+                           .arg(summary.passed()                ? QObject::tr("passed")
+                                : summary.status == "finished"  ? QObject::tr("FAILED")
+                                : summary.status == "cancelled" ? QObject::tr("incomplete (stopped)")
+                                                                : QObject::tr("incomplete (%1)").arg(QString::fromStdString(summary.status)))
                            .arg(summary.replayed)
                            .arg(summary.exact)
                            .arg(summary.withinTolerance)
@@ -604,6 +635,8 @@ bool MainWindow::exportReport(const QString& path)
     const std::string formatName = format.toStdString();
     ReportOptions options;
     options.tapeId = tape_;
+    // The run chosen in the run list; with All runs, the newest (the report lists the others).
+    options.runId = std::max<qint64>(0, runs_->chosenRun());
     // PDF and HTML are rendered on this thread once the data is built; JSON and CSV are
     // written by the job itself.
     auto report = std::make_shared<ReportData>();
@@ -652,11 +685,16 @@ void MainWindow::exportReportDialog()
 
 void MainWindow::refreshResults()
 {
-    model_->setRun(0);
+    // The run shown stays shown: results of a new run appear under All runs (and in the run
+    // list) without hiding what earlier runs found.
+    runs_->refresh();
     model_->refresh();
-    charts_->setRun(0);
     charts_->refresh();
 }
+
+qint64 MainWindow::shownRun() const { return runs_->chosenRun(); }
+
+void MainWindow::showRun(qint64 runId) { runs_->chooseRun(runId); }
 
 void MainWindow::newCase()
 {
@@ -686,8 +724,42 @@ void MainWindow::addFilesDialog()
         openPaths(paths);
 }
 
+QString MainWindow::nothingToVerify() const
+{
+    if (casePath_.isEmpty() || tape_ == 0)
+        return {};
+    try {
+        CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
+        const std::optional<CaseTape> tape = store.tape(tape_);
+        if (!tape)
+            return {};
+        if (tape->programKind != "torchscript" && tape->programKind != kExportedGraphKind)
+            return tr("the tape's program (%1) cannot be re-executed, so no transaction can be compared with the tape")
+                .arg(QString::fromStdString(tape->programKind));
+        if (!tape->programPresent)
+            return tr("the case lacks the tape's sealed program (%1); drop the program file here first")
+                .arg(QString::fromStdString(tape->programSha256));
+    } catch (const std::exception& error) {
+        return QString::fromStdString(error.what());
+    }
+    return {};
+}
+
+bool MainWindow::confirmReplayable()
+{
+    const QString reason = nothingToVerify();
+    if (reason.isEmpty())
+        return true;
+    return QMessageBox::warning(this, tr("Nothing to verify"),
+                                tr("This replay can verify nothing: %1.\n\nReplay anyway? Its report will say that nothing was verified.")
+                                    .arg(reason),
+                                QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+}
+
 void MainWindow::replaySelected()
 {
+    if (!confirmReplayable())
+        return;
     QStringList ids;
     for (const QModelIndex& row : table_->selectionModel()->selectedRows())
         ids << QString::number(model_->transactionAt(row.row()));
@@ -700,6 +772,8 @@ void MainWindow::replaySelected()
 
 void MainWindow::replaySample()
 {
+    if (!confirmReplayable())
+        return;
     SampleDialog dialog(transactionCount_, Settings::sampleSpec(), Settings::sampleSeed(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
@@ -710,6 +784,8 @@ void MainWindow::replaySample()
 
 void MainWindow::replayTopQ()
 {
+    if (!confirmReplayable())
+        return;
     bool ok = false;
     const int q = QInputDialog::getInt(this, tr("Replay Top-q"),
                                        tr("Replay, for every parameter, the q transactions with the largest recorded update:"),

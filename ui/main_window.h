@@ -24,6 +24,7 @@ class ChartPanel;
 class HelpDialog;
 class JobProgressFrame;
 class MessageLog;
+class RunList;
 class StartPage;
 class TransactionTableModel;
 
@@ -52,6 +53,10 @@ public:
     QTableView* transactionView() const { return table_; }
     ChartPanel* charts() const { return charts_; }
     StartPage* startPage() const { return start_; }
+    RunList* runList() const { return runs_; }
+    // The run the table, the charts and the report show (TransactionTable::kEveryRun: all).
+    qint64 shownRun() const;
+    void showRun(qint64 runId);
     bool showsStartPage() const;
     MessageLog* messageLog() const { return messageLog_; }
     BackgroundJob* currentJob() const;
@@ -82,6 +87,11 @@ private:
     void newCase();
     void openCaseDialog();
     void addFilesDialog();
+    // Why a replay of the current tape could verify nothing ("" when it can): a program that
+    // cannot be re-executed or that the case lacks.
+    QString nothingToVerify() const;
+    // Asks before a replay that would verify nothing; true to go on.
+    bool confirmReplayable();
     void replaySelected();
     void replaySample();
     void replayTopQ();
@@ -98,6 +108,7 @@ private:
     qint64 tape_ = 0;
     quint64 transactionCount_ = 0;
     CaseOverview* overview_ = nullptr;
+    RunList* runs_ = nullptr;
     TransactionTableModel* model_ = nullptr;
     QTableView* table_ = nullptr;
     ChartPanel* charts_ = nullptr;

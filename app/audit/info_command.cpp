@@ -86,8 +86,8 @@ int caseInfo(const std::string& path, bool json)
             entry["seal"] = runSealJson(checkRunSeal(store.database(), run.id));
             nlohmann::json failures = nlohmann::json::array();
             for (const StoredVerdict& verdict : replays.verdicts(run.id))
-                if (verdict.verdict == "diverged" || verdict.verdict == "unverifiable")
-                    failures.push_back({{"index", verdict.index}, {"verdict", verdict.verdict}, {"detail", verdict.detail},
+                if (!passes(verdict.verdict))
+                    failures.push_back({{"index", verdict.index}, {"verdict", verdictName(verdict.verdict)}, {"detail", verdict.detail},
                                         {"worst_tensor", verdict.worstTensor}, {"worst_slot", verdict.worstSlot}});
             entry["failures"] = failures;
             runList.push_back(entry);
@@ -131,7 +131,7 @@ int caseInfo(const std::string& path, bool json)
             std::printf("  %s\n", run.problem.c_str());
         int shown = 0;
         for (const StoredVerdict& verdict : replays.verdicts(run.id)) {
-            if (verdict.verdict != "diverged" && verdict.verdict != "unverifiable")
+            if (passes(verdict.verdict))
                 continue;
             if (++shown > 10) {
                 std::printf("  …\n");

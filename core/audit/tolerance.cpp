@@ -62,6 +62,25 @@ Verdict Tolerance::judge(const DivergenceMetrics& metrics) const
     return Verdict::Diverged;
 }
 
+std::string Tolerance::passedBy(const std::string& slot, double maxUlp, double relativeL2) const
+{
+    char text[128];
+    if (slot.rfind("update/", 0) == 0) {
+        if (!(relativeL2 <= fingerprintRelative))
+            return {};
+        std::snprintf(text, sizeof text, "fingerprint relative %.3g <= %g", relativeL2, fingerprintRelative);
+        return text;
+    }
+    // judge() tries ULP first.
+    if (maxUlp <= this->maxUlp)
+        std::snprintf(text, sizeof text, "ULP %.17g <= %g", maxUlp, this->maxUlp);
+    else if (relativeL2 <= this->relativeL2)
+        std::snprintf(text, sizeof text, "relative L2 %.3g <= %g", relativeL2, this->relativeL2);
+    else
+        return {};
+    return text;
+}
+
 Verdict Tolerance::judgeFingerprint(double recorded, double replayed) const
 {
     if (std::memcmp(&recorded, &replayed, sizeof(double)) == 0)

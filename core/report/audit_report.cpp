@@ -42,23 +42,12 @@ std::string shellWord(const std::string& word)
     return quoted + "'";
 }
 
-int verdictRank(const std::string& verdict)
-{
-    if (verdict == "unverifiable")
-        return 3;
-    if (verdict == "diverged")
-        return 2;
-    if (verdict == "within-tolerance")
-        return 1;
-    return 0;
-}
-
 // Worst first: verdict, then the largest ULP distance, then relative L2 (NaN ranks highest).
 bool worseThan(const ReportComparison& a, const ReportComparison& b)
 {
-    const int ra = verdictRank(a.verdict), rb = verdictRank(b.verdict);
-    if (ra != rb)
-        return ra > rb;
+    // The enum is ordered best to worst.
+    if (a.verdict != b.verdict)
+        return a.verdict > b.verdict;
     auto key = [](double v) { return std::isnan(v) ? std::numeric_limits<double>::infinity() : v; };
     if (key(a.metrics.maxUlp) != key(b.metrics.maxUlp))
         return key(a.metrics.maxUlp) > key(b.metrics.maxUlp);
@@ -193,7 +182,7 @@ void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, Rep
         t.index = row.index;
         t.segment = row.segment;
         t.selected = row.selected;
-        t.verdict = std::move(row.verdict);
+        t.verdict = row.verdict;
         t.detail = std::move(row.detail);
         t.loss = row.loss;
         t.recordedLearningRate = row.recordedLearningRate;
@@ -210,7 +199,7 @@ void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, Rep
         c.transaction = index;
         c.tensor = std::move(comparison.tensor);
         c.slot = std::move(comparison.slot);
-        c.verdict = std::string(verdictName(comparison.verdict));
+        c.verdict = comparison.verdict;
         c.metrics = comparison.metrics;
         c.note = std::move(comparison.note);
         report.transactions[found->second].comparisons.push_back(std::move(c));
@@ -229,7 +218,7 @@ void collectWorst(ReportData& report)
     std::vector<ReportComparison> candidates;
     for (const ReportTransaction& t : report.transactions)
         for (const ReportComparison& c : t.comparisons)
-            if (c.verdict != "exact" || !c.metrics.bitwiseEqual) {
+            if (c.verdict != Verdict::Exact || !c.metrics.bitwiseEqual) {
                 candidates.push_back(c);
                 candidates.back().note = "transaction " + std::to_string(t.index) + (c.note.empty() ? "" : ": " + c.note);
             }
@@ -284,11 +273,17 @@ void addSampling(ReportData& report)
     for (const ReportTransaction& t : report.transactions)
         if (t.selected) {
             ++sampled;
-            if (t.verdict != "exact" && t.verdict != "within-tolerance")
+            if (!passes(t.verdict))
                 ++failures;
         }
     if (sampled == 0 || report.transactionCount == 0 || sampled > report.transactionCount) {
         report.samplingNote = "No statistical statement: no selected transaction was replayed.";
+        return;
+    }
+    // A bound that counts every transaction as bad ("at most 100 %") says nothing: when
+    // nothing could be checked, the report says that instead.
+    if (report.comparisonCount == 0 || report.unverifiable >= sampled) {
+        report.samplingNote = "No statistical statement: nothing was verified (no replayed transaction could be compared with the tape).";
         return;
     }
     report.sampling = report_detail::samplingStatement(report.transactionCount, sampled, failures, report.seed);
@@ -364,7 +359,32 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
                          " --select " + shellWord(run->selection) + " --seed " + std::to_string(run->seed) + " --device " +
                          shellWord(run->device) + " --tolerance " + shellWord(run->tolerance);
 
+    for (const StoredReplayRun& other : allRuns) {
+        if (other.tapeId != tape.id || other.id == run->id)
+            continue;
+        ReportOtherRun entry;
+        entry.id = other.id;
+        entry.status = other.status;
+        entry.selection = other.selection;
+        entry.seed = other.seed;
+        entry.device = other.device;
+        entry.startedAt = other.startedAt;
+        entry.replayed = other.replayed;
+        entry.exact = other.exact;
+        entry.withinTolerance = other.withinTolerance;
+        entry.diverged = other.diverged;
+        entry.unverifiable = other.unverifiable;
+        entry.vouched = checkRunSeal(store.database(), other.id).vouched();
+        if (entry.vouched && other.diverged > 0)
+            for (const StoredVerdict& verdict : replays.verdicts(other.id))
+                if (verdict.verdict == Verdict::Diverged && entry.divergedTransactions.size() < kWorstDivergences)
+                    entry.divergedTransactions.push_back(verdict.index);
+        report.otherRuns.push_back(std::move(entry));
+    }
+
     readTransactions(store.database(), tape.id, run->id, report);
+    for (const ReportTransaction& t : report.transactions)
+        report.comparisonCount += t.comparisons.size();
     readLossSeries(store.database(), tape.id, report);
     collectWorst(report);
     addSampling(report);

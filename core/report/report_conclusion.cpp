@@ -33,7 +33,7 @@ std::string indexList(const std::vector<std::uint64_t>& indexes)
     return text;
 }
 
-std::vector<std::uint64_t> indexesWith(const ReportData& report, const char* verdict)
+std::vector<std::uint64_t> indexesWith(const ReportData& report, Verdict verdict)
 {
     std::vector<std::uint64_t> result;
     for (const ReportTransaction& t : report.transactions)
@@ -42,7 +42,7 @@ std::vector<std::uint64_t> indexesWith(const ReportData& report, const char* ver
     return result;
 }
 
-const ReportTransaction* firstWith(const ReportData& report, const char* verdict)
+const ReportTransaction* firstWith(const ReportData& report, Verdict verdict)
 {
     for (const ReportTransaction& t : report.transactions)
         if (t.verdict == verdict)
@@ -104,21 +104,22 @@ void writeConclusion(ReportData& report)
         if (report.tapeStatus != "sealed")
             report.warnings.push_back("This tape is incomplete (" + report.tapeStatus + "): it does not prove anything about training beyond " +
                                       lastTransactionText(report) + ".");
+        report.outcome = "NOT VOUCHED";
         report.headline = altered ? "NOT VOUCHED: the replay results in this case were altered after they were stored, so this report "
                                     "neither confirms nor refutes the tape; replay it again."
                                   : "NOT VOUCHED: the replay results in this case carry no seal this reader trusts, so this report "
                                     "neither confirms nor refutes the tape; replay it again.";
         return;
     }
-    const std::vector<std::uint64_t> diverged = indexesWith(report, "diverged");
-    const std::vector<std::uint64_t> unverifiable = indexesWith(report, "unverifiable");
+    const std::vector<std::uint64_t> diverged = indexesWith(report, Verdict::Diverged);
+    const std::vector<std::uint64_t> unverifiable = indexesWith(report, Verdict::Unverifiable);
     const bool sealed = report.tapeStatus == "sealed";
     const bool programOk = report.programCheck == "matched";
     const bool finished = report.runStatus == "finished";
 
     // 1. Tampering or a faulty run found: always the first thing said.
     if (!diverged.empty()) {
-        const ReportTransaction* first = firstWith(report, "diverged");
+        const ReportTransaction* first = firstWith(report, Verdict::Diverged);
         report.warnings.push_back(
             "Tampering or a faulty training run was found: " +
             (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not" : "transactions " + indexList(diverged) + " do not") +
@@ -126,6 +127,17 @@ void writeConclusion(ReportData& report)
             "not truthfully record the training run" +
             (first && !first->detail.empty() ? " (transaction " + std::to_string(first->index) + ": " + first->detail + ")." : "."));
     }
+    // 1b. What the tape's other vouched runs found: a report of a later run that did not
+    // replay those transactions must not read as a pass.
+    std::vector<const ReportOtherRun*> otherFailures;
+    for (const ReportOtherRun& other : report.otherRuns)
+        if (other.vouched && other.diverged > 0) {
+            otherFailures.push_back(&other);
+            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + other.status +
+                                      ") found " + count(other.diverged, "diverged transaction", "diverged transactions") +
+                                      (other.divergedTransactions.empty() ? std::string() : " (" + indexList(other.divergedTransactions) + ")") +
+                                      ": this report is about run " + std::to_string(report.runId) + ", which does not undo that finding.");
+        }
     // 2. An incomplete tape.
     if (report.tapeStatus == "truncated")
         report.warnings.push_back("This tape is incomplete (truncated at record " + std::to_string(report.recordCount) +
@@ -162,25 +174,49 @@ void writeConclusion(ReportData& report)
         report.warnings.push_back("The replay could not check the transactions: " + report.runProblem + ".");
     if (diverged.empty() && !unverifiable.empty() && report.runProblem.empty())
         report.warnings.push_back(count(unverifiable.size(), "transaction", "transactions") + " could not be checked (" +
-                                  indexList(unverifiable) + "): " + firstWith(report, "unverifiable")->detail);
+                                  indexList(unverifiable) + "): " + firstWith(report, Verdict::Unverifiable)->detail);
 
     // The headline.
     const std::uint64_t replayed = report.replayedCount;
     if (!diverged.empty()) {
         report.passed = false;
+        report.outcome = "FAILED";
         report.headline = "FAILED: " +
                           (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not"
                                                 : "transactions " + indexList(diverged) + " do not") +
                           " reproduce what the tape claims — the training run recorded on this tape cannot be trusted.";
         return;
     }
+    if (!otherFailures.empty()) {
+        report.passed = false;
+        report.outcome = "FAILED";
+        report.headline = "FAILED: replay run " + std::to_string(otherFailures.front()->id) + " of this tape found " +
+                          count(otherFailures.front()->diverged, "transaction that does", "transactions that do") +
+                          " not reproduce what the tape claims — the training run recorded on this tape cannot be trusted.";
+        return;
+    }
     if (replayed == 0) {
         report.passed = false;
+        report.outcome = "NOT VERIFIED";
         report.headline = "NOT VERIFIED: no transaction was replayed, so this audit shows nothing about the tape.";
+        return;
+    }
+    if (report.comparisonCount == 0) {
+        // Transactions replayed with nothing to compare (a tape whose records carry no check
+        // the replay can redo): nothing matched, so nothing may be said to have matched.
+        const ReportTransaction* first = report.transactions.empty() ? nullptr : &report.transactions.front();
+        const std::string why = !report.runProblem.empty()       ? report.runProblem
+                                : first && !first->detail.empty() ? first->detail
+                                                                  : "the tape's records carry nothing a replay can compare";
+        report.passed = false;
+        report.outcome = "NOT VERIFIED";
+        report.headline = "NOT VERIFIED: " + count(replayed, "transaction was", "transactions were") +
+                          " replayed, but nothing could be compared with the tape (" + why + "), so this audit shows nothing about it.";
         return;
     }
     if (!unverifiable.empty()) {
         report.passed = false;
+        report.outcome = "NOT VERIFIED";
         report.headline = "NOT VERIFIED: " + std::to_string(unverifiable.size()) + " of " + std::to_string(replayed) +
                           " replayed transactions could not be checked" +
                           (report.runProblem.empty() ? std::string() : " (" + report.runProblem + ")") +
@@ -202,16 +238,20 @@ void writeConclusion(ReportData& report)
                   " bit for bit, " + std::to_string(report.withinTolerance) + " within the rounding tolerance " + report.tolerance + ")";
     if (!finished) {
         report.passed = false;
-        report.headline = "NOT FINISHED: the replay stopped early; " + reproduced + ", but the selected audit was not completed.";
+        report.outcome = "INCOMPLETE";
+        report.headline = "INCOMPLETE: the replay " + std::string(report.runStatus == "cancelled" ? "was stopped" : "did not finish") + "; " +
+                          reproduced + ", but the selected audit was not completed.";
         return;
     }
     if (!sealed) {
         report.passed = false;
+        report.outcome = "INCOMPLETE TAPE";
         report.headline = "INCOMPLETE TAPE: " + reproduced + ", but the tape is incomplete, so nothing is proven beyond " +
                           lastTransactionText(report) + ".";
         return;
     }
     report.passed = true;
+    report.outcome = "PASSED";
     report.headline = "PASSED: " + reproduced + ".";
 }
 

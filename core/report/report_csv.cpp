@@ -43,14 +43,14 @@ std::string renderReportCsv(const ReportData& report)
         "max_ulp,mean_ulp,nan_mismatches,inf_mismatches\r\n";
     for (const ReportTransaction& t : report.transactions) {
         const std::string lead =
-            std::to_string(t.index) + "," + std::to_string(t.segment) + "," + (t.selected ? "1" : "0") + "," + field(t.verdict) + ",";
+            std::to_string(t.index) + "," + std::to_string(t.segment) + "," + (t.selected ? "1" : "0") + "," + field(std::string(verdictName(t.verdict))) + ",";
         if (t.comparisons.empty()) {  // nothing was compared (unverifiable): the transaction still gets its row
             out += lead + ",,,,,,,,,,,\r\n";
             continue;
         }
         for (const ReportComparison& c : t.comparisons) {
             const DivergenceMetrics& m = c.metrics;
-            out += lead + field(c.tensor) + "," + field(c.slot) + "," + field(c.verdict) + "," + std::to_string(m.elements) + "," +
+            out += lead + field(c.tensor) + "," + field(c.slot) + "," + field(std::string(verdictName(c.verdict))) + "," + std::to_string(m.elements) + "," +
                    (m.bitwiseEqual ? "1" : "0") + "," + number(m.maxAbs) + "," + number(m.relativeL2) + "," + number(m.cosine) + "," +
                    number(m.maxUlp) + "," + number(m.meanUlp) + "," + std::to_string(m.nanMismatches) + "," +
                    std::to_string(m.infMismatches) + "\r\n";

@@ -45,7 +45,7 @@ json comparisonJson(const ReportComparison& c, bool withTransaction)
         out["transaction"] = c.transaction;
     out["tensor"] = c.tensor;
     out["slot"] = c.slot;
-    out["verdict"] = c.verdict;
+    out["verdict"] = verdictName(c.verdict);
     out["elements"] = m.elements;
     out["bitwise_equal"] = m.bitwiseEqual;
     out["max_abs"] = number(m.maxAbs);
@@ -69,7 +69,7 @@ std::string renderReportJson(const ReportData& r)
     out["generated_at"] = r.generatedAt;
     out["zkdv_version"] = r.zkdvVersion;
     out["case_path"] = r.casePath;
-    out["conclusion"] = {{"passed", r.passed}, {"headline", r.headline}, {"warnings", r.warnings}};
+    out["conclusion"] = {{"passed", r.passed}, {"headline", r.headline}, {"warnings", r.warnings}, {"outcome", r.outcome}};
     out["tape"] = {{"id", r.tapeId},
                    {"path", r.tapePath},
                    {"chain_head", r.chainHead},
@@ -109,6 +109,21 @@ std::string renderReportJson(const ReportData& r)
                                {"sealed_at", r.seal.sealedAt.empty() ? json(nullptr) : json(r.seal.sealedAt)},
                                {"explanation", r.seal.explanation}}}};
     out["counts"] = {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}};
+    out["comparison_count"] = r.comparisonCount;
+    json otherRuns = json::array();
+    for (const ReportOtherRun& other : r.otherRuns)
+        otherRuns.push_back({{"id", other.id},
+                             {"status", other.status},
+                             {"selection", other.selection},
+                             {"seed", other.seed},
+                             {"device", other.device},
+                             {"started_at", other.startedAt},
+                             {"replayed", other.replayed},
+                             {"counts", {{"exact", other.exact}, {"within_tolerance", other.withinTolerance}, {"diverged", other.diverged},
+                                         {"unverifiable", other.unverifiable}}},
+                             {"vouched", other.vouched},
+                             {"diverged_transactions", other.divergedTransactions}});
+    out["other_runs"] = otherRuns;
     if (r.sampling) {
         const SamplingStatement& s = *r.sampling;
         out["sampling"] = {{"population", s.population},
@@ -138,7 +153,7 @@ std::string renderReportJson(const ReportData& r)
         transactions.push_back({{"index", t.index},
                                 {"segment", t.segment},
                                 {"selected", t.selected},
-                                {"verdict", t.verdict},
+                                {"verdict", verdictName(t.verdict)},
                                 {"detail", t.detail},
                                 {"loss", number(t.loss)},
                                 {"learning_rate", t.recordedLearningRate ? number(*t.recordedLearningRate) : json(nullptr)},

@@ -69,7 +69,7 @@ std::vector<RunTransaction> loadRunTransactions(Database& db, std::int64_t tapeI
         t.index = static_cast<std::uint64_t>(rows.int64(0));
         t.segment = static_cast<std::uint64_t>(rows.int64(1));
         t.selected = rows.int64(2) != 0;
-        t.verdict = rows.text(3);
+        t.verdict = verdictOrUnverifiable(rows.text(3));
         t.detail = rows.text(4);
         t.loss = realOrNan(rows, 5);
         if (!rows.isNull(6))

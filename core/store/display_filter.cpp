@@ -37,6 +37,10 @@ const Field kFields[] = {
     {"worst_rel", "v.worst_rel_l2", FieldType::Number, "the largest relative L2 error of its comparisons"},
     {"worst_tensor", "v.worst_tensor", FieldType::Text, "the tensor of its worst comparison"},
     {"tensor", nullptr, FieldType::AnyTensor, "any tensor the run compared for it (tensor contains \"fc\")"},
+    {"run", "v.run_id", FieldType::Number, "the replay run whose verdict is shown"},
+    {"disagree",
+     "(SELECT count(DISTINCT d.verdict) FROM verdicts d JOIN replay_runs r ON r.id = d.run_id WHERE r.tape_id = ?1 AND d.idx = t.idx) > 1",
+     FieldType::Flag, "runs of the tape that replayed it reached different verdicts"},
 };
 
 const Field* fieldNamed(const std::string& name)
@@ -246,7 +250,7 @@ private:
                 condition = column + (op.text == "==" ? " = " : " != ") + parameter(value.text);
             if (field->type == FieldType::AnyTensor)
                 // Any of the transaction's comparisons in the run (the metrics' key starts run, index).
-                return "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = ?2 AND m.idx = t.idx AND " + condition + ")";
+                return "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = v.run_id AND m.idx = t.idx AND " + condition + ")";
             return "coalesce(" + condition + ", 0)";
         }
         case FieldType::Flag:

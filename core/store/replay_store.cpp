@@ -381,7 +381,7 @@ std::vector<StoredVerdict> ReplayStore::verdicts(std::int64_t runId)
         v.index = static_cast<std::uint64_t>(rows.int64(0));
         v.segment = static_cast<std::uint64_t>(rows.int64(1));
         v.selected = rows.int64(2) != 0;
-        v.verdict = rows.text(3);
+        v.verdict = verdictOrUnverifiable(rows.text(3));
         v.detail = rows.text(4);
         v.worstTensor = rows.text(5);
         v.worstSlot = rows.text(6);
@@ -411,7 +411,7 @@ TensorComparison metricFromRow(const Statement& row)
     TensorComparison c;
     c.tensor = row.text(1);
     c.slot = row.text(2);
-    c.verdict = verdictFromName(row.text(3)).value_or(Verdict::Unverifiable);
+    c.verdict = verdictOrUnverifiable(row.text(3));
     c.metrics.maxAbs = realOrNan(row, 4);
     c.metrics.relativeL2 = realOrNan(row, 5);
     c.metrics.cosine = realOrNan(row, 6);

@@ -85,7 +85,8 @@ std::vector<VerdictPoint> loadVerdictPoints(Database& db, std::int64_t runId)
     while (rows.step()) {
         VerdictPoint point;
         point.index = static_cast<std::uint64_t>(rows.int64(0));
-        point.verdict = verdictFromName(rows.text(1)).value_or(Verdict::Unverifiable);
+        point.runId = runId;
+        point.verdict = verdictOrUnverifiable(rows.text(1));
         point.selected = rows.isNull(2) || rows.int64(2) != 0;
         point.worstMaxUlp = rows.real(3);
         point.worstRelativeL2 = rows.real(4);
@@ -122,15 +123,19 @@ UlpHistogram loadRunUlpHistogram(Database& db, std::int64_t runId, ProgressSink*
     rows.bind(1, runId);
     std::uint64_t done = 0;
     while (rows.step()) {
-        // Little-endian u64 counts, trailing empty bins omitted.
-        const ByteSpan blob = rows.blob(0);
-        const std::size_t bins = std::min(total.size(), blob.size / sizeof(std::uint64_t));
-        for (std::size_t b = 0; b < bins; ++b)
-            total[b] += readLittleEndian<std::uint64_t>(blob.data + b * sizeof(std::uint64_t));
+        addUlpHistogramBlob(total, rows.blob(0));
         if (++done % kProgressStride == 0)
             checkProgress(progress, done, 0, "reading histograms");
     }
     return total;
+}
+
+void addUlpHistogramBlob(UlpHistogram& total, ByteSpan blob)
+{
+    // Little-endian u64 counts, trailing empty bins omitted.
+    const std::size_t bins = std::min(total.size(), blob.size / sizeof(std::uint64_t));
+    for (std::size_t b = 0; b < bins; ++b)
+        total[b] += readLittleEndian<std::uint64_t>(blob.data + b * sizeof(std::uint64_t));
 }
 
 UlpHistogram sumUlpHistograms(const std::vector<TensorComparison>& comparisons)

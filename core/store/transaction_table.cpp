@@ -9,8 +9,10 @@
 #include <variant>
 
 #include "zkdv/audit/selection.h"
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/display_filter.h"
+#include "zkdv/store/latest_verdicts.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_order.h"
 
@@ -20,10 +22,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const char* const kRowColumns =
-    "SELECT t.idx, t.loss, t.lr, t.update_norm, t.max_update, t.has_deltas, t.has_state_digest, t.segment,"
-    " v.verdict, v.worst_max_ulp, v.worst_rel_l2, v.worst_tensor, v.worst_slot"
-    " FROM transactions t LEFT JOIN verdicts v ON v.run_id = ?2 AND v.idx = t.idx WHERE t.tape_id = ?1 ";
 
 double realOrNaN(const Statement& row, int column)
 {
@@ -46,26 +44,17 @@ TransactionRow rowFrom(const Statement& s)
     row.hasDeltas = s.int64(5) != 0;
     row.hasStateDigest = s.int64(6) != 0;
     row.segment = static_cast<std::uint64_t>(s.int64(7));
-    row.verdict = textOrEmpty(s, 8);
+    if (!s.isNull(8)) {
+        row.verdict = verdictOrUnverifiable(s.text(8));
+        row.verdictRun = s.int64(13);
+        row.runCount = static_cast<std::uint32_t>(s.int64(14));
+        row.runsDisagree = s.int64(15) != 0;
+    }
     row.worstMaxUlp = realOrNaN(s, 9);
     row.worstRelativeL2 = realOrNaN(s, 10);
     row.worstTensor = textOrEmpty(s, 11);
     row.worstSlot = textOrEmpty(s, 12);
     return row;
-}
-
-// Severity order of the verdict column: not replayed first, then best to worst.
-int verdictRank(const std::string& verdict)
-{
-    if (verdict == "exact")
-        return 1;
-    if (verdict == "within-tolerance")
-        return 2;
-    if (verdict == "diverged")
-        return 3;
-    if (verdict == "unverifiable")
-        return 4;
-    return 5;  // a spelling this build does not know sorts last
 }
 
 std::string trimmed(const std::string& text)
@@ -148,8 +137,32 @@ void TransactionTable::loadTape()
     contiguous_ = contiguous;
 }
 
+std::string TransactionTable::verdictSource() const
+{
+    return showsEveryRun() ? latest_->name() + " v" : std::string("verdicts v");
+}
+
+std::string TransactionTable::rowQuery() const
+{
+    // Columns as rowFrom() reads them; one run's rows count one run and never disagree.
+    return "SELECT t.idx, t.loss, t.lr, t.update_norm, t.max_update, t.has_deltas, t.has_state_digest, t.segment,"
+           " v.verdict, v.worst_max_ulp, v.worst_rel_l2, v.worst_tensor, v.worst_slot, v.run_id, " +
+           std::string(showsEveryRun() ? "v.run_count, v.disagree" : "1, 0") + " FROM transactions t LEFT JOIN " + verdictSource() +
+           " ON " + verdictKey() + " = ?2 AND v.idx = t.idx WHERE t.tape_id = ?1 ";
+}
+
+std::string TransactionTable::verdictKey() const { return showsEveryRun() ? "v.view" : "v.run_id"; }
+
 void TransactionTable::resolveRun()
 {
+    if (requestedRun_ == kEveryRun) {
+        if (!latest_)
+            latest_ = std::make_unique<LatestVerdictTable>(db_, tapeId_);
+        latest_->refresh();
+        runId_ = kEveryRun;
+        return;
+    }
+    latest_.reset();
     if (requestedRun_ != 0) {
         runId_ = requestedRun_;
         return;
@@ -161,6 +174,9 @@ void TransactionTable::resolveRun()
 
 void TransactionTable::setRun(std::int64_t runId)
 {
+    // The row queries name the verdict source: prepared again for the new one.
+    rangeQuery_.reset();
+    pointQuery_.reset();
     requestedRun_ = runId;
     resolveRun();
     orders_.erase(Column::Verdict);
@@ -327,7 +343,8 @@ std::shared_ptr<const TransactionTable::IndexList> TransactionTable::verdictOrde
     std::vector<Entry> replayed;
     IndexList members;
     if (runId_ != 0) {
-        Statement rows = db_.prepare("SELECT idx, verdict, worst_max_ulp FROM verdicts WHERE run_id = ?1 ORDER BY idx");
+        Statement rows = db_.prepare("SELECT v.idx, v.verdict, v.worst_max_ulp FROM " + verdictSource() + " WHERE " + verdictKey() +
+                                     " = ?1 ORDER BY v.idx");
         rows.bind(1, runId_);
         while (rows.step()) {
             if (!holds(rows.int64(0)))
@@ -336,7 +353,7 @@ std::shared_ptr<const TransactionTable::IndexList> TransactionTable::verdictOrde
             if (byWorstUlp)
                 key = rows.isNull(2) ? -std::numeric_limits<double>::infinity() : rows.real(2);
             else
-                key = verdictRank(rows.text(1));
+                key = static_cast<double>(verdictOrUnverifiable(rows.text(1)));  // best to worst
             replayed.push_back({key, rows.int64(0)});
             members.push_back(rows.int64(0));
         }
@@ -356,11 +373,11 @@ std::optional<TransactionTable::IndexList> TransactionTable::quickFilterSet()
     case QuickFilter::Diverged:
         if (runId_ == 0)
             return IndexList{};
-        return ofThisTape(query("SELECT idx FROM verdicts WHERE run_id = ?2 AND verdict = 'diverged' ORDER BY idx", true));
+        return ofThisTape(query("SELECT v.idx FROM " + verdictSource() + " WHERE " + verdictKey() + " = ?2 AND v.verdict = 'diverged' ORDER BY v.idx", true));
     case QuickFilter::NotReplayed:
         if (runId_ == 0)
             return allIndexes();
-        return complement(query("SELECT idx FROM verdicts WHERE run_id = ?2 ORDER BY idx", true));
+        return complement(ofThisTape(query("SELECT v.idx FROM " + verdictSource() + " WHERE " + verdictKey() + " = ?2 ORDER BY v.idx", true)));
     case QuickFilter::SampledChecks:
         if (!sampledSet_) {
             // Without ORDER BY, SQLite reads the small partial index transactions_sampled.
@@ -390,8 +407,8 @@ std::optional<TransactionTable::IndexList> TransactionTable::textFilterSet()
         return std::nullopt;
     if (looksLikeDisplayFilter(text_)) {
         const CompiledDisplayFilter filter = compileDisplayFilter(text_, 3);
-        Statement rows = db_.prepare("SELECT t.idx FROM transactions t LEFT JOIN verdicts v ON v.run_id = ?2 AND v.idx = t.idx"
-                                     " WHERE t.tape_id = ?1 AND (" + filter.sql + ") ORDER BY t.idx");
+        Statement rows = db_.prepare("SELECT t.idx FROM transactions t LEFT JOIN " + verdictSource() + " ON " + verdictKey() +
+                                     " = ?2 AND v.idx = t.idx WHERE t.tape_id = ?1 AND (" + filter.sql + ") ORDER BY t.idx");
         rows.bind(1, tapeId_).bind(2, runId_);
         for (std::size_t i = 0; i < filter.values.size(); ++i) {
             const int parameter = 3 + static_cast<int>(i);
@@ -418,10 +435,10 @@ std::optional<TransactionTable::IndexList> TransactionTable::textFilterSet()
         if (runId_ == 0)
             return IndexList{};
         // A verdict, or the name of any tensor the run compared for the transaction.
-        return ofThisTape(query("SELECT idx FROM verdicts v WHERE run_id = ?2"
-                                " AND (instr(lower(verdict), ?3) > 0 OR instr(lower(coalesce(worst_tensor, '')), ?3) > 0"
+        return ofThisTape(query("SELECT v.idx FROM " + verdictSource() + " WHERE " + verdictKey() + " = ?2"
+                                " AND (instr(lower(v.verdict), ?3) > 0 OR instr(lower(coalesce(v.worst_tensor, '')), ?3) > 0"
                                 " OR EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = v.run_id AND m.idx = v.idx AND instr(lower(m.tensor), ?3) > 0))"
-                                " ORDER BY idx",
+                                " ORDER BY v.idx",
                                 true, lowered(text_)));
     }
     IndexList range;
@@ -566,6 +583,24 @@ std::vector<std::int64_t> TransactionTable::rowsOf(const std::vector<std::uint64
     return result;
 }
 
+void TransactionTable::explainTolerance(TransactionRow& row)
+{
+    if (row.verdict != Verdict::WithinTolerance)
+        return;
+    auto known = runTolerances_.find(row.verdictRun);
+    if (known == runTolerances_.end()) {
+        Statement run = db_.prepare("SELECT tolerance FROM replay_runs WHERE id = ?1");
+        run.bind(1, row.verdictRun);
+        known = runTolerances_.emplace(row.verdictRun, run.step() && !run.isNull(0) ? run.text(0) : std::string()).first;
+    }
+    try {
+        const Tolerance tolerance = known->second.empty() ? Tolerance::defaults() : Tolerance::parse(known->second);
+        row.toleranceCriterion = tolerance.passedBy(row.worstSlot, row.worstMaxUlp, row.worstRelativeL2);
+    } catch (const ToleranceError&) {
+        row.toleranceCriterion.clear();  // a tolerance this build cannot read explains nothing
+    }
+}
+
 std::vector<TransactionRow> TransactionTable::rows(std::uint64_t first, std::uint64_t count)
 {
     std::vector<TransactionRow> result;
@@ -579,25 +614,29 @@ std::vector<TransactionRow> TransactionTable::rows(std::uint64_t first, std::uin
         const std::int64_t low = viewAt(ascending_ ? first : first + count - 1);
         const std::int64_t high = low + static_cast<std::int64_t>(count) - 1;
         if (!rangeQuery_)
-            rangeQuery_ = std::make_unique<Statement>(db_.prepare(std::string(kRowColumns) + "AND t.idx BETWEEN ?3 AND ?4 ORDER BY t.idx"));
+            rangeQuery_ = std::make_unique<Statement>(db_.prepare(rowQuery() + "AND t.idx BETWEEN ?3 AND ?4 ORDER BY t.idx"));
         Statement& rows = *rangeQuery_;
         rows.reset();
         rows.bind(1, tapeId_).bind(2, runId_).bind(3, low).bind(4, high);
         while (rows.step())
             result.push_back(rowFrom(rows));
         rows.reset();
+        for (TransactionRow& row : result)
+            explainTolerance(row);
         if (!ascending_)
             std::reverse(result.begin(), result.end());
         return result;
     }
     if (!pointQuery_)
-        pointQuery_ = std::make_unique<Statement>(db_.prepare(std::string(kRowColumns) + "AND t.idx = ?3"));
+        pointQuery_ = std::make_unique<Statement>(db_.prepare(rowQuery() + "AND t.idx = ?3"));
     Statement& row = *pointQuery_;
     for (std::uint64_t position = first; position < first + count; ++position) {
         row.reset();
         row.bind(1, tapeId_).bind(2, runId_).bind(3, viewAt(position));
-        if (row.step())
+        if (row.step()) {
             result.push_back(rowFrom(row));
+            explainTolerance(result.back());
+        }
     }
     row.reset();
     return result;

@@ -218,7 +218,7 @@ void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
     ReplayStore replays(store.database());
     QCOMPARE(replays.runs().front().status, std::string("finished"));
     for (const StoredVerdict& verdict : replays.verdicts(replays.runs().front().id))
-        QCOMPARE(verdict.verdict, std::string("unverifiable"));
+        QCOMPARE(verdict.verdict, Verdict::Unverifiable);
 }
 
 void TestContainedReplay::printingProgramLeavesStdoutToTheReplay()

@@ -247,7 +247,7 @@ void TestReplay::everyOutcomeIsStoredWithMetrics()
     QCOMPARE(verdicts.size(), std::size_t(13));
     std::size_t selected = 0;
     for (const StoredVerdict& v : verdicts) {
-        QCOMPARE(v.verdict, std::string("exact"));
+        QCOMPARE(v.verdict, Verdict::Exact);
         selected += v.selected ? 1 : 0;
         QVERIFY(v.replayNs > 0);
     }

@@ -20,6 +20,7 @@
 #include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
+#include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
@@ -223,6 +224,9 @@ private Q_SLOTS:
     void caseWithoutRunIsAnError();
     void nonRandomSelectionMakesNoStatement();
     void cliWritesReports();
+    void laterRunNeverHidesAnEarlierFailure();
+    void stoppedRunIsIncompleteNotFailed();
+    void nothingComparedSaysNothingVerified();
 
 private:
     test::TempDir dir_;
@@ -414,7 +418,7 @@ void TestReport::csvHasOneRowPerComparison()
     // The first data row is the first comparison of the first replayed transaction.
     const ReportTransaction& first = report.transactions.front();
     const std::string expected = std::to_string(first.index) + "," + std::to_string(first.segment) + "," + (first.selected ? "1" : "0") +
-                                 "," + first.verdict + "," + first.comparisons.front().tensor + "," + first.comparisons.front().slot + ",";
+                                 "," + std::string(verdictName(first.verdict)) + "," + first.comparisons.front().tensor + "," + first.comparisons.front().slot + ",";
     QVERIFY2(lines[1].rfind(expected, 0) == 0, lines[1].c_str());
 }
 
@@ -423,11 +427,11 @@ void TestReport::csvQuotesPerRfc4180()
     ReportData report;
     ReportTransaction t;
     t.index = 3;
-    t.verdict = "diverged";
+    t.verdict = Verdict::Diverged;
     ReportComparison c;
     c.tensor = "odd,\"name\"";
     c.slot = "delta";
-    c.verdict = "diverged";
+    c.verdict = Verdict::Diverged;
     c.metrics.relativeL2 = std::numeric_limits<double>::infinity();
     c.metrics.maxAbs = std::numeric_limits<double>::quiet_NaN();
     c.metrics.bitwiseEqual = false;
@@ -436,7 +440,7 @@ void TestReport::csvQuotesPerRfc4180()
     report.transactions.push_back(t);
     ReportTransaction empty;  // unverifiable: nothing compared, still one row
     empty.index = 4;
-    empty.verdict = "unverifiable";
+    empty.verdict = Verdict::Unverifiable;
     report.transactions.push_back(empty);
     const std::vector<std::string> lines = csvLines(renderReportCsv(report));
     QCOMPARE(lines.size(), std::size_t(3));
@@ -476,7 +480,7 @@ void TestReport::tamperedTapeSaysFailedFirst()
     for (const ReportComparison& c : report.worstDivergences)
         named = named || (c.tensor == "fc.weight" && c.slot == "delta" && c.transaction == victim);
     QVERIFY(named);
-    QCOMPARE(report.worstDivergences.front().verdict, std::string("diverged"));
+    QCOMPARE(report.worstDivergences.front().verdict, Verdict::Diverged);
     // The statement counts the failure.
     QVERIFY(report.sampling.has_value());
     QVERIFY(report.sampling->failures >= 1);
@@ -554,6 +558,91 @@ void TestReport::nonRandomSelectionMakesNoStatement()
     QVERIFY(!report.sampling);
     QVERIFY2(report.samplingNote.find("stratified") != std::string::npos, report.samplingNote.c_str());
     QVERIFY(json::parse(renderReportJson(report))["sampling"].is_null());
+}
+
+void TestReport::laterRunNeverHidesAnEarlierFailure()
+{
+    const std::uint64_t victim = selected_.front();
+    const std::string tampered = dir_.file("tampered-twice.zkdv");
+    rewriteTape(tape_, tampered, [&](RawRecord& record) {
+        if (isTransaction(record, victim))
+            scaleElement(record, "delta/fc.weight", 3, 1.5f);
+    });
+    const std::string casePath = dir_.file("tampered-twice.zkaudit");
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    store.ingestTape(tampered);
+    const ReplaySummary first = runReplay(store, randomRequest("random:6", 1));
+    QVERIFY(first.diverged >= 1);
+    // A later run over one honest transaction passes on its own...
+    const std::uint64_t honest = victim == 0 ? 1 : 0;
+    const ReplaySummary second = runReplay(store, randomRequest(("ids:" + std::to_string(honest)).c_str(), 0));
+    QVERIFY(second.passed());
+    // ...but its report says what the earlier run found.
+    const ReportData report = buildAuditReport(store);
+    QCOMPARE(report.runId, second.runId);
+    QVERIFY(!report.passed);
+    QCOMPARE(report.outcome, std::string("FAILED"));
+    QVERIFY2(report.headline.rfind("FAILED: replay run " + std::to_string(first.runId), 0) == 0, report.headline.c_str());
+    bool warned = false;
+    for (const std::string& warning : report.warnings)
+        warned = warned || (warning.find("Replay run " + std::to_string(first.runId)) != std::string::npos &&
+                            warning.find(std::to_string(victim)) != std::string::npos);
+    QVERIFY(warned);
+    QCOMPARE(report.otherRuns.size(), std::size_t(1));
+    QCOMPARE(report.otherRuns.front().id, first.runId);
+    QVERIFY(report.otherRuns.front().vouched);
+    const json document = json::parse(renderReportJson(report));
+    QCOMPARE(document["other_runs"][0]["id"].get<std::int64_t>(), first.runId);
+    QCOMPARE(document["conclusion"]["outcome"].get<std::string>(), std::string("FAILED"));
+    std::vector<std::string> errors;
+    validate(document, json::parse(readText(std::string(ZKDV_TEST_SOURCE_DIR) + "/../docs/report.schema.json")), "$", errors);
+    QVERIFY2(errors.empty(), errors.empty() ? "" : errors.front().c_str());
+}
+
+void TestReport::stoppedRunIsIncompleteNotFailed()
+{
+    // Stops the replay once the first transaction is in.
+    class StopAfterFirst : public ProgressSink {
+    public:
+        void report(std::uint64_t done, std::uint64_t, std::string_view) override { stop = stop || done >= 1; }
+        bool cancelRequested() const override { return stop; }
+        bool stop = false;
+    } stopper;
+    const std::string casePath = dir_.file("stopped.zkaudit");
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    store.ingestTape(tape_);
+    ReplayRequest request = randomRequest("all", 0);
+    request.threads = 1;
+    request.progress = &stopper;
+    const ReplaySummary summary = runReplay(store, request);
+    QCOMPARE(summary.status, std::string("cancelled"));
+    const ReportData report = buildAuditReport(store);
+    QVERIFY(!report.passed);
+    QCOMPARE(report.outcome, std::string("INCOMPLETE"));
+    QVERIFY2(report.headline.rfind("INCOMPLETE: the replay was stopped", 0) == 0, report.headline.c_str());
+    QVERIFY2(report.headline.find("FAILED") == std::string::npos, report.headline.c_str());
+}
+
+void TestReport::nothingComparedSaysNothingVerified()
+{
+    // A synthetic tape's program cannot be re-executed: its transactions replay to nothing.
+    const std::string tape = dir_.file("synthetic.zkdv");
+    SyntheticDemoOptions options;
+    options.steps = 30;
+    writeSyntheticDemoTape(tape, options);
+    const std::string casePath = dir_.file("synthetic.zkaudit");
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    store.ingestTape(tape);
+    runReplay(store, randomRequest("random:5", 4));
+    const ReportData report = buildAuditReport(store);
+    QCOMPARE(report.comparisonCount, std::uint64_t(0));
+    QVERIFY(!report.passed);
+    QCOMPARE(report.outcome, std::string("NOT VERIFIED"));
+    QVERIFY2(report.headline.find("bit for bit") == std::string::npos, report.headline.c_str());
+    QVERIFY2(report.headline.find("nothing") != std::string::npos, report.headline.c_str());
+    // No bound that counts everything as bad ("at most 100 %"): it says nothing was verified.
+    QVERIFY(!report.sampling);
+    QVERIFY2(report.samplingNote.find("nothing was verified") != std::string::npos, report.samplingNote.c_str());
 }
 
 void TestReport::cliWritesReports()

@@ -22,6 +22,8 @@
 #include "settings.h"
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
+#include "widgets/run_list.h"
+#include "zkdv/store/transaction_table.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/replay_store.h"
@@ -75,6 +77,7 @@ private Q_SLOTS:
     void droppedCorruptTapeIsRefusedAndNothingIsLost();
     void droppedNonTapeFileIsNamedInTheStatusBar();
     void replayStartedFromTheWindow();
+    void laterRunKeepsEarlierResultsVisible();
     void everyActionHasAShortcut();
     void recentFilesRemembered();
 
@@ -211,6 +214,58 @@ void TestMainWindow::replayStartedFromTheWindow()
         exact += model->index(row, TransactionTableModel::VerdictColumn).data().toString() == QStringLiteral("exact");
     QCOMPARE(static_cast<std::uint64_t>(exact), runs[0].replayed);
     QTRY_COMPARE(static_cast<std::uint64_t>(window_->charts()->verdictMarkerCount()), runs[0].replayed);
+}
+
+void TestMainWindow::laterRunKeepsEarlierResultsVisible()
+{
+    QVERIFY(openIngestedCase());
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    QVERIFY(window_->startReplay(QStringLiteral("random:5"), 3));
+    auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    TransactionTableModel* model = window_->transactionModel();
+    const auto replayed = [model] {
+        QList<quint64> indexes;
+        for (int row = 0; row < model->rowCount(); ++row)
+            if (!model->index(row, TransactionTableModel::VerdictColumn).data().toString().isEmpty())
+                indexes << model->transactionAt(row);
+        return indexes;
+    };
+    const QList<quint64> first = replayed();
+    QVERIFY(first.size() >= 5);  // the five selected, and prefixes replayed on the way to them
+    quint64 other = 0;
+    while (first.contains(other))
+        ++other;
+    // A small later run over another transaction: the earlier five stay in the table.
+    QVERIFY(window_->startReplay(QStringLiteral("ids:%1").arg(other), 0));
+    std::tie(ok, message) = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    QCOMPARE(window_->shownRun(), TransactionTable::kEveryRun);
+    QSet<quint64> expected(first.begin(), first.end());
+    QList<quint64> secondRun;
+    {
+        CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
+        ReplayStore replays(store.database());
+        for (const StoredVerdict& verdict : replays.verdicts(replays.runs().front().id))
+            secondRun << verdict.index;
+    }
+    expected.unite(QSet<quint64>(secondRun.begin(), secondRun.end()));
+    const QList<quint64> both = replayed();
+    QCOMPARE(QSet<quint64>(both.begin(), both.end()), expected);
+    QVERIFY(both.contains(other));
+    // The run list names both runs; choosing one shows only its results, and All runs again.
+    RunList* runs = window_->runList();
+    QCOMPARE(runs->runCount(), 2);
+    const qint64 newest = runs->topLevelItem(1)->data(RunList::RunColumn, Qt::UserRole).toLongLong();
+    runs->setCurrentItem(runs->topLevelItem(1));
+    QCOMPARE(window_->shownRun(), newest);
+    QCOMPARE(model->runId(), newest);
+    QCOMPARE(replayed(), secondRun);
+    QTRY_COMPARE(window_->charts()->verdictMarkerCount(), int(secondRun.size()));
+    runs->setCurrentItem(runs->topLevelItem(0));
+    QCOMPARE(window_->shownRun(), TransactionTable::kEveryRun);
+    QCOMPARE(replayed().size(), int(expected.size()));
+    QTRY_COMPARE(window_->charts()->verdictMarkerCount(), int(expected.size()));
 }
 
 void TestMainWindow::everyActionHasAShortcut()

@@ -24,6 +24,7 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_table.h"
 
 using namespace zkdv;
 using zkdv::ui::TransactionTableModel;
@@ -107,6 +108,8 @@ private slots:
     void filterAndSortCombine();
     void rowOfTransactionRoundTrips();
     void runSelection();
+    void everyRunKeepsEarlierResults();
+    void withinToleranceSaysWhichBound();
     void selectionFollowsSortAndRefresh();
     void refreshSeesNewVerdicts();
     void unstoredOrdersAndGapsStillSort();
@@ -494,6 +497,81 @@ void TestTransactionModel::runSelection()
     QCOMPARE(model.data(model.index(model.rowOfTransaction(2), Model::VerdictColumn)).toString(), QStringLiteral("diverged"));
     model.setRun(0);
     QCOMPARE(model.runId(), newRun_);
+}
+
+void TestTransactionModel::everyRunKeepsEarlierResults()
+{
+    const std::string path = copyCase("every-run.zkaudit");
+    std::int64_t third = 0;
+    {
+        CaseStore store(path, CaseStore::Access::ReadWrite);
+        // A later, partial run: 2 (diverged in the old run) now exact, 4 exact as before.
+        third = storeRun(store.database(), tapeId_, {outcome(2, Verdict::Exact, "fc.bias", 0, 0), outcome(4, Verdict::Exact, "fc.bias", 0, 0)});
+    }
+    Model model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setRun(TransactionTable::kEveryRun);
+    model.setCase(QString::fromStdString(path), tapeId_);
+    QCOMPARE(model.runId(), TransactionTable::kEveryRun);
+    const auto verdictText = [&](quint64 index) {
+        return model.data(model.index(model.rowOfTransaction(index), Model::VerdictColumn)).toString();
+    };
+    const auto verdictTip = [&](quint64 index) {
+        return model.data(model.index(model.rowOfTransaction(index), Model::VerdictColumn), Qt::ToolTipRole).toString();
+    };
+    // Results only an earlier run found stay visible, beside the newest run's.
+    QCOMPARE(verdictText(10), QStringLiteral("diverged"));
+    QVERIFY2(verdictTip(10).contains(QStringLiteral("run %1").arg(oldRun_)), qPrintable(verdictTip(10)));
+    QCOMPARE(verdictText(300), QStringLiteral("diverged"));
+    QVERIFY(verdictText(299).isEmpty());
+    // Replayed by two runs: the newest wins, and the disagreement is marked where it exists.
+    QCOMPARE(verdictText(2), QStringLiteral("exact  ≠ runs disagree"));
+    QVERIFY2(verdictTip(2).contains(QStringLiteral("run %1").arg(third)) && verdictTip(2).contains(QStringLiteral("newest of 2 runs")),
+             qPrintable(verdictTip(2)));
+    QCOMPARE(verdictText(4), QStringLiteral("exact"));
+
+    // The filters see the same results.
+    model.setQuickFilter(Model::QuickFilter::Diverged);
+    IndexList diverged = shown(model);
+    QVERIFY(std::find(diverged.begin(), diverged.end(), quint64(10)) != diverged.end());
+    QVERIFY(std::find(diverged.begin(), diverged.end(), quint64(300)) != diverged.end());
+    QVERIFY(std::find(diverged.begin(), diverged.end(), quint64(2)) == diverged.end());
+    model.setQuickFilter(Model::QuickFilter::NotReplayed);
+    QCOMPARE(model.rowCount(), int(kSteps - 80 - 40));
+    model.setQuickFilter(Model::QuickFilter::All);
+    model.setTextFilter(QStringLiteral("disagree"));
+    QCOMPARE(shown(model), (IndexList{2}));
+    model.setTextFilter(QStringLiteral("run == %1 && verdict == diverged && index < 12").arg(oldRun_));
+    QCOMPARE(shown(model), (IndexList{6, 10}));  // 2's shown result is the newer run's
+    model.setTextFilter(QStringLiteral("tensor contains bias && index < 5"));
+    QCOMPARE(shown(model), (IndexList{1, 2, 4}));
+    model.setTextFilter(QString());
+
+    // A run added while the table is open shows on refresh, without hiding the others.
+    {
+        CaseStore store(path, CaseStore::Access::ReadWrite);
+        storeRun(store.database(), tapeId_, {outcome(500, Verdict::Diverged, "fc.weight", 9, 0)});
+    }
+    model.refresh();
+    QCOMPARE(verdictText(500), QStringLiteral("diverged"));
+    QCOMPARE(verdictText(10), QStringLiteral("diverged"));
+    // One run alone shows only its own results.
+    model.setRun(third);
+    QCOMPARE(verdictText(2), QStringLiteral("exact"));
+    QVERIFY(verdictText(10).isEmpty());
+}
+
+void TestTransactionModel::withinToleranceSaysWhichBound()
+{
+    Model model;
+    model.setRun(oldRun_);
+    model.setCase(QString::fromStdString(casePath_), tapeId_);
+    // Transaction 1 is within tolerance in the old run, by ULP distance or relative error.
+    const QString text = model.data(model.index(model.rowOfTransaction(1), Model::VerdictColumn)).toString();
+    QVERIFY2(text.startsWith(QStringLiteral("within-tolerance (")) &&
+                 (text.contains(QStringLiteral("ULP")) || text.contains(QStringLiteral("relative L2"))),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("≤")), qPrintable(text));
 }
 
 void TestTransactionModel::selectionFollowsSortAndRefresh()

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QGuiApplication>
 #include <QMetaObject>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "plots/verdict_palette.h"
 
 namespace zkdv::ui {
 
@@ -38,7 +40,7 @@ QString worstDivergenceText(const TransactionRow& row)
 {
     if (row.worstTensor.empty())
         return {};
-    if (row.verdict == "exact")
+    if (row.verdict == Verdict::Exact)
         return QStringLiteral("none: every check bit for bit");
     QString where = QString::fromStdString(row.worstTensor);
     if (!row.worstSlot.empty() && row.worstSlot != row.worstTensor)
@@ -48,27 +50,31 @@ QString worstDivergenceText(const TransactionRow& row)
     return QStringLiteral("%1: %2 ULP").arg(where, QString::number(row.worstMaxUlp, 'g', 3));
 }
 
-struct VerdictColors {
-    QColor foreground;
-    QColor background;
-};
 
-// Exact green, within tolerance amber, diverged red, unverifiable grey.
-const VerdictColors* verdictColors(const std::string& verdict)
+QString verdictText(const TransactionRow& row)
 {
-    static const VerdictColors exact{QColor(0x1b, 0x6e, 0x20), QColor(0xe3, 0xf4, 0xe3)};
-    static const VerdictColors within{QColor(0x8a, 0x5a, 0x00), QColor(0xff, 0xf0, 0xc8)};
-    static const VerdictColors diverged{QColor(0xb7, 0x1c, 0x1c), QColor(0xfd, 0xde, 0xde)};
-    static const VerdictColors unverifiable{QColor(0x5f, 0x5f, 0x5f), QColor(0xea, 0xea, 0xea)};
-    if (verdict == "exact")
-        return &exact;
-    if (verdict == "within-tolerance")
-        return &within;
-    if (verdict == "diverged")
-        return &diverged;
-    if (verdict == "unverifiable")
-        return &unverifiable;
-    return nullptr;
+    if (!row.verdict)
+        return {};
+    QString text = VerdictPalette::label(*row.verdict);
+    if (!row.toleranceCriterion.empty())
+        text += QStringLiteral(" (%1)").arg(QString::fromStdString(row.toleranceCriterion).replace(QStringLiteral("<="), QStringLiteral("≤")));
+    if (row.runsDisagree)
+        text += QStringLiteral("  ≠ runs disagree");
+    return text;
+}
+
+QString verdictToolTip(const TransactionRow& row)
+{
+    if (!row.verdict)
+        return QObject::tr("Not replayed by the run shown");
+    QString tip = QObject::tr("%1, from replay run %2").arg(VerdictPalette::label(*row.verdict)).arg(row.verdictRun);
+    if (row.runCount > 1)
+        tip += QObject::tr("\nthe newest of %1 runs that replayed this transaction").arg(row.runCount);
+    if (row.runsDisagree)
+        tip += QObject::tr("\nthose runs reached different verdicts: pick a run in the case panel to see each");
+    if (!row.toleranceCriterion.empty())
+        tip += QObject::tr("\nwithin tolerance because %1").arg(QString::fromStdString(row.toleranceCriterion));
+    return tip;
 }
 
 TransactionTable::Column tableColumn(int column)
@@ -368,12 +374,14 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
         case SegmentColumn:
             return QString::number(row->segment);
         case VerdictColumn:
-            return QString::fromStdString(row->verdict);
+            return verdictText(*row);
         case WorstDivergenceColumn:
             return worstDivergenceText(*row);
         }
         break;
     case Qt::ToolTipRole:
+        if (column == VerdictColumn)
+            return verdictToolTip(*row);
         if (column == WorstDivergenceColumn && !row->worstTensor.empty()) {
             QString tip = worstDivergenceText(*row);
             if (!std::isnan(row->worstRelativeL2))
@@ -391,8 +399,11 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
     case Qt::ForegroundRole:
     case Qt::BackgroundRole:
         if (column == VerdictColumn) {
-            if (const VerdictColors* colors = verdictColors(row->verdict))
-                return QBrush(role == Qt::ForegroundRole ? colors->foreground : colors->background);
+            if (row->verdict) {
+                const QPalette palette = QGuiApplication::palette();
+                return QBrush(role == Qt::ForegroundRole ? VerdictPalette::cellText(*row->verdict, palette)
+                                                         : VerdictPalette::cellBackground(*row->verdict, palette));
+            }
         }
         break;
     case Qt::TextAlignmentRole:
@@ -451,7 +462,8 @@ QVariant TransactionTableModel::headerData(int section, Qt::Orientation orientat
         case SegmentColumn:
             return tr("Snapshot segment a replay of this step starts from");
         case VerdictColumn:
-            return tr("Verdict of the replay run shown (empty: not replayed)");
+            return tr("Verdict of the replay run shown; with all runs, the newest run that replayed the transaction "
+                      "(empty: not replayed)");
         case WorstDivergenceColumn:
             return tr("The comparison with the worst verdict and its largest ULP distance");
         default:

@@ -4,7 +4,9 @@
 
 #include "zkdv/audit/tolerance.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/latest_verdicts.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_table.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/progress.h"
 
@@ -48,6 +50,23 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
             data.parts |= Series;
         }
         if (parts & Verdicts) {
+            if (runId == TransactionTable::kEveryRun) {
+                data.runId = runId;
+                data.verdicts = loadLatestVerdictPoints(db, tapeId);
+                data.runHistogram = loadLatestUlpHistogram(db, tapeId, progress);
+                // Tolerance lines only when every run drew the same ones.
+                const std::string tolerance = commonRunTolerance(db, tapeId);
+                if (!tolerance.empty()) {
+                    try {
+                        const Tolerance parsed = Tolerance::parse(tolerance);
+                        data.ulpTolerance = parsed.maxUlp;
+                        data.relativeTolerance = parsed.relativeL2;
+                    } catch (const ToleranceError&) {
+                    }
+                }
+                data.parts |= Verdicts;
+                return data;
+            }
             if (runId != 0 && !replayRunBelongsToTape(db, runId, tapeId))
                 throw Error("replay run " + std::to_string(runId) + " is not a run of tape " + std::to_string(tapeId));
             if (runId == 0)

@@ -30,7 +30,8 @@ struct ChartData {
     int parameterCount = 0;
     QVector<QSharedPointer<QCPGraphDataContainer>> updateNorms;
 
-    // Verdicts: the run's (runId 0: the tape has none).
+    // Verdicts: the run's (runId 0: the tape has none; TransactionTable::kEveryRun: per
+    // transaction, the newest run's, each point naming its run).
     qint64 runId = 0;
     std::vector<VerdictPoint> verdicts;
     UlpHistogram runHistogram{};
@@ -39,7 +40,7 @@ struct ChartData {
     double relativeTolerance = std::numeric_limits<double>::quiet_NaN();
 
     // Opens `casePath` read-only and reads `parts` of `tapeId` (and of run `runId`, 0 for the
-    // newest). Reports failures in `problem`, except OperationCancelled, which it throws.
+    // newest, kEveryRun for every run). Reports failures in `problem`, except OperationCancelled, which it throws.
     static ChartData read(const QString& casePath, qint64 tapeId, qint64 runId, int parts, ProgressSink* progress);
 
     // Norms of more parameters than this are not read (the chart says so).

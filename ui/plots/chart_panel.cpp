@@ -14,6 +14,7 @@
 #include "plots/ulp_histogram_chart.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/transaction_table.h"
 #include "zkdv/util/progress.h"
 
 namespace zkdv::ui {
@@ -239,6 +240,7 @@ void ChartPanel::apply(quint64 sequence, const ChartData& data)
         divergence_->setVerdicts(data.verdicts);
         divergence_->setTolerance(data.ulpTolerance, data.relativeTolerance);
         runHistogram_ = data.runHistogram;
+        verdicts_ = data.verdicts;
         // The selected transaction's comparisons may have arrived with them.
         fillTransactionCharts();
     }
@@ -248,18 +250,31 @@ void ChartPanel::apply(quint64 sequence, const ChartData& data)
 void ChartPanel::fillTransactionCharts()
 {
     std::vector<TensorComparison> comparisons;
-    if (db_ && runId_ != 0 && selected_) {
+    // Showing every run, a transaction's comparisons are those of the run its result is from.
+    qint64 run = runId_;
+    if (runId_ == TransactionTable::kEveryRun) {
+        run = 0;
+        if (selected_) {
+            auto found = std::lower_bound(verdicts_.begin(), verdicts_.end(), *selected_,
+                                          [](const VerdictPoint& point, quint64 index) { return point.index < index; });
+            if (found != verdicts_.end() && found->index == *selected_)
+                run = found->runId;
+        }
+    }
+    if (db_ && run > 0 && selected_) {
         try {
-            comparisons = loadTransactionComparisons(*db_, runId_, *selected_);
+            comparisons = loadTransactionComparisons(*db_, run, *selected_);
         } catch (const std::exception& error) {
             Q_EMIT problem(tr("Cannot read the comparisons of transaction %1: %2").arg(*selected_).arg(QString::fromStdString(error.what())));
         }
     }
     tensors_->setComparisons(selected_, comparisons);
     slots_->setComparisons(selected_, comparisons);
-    if (selected_ && runId_ != 0)
-        histogram_->setHistogram(sumUlpHistograms(comparisons), tr("Transaction %1 (run %2)").arg(*selected_).arg(runId_));
-    else if (runId_ != 0)
+    if (selected_ && run > 0)
+        histogram_->setHistogram(sumUlpHistograms(comparisons), tr("Transaction %1 (run %2)").arg(*selected_).arg(run));
+    else if (runId_ == TransactionTable::kEveryRun && !verdicts_.empty())
+        histogram_->setHistogram(runHistogram_, tr("Every run, newest result per transaction"));
+    else if (runId_ > 0)
         histogram_->setHistogram(runHistogram_, tr("Run %1, every comparison").arg(runId_));
     else
         histogram_->clear();
@@ -293,6 +308,8 @@ qint64 ChartPanel::resolveRun()
     if (!db_)
         return 0;
     try {
+        if (requestedRun_ == TransactionTable::kEveryRun)
+            return requestedRun_;
         if (requestedRun_ != 0) {
             // A run of another tape: the read says so (problem()).
             return replayRunBelongsToTape(*db_, requestedRun_, tapeId_) ? requestedRun_ : 0;

@@ -11,6 +11,7 @@
 #include <QTimer>
 
 #include "zkdv/audit/divergence.h"
+#include "zkdv/store/transaction_series.h"
 
 class QThread;
 class QCustomPlot;
@@ -38,7 +39,8 @@ public:
 
     // Opens its own read-only connection to the case; an empty path clears every chart.
     void setCase(const QString& casePath, qint64 tapeId);
-    // The replay run whose verdicts are shown; 0: the newest run of the tape.
+    // The replay run whose verdicts are shown; 0: the newest run of the tape;
+    // TransactionTable::kEveryRun: per transaction, the newest run that replayed it.
     void setRun(qint64 runId);
     // Re-reads the verdicts (replay results arriving): cheap, coalesced with a timer.
     void refresh();
@@ -109,6 +111,7 @@ private:
     Database* db_ = nullptr;
     std::optional<quint64> selected_;
     UlpHistogram runHistogram_{};
+    std::vector<VerdictPoint> verdicts_;  // as applied, by index: which run each result is from
 
     quint64 generation_ = 0;    // bumped by setCase: reads of an earlier case are dropped
     quint64 readSequence_ = 0;  // reads started

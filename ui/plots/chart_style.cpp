@@ -6,6 +6,7 @@
 #include <qcustomplot.h>
 
 #include "plots/chart_tools.h"
+#include "plots/verdict_palette.h"
 
 namespace zkdv::ui {
 
@@ -25,27 +26,6 @@ protected:
 };
 
 }  // namespace
-
-QColor ChartStyle::verdictColor(Verdict verdict)
-{
-    switch (verdict) {
-    case Verdict::Exact:
-        return QColor(0x2e, 0x9e, 0x44);
-    case Verdict::WithinTolerance:
-        return QColor(0xe8, 0xa2, 0x02);
-    case Verdict::Diverged:
-        return QColor(0xd6, 0x27, 0x28);
-    case Verdict::Unverifiable:
-        break;
-    }
-    return QColor(0x8c, 0x8c, 0x8c);
-}
-
-QString ChartStyle::verdictLabel(Verdict verdict)
-{
-    const std::string_view name = verdictName(verdict);
-    return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
-}
 
 void ChartStyle::makeLogAxis(QCPAxis* axis)
 {
@@ -160,7 +140,7 @@ QString ChartStyle::describeComparison(const TensorComparison& comparison)
 {
     const DivergenceMetrics& m = comparison.metrics;
     QString text = QString::fromStdString(comparison.label());
-    text += QObject::tr("\nverdict %1").arg(verdictLabel(comparison.verdict));
+    text += QObject::tr("\nverdict %1").arg(VerdictPalette::label(comparison.verdict));
     text += QObject::tr("\n%1 elements%2").arg(m.elements).arg(m.bitwiseEqual ? QObject::tr(", bitwise equal") : QString());
     text += QObject::tr("\nmax ULP %1, mean ULP %2").arg(formatValue(m.maxUlp), formatValue(m.meanUlp));
     text += QObject::tr("\nrelative L2 %1, max abs %2").arg(formatValue(m.relativeL2), formatValue(m.maxAbs));

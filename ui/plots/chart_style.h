@@ -17,10 +17,6 @@ namespace zkdv::ui {
 
 class ChartStyle {
 public:
-    // exact green, within-tolerance amber, diverged red, unverifiable grey.
-    static QColor verdictColor(Verdict verdict);
-    static QString verdictLabel(Verdict verdict);
-
     // A log axis has no 0: a divergence of exactly 0 (bitwise equal) is drawn at the axis
     // floor, below every real value, and the tooltips give the true value.
     static constexpr double kUlpFloor = 0.5;          // ULP distances are whole numbers

@@ -6,6 +6,7 @@
 
 
 #include "plots/chart_style.h"
+#include "plots/verdict_palette.h"
 #include "plots/point_picker.h"
 
 namespace zkdv::ui {
@@ -192,7 +193,7 @@ QString DivergenceChart::tooltipFor(quint64 index) const
         return tr("transaction %1").arg(index);
     return tr("transaction %1\nverdict %2\nmax ULP %3\nrelative L2 %4%5")
         .arg(index)
-        .arg(ChartStyle::verdictLabel(it->verdict), ChartStyle::formatValue(it->worstMaxUlp),
+        .arg(VerdictPalette::label(it->verdict), ChartStyle::formatValue(it->worstMaxUlp),
              ChartStyle::formatValue(it->worstRelativeL2), it->selected ? QString() : tr("\n(replayed as a prefix)"));
 }
 

@@ -5,6 +5,7 @@
 #include <QToolTip>
 
 #include "plots/chart_style.h"
+#include "plots/verdict_palette.h"
 
 namespace zkdv::ui {
 
@@ -13,8 +14,8 @@ TensorDivergenceBars::TensorDivergenceBars(QWidget* parent) : QCustomPlot(parent
     title_ = ChartStyle::setUpUlpBarChart(this);
     for (Verdict verdict : {Verdict::Exact, Verdict::WithinTolerance, Verdict::Diverged, Verdict::Unverifiable}) {
         auto* bars = new QCPBars(xAxis, yAxis);
-        bars->setName(ChartStyle::verdictLabel(verdict));
-        const QColor color = ChartStyle::verdictColor(verdict);
+        bars->setName(VerdictPalette::label(verdict));
+        const QColor color = VerdictPalette::color(verdict);
         bars->setPen(QPen(color.darker(130), 0));
         bars->setBrush(color);
         bars->setWidth(0.7);

@@ -8,6 +8,7 @@
 #include <QSettings>
 
 #include "plots/chart_style.h"
+#include "plots/verdict_palette.h"
 #include "plots/chart_tools.h"
 #include "plots/point_picker.h"
 
@@ -101,9 +102,9 @@ TransactionChart::TransactionChart(QWidget* parent) : TransactionPlot(parent)
     loss_->setAdaptiveSampling(true);
     for (Verdict verdict : kVerdicts) {
         QCPGraph* graph = addGraph(xAxis, yAxis);
-        graph->setName(ChartStyle::verdictLabel(verdict));
+        graph->setName(VerdictPalette::label(verdict));
         graph->setLineStyle(QCPGraph::lsNone);
-        const QColor color = ChartStyle::verdictColor(verdict);
+        const QColor color = VerdictPalette::color(verdict);
         // A disc drawn once into a pixmap: blitting it is several times cheaper than an
         // antialiased ellipse per marker, which thousands of markers would feel.
         graph->setScatterStyle(QCPScatterStyle(markerPixmap(color, devicePixelRatioF())));
@@ -304,7 +305,7 @@ QString TransactionChart::tooltipFor(quint64 index) const
     }
     if (const VerdictPoint* verdict = verdictOf(index))
         text += tr("\nverdict %1 (max ULP %2, relative L2 %3)")
-                    .arg(ChartStyle::verdictLabel(verdict->verdict), ChartStyle::formatValue(verdict->worstMaxUlp),
+                    .arg(VerdictPalette::label(verdict->verdict), ChartStyle::formatValue(verdict->worstMaxUlp),
                          ChartStyle::formatValue(verdict->worstRelativeL2));
     else if (!verdicts_.empty())
         text += tr("\nnot replayed in this run");

@@ -10,6 +10,7 @@
 #include <qcustomplot.h>
 
 #include "plots/chart_style.h"
+#include "plots/verdict_palette.h"
 #include "zkdv/report/audit_report.h"
 
 namespace zkdv::ui {
@@ -18,11 +19,7 @@ namespace {
 
 const std::array<Verdict, 4> kVerdicts = {Verdict::Exact, Verdict::WithinTolerance, Verdict::Diverged, Verdict::Unverifiable};
 
-// A verdict the case does not spell is shown as unverifiable: the report never hides a row.
-Verdict verdictOf(const ReportTransaction& transaction)
-{
-    return verdictFromName(transaction.verdict).value_or(Verdict::Unverifiable);
-}
+Verdict verdictOf(const ReportTransaction& transaction) { return transaction.verdict; }
 
 std::unique_ptr<QCustomPlot> makePlot()
 {
@@ -38,8 +35,8 @@ std::unique_ptr<QCustomPlot> makePlot()
 QCPGraph* addMarkers(QCustomPlot* plot, Verdict verdict, int count)
 {
     QCPGraph* graph = plot->addGraph();
-    const QColor color = ChartStyle::verdictColor(verdict);
-    graph->setName(QStringLiteral("%1 (%2)").arg(ChartStyle::verdictLabel(verdict)).arg(count));
+    const QColor color = VerdictPalette::color(verdict);
+    graph->setName(QStringLiteral("%1 (%2)").arg(VerdictPalette::label(verdict)).arg(count));
     graph->setLineStyle(QCPGraph::lsNone);
     graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color.darker(130), color, 6));
     graph->setPen(QPen(color));

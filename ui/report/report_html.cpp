@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "plots/chart_style.h"
+#include "plots/verdict_palette.h"
 #include "report/report_charts.h"
 #include "zkdv/report/audit_report.h"
 
@@ -15,8 +16,9 @@ namespace zkdv::ui {
 namespace {
 
 constexpr std::size_t kMaxLayoutLines = 300;
-const char* const kFailRed = "#b71c1c";
-const char* const kPassGreen = "#1b5e20";
+// Passing and failing take the verdict colours, as printed.
+const QString kFailRed = VerdictPalette::printText(Verdict::Diverged).name();
+const QString kPassGreen = VerdictPalette::printText(Verdict::Exact).name();
 
 QString esc(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
 QString esc(const QString& text) { return text.toHtmlEscaped(); }
@@ -25,15 +27,10 @@ QString orDash(const std::string& text) { return text.empty() ? QStringLiteral("
 QString number(double value) { return ChartStyle::formatValue(value); }
 QString percent(double fraction) { return QString::number(fraction * 100.0, 'g', 4) + QStringLiteral(" %"); }
 
-QString verdictColor(const std::string& name)
+QString verdictSpan(Verdict verdict)
 {
-    const std::optional<Verdict> verdict = verdictFromName(name);
-    return verdict ? ChartStyle::verdictColor(*verdict).darker(115).name() : QStringLiteral("#555555");
-}
-
-QString verdictSpan(const std::string& name)
-{
-    return QStringLiteral("<span style=\"color: %1; font-weight: bold;\">%2</span>").arg(verdictColor(name), orDash(name));
+    return QStringLiteral("<span style=\"color: %1; font-weight: bold;\">%2</span>")
+        .arg(VerdictPalette::printText(verdict).name(), VerdictPalette::label(verdict));
 }
 
 QString cell(const QString& html, bool header = false)
@@ -72,7 +69,12 @@ QString worstOf(const ReportTransaction& t, bool ulp)
 
 ReportHtml::ReportHtml(const ReportData& report, Target target) : report_(report), target_(target) {}
 
-QString ReportHtml::verdictWord() const { return report_.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED"); }
+QString ReportHtml::verdictWord() const
+{
+    if (!report_.outcome.empty())
+        return QString::fromStdString(report_.outcome);
+    return report_.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED");
+}
 
 QString ReportHtml::heading(const QString& text) const
 {
@@ -98,7 +100,11 @@ QString ReportHtml::keyValues(const QStringList& pairs) const
 QString ReportHtml::summary() const
 {
     const ReportData& r = report_;
-    const QString verdictColour = r.passed ? kPassGreen : kFailRed;
+    // Green passed, red failed; amber when the audit proved nothing either way (not verified,
+    // not vouched, incomplete): that is not a failure of the tape.
+    const QString verdictColour = r.passed                ? kPassGreen
+                                  : r.outcome == "FAILED" || r.outcome.empty() ? kFailRed
+                                                                                : VerdictPalette::printText(Verdict::WithinTolerance).name();
     QString html;
 
     // Page one, top: what a non-engineer needs, large, red when the audit failed.
@@ -130,6 +136,21 @@ QString ReportHtml::summary() const
                                                : QStringLiteral("0"))));
     if (!r.runProblem.empty())
         html += QStringLiteral("<p style=\"color: %1;\"><b>%2</b> %3</p>").arg(kFailRed, esc(QObject::tr("Run problem:")), esc(r.runProblem));
+    if (!r.otherRuns.empty()) {
+        html += heading(QObject::tr("Other replay runs of this tape"));
+        QString rows;
+        for (const ReportOtherRun& other : r.otherRuns)
+            rows += QStringLiteral("<tr>%1%2%3%4%5%6%7%8</tr>")
+                        .arg(cell(QStringLiteral("#%1").arg(other.id)), cell(esc(other.status)), cell(mono(esc(other.selection))),
+                             cell(QString::number(other.replayed)), cell(QString::number(other.exact + other.withinTolerance)),
+                             cell(other.diverged ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed).arg(other.diverged)
+                                                 : QStringLiteral("0")),
+                             cell(QString::number(other.unverifiable)),
+                             cell(other.vouched ? QObject::tr("vouched") : QObject::tr("not vouched")));
+        html += table(headerRow({QObject::tr("Run"), QObject::tr("Status"), QObject::tr("Selection"), QObject::tr("Replayed"),
+                                 QObject::tr("Passed"), QObject::tr("Diverged"), QObject::tr("Unverifiable"), QObject::tr("Seal")}),
+                      rows);
+    }
 
     if (r.sampling) {
         const SamplingStatement& s = *r.sampling;
@@ -201,7 +222,9 @@ QString ReportHtml::summary() const
                 .arg(orDash(r.redoCommand));
 
     html += heading(QObject::tr("Worst divergences"));
-    if (r.worstDivergences.empty()) {
+    if (r.worstDivergences.empty() && r.comparisonCount == 0) {
+        html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("None to show: no tensor or value could be compared with the tape, so nothing was verified.")));
+    } else if (r.worstDivergences.empty()) {
         html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("None: every replayed tensor matched the tape bit for bit.")));
     } else {
         QString rows;

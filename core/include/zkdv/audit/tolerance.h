@@ -32,6 +32,11 @@ struct Tolerance {
     // The verdict of one tensor comparison under this tolerance.
     Verdict judge(const DivergenceMetrics& metrics) const;
     Verdict judgeFingerprint(double recorded, double replayed) const;
+
+    // Which bound let a within-tolerance comparison of `slot` pass, in words an auditor can
+    // check: "ULP 3 <= 16", "relative L2 2e-07 <= 1e-06", "fingerprint relative 4e-08 <= 1e-05"
+    // (the update/... slots); "" when the values pass no bound of this tolerance.
+    std::string passedBy(const std::string& slot, double maxUlp, double relativeL2) const;
 };
 
 }  // namespace zkdv

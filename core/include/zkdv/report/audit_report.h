@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/audit/divergence.h"
+#include "zkdv/audit/verdict.h"
 #include "zkdv/store/run_seal.h"
 #include "zkdv/util/error.h"
 
@@ -52,7 +53,7 @@ struct ReportComparison {
     std::uint64_t transaction = 0;  // the transaction this comparison belongs to
     std::string tensor;
     std::string slot;
-    std::string verdict;
+    Verdict verdict = Verdict::Unverifiable;
     DivergenceMetrics metrics;
     std::string note;
 };
@@ -61,13 +62,28 @@ struct ReportTransaction {
     std::uint64_t index = 0;
     std::uint64_t segment = 0;
     bool selected = true;
-    std::string verdict;
+    Verdict verdict = Verdict::Unverifiable;
     std::string detail;
     double loss = 0.0;
     std::optional<double> recordedLearningRate;
     double updateNorm = 0.0;
     std::uint64_t replayNs = 0;
     std::vector<ReportComparison> comparisons;  // every comparison made (CSV: one row each)
+};
+
+// Another replay run of the same tape, as the report lists it: a report is about one run, but
+// it never keeps quiet about what the tape's other runs found.
+struct ReportOtherRun {
+    std::int64_t id = 0;
+    std::string status;
+    std::string selection;
+    std::uint64_t seed = 0;
+    std::string device;
+    std::string startedAt;
+    std::uint64_t replayed = 0;
+    std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+    bool vouched = false;                    // its rows carry a seal this reader trusts
+    std::vector<std::uint64_t> divergedTransactions;  // the first few, when vouched
 };
 
 struct ReportData {
@@ -117,13 +133,20 @@ struct ReportData {
     std::uint64_t selectedCount = 0;
     std::uint64_t replayedCount = 0;
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+    std::uint64_t comparisonCount = 0;  // tensors and values compared, over every replayed transaction
     std::string runProblem;
     // Whether the run's rows carry a seal this reader trusts: the conclusion is drawn only
     // from vouched rows (docs/report.md, "Vouched results").
     RunSealCheck seal;
 
+    // The tape's other replay runs, newest first.
+    std::vector<ReportOtherRun> otherRuns;
+
     // The conclusion.
     bool passed = false;
+    // The headline's first words, for titles: PASSED, FAILED, NOT VOUCHED, NOT VERIFIED,
+    // INCOMPLETE (the run did not finish), INCOMPLETE TAPE.
+    std::string outcome;
     std::string headline;                 // one sentence a non-engineer understands
     std::vector<std::string> warnings;    // first-page warnings: tampering found, truncated or unsealed tape, program mismatch…
     std::optional<SamplingStatement> sampling;  // for random (not stratified/top-q/ids) selections

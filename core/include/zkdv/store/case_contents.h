@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/verdict.h"
+
 namespace zkdv {
 
 class Database;
@@ -45,7 +47,7 @@ struct RunTransaction {
     std::uint64_t index = 0;
     std::uint64_t segment = 0;
     bool selected = true;
-    std::string verdict;
+    Verdict verdict = Verdict::Unverifiable;
     std::string detail;
     double loss = 0.0;
     std::optional<double> recordedLearningRate;

@@ -59,7 +59,7 @@ struct StoredVerdict {
     std::uint64_t index = 0;
     std::uint64_t segment = 0;
     bool selected = true;
-    std::string verdict;
+    Verdict verdict = Verdict::Unverifiable;
     std::string detail;
     std::string worstTensor;
     std::string worstSlot;

@@ -10,6 +10,7 @@
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/verdict.h"
+#include "zkdv/util/byte_span.h"
 
 namespace zkdv {
 
@@ -33,10 +34,15 @@ struct TransactionSeries {
 // One replayed transaction of a run, as the `verdicts` table holds it.
 struct VerdictPoint {
     std::uint64_t index = 0;
+    std::int64_t runId = 0;        // the run the result comes from
     Verdict verdict = Verdict::Unverifiable;
     bool selected = true;          // false: replayed only as the prefix of a selected one
     double worstMaxUlp = 0.0;      // of the comparison with the worst verdict (0 when none)
     double worstRelativeL2 = 0.0;
+    // Of every run of the tape (loadLatestVerdictPoints): how many replayed the transaction
+    // and whether their verdicts differ; 1 and false for one run's points.
+    std::uint32_t runCount = 1;
+    bool runsDisagree = false;
 };
 
 // Reads the series of `tapeId` in one query over `transactions`. Update norms are read for
@@ -59,6 +65,9 @@ std::vector<TensorComparison> loadTransactionComparisons(Database& db, std::int6
 
 // The ULP histograms of every comparison of a run, summed bin by bin.
 UlpHistogram loadRunUlpHistogram(Database& db, std::int64_t runId, ProgressSink* progress = nullptr);
+
+// Adds a stored histogram (metrics.ulp_histogram: little-endian u64 counts) to `total`.
+void addUlpHistogramBlob(UlpHistogram& total, ByteSpan blob);
 
 // The histograms of `comparisons`, summed bin by bin.
 UlpHistogram sumUlpHistograms(const std::vector<TensorComparison>& comparisons);

@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/verdict.h"
+
 namespace zkdv {
 
 class Database;
+class LatestVerdictTable;
 class Statement;
 
 // One row of the table. Doubles are NaN where the case holds NULL (or nothing).
@@ -24,11 +27,19 @@ struct TransactionRow {
     bool hasDeltas = false;
     bool hasStateDigest = false;
     std::uint64_t segment = 0;
-    std::string verdict;  // "exact", "within-tolerance", "diverged", "unverifiable"; "" = not replayed
+    std::optional<Verdict> verdict;  // nullopt: not replayed (by the run shown)
+    std::int64_t verdictRun = 0;     // the run the verdict comes from
+    // Showing every run (TransactionTable::kEveryRun): how many runs replayed the transaction
+    // and whether their verdicts differ (the newest one is shown).
+    std::uint32_t runCount = 0;
+    bool runsDisagree = false;
     double worstMaxUlp = 0.0;
     double worstRelativeL2 = 0.0;
     std::string worstTensor;
     std::string worstSlot;
+    // For a within-tolerance verdict: the bound of its run's tolerance the worst comparison
+    // met (Tolerance::passedBy).
+    std::string toleranceCriterion;
 };
 
 // The rows of one tape under a sort and a filter, for a view that shows a few dozen of a
@@ -53,9 +64,13 @@ public:
     bool tapeExists() const { return tapeExists_; }
     std::uint64_t transactionCount() const { return transactionCount_; }
 
-    // 0: the tape's newest run in replay_runs, looked up again by refresh().
+    // Every run of the tape at once: per transaction, the newest run's verdict
+    // (zkdv/store/latest_verdicts.h).
+    static constexpr std::int64_t kEveryRun = -1;
+    // kEveryRun; 0: the tape's newest run in replay_runs, looked up again by refresh(); or
+    // one run's id.
     void setRun(std::int64_t runId);
-    // The run whose verdicts the rows show; 0 when the tape has none.
+    // The run whose verdicts the rows show: kEveryRun, a run id, or 0 when the tape has none.
     std::int64_t effectiveRunId() const { return runId_; }
 
     void setSort(Column column, bool ascending);
@@ -101,6 +116,12 @@ private:
     // Binds ?1 = tape, or ?2 = run (and ?3 = text) when `bindRun`; returns column 0.
     IndexList query(const std::string& sql, bool bindRun, const std::string& text = {});
     std::int64_t viewAt(std::uint64_t position) const;
+    bool showsEveryRun() const { return runId_ == kEveryRun; }
+    // The shown verdicts as `v`, selected by ?2 the same way for one run and for every run.
+    std::string verdictSource() const;
+    std::string verdictKey() const;  // the column of `v` that ?2 selects
+    std::string rowQuery() const;     // the rows with their verdicts, before the idx condition
+    void explainTolerance(TransactionRow& row);
 
     Database& db_;
     std::int64_t tapeId_;
@@ -111,6 +132,8 @@ private:
     std::string tapeSignature_;  // the tapes row the counts were taken from
     std::int64_t requestedRun_ = 0;
     std::int64_t runId_ = 0;
+    std::unique_ptr<LatestVerdictTable> latest_;  // while showing every run
+    std::map<std::int64_t, std::string> runTolerances_;  // by run: its tolerance as stored
 
     Column sortColumn_ = Column::Index;
     bool ascending_ = true;
