@@ -8,6 +8,7 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QDragEnterEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -40,6 +41,7 @@
 #include "settings.h"
 #include "ui_info.h"
 #include "widgets/case_overview.h"
+#include "widgets/finding_banner.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/message_log.h"
 #include "widgets/run_list.h"
@@ -196,7 +198,15 @@ void MainWindow::createCentralWidgets()
     pages_->addWidget(start_);
     pages_->addWidget(workspace_);
     pages_->setCurrentWidget(start_);
-    setCentralWidget(pages_);
+    banner_ = new FindingBanner(this);
+    auto* central = new QWidget(this);
+    auto* centralLayout = new QVBoxLayout(central);
+    centralLayout->setContentsMargins(0, 0, 0, 0);
+    centralLayout->addWidget(banner_);
+    centralLayout->addWidget(pages_, 1);
+    setCentralWidget(central);
+    connect(banner_, &FindingBanner::ingestReadablePartRequested, this, &MainWindow::ingestReadablePart);
+    connect(banner_, &FindingBanner::exportReportRequested, this, &MainWindow::exportFindingReportDialog);
     connect(start_, &StartPage::openRequested, this, [this](const QString& path) { openPaths({path}); });
     connect(start_, &StartPage::newCaseRequested, this, &MainWindow::newCase);
     connect(start_, &StartPage::openCaseRequested, this, &MainWindow::openCaseDialog);
@@ -279,6 +289,11 @@ void MainWindow::createActions()
                           tr("Ingest tapes (*.zkdv) and sealed program files into the case"));
     QAction* exportAction = action(file, tr("&Export Report…"), QKeySequence(Qt::CTRL | Qt::Key_E), &MainWindow::exportReportDialog,
                                    tr("Write the audit report of the chosen replay run (the newest with All runs) as PDF, HTML, JSON or CSV"));
+    ingestPartAction_ = action(file, tr("Ingest Readable &Part of Incomplete Tape"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I),
+                               [this] { ingestReadablePart(banner_->incompleteTapes()); },
+                               tr("Ingest what a truncated or unsealed tape holds up to the cut"));
+    exportFindingAction_ = action(file, tr("Export &Finding Report…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+                                  &MainWindow::exportFindingReportDialog, tr("Write the report of a tape that could not be ingested"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
@@ -378,6 +393,8 @@ void MainWindow::updateActions()
     for (QAction* a : jobActions_)
         a->setEnabled(!busy && (!caseActions_.contains(a) || !casePath_.isEmpty()) && (!tapeActions_.contains(a) || tape_ != 0));
     cancelAction_->setEnabled(busy);
+    ingestPartAction_->setEnabled(!busy && !banner_->incompleteTapes().isEmpty());
+    exportFindingAction_->setEnabled(!busy && banner_->reportable() != nullptr);
 }
 
 QString MainWindow::replayDevice() const { return device_->currentText(); }
@@ -464,11 +481,15 @@ void MainWindow::openPaths(const QStringList& paths)
     }
     if (!caseToOpen.isEmpty() && !openCase(caseToOpen))
         return;
+    QString createdCase;
     if (casePath_.isEmpty() && !tapes.isEmpty()) {
         const QFileInfo first(tapes.front());
         const QString created = first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".zkaudit"));
+        const bool existed = QFileInfo::exists(created);
         if (!openCase(created))
             return;
+        if (!existed)
+            createdCase = created;
     }
     if (casePath_.isEmpty() && !others.isEmpty()) {
         for (const QString& path : others)
@@ -480,16 +501,97 @@ void MainWindow::openPaths(const QStringList& paths)
     for (const QString& tape : tapes)
         Settings::addRecentFile(tape);
     if (!tapes.isEmpty() || !others.isEmpty())
-        ingest(tapes + others);
+        ingest(tapes + others, false, createdCase);
 }
 
-void MainWindow::ingest(const QStringList& files)
+void MainWindow::ingestReadablePart(const QStringList& tapes)
+{
+    if (tapes.isEmpty())
+        return;
+    QString createdCase;
+    if (casePath_.isEmpty()) {
+        const QFileInfo first(tapes.front());
+        const QString created = first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".zkaudit"));
+        const bool existed = QFileInfo::exists(created);
+        if (!openCase(created))
+            return;
+        if (!existed)
+            createdCase = created;
+    }
+    banner_->dismiss();
+    ingest(tapes, true, createdCase);
+}
+
+void MainWindow::discardEmptyCase(const QString& casePath)
+{
+    try {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
+        if (!store.tapes().empty())
+            return;
+    } catch (const std::exception&) {
+        return;  // not ours to remove
+    }
+    if (casePath_ == casePath)
+        openCase(QString());
+    for (const QString& suffix : {QString(), QStringLiteral("-wal"), QStringLiteral("-shm")})
+        QFile::remove(casePath + suffix);
+    Settings::removeRecentFile(casePath);
+    updateRecentFilesMenu();
+    showMessage(tr("Removed %1 again: nothing could be ingested into it.").arg(fileName(casePath)));
+}
+
+bool MainWindow::exportFindingReport(const QString& path)
+{
+    const TapeFinding* finding = banner_->reportable();
+    if (!finding) {
+        showMessage(tr("No finding to report: drop a tape first."));
+        return false;
+    }
+    const std::string format = reportFormatOf(path.toStdString());
+    if (format.empty()) {
+        showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
+        return false;
+    }
+    const ReportData report = buildTapeFindingReport(*finding->summary);
+    std::string error;
+    bool ok = true;
+    try {
+        if (format == "json" || format == "csv")
+            writeReportFile(path.toStdString(), format == "json" ? renderReportJson(report) : renderReportCsv(report));
+        else
+            ok = renderReportDocument(report, format, path.toStdString(), &error);
+    } catch (const std::exception& failure) {
+        ok = false;
+        error = failure.what();
+    }
+    showMessage(ok ? tr("Finding report written to %1: %2").arg(QDir::toNativeSeparators(path), QString::fromStdString(report.headline))
+                   : tr("Report not written: %1").arg(QString::fromStdString(error)),
+                ok ? 10000 : 0);
+    return ok;
+}
+
+void MainWindow::exportFindingReportDialog()
+{
+    const TapeFinding* finding = banner_->reportable();
+    if (!finding)
+        return;
+    const QFileInfo tape(finding->path);
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Finding Report"),
+                                                      tape.absoluteDir().filePath(tape.completeBaseName() + QStringLiteral("-finding.pdf")),
+                                                      tr("PDF (*.pdf);;HTML (*.html);;JSON (*.json);;CSV (*.csv)"));
+    if (!path.isEmpty())
+        exportFindingReport(path);
+}
+
+void MainWindow::ingest(const QStringList& files, bool allowIncomplete, const QString& createdCase)
 {
     const std::string casePath = casePath_.toStdString();
     std::vector<std::string> paths;
     for (const QString& file : files)
         paths.push_back(file.toStdString());
-    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), [casePath, paths](ProgressSink& progress) {
+    auto findings = std::make_shared<QList<TapeFinding>>();
+    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), [casePath, paths, allowIncomplete,
+                                                                                    findings](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         QStringList done, failed;
         std::vector<std::string> programs;
@@ -501,13 +603,23 @@ void MainWindow::ingest(const QStringList& files)
             }
             IngestOptions options;
             options.progress = &progress;
+            options.allowIncomplete = allowIncomplete;
             try {
                 const IngestResult result = store.ingestTape(path, options);
-                done << (result.alreadyPresent ? QObject::tr("%1 already in the case").arg(name) : QObject::tr("%1 ingested").arg(name));
+                done << (result.alreadyPresent ? QObject::tr("%1 already in the case").arg(name)
+                         : result.summary.complete() ? QObject::tr("%1 ingested").arg(name)
+                                                     : QObject::tr("%1 ingested up to transaction %2 (%3 tape)")
+                                                           .arg(name)
+                                                           .arg(result.summary.transactionCount)
+                                                           .arg(QString::fromStdString(std::string(tapeStatusName(result.summary.status)))));
             } catch (const OperationCancelled&) {
                 throw;
+            } catch (const IngestError& error) {
+                failed << QString::fromStdString(error.what());
+                findings->append({QString::fromStdString(path), QString::fromStdString(error.what()), error.summary()});
             } catch (const std::exception& error) {
                 failed << QString::fromStdString(error.what());
+                findings->append({QString::fromStdString(path), QString::fromStdString(error.what()), std::nullopt});
             }
         }
         for (const std::string& path : programs) {
@@ -524,7 +636,14 @@ void MainWindow::ingest(const QStringList& files)
             throw Error((failed + done).join(QStringLiteral("; ")).toStdString());
         return done.join(QStringLiteral("; "));
     });
-    startJob(job);
+    startJob(job, [this, findings, createdCase](bool&, QString&) {
+        // The whole finding stays in view, and a case made for a tape that was refused does
+        // not linger empty on disk or in Open Recent.
+        if (!findings->isEmpty())
+            banner_->showFindings(*findings);
+        if (!createdCase.isEmpty())
+            discardEmptyCase(createdCase);
+    });
 }
 
 bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish)

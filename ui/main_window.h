@@ -20,6 +20,7 @@ namespace zkdv::ui {
 
 class BackgroundJob;
 class CaseOverview;
+class FindingBanner;
 class ChartPanel;
 class HelpDialog;
 class JobProgressFrame;
@@ -46,6 +47,10 @@ public:
     // background, PDF and HTML are rendered on this thread (their charts are widgets).
     // jobFinished says how it went.
     bool exportReport(const QString& path);
+    // Writes the report of the banner's first reportable finding (a tape that could not be
+    // ingested) to `path`; false when there is none or it cannot be written.
+    bool exportFindingReport(const QString& path);
+    FindingBanner* findingBanner() const { return banner_; }
 
     QString casePath() const { return casePath_; }
     qint64 currentTape() const { return tape_; }
@@ -82,7 +87,12 @@ private:
     // `finish`, when given, runs on this thread before the job's result is shown and may
     // change it (a report rendered after its data was built in the background).
     bool startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish = {});
-    void ingest(const QStringList& files);
+    // `createdCase`: the case this ingest's drop created, removed again (from disk and the
+    // recent files) when no tape could be ingested into it.
+    void ingest(const QStringList& files, bool allowIncomplete = false, const QString& createdCase = QString());
+    void ingestReadablePart(const QStringList& tapes);
+    void exportFindingReportDialog();
+    void discardEmptyCase(const QString& casePath);
     void refreshResults();
     void newCase();
     void openCaseDialog();
@@ -109,6 +119,9 @@ private:
     quint64 transactionCount_ = 0;
     CaseOverview* overview_ = nullptr;
     RunList* runs_ = nullptr;
+    FindingBanner* banner_ = nullptr;
+    QAction* ingestPartAction_ = nullptr;
+    QAction* exportFindingAction_ = nullptr;
     TransactionTableModel* model_ = nullptr;
     QTableView* table_ = nullptr;
     ChartPanel* charts_ = nullptr;

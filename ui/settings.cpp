@@ -37,6 +37,13 @@ void Settings::addRecentFile(const QString& path)
 
 void Settings::clearRecentFiles() { QSettings().remove(kRecentFiles); }
 
+void Settings::removeRecentFile(const QString& path)
+{
+    QStringList files = recentFiles();
+    files.removeAll(QFileInfo(path).absoluteFilePath());
+    QSettings().setValue(kRecentFiles, files);
+}
+
 QByteArray Settings::windowGeometry() { return QSettings().value(kGeometry).toByteArray(); }
 void Settings::setWindowGeometry(const QByteArray& geometry) { QSettings().setValue(kGeometry, geometry); }
 QByteArray Settings::windowState() { return QSettings().value(kState).toByteArray(); }

@@ -15,6 +15,7 @@ public:
     static QStringList recentFiles();
     static void addRecentFile(const QString& path);
     static void clearRecentFiles();
+    static void removeRecentFile(const QString& path);
 
     static QByteArray windowGeometry();
     static void setWindowGeometry(const QByteArray& geometry);

@@ -14,6 +14,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "file_bytes.h"
 #include "jobs/background_job.h"
 #include "main_window.h"
@@ -22,6 +24,7 @@
 #include "settings.h"
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
+#include "widgets/finding_banner.h"
 #include "widgets/run_list.h"
 #include "zkdv/store/transaction_table.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -76,6 +79,8 @@ private Q_SLOTS:
     void droppedTapeIsIngestedIntoANewCase();
     void droppedCorruptTapeIsRefusedAndNothingIsLost();
     void droppedNonTapeFileIsNamedInTheStatusBar();
+    void corruptTapeOnAnEmptyWindowIsReportedAndLeavesNoCase();
+    void truncatedTapeOffersItsReadablePart();
     void replayStartedFromTheWindow();
     void laterRunKeepsEarlierResultsVisible();
     void everyActionHasAShortcut();
@@ -175,6 +180,75 @@ void TestMainWindow::droppedCorruptTapeIsRefusedAndNothingIsLost()
     QCOMPARE(window_->transactionModel()->rowCount(), kSteps);
     CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
     QCOMPARE(store.tapes().size(), std::size_t(1));
+}
+
+void TestMainWindow::corruptTapeOnAnEmptyWindowIsReportedAndLeavesNoCase()
+{
+    const QString tape = QString::fromStdString(functionDir_->file("corrupt.zkdv"));
+    std::filesystem::copy_file(corrupt_.toStdString(), tape.toStdString());
+    const TapeSummary scanned = scanTape(tape.toStdString());
+    QVERIFY(scanned.problem.has_value());
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    drop(*window_, {tape});
+    const auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY(!ok);
+    // The whole finding stays in view: file, record, byte offset.
+    FindingBanner* banner = window_->findingBanner();
+    QVERIFY(banner->isVisible());
+    const QString text = banner->text();
+    QVERIFY2(text.contains(QStringLiteral("corrupt.zkdv")) && text.contains(QStringLiteral("record %1").arg(scanned.problem->recordIndex)) &&
+                 text.contains(QStringLiteral("byte offset %1").arg(scanned.problem->byteOffset)),
+             qPrintable(text));
+    // The case made for it is gone again, from disk and from Open Recent.
+    const QString createdCase = QString::fromStdString(functionDir_->file("corrupt.zkaudit"));
+    QVERIFY(!QFileInfo::exists(createdCase));
+    QVERIFY(!Settings::recentFiles().contains(QFileInfo(createdCase).absoluteFilePath()));
+    QVERIFY(window_->casePath().isEmpty());
+    QVERIFY(window_->showsStartPage());
+    // The finding can be reported: the GUI reports tampering it could not ingest.
+    const QString json = QString::fromStdString(functionDir_->file("finding.json"));
+    QVERIFY(window_->exportFindingReport(json));
+    const nlohmann::json report = nlohmann::json::parse(test::readText(json.toStdString()));
+    QCOMPARE(report["conclusion"]["outcome"].get<std::string>(), std::string("FAILED"));
+    QCOMPARE(report["conclusion"]["passed"].get<bool>(), false);
+    const std::string headline = report["conclusion"]["headline"].get<std::string>();
+    QVERIFY2(headline.find("corrupt") != std::string::npos && headline.find("byte " + std::to_string(scanned.problem->byteOffset)) != std::string::npos,
+             headline.c_str());
+    QVERIFY(window_->exportFindingReport(QString::fromStdString(functionDir_->file("finding.html"))));
+    QVERIFY(test::readText(functionDir_->file("finding.html")).find("FAILED") != std::string::npos);
+    banner->dismiss();
+    QVERIFY(!banner->isVisible());
+    QVERIFY(!window_->exportFindingReport(json));
+}
+
+void TestMainWindow::truncatedTapeOffersItsReadablePart()
+{
+    std::vector<std::uint8_t> bytes = test::readAll(recordedTape_.toStdString());
+    bytes.resize(bytes.size() * 6 / 10);
+    const QString tape = QString::fromStdString(functionDir_->file("cut.zkdv"));
+    test::writeAll(tape.toStdString(), bytes);
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    drop(*window_, {tape});
+    auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY(!ok);
+    FindingBanner* banner = window_->findingBanner();
+    QCOMPARE(banner->incompleteTapes(), QStringList{tape});
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(functionDir_->file("cut.zkaudit"))));
+    const QString json = QString::fromStdString(functionDir_->file("cut-finding.json"));
+    QVERIFY(window_->exportFindingReport(json));
+    QCOMPARE(nlohmann::json::parse(test::readText(json.toStdString()))["conclusion"]["outcome"].get<std::string>(),
+             std::string("INCOMPLETE TAPE"));
+    // Taking the offer ingests what the tape holds up to the cut.
+    QSignalSpy ingested(window_.get(), &MainWindow::jobFinished);
+    QMetaObject::invokeMethod(banner, [banner] { Q_EMIT banner->ingestReadablePartRequested(banner->incompleteTapes()); });
+    std::tie(ok, message) = waitForJob(*window_, ingested);
+    QVERIFY2(ok, qPrintable(message));
+    QVERIFY(!banner->isVisible());
+    QCOMPARE(window_->casePath(), QString::fromStdString(functionDir_->file("cut.zkaudit")));
+    CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
+    QCOMPARE(store.tapes().size(), std::size_t(1));
+    QCOMPARE(store.tapes().front().status, std::string("truncated"));
+    QVERIFY(window_->transactionModel()->rowCount() > 0);
 }
 
 void TestMainWindow::droppedNonTapeFileIsNamedInTheStatusBar()

@@ -16,6 +16,7 @@
 namespace zkdv {
 
 class CaseStore;
+struct TapeSummary;
 
 class ReportError : public Error {
 public:
@@ -168,6 +169,10 @@ struct ReportOptions {
 // Builds the report of one replay run from the case. Throws ReportError when the case has
 // no such tape or run (a report needs a replay).
 ReportData buildAuditReport(CaseStore& store, const ReportOptions& options = {});
+
+// The report of a tape that could not be ingested (corrupt, or incomplete): what the scan
+// found, where, and what it means; no run. Every renderer takes it like any report.
+ReportData buildTapeFindingReport(const TapeSummary& summary);
 
 // Machine renderers (stable keys: docs/report-schema.md).
 std::string renderReportJson(const ReportData& report);
