@@ -44,6 +44,7 @@
 #include "widgets/finding_banner.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/message_log.h"
+#include "widgets/missing_tape_bar.h"
 #include "widgets/run_list.h"
 #include "widgets/start_page.h"
 #include "zkdv/replay/replay_runner.h"
@@ -53,6 +54,7 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/graph/exported_graph.h"
 #include "zkdv/store/display_filter.h"
+#include "zkdv/store/tape_location.h"
 #include "zkdv/store/transaction_table.h"
 #include "zkdv/worker/replay_devices.h"
 
@@ -203,6 +205,9 @@ void MainWindow::createCentralWidgets()
     auto* centralLayout = new QVBoxLayout(central);
     centralLayout->setContentsMargins(0, 0, 0, 0);
     centralLayout->addWidget(banner_);
+    missingBar_ = new MissingTapeBar(this);
+    centralLayout->addWidget(missingBar_);
+    connect(missingBar_, &MissingTapeBar::locateRequested, this, &MainWindow::locateTapeDialog);
     centralLayout->addWidget(pages_, 1);
     setCentralWidget(central);
     connect(banner_, &FindingBanner::ingestReadablePartRequested, this, &MainWindow::ingestReadablePart);
@@ -294,6 +299,10 @@ void MainWindow::createActions()
                                tr("Ingest what a truncated or unsealed tape holds up to the cut"));
     exportFindingAction_ = action(file, tr("Export &Finding Report…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
                                   &MainWindow::exportFindingReportDialog, tr("Write the report of a tape that could not be ingested"));
+    locateAction_ = action(file, tr("&Locate Moved Tape…"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
+        if (!missingBar_->missing().isEmpty())
+            locateTapeDialog(missingBar_->isMissing(tape_) ? tape_ : missingBar_->missing().front().tapeId);
+    }, tr("Point the case at a tape file that moved since it was ingested"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
@@ -395,6 +404,7 @@ void MainWindow::updateActions()
     cancelAction_->setEnabled(busy);
     ingestPartAction_->setEnabled(!busy && !banner_->incompleteTapes().isEmpty());
     exportFindingAction_->setEnabled(!busy && banner_->reportable() != nullptr);
+    locateAction_->setEnabled(!busy && !missingBar_->missing().isEmpty());
 }
 
 QString MainWindow::replayDevice() const { return device_->currentText(); }
@@ -427,6 +437,7 @@ bool MainWindow::openCase(const QString& casePath)
     pages_->setCurrentWidget(casePath_.isEmpty() ? static_cast<QWidget*>(start_) : workspace_);
     overview_->showCase(casePath_);
     setTape(overview_->currentTape());
+    checkTapeFiles();
     setWindowTitle(casePath_.isEmpty() ? tr("ZKDV Audit Workstation") : tr("%1 — ZKDV Audit Workstation").arg(fileName(casePath_)));
     updateActions();
     Q_EMIT caseChanged(casePath_);
@@ -520,6 +531,53 @@ void MainWindow::ingestReadablePart(const QStringList& tapes)
     }
     banner_->dismiss();
     ingest(tapes, true, createdCase);
+}
+
+void MainWindow::checkTapeFiles()
+{
+    QList<MissingTapeBar::Missing> missing;
+    if (!casePath_.isEmpty()) {
+        try {
+            CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
+            for (const CaseTape& tape : misplacedTapes(store))
+                missing.append({tape.id, QString::fromStdString(tape.path), QString::fromStdString(tapeFileProblem(tape))});
+        } catch (const std::exception& error) {
+            showMessage(QString::fromStdString(error.what()));
+        }
+    }
+    const bool changed = missing.size() != missingBar_->missing().size();
+    missingBar_->showMissing(missing);
+    if (changed && !missing.isEmpty())
+        showMessage(tr("%n tape file(s) of this case moved or changed since ingest: locate them to replay (Ctrl+L).", nullptr,
+                       static_cast<int>(missing.size())),
+                    0);
+    updateActions();
+}
+
+void MainWindow::locateTapeDialog(qint64 tapeId)
+{
+    QString expected;
+    for (const MissingTapeBar::Missing& entry : missingBar_->missing())
+        if (entry.tapeId == tapeId)
+            expected = entry.path;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Locate Tape %1 (%2)").arg(tapeId).arg(fileName(expected)),
+                                                      QFileInfo(expected).absolutePath(), tr("Tapes (*.zkdv);;All files (*)"));
+    if (!path.isEmpty())
+        locateTape(tapeId, path);
+}
+
+bool MainWindow::locateTape(qint64 tapeId, const QString& path)
+{
+    if (casePath_.isEmpty())
+        return false;
+    const std::string casePath = casePath_.toStdString();
+    const std::string file = path.toStdString();
+    auto* job = new BackgroundJob(tr("Checking %1 against tape %2").arg(fileName(path)).arg(tapeId), [casePath, tapeId, file](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        relocateTape(store, tapeId, file, &progress);
+        return QObject::tr("Tape %1 is now read from %2: the same tape (chain head and size match).").arg(tapeId).arg(QString::fromStdString(file));
+    });
+    return startJob(job, [this](bool&, QString&) { checkTapeFiles(); });
 }
 
 void MainWindow::discardEmptyCase(const QString& casePath)
@@ -686,6 +744,21 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
     ReplayRequest request;
     try {
         request.selection = SelectionSpec::parse(spec.toStdString());
+    } catch (const std::exception& error) {
+        showMessage(QString::fromStdString(error.what()));
+        return false;
+    }
+    // A tape file that moved is located first: a replay of it would only fail, and a failed
+    // run would stay in the case.
+    try {
+        CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
+        if (const std::optional<CaseTape> tape = store.tape(tape_)) {
+            if (const std::string problem = tapeFileProblem(*tape); !problem.empty()) {
+                checkTapeFiles();
+                showMessage(tr("Not replayed: %1 (Ctrl+L)").arg(QString::fromStdString(problem)), 0);
+                return false;
+            }
+        }
     } catch (const std::exception& error) {
         showMessage(QString::fromStdString(error.what()));
         return false;

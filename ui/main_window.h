@@ -25,6 +25,7 @@ class ChartPanel;
 class HelpDialog;
 class JobProgressFrame;
 class MessageLog;
+class MissingTapeBar;
 class RunList;
 class StartPage;
 class TransactionTableModel;
@@ -51,6 +52,10 @@ public:
     // ingested) to `path`; false when there is none or it cannot be written.
     bool exportFindingReport(const QString& path);
     FindingBanner* findingBanner() const { return banner_; }
+    MissingTapeBar* missingTapeBar() const { return missingBar_; }
+    // Points tape `tapeId` of the open case at `path` (its file moved), in the background;
+    // jobFinished says whether it was the same tape.
+    bool locateTape(qint64 tapeId, const QString& path);
 
     QString casePath() const { return casePath_; }
     qint64 currentTape() const { return tape_; }
@@ -93,6 +98,8 @@ private:
     void ingestReadablePart(const QStringList& tapes);
     void exportFindingReportDialog();
     void discardEmptyCase(const QString& casePath);
+    void checkTapeFiles();
+    void locateTapeDialog(qint64 tapeId);
     void refreshResults();
     void newCase();
     void openCaseDialog();
@@ -120,6 +127,8 @@ private:
     CaseOverview* overview_ = nullptr;
     RunList* runs_ = nullptr;
     FindingBanner* banner_ = nullptr;
+    MissingTapeBar* missingBar_ = nullptr;
+    QAction* locateAction_ = nullptr;
     QAction* ingestPartAction_ = nullptr;
     QAction* exportFindingAction_ = nullptr;
     TransactionTableModel* model_ = nullptr;

@@ -25,6 +25,7 @@
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
 #include "widgets/finding_banner.h"
+#include "widgets/missing_tape_bar.h"
 #include "widgets/run_list.h"
 #include "zkdv/store/transaction_table.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -81,6 +82,7 @@ private Q_SLOTS:
     void droppedNonTapeFileIsNamedInTheStatusBar();
     void corruptTapeOnAnEmptyWindowIsReportedAndLeavesNoCase();
     void truncatedTapeOffersItsReadablePart();
+    void movedTapeIsLocatedByItsChainHead();
     void replayStartedFromTheWindow();
     void laterRunKeepsEarlierResultsVisible();
     void everyActionHasAShortcut();
@@ -249,6 +251,47 @@ void TestMainWindow::truncatedTapeOffersItsReadablePart()
     QCOMPARE(store.tapes().size(), std::size_t(1));
     QCOMPARE(store.tapes().front().status, std::string("truncated"));
     QVERIFY(window_->transactionModel()->rowCount() > 0);
+}
+
+void TestMainWindow::movedTapeIsLocatedByItsChainHead()
+{
+    QVERIFY(openIngestedCase());
+    const QString casePath = window_->casePath();
+    window_->openCase(QString());
+    const QString moved = QString::fromStdString(functionDir_->file("moved.zkdv"));
+    QVERIFY(QFile::rename(tape_, moved));
+    // Opening the case says which tape is missing, and where it was.
+    QVERIFY(window_->openCase(casePath));
+    MissingTapeBar* bar = window_->missingTapeBar();
+    QVERIFY(bar->isVisible());
+    QVERIFY(bar->isMissing(window_->currentTape()));
+    QVERIFY2(bar->text().contains(QFileInfo(tape_).fileName()), qPrintable(bar->text()));
+    // A replay is refused before any run is recorded.
+    QVERIFY(!window_->startReplay(QStringLiteral("random:2"), 1));
+    QVERIFY2(window_->statusBar()->currentMessage().contains(QStringLiteral("locate")), qPrintable(window_->statusBar()->currentMessage()));
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
+        QVERIFY(ReplayStore(store.database()).runs().empty());
+    }
+    // Another tape is refused, and the case keeps the old path.
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    QVERIFY(window_->locateTape(window_->currentTape(), corrupt_));
+    auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY(!ok);
+    QVERIFY2(message.contains(QStringLiteral("chain head")), qPrintable(message));
+    QVERIFY(bar->isVisible());
+    // The moved file is the same tape: the case follows it, and replays work again.
+    QVERIFY(window_->locateTape(window_->currentTape(), moved));
+    std::tie(ok, message) = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    QVERIFY(!bar->isVisible());
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
+        QCOMPARE(QString::fromStdString(store.tapes().front().path), QFileInfo(moved).absoluteFilePath());
+    }
+    QVERIFY(window_->startReplay(QStringLiteral("random:2"), 1));
+    std::tie(ok, message) = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
 }
 
 void TestMainWindow::droppedNonTapeFileIsNamedInTheStatusBar()

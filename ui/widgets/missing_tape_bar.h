@@ -1,0 +1,36 @@
+#pragma once
+// Tapes of the open case whose files moved or changed since ingest: said when the case is
+// opened, with Locate Tape… to point the case at the file's new place.
+
+#include <QFrame>
+#include <QList>
+#include <QString>
+
+class QLabel;
+
+namespace zkdv::ui {
+
+class MissingTapeBar : public QFrame {
+    Q_OBJECT
+public:
+    struct Missing {
+        qint64 tapeId = 0;
+        QString path;     // where the case expected it
+        QString problem;  // tapeFileProblem()
+    };
+
+    explicit MissingTapeBar(QWidget* parent = nullptr);
+    void showMissing(const QList<Missing>& missing);  // empty: hides
+    const QList<Missing>& missing() const { return missing_; }
+    bool isMissing(qint64 tapeId) const;
+    QString text() const;
+
+Q_SIGNALS:
+    void locateRequested(qint64 tapeId);
+
+private:
+    QLabel* text_;
+    QList<Missing> missing_;
+};
+
+}  // namespace zkdv::ui
