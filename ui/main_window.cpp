@@ -28,6 +28,7 @@
 #include <QToolBar>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <fstream>
 #include <memory>
@@ -38,6 +39,7 @@
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "report/report_document.h"
+#include "report/report_pdf_writer.h"
 #include "settings.h"
 #include "ui_info.h"
 #include "widgets/case_overview.h"
@@ -50,6 +52,7 @@
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/report/report_file.h"
+#include "zkdv/report/transaction_table_csv.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/graph/exported_graph.h"
@@ -236,7 +239,18 @@ void MainWindow::createCentralWidgets()
         if (current.isValid())
             QApplication::clipboard()->setText(current.data(Qt::DisplayRole).toString());
     });
-    table_->addActions({copyRows, copyValue});
+    auto* exportTable = new QAction(tr("&Export Table as CSV…"), table_);
+    exportTable->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    exportTable->setShortcutContext(Qt::WidgetShortcut);
+    connect(exportTable, &QAction::triggered, this, [this] {
+        const QFileInfo caseFile(casePath_);
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export Table as CSV"),
+                                                          caseFile.absoluteDir().filePath(caseFile.completeBaseName() + QStringLiteral("-table.csv")),
+                                                          tr("CSV (*.csv)"));
+        if (!path.isEmpty())
+            exportTableCsv(path);
+    });
+    table_->addActions({copyRows, copyValue, exportTable});
     setTabOrder(quickFilter_, textFilter_);
     setTabOrder(textFilter_, table_);
     setTabOrder(table_, charts_);
@@ -598,6 +612,27 @@ void MainWindow::discardEmptyCase(const QString& casePath)
     showMessage(tr("Removed %1 again: nothing could be ingested into it.").arg(fileName(casePath)));
 }
 
+bool MainWindow::exportTableCsv(const QString& path)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to export: open a case with a tape first."));
+        return false;
+    }
+    const std::string casePath = casePath_.toStdString();
+    const std::string target = path.toStdString();
+    const qint64 tapeId = tape_;
+    const TransactionTable::View view = model_->tableView();
+    const QString shown = QDir::toNativeSeparators(path);
+    auto* job = new BackgroundJob(tr("Exporting the table to %1").arg(fileName(path)), [casePath, target, tapeId, view, shown](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        TransactionTable table(store.database(), tapeId);
+        table.setView(view);
+        writeTransactionTableCsv(table, target, &progress);
+        return QObject::tr("%n row(s) written to %1", nullptr, static_cast<int>(std::min<std::uint64_t>(table.rowCount(), INT_MAX))).arg(shown);
+    });
+    return startJob(job);
+}
+
 bool MainWindow::exportFindingReport(const QString& path)
 {
     const TapeFinding* finding = banner_->reportable();
@@ -719,6 +754,11 @@ bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QStri
         QString message = jobMessage;
         if (finish)
             finish(ok, message);
+        if (continuation_) {
+            // The work goes on in another job: started once this one is gone.
+            QTimer::singleShot(0, this, [this, next = std::exchange(continuation_, {})] { next(); });
+            return;
+        }
         showMessage(message, ok ? 10000 : 0);
         overview_->showCase(casePath_);
         if (overview_->currentTape() != tape_)
@@ -841,20 +881,33 @@ bool MainWindow::exportReport(const QString& path)
         return QString();
     });
     const QString shown = QDir::toNativeSeparators(path);
-    return startJob(job, [report, target, formatName, shown, format](bool& ok, QString& message) {
+    return startJob(job, [this, report, target, formatName, shown, format](bool& ok, QString& message) {
         if (!ok)
             return;
-        if (formatName == "pdf" || formatName == "html") {
-            QApplication::setOverrideCursor(Qt::WaitCursor);
+        const QString written = QObject::tr("%1 report written to %2: %3").arg(format.toUpper(), shown, QString::fromStdString(report->headline));
+        if (formatName == "html") {
+            // One file with its charts as images: quick, drawn here.
             std::string error;
             ok = renderReportDocument(*report, formatName, target, &error);
-            QApplication::restoreOverrideCursor();
-            if (!ok) {
-                message = QObject::tr("Report not written: %1").arg(QString::fromStdString(error));
-                return;
-            }
+            message = ok ? written : QObject::tr("Report not written: %1").arg(QString::fromStdString(error));
+            return;
         }
-        message = QObject::tr("%1 report written to %2: %3").arg(format.toUpper(), shown, QString::fromStdString(report->headline));
+        if (formatName != "pdf") {
+            message = written;
+            return;
+        }
+        // The charts are widgets: drawn here into vector pictures; the pages are laid out
+        // and painted in the background, with progress and cancel.
+        auto writer = std::make_shared<ReportPdfWriter>(*report);
+        continueWith([this, writer, target, written, shown] {
+            auto* pages = new BackgroundJob(tr("Writing the PDF report %1").arg(shown), [writer, target, written](ProgressSink& progress) {
+                std::string error;
+                if (!writePdfReport(*writer, target, &error, &progress))
+                    throw Error(error);
+                return written;
+            });
+            startJob(pages);
+        });
     });
 }
 

@@ -51,6 +51,9 @@ public:
     // Writes the report of the banner's first reportable finding (a tape that could not be
     // ingested) to `path`; false when there is none or it cannot be written.
     bool exportFindingReport(const QString& path);
+    // Writes every row of the table as shown (run, sort, filter) to `path` as CSV, in the
+    // background; jobFinished says how it went.
+    bool exportTableCsv(const QString& path);
     FindingBanner* findingBanner() const { return banner_; }
     MissingTapeBar* missingTapeBar() const { return missingBar_; }
     // Points tape `tapeId` of the open case at `path` (its file moved), in the background;
@@ -92,6 +95,10 @@ private:
     // `finish`, when given, runs on this thread before the job's result is shown and may
     // change it (a report rendered after its data was built in the background).
     bool startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish = {});
+    // Called from a job's `finish`: once that job is done, `next` starts the job that
+    // continues it (e.g. a report's pages, written after its charts were drawn here), and
+    // jobFinished waits for that one.
+    void continueWith(std::function<void()> next) { continuation_ = std::move(next); }
     // `createdCase`: the case this ingest's drop created, removed again (from disk and the
     // recent files) when no tape could be ingested into it.
     void ingest(const QStringList& files, bool allowIncomplete = false, const QString& createdCase = QString());
@@ -152,6 +159,7 @@ private:
     QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
     QLabel* emptyState_ = nullptr;  // over the table when it has no rows, saying why
     QPointer<HelpDialog> help_;
+    std::function<void()> continuation_;
 };
 
 }  // namespace zkdv::ui

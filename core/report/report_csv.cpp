@@ -6,13 +6,19 @@
 #include <cstdio>
 
 #include "zkdv/report/audit_report.h"
+#include "zkdv/report/csv_text.h"
 #include "zkdv/util/utf8.h"
 
 namespace zkdv {
 
 namespace {
 
-std::string field(const std::string& stored)
+std::string field(const std::string& stored) { return csvField(stored); }
+std::string number(double value) { return csvNumber(value); }
+
+}  // namespace
+
+std::string csvField(const std::string& stored)
 {
     const std::string text = toValidUtf8(stored);
     if (text.find_first_of(",\"\r\n") == std::string::npos)
@@ -23,7 +29,7 @@ std::string field(const std::string& stored)
     return quoted + "\"";
 }
 
-std::string number(double value)
+std::string csvNumber(double value)
 {
     if (std::isnan(value))
         return "nan";
@@ -33,8 +39,6 @@ std::string number(double value)
     std::snprintf(buffer, sizeof buffer, "%.17g", value);
     return buffer;
 }
-
-}  // namespace
 
 std::string renderReportCsv(const ReportData& report)
 {

@@ -184,6 +184,22 @@ void TransactionTable::setRun(std::int64_t runId)
     rebuild();
 }
 
+void TransactionTable::setView(const View& view)
+{
+    rangeQuery_.reset();
+    pointQuery_.reset();
+    requestedRun_ = view.run;
+    resolveRun();
+    orders_.erase(Column::Verdict);
+    orders_.erase(Column::WorstDivergence);
+    sortColumn_ = view.sort;
+    ascending_ = view.ascending;
+    quickFilter_ = view.filter;
+    text_ = trimmed(view.text);
+    topq_ = std::max<std::uint64_t>(1, view.topq);
+    rebuild();
+}
+
 void TransactionTable::setSort(Column column, bool ascending)
 {
     sortColumn_ = column;

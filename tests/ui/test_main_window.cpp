@@ -85,6 +85,7 @@ private Q_SLOTS:
     void movedTapeIsLocatedByItsChainHead();
     void replayStartedFromTheWindow();
     void laterRunKeepsEarlierResultsVisible();
+    void tableExportsAsShownToCsv();
     void everyActionHasAShortcut();
     void recentFilesRemembered();
 
@@ -383,6 +384,32 @@ void TestMainWindow::laterRunKeepsEarlierResultsVisible()
     QCOMPARE(window_->shownRun(), TransactionTable::kEveryRun);
     QCOMPARE(replayed().size(), int(expected.size()));
     QTRY_COMPARE(window_->charts()->verdictMarkerCount(), int(expected.size()));
+}
+
+void TestMainWindow::tableExportsAsShownToCsv()
+{
+    QVERIFY(openIngestedCase());
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    QVERIFY(window_->startReplay(QStringLiteral("random:5"), 3));
+    auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    // Filtered and sorted as shown: replayed transactions, by loss descending.
+    TransactionTableModel* model = window_->transactionModel();
+    model->setTextFilter(QStringLiteral("replayed"));
+    model->sort(TransactionTableModel::LossColumn, Qt::DescendingOrder);
+    QVERIFY(model->rowCount() >= 5 && model->rowCount() < kSteps);
+    const QString path = QString::fromStdString(functionDir_->file("table.csv"));
+    QVERIFY(window_->exportTableCsv(path));
+    std::tie(ok, message) = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    const QStringList lines = QString::fromStdString(test::readText(path.toStdString())).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), model->rowCount() + 1);
+    QVERIFY(lines.front().startsWith(QStringLiteral("index,loss,lr,")));
+    for (int row = 0; row < model->rowCount(); ++row) {
+        const QStringList fields = lines[row + 1].split(QLatin1Char(','));
+        QCOMPARE(fields.value(0).toULongLong(), model->transactionAt(row));
+        QCOMPARE(fields.value(8), QStringLiteral("exact"));
+    }
 }
 
 void TestMainWindow::everyActionHasAShortcut()

@@ -12,6 +12,8 @@
 #include <QImage>
 #include <QProcess>
 #include <QSet>
+#include <QThread>
+#include <QDir>
 
 #include <cmath>
 #include <fstream>
@@ -21,6 +23,8 @@
 #include "file_bytes.h"
 #include "main_window.h"
 #include "report/report_document.h"
+#include "report/report_pdf_writer.h"
+#include "zkdv/util/progress.h"
 #include "settings.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -393,6 +397,44 @@ private slots:
         QVERIFY2(!first.contains(QStringLiteral("PASSED")) && !first.contains(QStringLiteral("FAILED")), qPrintable(first.left(400)));
         QVERIFY2(first.contains(simplified(QString::fromStdString(report.warnings.front()))), qPrintable(first.left(800)));
         QVERIFY(first.contains(simplified(QString::fromStdString(report.headline))));
+    }
+
+    void pdfPagesAreWrittenOffTheGuiThreadAndCanBeCancelled()
+    {
+        test::TempDir dir;
+        const ReportData report = makeReport(400, 3);  // several pages of transactions
+        const ui::ReportPdfWriter writer(report);       // the charts, drawn here
+        // The pages, on another thread: what the workstation's export job does.
+        const std::string path = dir.file("threaded.pdf");
+        struct Pages : ProgressSink {
+            void report(std::uint64_t done, std::uint64_t total, std::string_view) override
+            {
+                last = done;
+                pages = total;
+            }
+            std::uint64_t last = 0, pages = 0;
+        } pages;
+        bool ok = false;
+        std::string error;
+        QThread* thread = QThread::create([&] { ok = ui::writePdfReport(writer, path, &error, &pages); });
+        thread->start();
+        QVERIFY(thread->wait(120000));
+        delete thread;
+        QVERIFY2(ok, error.c_str());
+        QVERIFY(pages.pages >= 3);
+        QCOMPARE(pages.last, pages.pages);
+        QVERIFY(simplified(pdfText(QString::fromStdString(path))).contains(simplified(QString::fromStdString(report.headline))));
+
+        // Stopped after the first page: no report at the path, no temporary file beside it.
+        struct StopAfterFirst : ProgressSink {
+            void report(std::uint64_t done, std::uint64_t, std::string_view) override { stop = done >= 1; }
+            bool cancelRequested() const override { return stop; }
+            bool stop = false;
+        } stopper;
+        const std::string stopped = dir.file("stopped.pdf");
+        QVERIFY_THROWS_EXCEPTION(OperationCancelled, ui::writePdfReport(writer, stopped, &error, &stopper));
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(stopped)));
+        QCOMPARE(QDir(QString::fromStdString(dir.path())).entryList({QStringLiteral("stopped*")}, QDir::Files), QStringList());
     }
 
     void emptyReportStillRenders()

@@ -284,6 +284,11 @@ void TransactionTableModel::movePersistentIndexes(const QModelIndexList& before,
     changePersistentIndexList(before, after);
 }
 
+TransactionTable::View TransactionTableModel::tableView() const
+{
+    return table_ ? table_->view() : TransactionTable::View{};
+}
+
 qint64 TransactionTableModel::runId() const
 {
     return table_ ? table_->effectiveRunId() : 0;

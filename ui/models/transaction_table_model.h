@@ -54,6 +54,8 @@ public:
     QString casePath() const { return casePath_; }
     qint64 tapeId() const { return tapeId_; }
     qint64 runId() const;  // the run shown (0: none)
+    // Run, sort and filter as shown, for a copy of the table on another connection.
+    TransactionTable::View tableView() const;
     quint64 transactionAt(int row) const;
     int rowOfTransaction(quint64 index) const;  // -1 when filtered out
 

@@ -32,18 +32,27 @@ void writeHtml(const ReportData& report, const QString& path)
     writeReportFile(path.toStdString(), bytes.toStdString());  // throws IoError naming the file
 }
 
-// QPdfWriter writes where it is told: to the temporary file, renamed over `path` once whole.
-bool writePdf(const ReportData& report, const QString& path, QString* problem)
+}  // namespace
+
+bool writePdfReport(const ReportPdfWriter& writer, const std::string& path, std::string* error, ProgressSink* progress)
 {
-    if (!ReportPdfWriter(report).write(QString::fromStdString(reportTemporaryPath(path.toStdString())), problem)) {
-        std::remove(reportTemporaryPath(path.toStdString()).c_str());
-        return false;
+    // QPdfWriter writes where it is told: to the temporary file, renamed over `path` once whole.
+    const std::string temporary = reportTemporaryPath(path);
+    QString problem;
+    bool ok = false;
+    try {
+        ok = writer.write(QString::fromStdString(temporary), &problem, progress);
+    } catch (...) {
+        std::remove(temporary.c_str());
+        throw;
     }
-    publishReportFile(path.toStdString());
+    if (!ok) {
+        std::remove(temporary.c_str());
+        return fail(error, problem);
+    }
+    publishReportFile(path);
     return true;
 }
-
-}  // namespace
 
 bool renderReportDocument(const zkdv::ReportData& report, const std::string& format, const std::string& path, std::string* error)
 {
@@ -54,14 +63,12 @@ bool renderReportDocument(const zkdv::ReportData& report, const std::string& for
     if (QThread::currentThread() != QCoreApplication::instance()->thread())
         return fail(error, QObject::tr("a %1 report must be rendered on the GUI thread").arg(QString::fromStdString(format)));
     const QString target = QString::fromStdString(path);
-    QString problem;
     try {
         if (format == "html") {
             writeHtml(report, target);
             return true;
         }
-        const bool ok = writePdf(report, target, &problem);
-        return ok ? true : fail(error, problem);
+        return writePdfReport(ReportPdfWriter(report), path, error);
     } catch (const std::exception& exception) {
         return fail(error, QObject::tr("%1: %2").arg(target, QString::fromStdString(exception.what())));
     }

@@ -11,6 +11,7 @@
 
 namespace zkdv {
 struct ReportData;
+class ProgressSink;
 }
 
 namespace zkdv::ui {
@@ -19,5 +20,11 @@ namespace zkdv::ui {
 // reason in `error` (when not null) for an unknown format, a missing QApplication, the
 // wrong thread, or a file that cannot be written.
 bool renderReportDocument(const zkdv::ReportData& report, const std::string& format, const std::string& path, std::string* error);
+
+class ReportPdfWriter;
+// Writes a PDF prepared on the GUI thread (ReportPdfWriter's constructor draws the charts) on
+// any thread, atomically (a temporary file renamed over `path`), with pages reported to
+// `progress`, which may cancel (OperationCancelled; nothing is left at `path`).
+bool writePdfReport(const ReportPdfWriter& writer, const std::string& path, std::string* error, ProgressSink* progress = nullptr);
 
 }  // namespace zkdv::ui

@@ -11,6 +11,7 @@
 #include "report/report_charts.h"
 #include "report/report_html.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/util/progress.h"
 #include "zkdv/version.h"
 
 namespace zkdv::ui {
@@ -21,6 +22,31 @@ namespace {
 // screen, so fonts, pens and margins keep their on-screen proportions; the PDF stays vector.
 constexpr int kDpi = 96;
 constexpr double kFooterHeight = 22.0;
+constexpr double kChartsTop = 36;
+constexpr double kCaptionHeight = 30;
+
+void reportPage(ProgressSink* progress, int page, int total)
+{
+    if (!progress)
+        return;
+    progress->report(static_cast<std::uint64_t>(page), static_cast<std::uint64_t>(total), "writing pages");
+    if (progress->cancelRequested())
+        throw OperationCancelled();
+}
+
+QPageLayout a4Layout()
+{
+    return QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter);
+}
+
+// Where chart `i` of `count` is drawn on the charts page.
+QRectF chartRect(int i, int count, const QSizeF& content)
+{
+    const double textHeight = content.height() - kFooterHeight;
+    const double block = (textHeight - kChartsTop) / std::max(1, count);
+    const double y = kChartsTop + i * block;
+    return QRectF(0, y + 20, content.width(), block - 20 - kCaptionHeight - 8);
+}
 
 void configure(QTextDocument& document, QPdfWriter& writer, const QSizeF& pageSize, const QString& html)
 {
@@ -34,14 +60,32 @@ void configure(QTextDocument& document, QPdfWriter& writer, const QSizeF& pageSi
 
 }  // namespace
 
-bool ReportPdfWriter::write(const QString& path, QString* error) const
+ReportPdfWriter::ReportPdfWriter(const ReportData& report) : report_(std::make_shared<const ReportData>(report))
 {
+    const QSizeF content = a4Layout().paintRectPixels(kDpi).size();
+    const ReportCharts charts(report);
+    for (int i = 0; i < charts.count(); ++i) {
+        ChartPage page{charts.title(i), charts.caption(i), QPicture()};
+        const QRectF rect = chartRect(i, charts.count(), content);
+        QCPPainter painter;
+        painter.begin(&page.picture);
+        painter.setMode(QCPPainter::pmVectorized);
+        painter.setMode(QCPPainter::pmNoCaching);
+        charts.draw(i, &painter, QRectF(QPointF(0, 0), rect.size()));
+        painter.end();
+        charts_.push_back(std::move(page));
+    }
+}
+
+bool ReportPdfWriter::write(const QString& path, QString* error, ProgressSink* progress) const
+{
+    const ReportHtml html(*report_, ReportHtml::Target::TextDocument);
+    const QString verdictWord = html.verdictWord();
     QPdfWriter writer(path);
     writer.setResolution(kDpi);
-    writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter));
-    ReportHtml html(report_, ReportHtml::Target::TextDocument);
-    writer.setTitle(QObject::tr("ZKDV audit report: %1 (%2)").arg(QFileInfo(QString::fromStdString(report_.tapePath)).fileName(), html.verdictWord()));
-    writer.setCreator(QStringLiteral("ZKDV %1").arg(QString::fromStdString(report_.zkdvVersion)));
+    writer.setPageLayout(a4Layout());
+    writer.setTitle(QObject::tr("ZKDV audit report: %1 (%2)").arg(QFileInfo(QString::fromStdString(report_->tapePath)).fileName(), verdictWord));
+    writer.setCreator(QStringLiteral("ZKDV %1").arg(QString::fromStdString(report_->zkdvVersion)));
 
     const QSizeF content = writer.pageLayout().paintRectPixels(kDpi).size();
     const QSizeF textPage(content.width(), content.height() - kFooterHeight);
@@ -49,7 +93,6 @@ bool ReportPdfWriter::write(const QString& path, QString* error) const
     QTextDocument summary, transactions;
     configure(summary, writer, textPage, html.document(html.summary()));
     configure(transactions, writer, textPage, html.document(html.transactions()));
-    const ReportCharts charts(report_);
     const int total = summary.pageCount() + 1 + transactions.pageCount();
 
     QCPPainter painter;
@@ -62,9 +105,10 @@ bool ReportPdfWriter::write(const QString& path, QString* error) const
     painter.setMode(QCPPainter::pmNoCaching);
 
     int page = 0;
-    const QString tapeDigest = QString::fromStdString(report_.chainHead).left(16);
+    const QString tapeDigest = QString::fromStdString(report_->chainHead).left(16);
     auto finishPage = [&](bool last) {
         ++page;
+        reportPage(progress, page, total);
         painter.save();
         QFont font = painter.font();
         font.setPointSizeF(7);
@@ -73,7 +117,7 @@ bool ReportPdfWriter::write(const QString& path, QString* error) const
         const QRectF footer(0, content.height() - kFooterHeight + 6, content.width(), kFooterHeight - 6);
         painter.drawLine(footer.topLeft(), footer.topRight());
         painter.drawText(footer, Qt::AlignLeft | Qt::AlignBottom,
-                         QObject::tr("ZKDV audit report · %1 · tape chain head %2…").arg(html.verdictWord(), tapeDigest));
+                         QObject::tr("ZKDV audit report · %1 · tape chain head %2…").arg(verdictWord, tapeDigest));
         painter.drawText(footer, Qt::AlignRight | Qt::AlignBottom, QObject::tr("page %1 of %2").arg(page).arg(total));
         painter.restore();
         if (!last)
@@ -107,22 +151,26 @@ bool ReportPdfWriter::write(const QString& path, QString* error) const
         painter.setPen(QColor(0x1f, 0x3a, 0x93));
         painter.drawText(QRectF(0, 0, content.width(), 30), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Charts"));
         painter.restore();
-        const double top = 36;
-        const double block = (textPage.height() - top) / std::max(1, charts.count());
-        for (int i = 0; i < charts.count(); ++i) {
-            const double y = top + i * block;
+        const int count = static_cast<int>(charts_.size());
+        for (int i = 0; i < count; ++i) {
+            const QRectF rect = chartRect(i, count, content);
+            const double y = rect.top() - 20;
+            const double block = rect.height() + 20 + kCaptionHeight + 8;
             painter.save();
             painter.setFont(titleFont);
             painter.setPen(Qt::black);
-            painter.drawText(QRectF(0, y, content.width(), 18), Qt::AlignLeft | Qt::AlignVCenter, charts.title(i));
+            painter.drawText(QRectF(0, y, content.width(), 18), Qt::AlignLeft | Qt::AlignVCenter, charts_[static_cast<std::size_t>(i)].title);
             painter.restore();
-            const double captionHeight = 30;
-            charts.draw(i, &painter, QRectF(0, y + 20, content.width(), block - 20 - captionHeight - 8));
+            painter.save();
+            painter.translate(rect.topLeft());
+            painter.setClipRect(QRectF(QPointF(0, 0), rect.size()));
+            painter.drawPicture(QPointF(0, 0), charts_[static_cast<std::size_t>(i)].picture);
+            painter.restore();
             painter.save();
             painter.setFont(captionFont);
             painter.setPen(QColor(0x44, 0x44, 0x44));
-            painter.drawText(QRectF(0, y + block - captionHeight - 6, content.width(), captionHeight), Qt::AlignLeft | Qt::TextWordWrap,
-                             charts.caption(i));
+            painter.drawText(QRectF(0, y + block - kCaptionHeight - 6, content.width(), kCaptionHeight), Qt::AlignLeft | Qt::TextWordWrap,
+                             charts_[static_cast<std::size_t>(i)].caption);
             painter.restore();
         }
         finishPage(false);

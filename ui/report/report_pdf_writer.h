@@ -2,24 +2,40 @@
 // Lays an audit report out on A4 PDF pages: the summary (verdict, headline and warnings at
 // the top of page one), a page of vector charts, then the per-transaction table, with a
 // footer naming the tape and the page on every page.
+//
+// Built in two steps so that the window never waits for the layout: the constructor draws
+// the charts (QCustomPlot widgets: the GUI thread) into recorded vector pictures; write()
+// writes the text, lays it out and paints every page on any thread.
 
+#include <QPicture>
 #include <QString>
+
+#include <memory>
+#include <vector>
 
 namespace zkdv {
 struct ReportData;
+class ProgressSink;
 }
 
 namespace zkdv::ui {
 
 class ReportPdfWriter {
 public:
-    explicit ReportPdfWriter(const ReportData& report) : report_(report) {}
-    // Writes the PDF; false with `error` set when the file cannot be written. Needs a
-    // QApplication on this thread (the charts).
-    bool write(const QString& path, QString* error) const;
+    explicit ReportPdfWriter(const ReportData& report);
+    // Writes the PDF; false with `error` set when the file cannot be written. `progress`
+    // hears pages painted of the total and may cancel between pages (OperationCancelled).
+    bool write(const QString& path, QString* error, ProgressSink* progress = nullptr) const;
 
 private:
-    const ReportData& report_;
+    struct ChartPage {
+        QString title;
+        QString caption;
+        QPicture picture;
+    };
+
+    std::shared_ptr<const ReportData> report_;  // a copy: write() may outlive the caller's
+    std::vector<ChartPage> charts_;
 };
 
 }  // namespace zkdv::ui

@@ -87,6 +87,19 @@ public:
     // keeping sort and filter.
     void refresh();
 
+    // What the table shows, to show the same on another connection (an export on its own
+    // thread).
+    struct View {
+        std::int64_t run = 0;
+        Column sort = Column::Index;
+        bool ascending = true;
+        QuickFilter filter = QuickFilter::All;
+        std::string text;
+        std::uint64_t topq = 10;
+    };
+    View view() const { return {requestedRun_, sortColumn_, ascending_, quickFilter_, text_, topq_}; }
+    void setView(const View& view);
+
     std::uint64_t rowCount() const;
     // Rows [first, first + count) of the current order, clipped to rowCount().
     std::vector<TransactionRow> rows(std::uint64_t first, std::uint64_t count);
