@@ -117,6 +117,7 @@ void MainWindow::createCentralWidgets()
     runs_ = new RunList(this);
     model_ = new TransactionTableModel(this);
     model_->setRun(TransactionTable::kEveryRun);
+    model_->setBackgroundFetch(true);
     table_ = new QTableView(this);
     table_->setModel(model_);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -237,7 +238,7 @@ void MainWindow::createCentralWidgets()
     connect(copyValue, &QAction::triggered, this, [this] {
         const QModelIndex current = table_->currentIndex();
         if (current.isValid())
-            QApplication::clipboard()->setText(current.data(Qt::DisplayRole).toString());
+            QApplication::clipboard()->setText(current.data(TransactionTableModel::DisplayNowRole).toString());
     });
     auto* exportTable = new QAction(tr("&Export Table as CSV…"), table_);
     exportTable->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
@@ -1071,7 +1072,7 @@ void MainWindow::copySelectedRows()
         for (int row = range.top(); row <= range.bottom() && rows < kMaxCopiedRows; ++row, ++rows) {
             QStringList cells;
             for (int column = 0; column < model_->columnCount(); ++column)
-                cells << model_->index(row, column).data(Qt::DisplayRole).toString();
+                cells << model_->index(row, column).data(TransactionTableModel::DisplayNowRole).toString();
             lines << cells.join(QLatin1Char('\t'));
         }
     }

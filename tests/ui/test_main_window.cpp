@@ -329,7 +329,7 @@ void TestMainWindow::replayStartedFromTheWindow()
     TransactionTableModel* model = window_->transactionModel();
     int exact = 0;
     for (int row = 0; row < model->rowCount(); ++row)
-        exact += model->index(row, TransactionTableModel::VerdictColumn).data().toString() == QStringLiteral("exact");
+        exact += model->index(row, TransactionTableModel::VerdictColumn).data(TransactionTableModel::DisplayNowRole).toString() == QStringLiteral("exact");
     QCOMPARE(static_cast<std::uint64_t>(exact), runs[0].replayed);
     QTRY_COMPARE(static_cast<std::uint64_t>(window_->charts()->verdictMarkerCount()), runs[0].replayed);
 }
@@ -345,7 +345,7 @@ void TestMainWindow::laterRunKeepsEarlierResultsVisible()
     const auto replayed = [model] {
         QList<quint64> indexes;
         for (int row = 0; row < model->rowCount(); ++row)
-            if (!model->index(row, TransactionTableModel::VerdictColumn).data().toString().isEmpty())
+            if (!model->index(row, TransactionTableModel::VerdictColumn).data(TransactionTableModel::DisplayNowRole).toString().isEmpty())
                 indexes << model->transactionAt(row);
         return indexes;
     };

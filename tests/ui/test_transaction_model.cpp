@@ -109,6 +109,7 @@ private slots:
     void rowOfTransactionRoundTrips();
     void runSelection();
     void everyRunKeepsEarlierResults();
+    void rowsArriveFromTheLoaderThread();
     void withinToleranceSaysWhichBound();
     void selectionFollowsSortAndRefresh();
     void refreshSeesNewVerdicts();
@@ -559,6 +560,40 @@ void TestTransactionModel::everyRunKeepsEarlierResults()
     model.setRun(third);
     QCOMPARE(verdictText(2), QStringLiteral("exact"));
     QVERIFY(verdictText(10).isEmpty());
+}
+
+void TestTransactionModel::rowsArriveFromTheLoaderThread()
+{
+    Model reference;
+    reference.setRun(oldRun_);
+    reference.setCase(QString::fromStdString(casePath_), tapeId_);
+    Model model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setBackgroundFetch(true);
+    model.setRun(oldRun_);
+    model.setCase(QString::fromStdString(casePath_), tapeId_);
+    model.sort(Model::LossColumn, Qt::DescendingOrder);
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    reference.sort(Model::LossColumn, Qt::DescendingOrder);
+    const int row = 600;  // the third window
+    // Not cached: the index is there at once, the loss when the loader has read the window.
+    QCOMPARE(model.data(model.index(row, Model::IndexColumn)).toString(), QString::number(reference.transactionAt(row)));
+    QVERIFY(!model.data(model.index(row, Model::LossColumn)).isValid());
+    QVERIFY(model.pendingWindows() >= 1);
+    QTRY_VERIFY(model.data(model.index(row, Model::LossColumn)).isValid());
+    QVERIFY(!changed.isEmpty());
+    QTRY_COMPARE(model.pendingWindows(), 0);
+    for (int r = 512; r < 700; ++r)
+        for (int column : {int(Model::LossColumn), int(Model::VerdictColumn), int(Model::WorstDivergenceColumn)})
+            QCOMPARE(model.data(model.index(r, column)), reference.data(reference.index(r, column)));
+    // A window asked for before a re-sort is not shown after it.
+    QVERIFY(!model.data(model.index(400, Model::LossColumn)).isValid());
+    model.sort(Model::IndexColumn, Qt::AscendingOrder);
+    reference.sort(Model::IndexColumn, Qt::AscendingOrder);
+    QTRY_VERIFY(model.data(model.index(400, Model::LossColumn)).isValid());
+    QCOMPARE(model.data(model.index(400, Model::LossColumn)), reference.data(reference.index(400, Model::LossColumn)));
+    // Copy reads now.
+    QCOMPARE(model.data(model.index(650, Model::LossColumn), Model::DisplayNowRole), reference.data(reference.index(650, Model::LossColumn)));
 }
 
 void TestTransactionModel::withinToleranceSaysWhichBound()

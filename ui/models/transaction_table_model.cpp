@@ -1,6 +1,7 @@
 #include "models/transaction_table_model.h"
 
 #include <QBrush>
+#include <QThread>
 #include <QColor>
 #include <QGuiApplication>
 #include <QMetaObject>
@@ -12,6 +13,7 @@
 
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "models/row_loader.h"
 #include "plots/verdict_palette.h"
 
 namespace zkdv::ui {
@@ -120,7 +122,57 @@ TransactionTable::QuickFilter tableFilter(TransactionTableModel::QuickFilter fil
 
 TransactionTableModel::TransactionTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-TransactionTableModel::~TransactionTableModel() = default;
+TransactionTableModel::~TransactionTableModel() { setBackgroundFetch(false); }
+
+void TransactionTableModel::setBackgroundFetch(bool on)
+{
+    if (on == (loader_ != nullptr))
+        return;
+    if (on) {
+        loaderThread_ = new QThread(this);
+        loader_ = new RowLoader;
+        loader_->moveToThread(loaderThread_);
+        connect(loaderThread_, &QThread::finished, loader_, &QObject::deleteLater);
+        connect(loader_, &RowLoader::loaded, this, &TransactionTableModel::windowLoaded, Qt::QueuedConnection);
+        loaderThread_->start(QThread::LowPriority);
+    } else {
+        disconnect(loader_, nullptr, this, nullptr);
+        loaderThread_->quit();
+        loaderThread_->wait();
+        delete loaderThread_;
+        loaderThread_ = nullptr;
+        loader_ = nullptr;  // deleted on its thread's finish
+    }
+    clearWindows();
+}
+
+void TransactionTableModel::windowLoaded(quint64 generation, int window, const QString& problem)
+{
+    if (generation != generation_ || !loader_)
+        return;  // asked for before the rows changed
+    pending_.remove(window);
+    if (!problem.isEmpty()) {
+        Q_EMIT this->problem(tr("Cannot read transactions of %1: %2").arg(casePath_, problem));
+        return;
+    }
+    std::vector<TransactionRow> rows = loader_->take(generation, window);
+    if (rows.empty())
+        return;
+    const int first = window * WindowRows;
+    const int last = std::min(rows_ - 1, first + static_cast<int>(rows.size()) - 1);
+    cacheWindow(window, std::move(rows));
+    if (first <= last)
+        Q_EMIT dataChanged(index(first, 0), index(last, ColumnCount - 1));
+}
+
+void TransactionTableModel::cacheWindow(int window, std::vector<TransactionRow> rows) const
+{
+    if (windows_.size() >= kCachedWindows && !recent_.isEmpty())
+        windows_.remove(recent_.takeLast());
+    windows_.insert(window, std::move(rows));
+    recent_.removeOne(window);
+    recent_.prepend(window);
+}
 
 void TransactionTableModel::setCase(const QString& casePath, qint64 tapeId)
 {
@@ -329,12 +381,20 @@ int TransactionTableModel::columnCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : ColumnCount;
 }
 
-const TransactionRow* TransactionTableModel::rowAt(int row) const
+const TransactionRow* TransactionTableModel::rowAt(int row, bool now) const
 {
     if (!table_ || row < 0 || row >= rows_ || fetchFailed_)
         return nullptr;
     const int window = row / WindowRows;
     auto found = windows_.find(window);
+    if (found == windows_.end() && loader_ && !now) {
+        if (!pending_.contains(window)) {
+            pending_.insert(window);
+            QMetaObject::invokeMethod(loader_, [loader = loader_, path = casePath_, tape = tapeId_, generation = generation_,
+                                                view = table_->view(), window] { loader->load(path, tape, generation, view, window, WindowRows); });
+        }
+        return nullptr;
+    }
     if (found == windows_.end()) {
         std::vector<TransactionRow> rows;
         try {
@@ -343,10 +403,8 @@ const TransactionRow* TransactionTableModel::rowAt(int row) const
             failLater(error);
             return nullptr;
         }
-        if (windows_.size() >= kCachedWindows && !recent_.isEmpty())
-            windows_.remove(recent_.takeLast());
-        found = windows_.insert(window, std::move(rows));
-        recent_.prepend(window);
+        cacheWindow(window, std::move(rows));
+        found = windows_.find(window);
     } else if (recent_.first() != window) {
         recent_.removeOne(window);
         recent_.prepend(window);
@@ -359,9 +417,21 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
 {
     if (!index.isValid() || index.column() < 0 || index.column() >= ColumnCount)
         return {};
-    const TransactionRow* row = rowAt(index.row());
-    if (!row)
+    const bool now = role == DisplayNowRole;
+    if (now)
+        role = Qt::DisplayRole;
+    if (role == TransactionIndexRole)
+        return QVariant::fromValue<quint64>(transactionAt(index.row()));
+    if (role != Qt::DisplayRole && role != Qt::ToolTipRole && role != Qt::ForegroundRole && role != Qt::BackgroundRole &&
+        role != Qt::TextAlignmentRole)
         return {};
+    const TransactionRow* row = rowAt(index.row(), now);
+    if (!row) {
+        // Still on its way from the loader: the index is known already (the order is here).
+        if (role == Qt::DisplayRole && index.column() == IndexColumn && table_ && !fetchFailed_)
+            return QString::number(transactionAt(index.row()));
+        return {};
+    }
     const int column = index.column();
     switch (role) {
     case Qt::DisplayRole:
@@ -524,6 +594,8 @@ void TransactionTableModel::clearWindows() const
 {
     windows_.clear();
     recent_.clear();
+    pending_.clear();
+    ++generation_;  // windows the loader is reading now belong to the rows before
 }
 
 }  // namespace zkdv::ui

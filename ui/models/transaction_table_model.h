@@ -5,6 +5,7 @@
 #include <QAbstractTableModel>
 #include <QHash>
 #include <QList>
+#include <QSet>
 #include <QString>
 
 #include <memory>
@@ -37,10 +38,18 @@ public:
     enum class QuickFilter { All, Diverged, NotReplayed, SampledChecks, TopQ };
     // Qt::UserRole: the row's transaction index (quint64) in every column.
     static constexpr int TransactionIndexRole = Qt::UserRole;
+    // The Qt::DisplayRole text, read now even when rows are fetched in the background (Copy).
+    static constexpr int DisplayNowRole = Qt::UserRole + 1;
     static constexpr int WindowRows = 256;  // rows read from the case at a time
 
     explicit TransactionTableModel(QObject* parent = nullptr);
     ~TransactionTableModel() override;
+
+    // Rows not yet cached are read by a loader thread (RowLoader) instead of on the caller's:
+    // their index shows at once, the other cells when the window arrives (dataChanged).
+    void setBackgroundFetch(bool on);
+    bool backgroundFetch() const { return loader_ != nullptr; }
+    int pendingWindows() const { return static_cast<int>(pending_.size()); }
 
     // Opens the case read-only on this thread's own connection; an empty path shows no rows.
     void setCase(const QString& casePath, qint64 tapeId);
@@ -71,7 +80,10 @@ Q_SIGNALS:
     void problem(const QString& message);
 
 private:
-    const TransactionRow* rowAt(int row) const;
+    // `now`: read on this thread when the window is not cached, even with background fetch.
+    const TransactionRow* rowAt(int row, bool now = false) const;
+    void windowLoaded(quint64 generation, int window, const QString& problem);
+    void cacheWindow(int window, std::vector<TransactionRow> rows) const;
     void applyFilter();
     void fail(const QString& what, const std::exception& error);
     // The transactions behind persistent indexes, and the indexes moved to where those
@@ -99,6 +111,13 @@ private:
     mutable QHash<int, std::vector<TransactionRow>> windows_;
     mutable QList<int> recent_;  // most recently used first
     mutable bool fetchFailed_ = false;
+
+    // Background fetch: the loader's thread, and the windows asked for in this generation
+    // (bumped whenever the cached windows are dropped).
+    class QThread* loaderThread_ = nullptr;
+    class RowLoader* loader_ = nullptr;
+    mutable quint64 generation_ = 0;
+    mutable QSet<int> pending_;
 };
 
 }  // namespace zkdv::ui
