@@ -130,9 +130,13 @@ bool ChartTools::dataKeyRange(QCPAxisRect* rect, QCPRange* range) const
         any = true;
     }
     if (any) {
-        // Half a transaction (or bar) on either side, so the outermost points stay whole.
-        range->lower -= 0.5;
-        range->upper += 0.5;
+        // Half a transaction (or bar) on either side, and at least the room a marker takes at
+        // the whole data's scale: on a million transactions half of one is far below a pixel.
+        // (Before the plot is laid out its rectangle has no width to go by.)
+        const int width = rect->width() - 2 * kEdgeMarginPixels;
+        const double margin = width >= 8 * kEdgeMarginPixels ? std::max(0.5, kEdgeMarginPixels * (range->size() + 1.0) / width) : 0.5;
+        range->lower -= margin;
+        range->upper += margin;
     }
     return any;
 }
@@ -190,6 +194,7 @@ void ChartTools::followData(QCPAxisRect* rect)
 
 void ChartTools::zoomX(QCPAxisRect* rect, double factor, double center)
 {
+    wholeData_ = false;
     rect->axis(QCPAxis::atBottom)->scaleRange(factor, center);
     keepInData(rect);
     followData(rect);
@@ -198,6 +203,7 @@ void ChartTools::zoomX(QCPAxisRect* rect, double factor, double center)
 
 void ChartTools::resetZoom()
 {
+    wholeData_ = true;
     for (QCPAxisRect* rect : plot_->axisRects()) {
         QCPRange data;
         if (!dataKeyRange(rect, &data))
@@ -238,11 +244,21 @@ bool ChartTools::eventFilter(QObject* watched, QEvent* event)
     case QEvent::MouseButtonPress:
         dragging_ = static_cast<QMouseEvent*>(event)->button() == Qt::LeftButton;
         return false;
+    case QEvent::Resize:
+        // The room kept for the outermost markers is in pixels: recomputed for the new size
+        // once QCustomPlot has laid the plot out again.
+        if (wholeData_)
+            QTimer::singleShot(0, this, [this] {
+                if (wholeData_)
+                    resetZoom();
+            });
+        return false;
     case QEvent::MouseMove:
     case QEvent::MouseButtonRelease:
         if (dragging_) {
             if (event->type() == QEvent::MouseButtonRelease)
                 dragging_ = false;
+            wholeData_ = false;
             // After QCustomPlot has moved the range for this event.
             QTimer::singleShot(0, this, [this] {
                 for (QCPAxisRect* rect : plot_->axisRects()) {

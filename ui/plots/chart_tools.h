@@ -24,6 +24,10 @@ public:
     // The plot's tools, made on the first call; the plot owns them.
     static ChartTools* of(QCustomPlot* plot);
 
+    // Room left beside the first and last key when the whole data is in view, so that the
+    // outermost markers (up to this radius) are drawn whole, not cut by the plot's edge.
+    static constexpr int kEdgeMarginPixels = 6;
+
     // Adds a chart's own action (a scale toggle) to its context menu and shortcuts.
     void addChartAction(QAction* action);
     QList<QAction*> actions() const;
@@ -64,6 +68,7 @@ private:
     QList<QAction*> chartActions_;
     QMenu* menu_ = nullptr;
     bool dragging_ = false;
+    bool wholeData_ = false;  // the view is resetZoom()'s: kept so through resizes
 };
 
 }  // namespace zkdv::ui

@@ -182,15 +182,8 @@ void TransactionChart::setSeries(QSharedPointer<QCPGraphDataContainer> loss, con
                         ? tr("update L2 norm (first %1 of %2 parameters)").arg(norms_.size()).arg(parameterCount)
                         : tr("update L2 norm"));
 
-    if (!loss_->data()->isEmpty()) {
-        const double first = loss_->data()->constBegin()->key;
-        const double last = (loss_->data()->constEnd() - 1)->key;
-        xAxis->setRange(first - 0.5, std::max(last, first + 1) + 0.5);
-        bool found = false;
-        const QCPRange values = loss_->data()->valueRange(found);
-        if (found)
-            yAxis->setRange(values.lower, values.upper == values.lower ? values.lower + 1 : values.upper);
-    }
+    if (!loss_->data()->isEmpty())
+        ChartTools::of(this)->resetZoom();  // the whole data, the outermost markers whole
     bool first = true;
     for (QCPGraph* graph : norms_) {
         graph->rescaleValueAxis(!first, true);
