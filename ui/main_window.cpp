@@ -186,7 +186,10 @@ void MainWindow::createCentralWidgets()
     casePanel->addWidget(overview_);
     casePanel->addWidget(runs_);
     casePanel->setStretchFactor(0, 3);
-    casePanel->setStretchFactor(1, 1);
+    casePanel->setStretchFactor(1, 2);
+    // Room for the header and three runs, whatever the window's size.
+    runs_->setMinimumHeight(runs_->fontMetrics().height() * 7);
+    casePanel->setSizes({300, 200});
     auto* top = new QSplitter(Qt::Horizontal, this);
     top->addWidget(casePanel);
     top->addWidget(tablePane);

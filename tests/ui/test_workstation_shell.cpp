@@ -8,6 +8,7 @@
 #include <QAction>
 #include <QClipboard>
 #include <QComboBox>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -18,6 +19,7 @@
 
 #include "dialogs/help_dialog.h"
 #include "main_window.h"
+#include "widgets/run_list.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "settings.h"
@@ -62,6 +64,7 @@ private Q_SLOTS:
     void tabWalksThePanesInOrderAndLeavesTheTable();
     void copyTakesValuesAndRows();
     void displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows();
+    void everyPaneHasRoomAt1024x700();
 
 private:
     test::TempDir dir_;
@@ -99,6 +102,32 @@ void TestWorkstationShell::cleanup()
 {
     window_.reset();
     Settings::clearRecentFiles();
+}
+
+void TestWorkstationShell::everyPaneHasRoomAt1024x700()
+{
+    // Also run with QT_SCALE_FACTOR=1.5 (ctest test_workstation_shell_scale_1_5): the same
+    // 1024x700 logical pixels are then 1536x1050 device pixels, fonts scaled alike.
+    QVERIFY(window_->openCase(firstCase_));
+    window_->resize(1024, 700);
+    QTest::qWait(50);
+    QVERIFY2(window_->minimumSizeHint().width() <= 1024 && window_->minimumSizeHint().height() <= 700,
+             qPrintable(QStringLiteral("%1x%2").arg(window_->minimumSizeHint().width()).arg(window_->minimumSizeHint().height())));
+    QCOMPARE(window_->size(), QSize(1024, 700));
+    const int row = window_->transactionView()->verticalHeader()->defaultSectionSize();
+    QVERIFY2(window_->transactionView()->viewport()->height() >= 6 * row,
+             qPrintable(QString::number(window_->transactionView()->viewport()->height())));
+    QVERIFY2(window_->charts()->height() >= 160, qPrintable(QString::number(window_->charts()->height())));
+    QVERIFY(window_->runList()->isVisible());
+    QVERIFY2(window_->runList()->viewport()->height() >= 2 * row, qPrintable(QString::number(window_->runList()->viewport()->height())));
+    auto* filter = window_->findChild<QLineEdit*>(QStringLiteral("textFilter"));
+    QVERIFY(filter && filter->width() >= 200);
+    // Nothing shown is squeezed to nothing.
+    for (QWidget* widget : window_->findChildren<QWidget*>()) {
+        if (!widget->isVisible() || widget->isWindow() || widget->sizePolicy().horizontalPolicy() == QSizePolicy::Ignored)
+            continue;
+        QVERIFY2(widget->width() > 0 && widget->height() > 0, qPrintable(widget->metaObject()->className() + QStringLiteral(" ") + widget->objectName()));
+    }
 }
 
 void TestWorkstationShell::withoutACaseTheStartPageListsTheRecentFiles()
