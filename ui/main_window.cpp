@@ -511,15 +511,8 @@ void MainWindow::openPaths(const QStringList& paths)
     if (!caseToOpen.isEmpty() && !openCase(caseToOpen))
         return;
     QString createdCase;
-    if (casePath_.isEmpty() && !tapes.isEmpty()) {
-        const QFileInfo first(tapes.front());
-        const QString created = first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".zkaudit"));
-        const bool existed = QFileInfo::exists(created);
-        if (!openCase(created))
-            return;
-        if (!existed)
-            createdCase = created;
-    }
+    if (casePath_.isEmpty() && !tapes.isEmpty() && !openCaseBeside(tapes.front(), &createdCase))
+        return;
     if (casePath_.isEmpty() && !others.isEmpty()) {
         for (const QString& path : others)
             refused << tr("%1: not a ZKDV tape or case (open a case first to add sealed program files)").arg(fileName(path));
@@ -533,20 +526,25 @@ void MainWindow::openPaths(const QStringList& paths)
         ingest(tapes + others, false, createdCase);
 }
 
+bool MainWindow::openCaseBeside(const QString& tape, QString* created)
+{
+    const QFileInfo file(tape);
+    const QString path = file.absoluteDir().filePath(file.completeBaseName() + QStringLiteral(".zkaudit"));
+    const bool existed = QFileInfo::exists(path);
+    if (!openCase(path))
+        return false;
+    if (!existed)
+        *created = path;
+    return true;
+}
+
 void MainWindow::ingestReadablePart(const QStringList& tapes)
 {
     if (tapes.isEmpty())
         return;
     QString createdCase;
-    if (casePath_.isEmpty()) {
-        const QFileInfo first(tapes.front());
-        const QString created = first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".zkaudit"));
-        const bool existed = QFileInfo::exists(created);
-        if (!openCase(created))
-            return;
-        if (!existed)
-            createdCase = created;
-    }
+    if (casePath_.isEmpty() && !openCaseBeside(tapes.front(), &createdCase))
+        return;
     banner_->dismiss();
     ingest(tapes, true, createdCase);
 }

@@ -103,6 +103,9 @@ private:
     // recent files) when no tape could be ingested into it.
     void ingest(const QStringList& files, bool allowIncomplete = false, const QString& createdCase = QString());
     void ingestReadablePart(const QStringList& tapes);
+    // Opens (creating it when missing) the case named after `tape`, beside it; `created` gets
+    // its path when this call created it.
+    bool openCaseBeside(const QString& tape, QString* created);
     void exportFindingReportDialog();
     void discardEmptyCase(const QString& casePath);
     void checkTapeFiles();

@@ -1,5 +1,7 @@
 #include "plots/verdict_palette.h"
 
+#include <QWidget>
+
 namespace zkdv::ui {
 
 namespace {
@@ -43,6 +45,15 @@ QColor VerdictPalette::cellText(Verdict verdict, const QPalette& palette)
 }
 
 QColor VerdictPalette::printText(Verdict verdict) { return color(verdict).darker(165); }
+
+void VerdictPalette::paintBanner(QWidget* banner, Verdict verdict)
+{
+    banner->setAutoFillBackground(true);
+    QPalette colours = banner->palette();
+    colours.setColor(QPalette::Window, cellBackground(verdict, colours));
+    colours.setColor(QPalette::WindowText, cellText(verdict, colours));
+    banner->setPalette(colours);
+}
 
 QString VerdictPalette::label(Verdict verdict)
 {

@@ -6,6 +6,8 @@
 #include <QPalette>
 #include <QString>
 
+class QWidget;
+
 #include "zkdv/audit/verdict.h"
 
 namespace zkdv::ui {
@@ -21,6 +23,8 @@ public:
     static QColor cellText(Verdict verdict, const QPalette& palette);
     // Text on white paper (reports): the hue darkened to print legibly.
     static QColor printText(Verdict verdict);
+    // A banner's frame and text in the verdict's colours (a finding, a warning).
+    static void paintBanner(QWidget* banner, Verdict verdict);
     // "exact", "within-tolerance", ...: the case's spelling.
     static QString label(Verdict verdict);
 };

@@ -14,11 +14,7 @@ FindingBanner::FindingBanner(QWidget* parent) : QFrame(parent)
 {
     setObjectName(QStringLiteral("findingBanner"));
     setFrameShape(QFrame::StyledPanel);
-    setAutoFillBackground(true);
-    QPalette colours = palette();
-    colours.setColor(QPalette::Window, VerdictPalette::cellBackground(Verdict::Diverged, colours));
-    colours.setColor(QPalette::WindowText, VerdictPalette::cellText(Verdict::Diverged, colours));
-    setPalette(colours);
+    VerdictPalette::paintBanner(this, Verdict::Diverged);
     text_ = new QLabel(this);
     text_->setObjectName(QStringLiteral("findingText"));
     text_->setWordWrap(true);

@@ -12,11 +12,7 @@ MissingTapeBar::MissingTapeBar(QWidget* parent) : QFrame(parent)
 {
     setObjectName(QStringLiteral("missingTapeBar"));
     setFrameShape(QFrame::StyledPanel);
-    setAutoFillBackground(true);
-    QPalette colours = palette();
-    colours.setColor(QPalette::Window, VerdictPalette::cellBackground(Verdict::WithinTolerance, colours));
-    colours.setColor(QPalette::WindowText, VerdictPalette::cellText(Verdict::WithinTolerance, colours));
-    setPalette(colours);
+    VerdictPalette::paintBanner(this, Verdict::WithinTolerance);
     text_ = new QLabel(this);
     text_->setWordWrap(true);
     text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
