@@ -128,6 +128,9 @@ void MainWindow::createCentralWidgets()
     table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
     table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
     table_->horizontalHeader()->setStretchLastSection(true);
+    // A verdict says which bound it met and whether runs disagree: never cut (the header
+    // sizes the column to the rows in view).
+    table_->horizontalHeader()->setSectionResizeMode(TransactionTableModel::VerdictColumn, QHeaderView::ResizeToContents);
     table_->setAlternatingRowColors(true);
     charts_ = new ChartPanel(this);
 

@@ -7,6 +7,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QAction>
+#include <QHeaderView>
 #include <QMimeData>
 #include <QStandardItemModel>
 #include <QStatusBar>
@@ -384,6 +385,16 @@ void TestMainWindow::laterRunKeepsEarlierResultsVisible()
     QCOMPARE(window_->shownRun(), TransactionTable::kEveryRun);
     QCOMPARE(replayed().size(), int(expected.size()));
     QTRY_COMPARE(window_->charts()->verdictMarkerCount(), int(expected.size()));
+    // No verdict cell in view is cut.
+    QTableView* table = window_->transactionView();
+    table->scrollTo(model->index(model->rowOfTransaction(other), 0));
+    QTRY_VERIFY(!model->index(model->rowOfTransaction(other), TransactionTableModel::VerdictColumn).data().toString().isEmpty());
+    QTest::qWait(50);
+    const int width = table->horizontalHeader()->sectionSize(TransactionTableModel::VerdictColumn);
+    for (int row = table->rowAt(0); row >= 0 && row <= table->rowAt(table->viewport()->height() - 1); ++row) {
+        const QString text = model->index(row, TransactionTableModel::VerdictColumn).data().toString();
+        QVERIFY2(table->fontMetrics().horizontalAdvance(text) <= width, qPrintable(text));
+    }
 }
 
 void TestMainWindow::tableExportsAsShownToCsv()

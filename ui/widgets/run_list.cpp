@@ -95,9 +95,9 @@ void RunList::showRuns(const QString& casePath, qint64 tapeId)
         item->setData(RunColumn, kRunRole, QVariant::fromValue<qint64>(run.id));
         item->setText(RunColumn, QStringLiteral("#%1").arg(run.id));
         item->setText(StatusColumn, statusText(run));
-        item->setText(VerdictsColumn, tr("%1 of %2 replayed: %3 exact, %4 within, %5 diverged, %6 unverifiable")
-                                          .arg(run.replayed)
+        item->setText(VerdictsColumn, tr("%1 selected, %2 replayed: %3 exact, %4 within, %5 diverged, %6 unverifiable")
                                           .arg(run.selectedCount)
+                                          .arg(run.replayed)
                                           .arg(run.exact)
                                           .arg(run.withinTolerance)
                                           .arg(run.diverged)
