@@ -635,7 +635,7 @@ bool MainWindow::exportTableCsv(const QString& path)
         writeTransactionTableCsv(table, target, &progress);
         return QObject::tr("%n row(s) written to %1", nullptr, static_cast<int>(std::min<std::uint64_t>(table.rowCount(), INT_MAX))).arg(shown);
     });
-    return startJob(job);
+    return startJob(job, {}, true);
 }
 
 bool MainWindow::exportFindingReport(const QString& path)
@@ -744,7 +744,7 @@ void MainWindow::ingest(const QStringList& files, bool allowIncomplete, const QS
     });
 }
 
-bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish)
+bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish, bool readsOnly)
 {
     if (job_ && job_->isRunning()) {
         showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
@@ -754,7 +754,7 @@ bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QStri
     delete job_;
     job_ = job;
     job->setParent(this);
-    connect(job, &BackgroundJob::finished, this, [this, finish](bool jobOk, const QString& jobMessage) {
+    connect(job, &BackgroundJob::finished, this, [this, finish, readsOnly](bool jobOk, const QString& jobMessage) {
         bool ok = jobOk;
         QString message = jobMessage;
         if (finish)
@@ -765,12 +765,14 @@ bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QStri
             return;
         }
         showMessage(message, ok ? 10000 : 0);
-        overview_->showCase(casePath_);
-        if (overview_->currentTape() != tape_)
-            setTape(overview_->currentTape());
-        else
-            refreshResults();
-        updateRecentFilesMenu();
+        if (!readsOnly) {
+            overview_->showCase(casePath_);
+            if (overview_->currentTape() != tape_)
+                setTape(overview_->currentTape());
+            else
+                refreshResults();
+            updateRecentFilesMenu();
+        }
         updateActions();
         Q_EMIT jobFinished(ok, message);
     });
@@ -901,19 +903,27 @@ bool MainWindow::exportReport(const QString& path)
             message = written;
             return;
         }
-        // The charts are widgets: drawn here into vector pictures; the pages are laid out
-        // and painted in the background, with progress and cancel.
+        // The charts are widgets: drawn here into vector pictures, one per turn of the event
+        // loop; the pages are laid out and painted in the background, with progress and cancel.
         auto writer = std::make_shared<ReportPdfWriter>(*report);
-        continueWith([this, writer, target, written, shown] {
-            auto* pages = new BackgroundJob(tr("Writing the PDF report %1").arg(shown), [writer, target, written](ProgressSink& progress) {
-                std::string error;
-                if (!writePdfReport(*writer, target, &error, &progress))
-                    throw Error(error);
-                return written;
-            });
-            startJob(pages);
-        });
+        continueWith([this, writer, target, written, shown] { writePdfInSteps(writer, target, written, shown); });
+    }, true);
+}
+
+void MainWindow::writePdfInSteps(const std::shared_ptr<ReportPdfWriter>& writer, const std::string& target, const QString& written,
+                                 const QString& shown)
+{
+    if (writer->drawNextChart()) {
+        QTimer::singleShot(0, this, [this, writer, target, written, shown] { writePdfInSteps(writer, target, written, shown); });
+        return;
+    }
+    auto* pages = new BackgroundJob(tr("Writing the PDF report %1").arg(shown), [writer, target, written](ProgressSink& progress) {
+        std::string error;
+        if (!writePdfReport(*writer, target, &error, &progress))
+            throw Error(error);
+        return written;
     });
+    startJob(pages, {}, true);
 }
 
 void MainWindow::exportReportDialog()

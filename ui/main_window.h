@@ -7,6 +7,8 @@
 #include <QStringList>
 
 #include <functional>
+#include <memory>
+#include <string>
 
 class QComboBox;
 class QLabel;
@@ -26,6 +28,7 @@ class HelpDialog;
 class JobProgressFrame;
 class MessageLog;
 class MissingTapeBar;
+class ReportPdfWriter;
 class RunList;
 class StartPage;
 class TransactionTableModel;
@@ -94,7 +97,9 @@ private:
     void setTape(qint64 tapeId);
     // `finish`, when given, runs on this thread before the job's result is shown and may
     // change it (a report rendered after its data was built in the background).
-    bool startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish = {});
+    // `readsOnly`: the job changes nothing in the case (an export), so the case tree and the
+    // results are not read again after it.
+    bool startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish = {}, bool readsOnly = false);
     // Called from a job's `finish`: once that job is done, `next` starts the job that
     // continues it (e.g. a report's pages, written after its charts were drawn here), and
     // jobFinished waits for that one.
@@ -123,6 +128,10 @@ private:
     void replaySample();
     void replayTopQ();
     void exportReportDialog();
+    // Draws a PDF report's charts one per turn of the event loop, then writes its pages in
+    // a background job.
+    void writePdfInSteps(const std::shared_ptr<ReportPdfWriter>& writer, const std::string& target, const QString& written,
+                         const QString& shown);
     void updateRowCount();
     void copySelectedRows();
     void showHelp();

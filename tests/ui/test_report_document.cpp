@@ -403,7 +403,11 @@ private slots:
     {
         test::TempDir dir;
         const ReportData report = makeReport(400, 3);  // several pages of transactions
-        const ui::ReportPdfWriter writer(report);       // the charts, drawn here
+        ui::ReportPdfWriter writer(report);
+        std::string undrawn;
+        QVERIFY(!ui::writePdfReport(writer, dir.file("undrawn.pdf"), &undrawn, nullptr));  // charts first
+        QVERIFY2(undrawn.find("charts") != std::string::npos, undrawn.c_str());
+        writer.drawAllCharts();                            // here, on the GUI thread
         // The pages, on another thread: what the workstation's export job does.
         const std::string path = dir.file("threaded.pdf");
         struct Pages : ProgressSink {

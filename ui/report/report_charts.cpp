@@ -76,6 +76,14 @@ ReportCharts::ReportCharts(const ReportData& report)
     addDivergenceChart(report, false);
 }
 
+ReportCharts::ReportCharts(const ReportData& report, int which)
+{
+    if (which == 0)
+        addLossChart(report);
+    else if (which == 1 || which == 2)
+        addDivergenceChart(report, which == 1);
+}
+
 ReportCharts::~ReportCharts() = default;
 
 void ReportCharts::addLossChart(const ReportData& report)
@@ -89,13 +97,30 @@ void ReportCharts::addLossChart(const ReportData& report)
     plot->xAxis->setLabel(QObject::tr("transaction"));
     plot->yAxis->setLabel(QObject::tr("loss"));
 
+    // A printed chart is a few thousand device pixels wide: a long tape's loss is drawn as the
+    // lowest and highest value of each of kLossBuckets runs of transactions, the same envelope
+    // at a fraction of the drawing (the window waits for it: docs/performance.md).
+    constexpr std::size_t kLossBuckets = 2000;
     QVector<double> keys, values;
     const std::size_t n = std::min(report.lossIndex.size(), report.loss.size());
-    keys.reserve(static_cast<qsizetype>(n));
-    values.reserve(static_cast<qsizetype>(n));
-    for (std::size_t i = 0; i < n; ++i) {
-        keys << static_cast<double>(report.lossIndex[i]);
-        values << report.loss[i];
+    const std::size_t per = n > 4 * kLossBuckets ? (n + kLossBuckets - 1) / kLossBuckets : 1;
+    keys.reserve(static_cast<qsizetype>(per == 1 ? n : 2 * kLossBuckets + 2));
+    values.reserve(keys.capacity());
+    for (std::size_t first = 0; first < n; first += per) {
+        const std::size_t end = std::min(n, first + per);
+        std::size_t low = first, high = first;
+        for (std::size_t i = first; i < end; ++i) {
+            if (report.loss[i] < report.loss[low] || std::isnan(report.loss[low]))
+                low = i;
+            if (report.loss[i] > report.loss[high] || std::isnan(report.loss[high]))
+                high = i;
+        }
+        for (std::size_t i : {std::min(low, high), std::max(low, high)}) {
+            if (!keys.isEmpty() && keys.back() == static_cast<double>(report.lossIndex[i]))
+                continue;
+            keys << static_cast<double>(report.lossIndex[i]);
+            values << report.loss[i];
+        }
     }
     QCPGraph* loss = plot->addGraph();
     loss->setName(QObject::tr("recorded loss"));

@@ -23,7 +23,11 @@ namespace zkdv::ui {
 
 class ReportCharts {
 public:
+    static constexpr int kChartCount = 3;  // loss, worst ULP distance, worst relative L2
+
     explicit ReportCharts(const ReportData& report);
+    // Only chart `which` (0 to kChartCount - 1), as chart 0 of this set.
+    ReportCharts(const ReportData& report, int which);
     ~ReportCharts();
     ReportCharts(const ReportCharts&) = delete;
     ReportCharts& operator=(const ReportCharts&) = delete;

@@ -68,7 +68,9 @@ bool renderReportDocument(const zkdv::ReportData& report, const std::string& for
             writeHtml(report, target);
             return true;
         }
-        return writePdfReport(ReportPdfWriter(report), path, error);
+        ReportPdfWriter writer(report);
+        writer.drawAllCharts();
+        return writePdfReport(writer, path, error);
     } catch (const std::exception& exception) {
         return fail(error, QObject::tr("%1: %2").arg(target, QString::fromStdString(exception.what())));
     }

@@ -60,25 +60,33 @@ void configure(QTextDocument& document, QPdfWriter& writer, const QSizeF& pageSi
 
 }  // namespace
 
-ReportPdfWriter::ReportPdfWriter(const ReportData& report) : report_(std::make_shared<const ReportData>(report))
+ReportPdfWriter::ReportPdfWriter(const ReportData& report) : report_(std::make_shared<const ReportData>(report)) {}
+
+bool ReportPdfWriter::drawNextChart()
 {
-    const QSizeF content = a4Layout().paintRectPixels(kDpi).size();
-    const ReportCharts charts(report);
-    for (int i = 0; i < charts.count(); ++i) {
-        ChartPage page{charts.title(i), charts.caption(i), QPicture()};
-        const QRectF rect = chartRect(i, charts.count(), content);
-        QCPPainter painter;
-        painter.begin(&page.picture);
-        painter.setMode(QCPPainter::pmVectorized);
-        painter.setMode(QCPPainter::pmNoCaching);
-        charts.draw(i, &painter, QRectF(QPointF(0, 0), rect.size()));
-        painter.end();
-        charts_.push_back(std::move(page));
-    }
+    const int i = static_cast<int>(charts_.size());
+    if (i >= ReportCharts::kChartCount)
+        return false;
+    const ReportCharts one(*report_, i);
+    ChartPage page{one.title(0), one.caption(0), QPicture()};
+    const QRectF rect = chartRect(i, ReportCharts::kChartCount, a4Layout().paintRectPixels(kDpi).size());
+    QCPPainter painter;
+    painter.begin(&page.picture);
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    one.draw(0, &painter, QRectF(QPointF(0, 0), rect.size()));
+    painter.end();
+    charts_.push_back(std::move(page));
+    return charts_.size() < static_cast<std::size_t>(ReportCharts::kChartCount);
 }
 
 bool ReportPdfWriter::write(const QString& path, QString* error, ProgressSink* progress) const
 {
+    if (charts_.size() != static_cast<std::size_t>(ReportCharts::kChartCount)) {
+        if (error)
+            *error = QObject::tr("the report's charts were not drawn");
+        return false;
+    }
     const ReportHtml html(*report_, ReportHtml::Target::TextDocument);
     const QString verdictWord = html.verdictWord();
     QPdfWriter writer(path);

@@ -3,9 +3,9 @@
 // the top of page one), a page of vector charts, then the per-transaction table, with a
 // footer naming the tape and the page on every page.
 //
-// Built in two steps so that the window never waits for the layout: the constructor draws
-// the charts (QCustomPlot widgets: the GUI thread) into recorded vector pictures; write()
-// writes the text, lays it out and paints every page on any thread.
+// Built in steps so that the window never waits long: drawNextChart() draws one chart
+// (QCustomPlot widgets: the GUI thread) into a recorded vector picture; once all are drawn,
+// write() writes the text, lays it out and paints every page on any thread.
 
 #include <QPicture>
 #include <QString>
@@ -22,8 +22,17 @@ namespace zkdv::ui {
 
 class ReportPdfWriter {
 public:
+    // Draws no chart yet.
     explicit ReportPdfWriter(const ReportData& report);
-    // Writes the PDF; false with `error` set when the file cannot be written. `progress`
+    // GUI thread: draws the next chart; false once every chart is drawn.
+    bool drawNextChart();
+    void drawAllCharts()
+    {
+        while (drawNextChart()) {
+        }
+    }
+    // Writes the PDF (every chart drawn first); false with `error` set when the file cannot
+    // be written or a chart was not drawn. `progress`
     // hears pages painted of the total and may cancel between pages (OperationCancelled).
     bool write(const QString& path, QString* error, ProgressSink* progress = nullptr) const;
 
