@@ -85,7 +85,7 @@ public:
     {
         auto it = plan_.snapshots.find(k);
         if (it == plan_.snapshots.end())
-            throw FormatError("the case holds no snapshot before transaction " + std::to_string(k), 0);
+            throw FormatError("the case holds no snapshot before transaction " + std::to_string(k));
         return reader_.payload(it->second, tape::RecordType::Snapshot);
     }
 
@@ -93,7 +93,7 @@ public:
     {
         auto it = plan_.transactions.find(t);
         if (it == plan_.transactions.end())
-            throw FormatError("the case holds no transaction " + std::to_string(t), 0);
+            throw FormatError("the case holds no transaction " + std::to_string(t));
         return reader_.payload(it->second, tape::RecordType::Transaction);
     }
 
@@ -129,7 +129,7 @@ private:
     {
         auto it = refs.find(key);
         if (it == refs.end())
-            throw FormatError(std::string("the case holds no ") + what + " " + std::to_string(key), 0);
+            throw FormatError(std::string("the case holds no ") + what + " " + std::to_string(key));
         return it->second;
     }
 
@@ -137,11 +137,11 @@ private:
     {
         std::optional<std::vector<std::uint8_t>> payload = store_.embeddedPayload(plan_.tapeId, ref.index);
         if (!payload)
-            throw FormatError("record " + std::to_string(ref.index) + " is not embedded in the case", 0);
+            throw FormatError("record " + std::to_string(ref.index) + " is not embedded in the case");
         storage = std::move(*payload);
         const FrameHeader header = frameHeader(static_cast<std::uint32_t>(type), tape::kFlagCritical, storage.size(), previous);
         if (frameDigest(header, {ByteSpan(storage)}, hasher_) != ref.digest)
-            throw FormatError("record " + std::to_string(ref.index) + "'s embedded payload does not hash to the digest ingested with it", 0);
+            throw FormatError("record " + std::to_string(ref.index) + "'s embedded payload does not hash to the digest ingested with it");
         return ByteSpan(storage);
     }
 

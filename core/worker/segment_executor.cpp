@@ -385,7 +385,7 @@ private:
         const SafetensorsView view = SafetensorsView::parse(payload);
         const TransactionRecord record = TransactionRecord::parse(view, root_);
         if (record.index != outcome.index)
-            throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index), 0);
+            throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index));
 
         c10::List<at::Tensor> batch;
         for (const TensorView* tensor : record.batch)
