@@ -72,11 +72,12 @@ void recordMlp(const std::string& path, int steps)
 {
     ExportedModel model = mlpModel(committedGraph());
     optim::ContractOptimizer optimizer("SGD", model.parameters, {{"lr", 0.05}, {"momentum", 0.9}});
-    RecorderConfig config;
+    RecorderOptions config;
     config.stateCheckProbability = 0.5;
     config.updateCheckProbability = 0.5;
     config.samplingSeed = 5;
-    Recorder recorder(path, config, 2, 4);
+    config.replaySnapshotInterval = 4;
+    Recorder recorder(path, config);
     recorder.prepare(std::move(model));
     PreparedOptimizer& prepared = recorder.prepare(optimizer);
     at::manual_seed(9);
