@@ -16,7 +16,7 @@
 #include "segment_executor.h"
 #include "zkdv/replay/fork_server.h"
 #include "zkdv/replay/worker_protocol.h"
-#include "zkdv/store/database.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
@@ -107,7 +107,10 @@ private:
 // digest of the record before it.
 class EmbeddedRecordSource : public RecordSource {
 public:
-    explicit EmbeddedRecordSource(const RecordPlan& plan) : db_(plan.casePath, Database::Mode::ReadOnly), store_(db_), plan_(plan) {}
+    explicit EmbeddedRecordSource(const RecordPlan& plan)
+        : case_(plan.casePath, CaseStore::Access::ReadOnly), store_(case_.database()), plan_(plan)
+    {
+    }
 
     ByteSpan snapshot(std::uint64_t k) override
     {
@@ -145,7 +148,7 @@ private:
         return ByteSpan(storage);
     }
 
-    Database db_;
+    CaseStore case_;
     ReplayStore store_;
     const RecordPlan& plan_;
     Sha256 hasher_;
