@@ -359,6 +359,10 @@ void MainWindow::updateActions()
     for (QAction* a : jobActions_)
         a->setEnabled(!busy && (!caseActions_.contains(a) || !casePath_.isEmpty()) && (!tapeActions_.contains(a) || tape_ != 0));
     cancelAction_->setEnabled(busy);
+    if (busy) {
+        cancelAction_->setText(QLatin1Char('&') + job_->interruptLabel());
+        cancelAction_->setToolTip(job_->interruptToolTip());
+    }
 }
 
 QString MainWindow::replayDevice() const { return device_->currentText(); }
@@ -466,7 +470,7 @@ void MainWindow::ingest(const QStringList& files)
     std::vector<std::string> paths;
     for (const QString& file : files)
         paths.push_back(file.toStdString());
-    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), [casePath, paths](ProgressSink& progress) {
+    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), Interruption::Cancel, [casePath, paths](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         QStringList done, failed;
         std::vector<std::string> programs;
@@ -563,7 +567,7 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
             }, Qt::QueuedConnection);
     };
     const std::string casePath = casePath_.toStdString();
-    auto* job = new BackgroundJob(tr("Replaying %1 on %2").arg(spec, replayDevice()), [casePath, request](ProgressSink& progress) mutable {
+    auto* job = new BackgroundJob(tr("Replaying %1 on %2").arg(spec, replayDevice()), Interruption::Stop, [casePath, request](ProgressSink& progress) mutable {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         request.progress = &progress;
         const ReplaySummary summary = runReplay(store, request);
@@ -607,7 +611,7 @@ bool MainWindow::exportReport(const QString& path)
     // PDF and HTML are rendered on this thread once the data is built; JSON and CSV are
     // written by the job itself.
     auto report = std::make_shared<ReportData>();
-    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), [casePath, target, formatName, options, report](ProgressSink&) {
+    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), Interruption::Cancel, [casePath, target, formatName, options, report](ProgressSink&) {
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         *report = buildAuditReport(store, options);
         if (formatName == "json" || formatName == "csv") {
