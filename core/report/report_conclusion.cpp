@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "zkdv/audit/pass_rule.h"
+
 namespace zkdv::report_detail {
 
 namespace {
@@ -115,6 +117,9 @@ void writeConclusion(ReportData& report)
     const bool sealed = report.tapeStatus == "sealed";
     const bool programOk = report.programCheck == "matched";
     const bool finished = report.runStatus == "finished";
+    // The one pass rule of a run, and on top of it what the report asks of the tape: that
+    // something was replayed and that the tape is sealed. The headlines below say which failed.
+    report.passed = replayRunPassed(report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 && sealed;
 
     // 1. Tampering or a faulty run found: always the first thing said.
     if (!diverged.empty()) {
@@ -167,7 +172,6 @@ void writeConclusion(ReportData& report)
     // The headline.
     const std::uint64_t replayed = report.replayedCount;
     if (!diverged.empty()) {
-        report.passed = false;
         report.headline = "FAILED: " +
                           (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not"
                                                 : "transactions " + indexList(diverged) + " do not") +
@@ -175,12 +179,10 @@ void writeConclusion(ReportData& report)
         return;
     }
     if (replayed == 0) {
-        report.passed = false;
         report.headline = "NOT VERIFIED: no transaction was replayed, so this audit shows nothing about the tape.";
         return;
     }
     if (!unverifiable.empty()) {
-        report.passed = false;
         report.headline = "NOT VERIFIED: " + std::to_string(unverifiable.size()) + " of " + std::to_string(replayed) +
                           " replayed transactions could not be checked" +
                           (report.runProblem.empty() ? std::string() : " (" + report.runProblem + ")") +
@@ -201,17 +203,14 @@ void writeConclusion(ReportData& report)
             : "all " + std::to_string(replayed) + " replayed transactions" + which + " reproduce the tape (" + std::to_string(report.exact) +
                   " bit for bit, " + std::to_string(report.withinTolerance) + " within the rounding tolerance " + report.tolerance + ")";
     if (!finished) {
-        report.passed = false;
         report.headline = "NOT FINISHED: the replay stopped early; " + reproduced + ", but the selected audit was not completed.";
         return;
     }
     if (!sealed) {
-        report.passed = false;
         report.headline = "INCOMPLETE TAPE: " + reproduced + ", but the tape is incomplete, so nothing is proven beyond " +
                           lastTransactionText(report) + ".";
         return;
     }
-    report.passed = true;
     report.headline = "PASSED: " + reproduced + ".";
 }
 
