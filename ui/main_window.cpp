@@ -426,6 +426,10 @@ void MainWindow::updateActions()
     ingestPartAction_->setEnabled(!busy && !banner_->incompleteTapes().isEmpty());
     exportFindingAction_->setEnabled(!busy && banner_->reportable() != nullptr);
     locateAction_->setEnabled(!busy && !missingBar_->missing().isEmpty());
+    if (busy) {
+        cancelAction_->setText(QLatin1Char('&') + job_->interruptLabel());
+        cancelAction_->setToolTip(job_->interruptToolTip());
+    }
 }
 
 QString MainWindow::replayDevice() const { return device_->currentText(); }
@@ -591,7 +595,8 @@ bool MainWindow::locateTape(qint64 tapeId, const QString& path)
         return false;
     const std::string casePath = casePath_.toStdString();
     const std::string file = path.toStdString();
-    auto* job = new BackgroundJob(tr("Checking %1 against tape %2").arg(fileName(path)).arg(tapeId), [casePath, tapeId, file](ProgressSink& progress) {
+    auto* job = new BackgroundJob(tr("Checking %1 against tape %2").arg(fileName(path)).arg(tapeId), Interruption::Cancel,
+                                  [casePath, tapeId, file](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         relocateTape(store, tapeId, file, &progress);
         return QObject::tr("Tape %1 is now read from %2: the same tape (chain head and size match).").arg(tapeId).arg(QString::fromStdString(file));
@@ -628,7 +633,8 @@ bool MainWindow::exportTableCsv(const QString& path)
     const qint64 tapeId = tape_;
     const TransactionTable::View view = model_->tableView();
     const QString shown = QDir::toNativeSeparators(path);
-    auto* job = new BackgroundJob(tr("Exporting the table to %1").arg(fileName(path)), [casePath, target, tapeId, view, shown](ProgressSink& progress) {
+    auto* job = new BackgroundJob(tr("Exporting the table to %1").arg(fileName(path)), Interruption::Cancel,
+                                  [casePath, target, tapeId, view, shown](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         TransactionTable table(store.database(), tapeId);
         table.setView(view);
@@ -688,8 +694,8 @@ void MainWindow::ingest(const QStringList& files, bool allowIncomplete, const QS
     for (const QString& file : files)
         paths.push_back(file.toStdString());
     auto findings = std::make_shared<QList<TapeFinding>>();
-    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), [casePath, paths, allowIncomplete,
-                                                                                    findings](ProgressSink& progress) {
+    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), Interruption::Cancel,
+                                  [casePath, paths, allowIncomplete, findings](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         QStringList done, failed;
         std::vector<std::string> programs;
@@ -830,7 +836,7 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
             }, Qt::QueuedConnection);
     };
     const std::string casePath = casePath_.toStdString();
-    auto* job = new BackgroundJob(tr("Replaying %1 on %2").arg(spec, replayDevice()), [casePath, request](ProgressSink& progress) mutable {
+    auto* job = new BackgroundJob(tr("Replaying %1 on %2").arg(spec, replayDevice()), Interruption::Stop, [casePath, request](ProgressSink& progress) mutable {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         request.progress = &progress;
         const ReplaySummary summary = runReplay(store, request);
@@ -879,7 +885,7 @@ bool MainWindow::exportReport(const QString& path)
     // PDF and HTML are rendered on this thread once the data is built; JSON and CSV are
     // written by the job itself.
     auto report = std::make_shared<ReportData>();
-    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), [casePath, target, formatName, options, report](ProgressSink&) {
+    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), Interruption::Cancel, [casePath, target, formatName, options, report](ProgressSink&) {
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         *report = buildAuditReport(store, options);
         if (formatName == "json" || formatName == "csv") {
@@ -917,7 +923,7 @@ void MainWindow::writePdfInSteps(const std::shared_ptr<ReportPdfWriter>& writer,
         QTimer::singleShot(0, this, [this, writer, target, written, shown] { writePdfInSteps(writer, target, written, shown); });
         return;
     }
-    auto* pages = new BackgroundJob(tr("Writing the PDF report %1").arg(shown), [writer, target, written](ProgressSink& progress) {
+    auto* pages = new BackgroundJob(tr("Writing the PDF report %1").arg(shown), Interruption::Cancel, [writer, target, written](ProgressSink& progress) {
         std::string error;
         if (!writePdfReport(*writer, target, &error, &progress))
             throw Error(error);

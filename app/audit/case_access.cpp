@@ -8,12 +8,10 @@ namespace zkdv::cli {
 
 std::unique_ptr<CaseStore> openCaseForReading(const std::string& path)
 {
-    try {
-        return std::make_unique<CaseStore>(path, CaseStore::Access::ReadOnly);
-    } catch (const SchemaUpgradeNeeded&) {
-        std::fprintf(stderr, "upgrading %s to case schema %d\n", path.c_str(), CaseSchema::latestVersion());
-        return std::make_unique<CaseStore>(path, CaseStore::Access::ReadWrite);
-    }
+    auto store = std::make_unique<CaseStore>(path, CaseStore::Access::ReadOnly);
+    if (const std::optional<int> from = store->migratedFromVersion())
+        std::fprintf(stderr, "upgraded %s from case schema %d to %d\n", path.c_str(), *from, CaseSchema::latestVersion());
+    return store;
 }
 
 }  // namespace zkdv::cli

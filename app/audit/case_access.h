@@ -1,6 +1,6 @@
 #pragma once
-// Opening a case to read it: read-only, except that a case from an older build is migrated
-// once (forward only, in one transaction) so the current schema can be read.
+// Opening a case to read it: CaseStore's read-only open (which migrates a case from an older
+// build once), saying on stderr when it did, since the file changed.
 
 #include <memory>
 #include <string>

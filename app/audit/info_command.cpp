@@ -76,7 +76,7 @@ int caseInfo(const std::string& path, bool json)
     const std::int64_t digests = checks.withStateDigest;
     ReplayStore replays(store.database());
     if (json) {
-        nlohmann::json out = {{"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
+        nlohmann::json out = {{"json_version", kCliJsonVersion}, {"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
                               {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}};
         for (const CaseTape& tape : tapes)
             out["tapes"].push_back(caseTapeJson(tape));

@@ -115,7 +115,7 @@ CnnDemoResult runCnnDemo(const std::string& path, const CnnDemoOptions& options)
     std::unique_ptr<Recorder> recorder;
     PreparedOptimizer* prepared = nullptr;
     if (options.record) {
-        RecorderConfig config;
+        RecorderOptions config;
         config.stateCheckProbability = options.stateCheckProbability;
         config.updateCheckProbability = options.updateCheckProbability;
         config.samplingSeed = options.seed;
@@ -124,7 +124,9 @@ CnnDemoResult runCnnDemo(const std::string& path, const CnnDemoOptions& options)
         config.metadataJson = nlohmann::json{{"example", "CNN with BatchNorm on synthetic bar images"}, {"classes", kClasses},
                                              {"image_size", kImageSize}, {"batch_size", options.batchSize}, {"seed", options.seed}}
                                   .dump();
-        recorder = std::make_unique<Recorder>(path, config, options.maxInFlight, options.snapshotInterval);
+        config.maxInFlight = options.maxInFlight;
+        config.replaySnapshotInterval = options.snapshotInterval;
+        recorder = std::make_unique<Recorder>(path, config);
         recorder->prepare(model);
         prepared = &recorder->prepare(optimizer);
     }

@@ -89,9 +89,7 @@ std::vector<at::Tensor> PreparedModel::buffers() const
 
 struct Recorder::Impl {
     std::string path;
-    RecorderConfig config;
-    int maxInFlight;
-    int interval;
+    RecorderOptions config;
     std::unique_ptr<TapeWriter> writer;
     SnapshotPool pool;
     std::unique_ptr<BackgroundWriter> background;
@@ -118,11 +116,11 @@ struct Recorder::Impl {
     std::uint64_t snapshots = 0;
     std::uint64_t aborted = 0;
 
-    Impl(const std::string& p, RecorderConfig c, int inFlight, int every)
-        : path(p), config(std::move(c)), maxInFlight(inFlight), interval(every),
+    Impl(const std::string& p, RecorderOptions c)
+        : path(p), config(std::move(c)),
           writer(std::make_unique<TapeWriter>(p, config.overwrite ? TapeWriter::OpenMode::Overwrite : TapeWriter::OpenMode::CreateNew)),
-          pool(static_cast<std::size_t>(inFlight)),
-          background(std::make_unique<BackgroundWriter>(*writer, static_cast<std::size_t>(inFlight)))
+          pool(static_cast<std::size_t>(config.maxInFlight)),
+          background(std::make_unique<BackgroundWriter>(*writer, static_cast<std::size_t>(config.maxInFlight)))
     {
     }
 
@@ -178,11 +176,11 @@ struct Recorder::Impl {
         root.programKind = model->exported() ? kExportedGraphKind : "torchscript";
         root.programSha256 = program.sha256;
         root.programEmbedded = config.embedProgram;
-        root.snapshotInterval = interval;
+        root.snapshotInterval = config.replaySnapshotInterval;
         root.stateCheckProbability = config.stateCheckProbability;
         root.updateCheckProbability = config.updateCheckProbability;
         root.samplingSeed = config.samplingSeed;
-        root.maxInFlight = maxInFlight;
+        root.maxInFlight = config.maxInFlight;
         root.overlap = "unchecked";
         root.metadataJson = config.metadataJson;
         // Validate what we are about to write with the reader's own rules.
@@ -241,18 +239,18 @@ struct Recorder::Impl {
 
 // ---------------------------------------------------------------- Recorder
 
-Recorder::Recorder(const std::string& path, RecorderConfig config, int maxInFlight, int replaySnapshotInterval)
+Recorder::Recorder(const std::string& path, RecorderOptions config)
 {
-    if (maxInFlight < 1)
+    if (config.maxInFlight < 1)
         throw RecorderError("max_in_flight must be at least 1");
-    if (replaySnapshotInterval < 1)
+    if (config.replaySnapshotInterval < 1)
         throw RecorderError("replay_snapshot_interval must be at least 1");
     if (!(config.stateCheckProbability >= 0 && config.stateCheckProbability <= 1 && config.updateCheckProbability >= 0 &&
           config.updateCheckProbability <= 1))
         throw RecorderError("sampling probabilities must lie in [0, 1]");
     if (!nlohmann::json::accept(config.metadataJson) || !nlohmann::json::parse(config.metadataJson).is_object())
         throw RecorderError("run metadata must be a JSON object");
-    impl_ = std::make_unique<Impl>(path, std::move(config), maxInFlight, replaySnapshotInterval);
+    impl_ = std::make_unique<Impl>(path, std::move(config));
 }
 
 Recorder::~Recorder()
@@ -457,7 +455,7 @@ void Recorder::step(PreparedOptimizer& prepared)
     });
     ++d.transactions;
     d.committed = true;
-    if (d.transactions % static_cast<std::uint64_t>(d.interval) == 0)
+    if (d.transactions % static_cast<std::uint64_t>(d.config.replaySnapshotInterval) == 0)
         d.snapshot(d.transactions);
 }
 

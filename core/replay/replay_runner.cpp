@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cxxabi.h>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <thread>
+#include <typeinfo>
 
 #include <nlohmann/json.hpp>
 #include <sys/utsname.h>
@@ -110,6 +113,276 @@ TransactionOutcome unverifiableOutcome(std::uint64_t index, std::uint64_t interv
     return outcome;
 }
 
+// Which tape: the one asked for, or the case's only one.
+CaseTape chooseTape(CaseStore& store, std::int64_t tapeId)
+{
+    if (tapeId != 0) {
+        std::optional<CaseTape> tape = store.tape(tapeId);
+        if (!tape)
+            throw ReplayError("case " + store.path() + " holds no tape with id " + std::to_string(tapeId));
+        return *tape;
+    }
+    std::vector<CaseTape> tapes = store.tapes();
+    if (tapes.empty())
+        throw ReplayError("case " + store.path() + " holds no tape; ingest one first");
+    if (tapes.size() > 1)
+        throw ReplayError("case " + store.path() + " holds " + std::to_string(tapes.size()) + " tapes; choose one with --tape ID");
+    return tapes.front();
+}
+
+RootRecord parseRoot(const CaseTape& tape)
+{
+    try {
+        return RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));
+    } catch (const Error& error) {
+        throw ReplayError("tape " + std::to_string(tape.id) + "'s root record in the case does not parse: " + error.what());
+    }
+}
+
+std::string replayWorkerPath(const ReplayRequest& request)
+{
+    try {
+        return request.workerPath.empty() ? worker::findReplayWorker() : request.workerPath;
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
+}
+
+// What to replay, and in which segments.
+struct PlannedReplay {
+    SelectionInput input;
+    std::vector<std::uint64_t> selected;
+    std::vector<std::uint64_t> unplannable;  // selected, but no snapshot starts their segment
+    ReplayPlan plan;
+};
+
+PlannedReplay planSelection(ReplayStore& replayStore, std::int64_t tapeId, const ReplayRequest& request)
+{
+    PlannedReplay planned;
+    planned.input = replayStore.selectionInput(tapeId, request.selection.kind == SelectionSpec::Kind::TopQ);
+    try {
+        planned.selected = selectTransactions(request.selection, request.seed, planned.input);
+    } catch (const SelectionError& error) {
+        throw ReplayError(error.what());
+    }
+    planned.plan = planReplay(planned.selected, planned.input.snapshotInterval, replayStore.snapshotTransactions(tapeId), &planned.unplannable);
+    return planned;
+}
+
+// The trainer's thread count reproduces its CPU reductions bit for bit; 0 while only the
+// worker's hello can tell (libtorch's default).
+int intraOpThreadsOf(const ReplayRequest& request, const RootRecord& root, int libtorchDefault)
+{
+    if (request.intraOpThreads > 0)
+        return request.intraOpThreads;
+    if (request.device == "cpu" && root.intraOpThreads > 0)
+        return root.intraOpThreads;
+    return libtorchDefault;
+}
+
+unsigned workerCount(const ReplayRequest& request, const ReplayPlan& plan, int intraOpThreads)
+{
+    unsigned count = 1;
+    if (request.device == "cpu") {
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        // A worker is a process of its own (~200 MB with libtorch): at most one per core.
+        count = request.threads > 0 ? std::min(request.threads, cores) : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOpThreads)));
+    }
+    return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(count, plan.segments.size())));
+}
+
+// The workers start before the program is checked: their libtorch initialises meanwhile,
+// and the first one's hello says which libtorch and devices there are (this process loads
+// neither libtorch nor the program). How many is known here unless the thread count is
+// libtorch's default; then the others start after the hello.
+std::vector<std::unique_ptr<worker::WorkerProcess>> prestartWorkers(const std::string& workerPath, const ReplayRequest& request,
+                                                                     const RootRecord& root, const ReplayPlan& plan)
+{
+    const int knownIntraOp = intraOpThreadsOf(request, root, 0);
+    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted;
+    try {
+        for (unsigned w = 0, n = knownIntraOp > 0 ? workerCount(request, plan, knownIntraOp) : 1; w < n; ++w)
+            prestarted.push_back(std::make_unique<worker::WorkerProcess>(workerPath));
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
+    return prestarted;
+}
+
+// The sealed program, checked before anything runs; when it cannot run, `problem` says why
+// and every selected transaction is unverifiable for that reason.
+struct CheckedProgram {
+    std::vector<std::uint8_t> bytes;
+    std::string problem;
+};
+
+CheckedProgram checkProgram(ReplayStore& replayStore, const RootRecord& root, const ReplayRequest& request)
+{
+    CheckedProgram checked;
+    if (root.programKind != "torchscript" && root.programKind != kExportedGraphKind) {
+        checked.problem = "the tape's program is of kind '" + root.programKind + "', which cannot be replayed";
+        return checked;
+    }
+    std::optional<std::vector<std::uint8_t>> bytes;
+    if (!request.programPath.empty())
+        bytes = readWholeFile(request.programPath);
+    else
+        bytes = replayStore.programBytes(toHex(root.programSha256));
+    if (!bytes) {
+        checked.problem = "the sealed program (sha256 " + toHex(root.programSha256) +
+                          ") is not in the case; add it with `zkdv-audit ingest PROGRAM --case CASE` or pass --program PROGRAM";
+        return checked;
+    }
+    const std::string found = toHex(Sha256::of(ByteSpan(*bytes)));
+    if (found != toHex(root.programSha256))
+        checked.problem = "program digest mismatch: the tape commits to sha256 " + toHex(root.programSha256) + ", the program supplied has " +
+                          found + "; refusing to run it";
+    else
+        checked.bytes = std::move(*bytes);
+    return checked;
+}
+
+// Where the workers read payloads from: the tape file while it is the one ingested, else the
+// case's embedded copies. Returns why neither can serve ("" when one can).
+std::string chooseRecordSource(const CaseTape& tape, bool& embedded)
+{
+    std::string why;
+    try {
+        RecordReader reader(tape.path);
+        if (reader.size() == tape.size)
+            return "";
+        why = "the tape file " + tape.path + " has " + std::to_string(reader.size()) + " bytes, the ingested tape " + std::to_string(tape.size);
+    } catch (const Error& error) {
+        why = error.what();
+    }
+    embedded = tape.embedded;
+    return embedded ? "" : "the tape's records cannot be read: " + why + "; restore the file, or ingest it with --embed";
+}
+
+ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const ReplayRequest& request, const worker::WorkerHello& hello,
+                      const std::string& device, unsigned workers, int intraOp, std::size_t selectedCount)
+{
+    ReplayRunInfo info;
+    info.tapeId = tape.id;
+    info.device = device;
+    info.libtorchVersion = hello.libtorchVersion;
+    info.selection = request.selection.toString();
+    info.seed = request.seed;
+    info.tolerance = request.tolerance.toString();
+    info.threads = workers;
+    info.intraOpThreads = intraOp;
+    info.selectedCount = selectedCount;
+    info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
+                                                     {"libtorch", hello.libtorchVersion},
+                                                     {"cuda", hello.cudaVersion},
+                                                     {"cuda_devices", hello.cudaDevices},
+                                                     {"deterministic_algorithms", true},
+                                                     {"program_sha256", toHex(root.programSha256)},
+                                                     {"tape_chain_head", tape.chainHead}});
+    return info;
+}
+
+// Stores each batch of outcomes, counts them into the summary and reports progress.
+class OutcomeRecorder {
+public:
+    OutcomeRecorder(ReplayStore& replayStore, const ReplayRequest& request, ReplaySummary& summary, std::uint64_t total)
+        : replayStore_(replayStore), request_(request), summary_(summary), total_(total)
+    {
+    }
+
+    void operator()(std::vector<TransactionOutcome>& outcomes)
+    {
+        if (outcomes.empty())
+            return;
+        replayStore_.storeOutcomes(summary_.runId, outcomes);
+        for (const TransactionOutcome& outcome : outcomes) {
+            switch (outcome.verdict) {
+            case Verdict::Exact: ++summary_.exact; break;
+            case Verdict::WithinTolerance: ++summary_.withinTolerance; break;
+            case Verdict::Diverged: ++summary_.diverged; break;
+            case Verdict::Unverifiable: ++summary_.unverifiable; break;
+            }
+            ++summary_.replayed;
+            keepFirstFailure(summary_.firstFailures, outcome);
+            if (request_.onOutcome)
+                request_.onOutcome(outcome);
+        }
+        done_ += outcomes.size();
+        if (request_.progress)
+            request_.progress->report(done_, total_, "replaying");
+    }
+
+private:
+    ReplayStore& replayStore_;
+    const ReplayRequest& request_;
+    ReplaySummary& summary_;
+    std::uint64_t total_;
+    std::uint64_t done_ = 0;
+};
+
+// What every worker is told: the tape, the program, the device, where each record lies and
+// how much memory a worker may use.
+worker::WorkerJob workerJob(CaseStore& store, ReplayStore& replayStore, const CaseTape& tape, const RootRecord& root,
+                            const PlannedReplay& planned, std::vector<std::uint8_t> program, bool embedded, const std::string& device,
+                            int intraOp, const ReplayRequest& request)
+{
+    worker::WorkerJob job;
+    job.rootJson = tape.rootJson;
+    job.device = device;
+    job.intraOpThreads = intraOp;
+    job.tolerance = request.tolerance;
+    worker::RecordPlan& records = job.records;
+    records.embedded = embedded;
+    records.tapePath = tape.path;
+    records.casePath = store.path();
+    records.tapeId = tape.id;
+    records.snapshotInterval = planned.input.snapshotInterval;
+    records.beforeFirstSnapshot = digestBeforeFirstSnapshot(tape, root, program);
+    indexRecords(replayStore, tape.id, planned.plan, records);
+    std::uint64_t largestSnapshot = 0, largestTransaction = 0;
+    for (const auto& [k, ref] : records.snapshots)
+        largestSnapshot = std::max(largestSnapshot, ref.frameSize);
+    for (const auto& [t, ref] : records.transactions)
+        largestTransaction = std::max(largestTransaction, ref.frameSize);
+    if (request.device == "cpu")
+        job.memoryLimitBytes = request.limits.memoryLimitBytes
+                                   ? request.limits.memoryLimitBytes
+                                   : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction, intraOp);
+    job.program = std::move(program);
+    return job;
+}
+
+// The type of the exception being handled, for a cause that is not a std::exception.
+std::string currentExceptionType()
+{
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    if (!type)
+        return "unknown";
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status), std::free);
+    return status == 0 && demangled ? demangled.get() : type->name();
+}
+
+// Runs the plan's segments on the worker pool; false when the progress sink stopped it.
+// A failure marks the run failed, naming its cause, and goes on to the caller.
+bool replaySegments(ReplayStore& replayStore, std::int64_t runId, const PlannedReplay& planned, worker::WorkerPoolSetup setup,
+                    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted, OutcomeRecorder& record, const ReplayRequest& request)
+{
+    auto recordBatch = [&](std::vector<TransactionOutcome>& outcomes) { record(outcomes); };
+    try {
+        worker::ReplayWorkerPool pool(planned.plan.segments, std::move(setup), std::move(prestarted));
+        return pool.run(recordBatch, [&] { return request.progress && request.progress->cancelRequested(); });
+    } catch (const std::exception& error) {
+        // The run's problem names the cause, as the exception does for the caller.
+        replayStore.finishRun(runId, "failed", std::string("the replay stopped: ") + error.what());
+        throw;
+    } catch (...) {
+        replayStore.finishRun(runId, "failed", "the replay stopped on an exception of type " + currentExceptionType() +
+                                                   ", which is not a std::exception");
+        throw;
+    }
+}
+
 }  // namespace
 
 ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
@@ -117,114 +390,18 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     const auto started = Clock::now();
     ReplayStore replayStore(store.database());
 
-    // Which tape.
-    std::optional<CaseTape> tape;
-    if (request.tapeId != 0) {
-        tape = store.tape(request.tapeId);
-        if (!tape)
-            throw ReplayError("case " + store.path() + " holds no tape with id " + std::to_string(request.tapeId));
-    } else {
-        std::vector<CaseTape> tapes = store.tapes();
-        if (tapes.empty())
-            throw ReplayError("case " + store.path() + " holds no tape; ingest one first");
-        if (tapes.size() > 1)
-            throw ReplayError("case " + store.path() + " holds " + std::to_string(tapes.size()) + " tapes; choose one with --tape ID");
-        tape = tapes.front();
-    }
-    RootRecord root;
-    try {
-        root = RootRecord::parse(ByteSpan(std::string_view(tape->rootJson)));
-    } catch (const Error& error) {
-        throw ReplayError("tape " + std::to_string(tape->id) + "'s root record in the case does not parse: " + error.what());
-    }
-
-    std::string workerPath;
-    try {
-        workerPath = request.workerPath.empty() ? worker::findReplayWorker() : request.workerPath;
-    } catch (const Error& error) {
-        throw ReplayError(error.what());
-    }
+    const CaseTape tape = chooseTape(store, request.tapeId);
+    const RootRecord root = parseRoot(tape);
+    const std::string workerPath = replayWorkerPath(request);
     worker::WorkerLog log;
+    PlannedReplay planned = planSelection(replayStore, tape.id, request);
+    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted = prestartWorkers(workerPath, request, root, planned.plan);
 
-    // What to replay, and in which segments.
-    const bool cpu = request.device == "cpu";
-    SelectionInput input = replayStore.selectionInput(tape->id, request.selection.kind == SelectionSpec::Kind::TopQ);
-    std::vector<std::uint64_t> selected;
-    try {
-        selected = selectTransactions(request.selection, request.seed, input);
-    } catch (const SelectionError& error) {
-        throw ReplayError(error.what());
-    }
-    std::vector<std::uint64_t> unplannable;
-    const ReplayPlan plan = planReplay(selected, input.snapshotInterval, replayStore.snapshotTransactions(tape->id), &unplannable);
-
-    // The workers start now: their libtorch initialises while the program is checked, and the
-    // first one's hello says which libtorch and devices there are (this process loads neither
-    // libtorch nor the program). How many is known here unless the thread count is libtorch's
-    // default; then the others start after the hello.
-    auto workerCount = [&](int intraOpThreads) {
-        unsigned count = 1;
-        if (cpu) {
-            const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-            // A worker is a process of its own (~200 MB with libtorch): at most one per core.
-            count = request.threads > 0 ? std::min(request.threads, cores)
-                                        : std::max(1u, cores / static_cast<unsigned>(std::max(1, intraOpThreads)));
-        }
-        return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(count, plan.segments.size())));
-    };
-    const int knownIntraOp = request.intraOpThreads > 0 ? request.intraOpThreads : cpu && root.intraOpThreads > 0 ? root.intraOpThreads : 0;
-    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted;
-    try {
-        for (unsigned w = 0, n = knownIntraOp > 0 ? workerCount(knownIntraOp) : 1; w < n; ++w)
-            prestarted.push_back(std::make_unique<worker::WorkerProcess>(workerPath));
-    } catch (const Error& error) {
-        throw ReplayError(error.what());
-    }
-
-    // The program, checked before anything runs.
-    std::string problem;
-    std::vector<std::uint8_t> program;
-    if (root.programKind != "torchscript" && root.programKind != kExportedGraphKind) {
-        problem = "the tape's program is of kind '" + root.programKind + "', which cannot be replayed";
-    } else {
-        std::optional<std::vector<std::uint8_t>> bytes;
-        if (!request.programPath.empty())
-            bytes = readWholeFile(request.programPath);
-        else
-            bytes = replayStore.programBytes(toHex(root.programSha256));
-        if (!bytes) {
-            problem = "the sealed program (sha256 " + toHex(root.programSha256) +
-                      ") is not in the case; add it with `zkdv-audit ingest PROGRAM --case CASE` or pass --program PROGRAM";
-        } else {
-            const std::string found = toHex(Sha256::of(ByteSpan(*bytes)));
-            if (found != toHex(root.programSha256))
-                problem = "program digest mismatch: the tape commits to sha256 " + toHex(root.programSha256) + ", the program supplied has " +
-                          found + "; refusing to run it";
-            else
-                program = std::move(*bytes);
-        }
-    }
-    // Payloads come from the tape file while it is the one ingested, else from the case.
-    std::unique_ptr<RecordReader> reader;
+    CheckedProgram program = checkProgram(replayStore, root, request);
+    std::string& problem = program.problem;
     bool embedded = false;
-    if (problem.empty() && !plan.segments.empty()) {
-        std::string why;
-        try {
-            reader = std::make_unique<RecordReader>(tape->path);
-            if (reader->size() != tape->size) {
-                why = "the tape file " + tape->path + " has " + std::to_string(reader->size()) + " bytes, the ingested tape " +
-                      std::to_string(tape->size);
-                reader.reset();
-            }
-        } catch (const Error& error) {
-            why = error.what();
-        }
-        if (!reader) {
-            embedded = tape->embedded;
-            if (!embedded)
-                problem = "the tape's records cannot be read: " + why + "; restore the file, or ingest it with --embed";
-        }
-    }
+    if (problem.empty() && !planned.plan.segments.empty())
+        problem = chooseRecordSource(tape, embedded);
 
     worker::WorkerHello hello;
     std::string device;
@@ -234,106 +411,40 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     } catch (const Error& error) {
         throw ReplayError(error.what());
     }
-
-    // The trainer's thread count reproduces its CPU reductions bit for bit.
-    const int intraOp = request.intraOpThreads > 0                  ? request.intraOpThreads
-                        : cpu && root.intraOpThreads > 0           ? root.intraOpThreads
-                                                                     : hello.defaultIntraOpThreads;
-    const unsigned workers = workerCount(intraOp);
-
-    ReplayRunInfo info;
-    info.tapeId = tape->id;
-    info.device = device;
-    info.libtorchVersion = hello.libtorchVersion;
-    info.selection = request.selection.toString();
-    info.seed = request.seed;
-    info.tolerance = request.tolerance.toString();
-    info.threads = workers;
-    info.intraOpThreads = intraOp;
-    info.selectedCount = selected.size();
-    info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
-                                                     {"libtorch", hello.libtorchVersion},
-                                                     {"cuda", hello.cudaVersion},
-                                                     {"cuda_devices", hello.cudaDevices},
-                                                     {"deterministic_algorithms", true},
-                                                     {"program_sha256", toHex(root.programSha256)},
-                                                     {"tape_chain_head", tape->chainHead}});
+    const int intraOp = intraOpThreadsOf(request, root, hello.defaultIntraOpThreads);
+    const unsigned workers = workerCount(request, planned.plan, intraOp);
+    const ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size());
 
     ReplaySummary summary;
-    summary.tapeId = tape->id;
+    summary.tapeId = tape.id;
     summary.device = device;
     summary.selection = info.selection;
     summary.seed = request.seed;
-    summary.transactionCount = input.transactionCount;
-    summary.selected = selected;
+    summary.transactionCount = planned.input.transactionCount;
+    summary.selected = planned.selected;
     summary.problem = problem;
     summary.runId = replayStore.beginRun(info);
     log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 
-    std::uint64_t done = 0;
-    const std::uint64_t total = plan.replayedTransactions() + unplannable.size();
-    auto record = [&](std::vector<TransactionOutcome>& outcomes) {
-        if (outcomes.empty())
-            return;
-        replayStore.storeOutcomes(summary.runId, outcomes);
-        for (const TransactionOutcome& outcome : outcomes) {
-            switch (outcome.verdict) {
-            case Verdict::Exact: ++summary.exact; break;
-            case Verdict::WithinTolerance: ++summary.withinTolerance; break;
-            case Verdict::Diverged: ++summary.diverged; break;
-            case Verdict::Unverifiable: ++summary.unverifiable; break;
-            }
-            ++summary.replayed;
-            keepFirstFailure(summary.firstFailures, outcome);
-            if (request.onOutcome)
-                request.onOutcome(outcome);
-        }
-        done += outcomes.size();
-        if (request.progress)
-            request.progress->report(done, total, "replaying");
-    };
-
+    OutcomeRecorder record(replayStore, request, summary, planned.plan.replayedTransactions() + planned.unplannable.size());
+    const std::uint64_t interval = planned.input.snapshotInterval;
     std::vector<TransactionOutcome> pending;
-    for (std::uint64_t index : unplannable)
-        pending.push_back(unverifiableOutcome(index, input.snapshotInterval, true,
-                                              "the tape holds no snapshot to start this transaction's segment from"));
+    for (std::uint64_t index : planned.unplannable)
+        pending.push_back(unverifiableOutcome(index, interval, true, "the tape holds no snapshot to start this transaction's segment from"));
     if (!problem.empty()) {
-        for (const ReplaySegment& segment : plan.segments)
+        for (const ReplaySegment& segment : planned.plan.segments)
             for (std::uint64_t index : segment.selected)
-                pending.push_back(unverifiableOutcome(index, input.snapshotInterval, true, problem));
+                pending.push_back(unverifiableOutcome(index, interval, true, problem));
         record(pending);
         summary.sealProblem = replayStore.finishRun(summary.runId, "finished", problem);
         summary.status = "finished";
     } else {
         record(pending);
-        worker::WorkerJob job;
-        job.rootJson = tape->rootJson;
-        job.device = device;
-        job.intraOpThreads = intraOp;
-        job.tolerance = request.tolerance;
-        worker::RecordPlan& records = job.records;
-        records.embedded = embedded;
-        records.tapePath = tape->path;
-        records.casePath = store.path();
-        records.tapeId = tape->id;
-        records.snapshotInterval = input.snapshotInterval;
-        records.beforeFirstSnapshot = digestBeforeFirstSnapshot(*tape, root, program);
-        indexRecords(replayStore, tape->id, plan, records);
-        const std::map<std::uint64_t, double> budgets = transactionBudgets(replayStore, tape->id, plan, records, request.limits);
-        std::uint64_t largestSnapshot = 0, largestTransaction = 0;
-        for (const auto& [k, ref] : records.snapshots)
-            largestSnapshot = std::max(largestSnapshot, ref.frameSize);
-        for (const auto& [t, ref] : records.transactions)
-            largestTransaction = std::max(largestTransaction, ref.frameSize);
-        if (cpu)
-            job.memoryLimitBytes = request.limits.memoryLimitBytes
-                                       ? request.limits.memoryLimitBytes
-                                       : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction, intraOp);
-        job.program = std::move(program);
-
+        worker::WorkerJob job = workerJob(store, replayStore, tape, root, planned, std::move(program.bytes), embedded, device, intraOp, request);
+        const std::map<std::uint64_t, double> budgets = transactionBudgets(replayStore, tape.id, planned.plan, job.records, request.limits);
         worker::WorkerPoolSetup setup;
         setup.workers = workers;
-        setup.snapshotInterval = input.snapshotInterval;
+        setup.snapshotInterval = interval;
         setup.memoryLimitBytes = job.memoryLimitBytes;
         setup.startSeconds = request.limits.startSeconds;
         setup.transactionSeconds = [&](const ReplaySegment&, std::uint64_t t) {
@@ -341,20 +452,15 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
             return it == budgets.end() ? request.limits.transactionFloorSeconds : it->second;
         };
         setup.log = &log;
-        bool cancelled = false;
         setup.executable = workerPath;
+        bool cancelled = false;
         try {
             setup.job = worker::encodeJob(job);
-            worker::ReplayWorkerPool pool(plan.segments, std::move(setup), std::move(prestarted));
-            cancelled = !pool.run(record, [&] { return request.progress && request.progress->cancelRequested(); });
         } catch (const std::exception& error) {
-            // The run's problem names the cause, as the exception does for the caller.
             replayStore.finishRun(summary.runId, "failed", std::string("the replay stopped: ") + error.what());
             throw;
-        } catch (...) {
-            replayStore.finishRun(summary.runId, "failed", "the replay stopped on an exception that is not a std::exception");
-            throw;
         }
+        cancelled = !replaySegments(replayStore, summary.runId, planned, std::move(setup), std::move(prestarted), record, request);
         summary.status = cancelled ? "cancelled" : "finished";
         summary.sealProblem = replayStore.finishRun(summary.runId, summary.status, "");
     }

@@ -179,15 +179,7 @@ void readTransactions(Database& db, std::int64_t tapeId, std::int64_t runId, Rep
     std::map<std::uint64_t, std::size_t> position;
     for (RunTransaction& row : loadRunTransactions(db, tapeId, runId)) {
         ReportTransaction t;
-        t.index = row.index;
-        t.segment = row.segment;
-        t.selected = row.selected;
-        t.verdict = row.verdict;
-        t.detail = std::move(row.detail);
-        t.loss = row.loss;
-        t.recordedLearningRate = row.recordedLearningRate;
-        t.updateNorm = row.updateNorm;
-        t.replayNs = row.replayNs;
+        static_cast<RunTransaction&>(t) = std::move(row);
         position[t.index] = report.transactions.size();
         report.transactions.push_back(std::move(t));
     }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "zkdv/audit/pass_rule.h"
+
 namespace zkdv::report_detail {
 
 namespace {
@@ -116,7 +118,6 @@ void writeConclusion(ReportData& report)
     const bool sealed = report.tapeStatus == "sealed";
     const bool programOk = report.programCheck == "matched";
     const bool finished = report.runStatus == "finished";
-
     // 1. Tampering or a faulty run found: always the first thing said.
     if (!diverged.empty()) {
         const ReportTransaction* first = firstWith(report, Verdict::Diverged);
@@ -138,6 +139,12 @@ void writeConclusion(ReportData& report)
                                       (other.divergedTransactions.empty() ? std::string() : " (" + indexList(other.divergedTransactions) + ")") +
                                       ": this report is about run " + std::to_string(report.runId) + ", which does not undo that finding.");
         }
+    // The one pass rule of a run, and on top of it what the report asks of the tape: that
+    // something was replayed and compared, that the tape is sealed, and that no other vouched
+    // run of it found a divergence. The headlines below say which failed.
+    report.passed = replayRunPassed(report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 &&
+                    report.comparisonCount > 0 && sealed && otherFailures.empty();
+
     // 2. An incomplete tape.
     if (report.tapeStatus == "truncated")
         report.warnings.push_back("This tape is incomplete (truncated at record " + std::to_string(report.recordCount) +
@@ -179,7 +186,6 @@ void writeConclusion(ReportData& report)
     // The headline.
     const std::uint64_t replayed = report.replayedCount;
     if (!diverged.empty()) {
-        report.passed = false;
         report.outcome = "FAILED";
         report.headline = "FAILED: " +
                           (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not"
@@ -188,7 +194,6 @@ void writeConclusion(ReportData& report)
         return;
     }
     if (!otherFailures.empty()) {
-        report.passed = false;
         report.outcome = "FAILED";
         report.headline = "FAILED: replay run " + std::to_string(otherFailures.front()->id) + " of this tape found " +
                           count(otherFailures.front()->diverged, "transaction that does", "transactions that do") +
@@ -196,7 +201,6 @@ void writeConclusion(ReportData& report)
         return;
     }
     if (replayed == 0) {
-        report.passed = false;
         report.outcome = "NOT VERIFIED";
         report.headline = "NOT VERIFIED: no transaction was replayed, so this audit shows nothing about the tape.";
         return;
@@ -208,14 +212,12 @@ void writeConclusion(ReportData& report)
         const std::string why = !report.runProblem.empty()       ? report.runProblem
                                 : first && !first->detail.empty() ? first->detail
                                                                   : "the tape's records carry nothing a replay can compare";
-        report.passed = false;
         report.outcome = "NOT VERIFIED";
         report.headline = "NOT VERIFIED: " + count(replayed, "transaction was", "transactions were") +
                           " replayed, but nothing could be compared with the tape (" + why + "), so this audit shows nothing about it.";
         return;
     }
     if (!unverifiable.empty()) {
-        report.passed = false;
         report.outcome = "NOT VERIFIED";
         report.headline = "NOT VERIFIED: " + std::to_string(unverifiable.size()) + " of " + std::to_string(replayed) +
                           " replayed transactions could not be checked" +
@@ -237,20 +239,17 @@ void writeConclusion(ReportData& report)
             : "all " + std::to_string(replayed) + " replayed transactions" + which + " reproduce the tape (" + std::to_string(report.exact) +
                   " bit for bit, " + std::to_string(report.withinTolerance) + " within the rounding tolerance " + report.tolerance + ")";
     if (!finished) {
-        report.passed = false;
         report.outcome = "INCOMPLETE";
         report.headline = "INCOMPLETE: the replay " + std::string(report.runStatus == "cancelled" ? "was stopped" : "did not finish") + "; " +
                           reproduced + ", but the selected audit was not completed.";
         return;
     }
     if (!sealed) {
-        report.passed = false;
         report.outcome = "INCOMPLETE TAPE";
         report.headline = "INCOMPLETE TAPE: " + reproduced + ", but the tape is incomplete, so nothing is proven beyond " +
                           lastTransactionText(report) + ".";
         return;
     }
-    report.passed = true;
     report.outcome = "PASSED";
     report.headline = "PASSED: " + reproduced + ".";
 }

@@ -555,7 +555,48 @@ private:
 CaseStore::CaseStore(const std::string& path, Access access) : path_(path)
 {
     db_ = std::make_unique<Database>(path, access == Access::ReadOnly ? Database::Mode::ReadOnly : Database::Mode::ReadWriteCreate);
-    CaseSchema::upgrade(*db_);
+    int before = 0;  // 0: a new file, which upgrade() creates rather than migrates
+    try {
+        before = db_->userVersion();
+    } catch (const DatabaseError&) {
+        // not an SQLite file: upgrade() says so, with the path
+    }
+    try {
+        CaseSchema::upgrade(*db_);
+        if (before != 0 && before < CaseSchema::latestVersion())
+            migratedFrom_ = before;
+    } catch (const SchemaUpgradeNeeded&) {
+        // Only a read-only connection gets here. Reading an older case is what every reader
+        // (info, report, the workstation's views) wants, so it is migrated once, by a writing
+        // connection, as an ingest would; the migration is one transaction either way.
+        // A file without write permission was made read-only on purpose (even root, who
+        // could write it, leaves it as it is).
+        const int version = before;
+        db_.reset();
+        std::string unwritable;
+        std::error_code ignored;
+        using std::filesystem::perms;
+        if ((std::filesystem::status(path, ignored).permissions() & (perms::owner_write | perms::group_write | perms::others_write)) == perms::none)
+            unwritable = "it has no write permission";
+        else
+            try {
+                Database writer(path, Database::Mode::ReadWrite);
+                if (sqlite3_db_readonly(writer.handle(), "main") == 1)
+                    unwritable = "SQLite opens it read-only";
+                else
+                    CaseSchema::upgrade(writer);
+            } catch (const DatabaseError& error) {
+                unwritable = error.what();
+            }
+        if (!unwritable.empty())
+            throw SchemaUpgradeNeeded("case " + path + " uses schema version " + std::to_string(version) + "; this build reads version " +
+                                      std::to_string(CaseSchema::latestVersion()) +
+                                      " and migrates an older case when it opens it, but this file cannot be written (" + unwritable +
+                                      "); make it writable, or open a writable copy");
+        migratedFrom_ = version;
+        db_ = std::make_unique<Database>(path, Database::Mode::ReadOnly);
+        CaseSchema::upgrade(*db_);
+    }
     if (access == Access::ReadWrite) {
         bool wal = true;
         {

@@ -12,7 +12,7 @@ namespace zkdv {
 namespace {
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& message) { throw FormatError("root record: " + message, 0); }
+[[noreturn]] void fail(const std::string& message) { throw FormatError("root record: " + message); }
 
 const json& member(const json& object, const char* name, const char* where)
 {

@@ -8,7 +8,7 @@
 namespace zkdv {
 
 namespace {
-[[noreturn]] void fail(const std::string& message) { throw FormatError("snapshot record: " + message, 0); }
+[[noreturn]] void fail(const std::string& message) { throw FormatError("snapshot record: " + message); }
 
 void expectSpec(const TensorView& tensor, const TensorSpec& spec)
 {

@@ -565,7 +565,8 @@ private:
         } catch (const NotATapeError&) {
             throw;
         } catch (const FormatError& error) {
-            corrupt(index, payloadOffset + error.offset(), error.detail());
+            // An error about the record as a whole (no offset) points at its payload's first byte.
+            corrupt(index, payloadOffset + error.offset().value_or(0), error.detail());
             return false;
         } catch (const RecordOrderError& error) {
             corrupt(index, frame.offset, error.what());

@@ -12,7 +12,7 @@
 namespace zkdv {
 
 namespace {
-[[noreturn]] void fail(const std::string& message) { throw FormatError("transaction record: " + message, 0); }
+[[noreturn]] void fail(const std::string& message) { throw FormatError("transaction record: " + message); }
 
 std::uint64_t decimalMetadata(const SafetensorsView& view, std::string_view key)
 {

@@ -16,7 +16,7 @@
 #include "segment_executor.h"
 #include "zkdv/replay/fork_server.h"
 #include "zkdv/replay/worker_protocol.h"
-#include "zkdv/store/database.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
@@ -85,7 +85,7 @@ public:
     {
         auto it = plan_.snapshots.find(k);
         if (it == plan_.snapshots.end())
-            throw FormatError("the case holds no snapshot before transaction " + std::to_string(k), 0);
+            throw FormatError("the case holds no snapshot before transaction " + std::to_string(k));
         return reader_.payload(it->second, tape::RecordType::Snapshot);
     }
 
@@ -93,7 +93,7 @@ public:
     {
         auto it = plan_.transactions.find(t);
         if (it == plan_.transactions.end())
-            throw FormatError("the case holds no transaction " + std::to_string(t), 0);
+            throw FormatError("the case holds no transaction " + std::to_string(t));
         return reader_.payload(it->second, tape::RecordType::Transaction);
     }
 
@@ -107,7 +107,10 @@ private:
 // digest of the record before it.
 class EmbeddedRecordSource : public RecordSource {
 public:
-    explicit EmbeddedRecordSource(const RecordPlan& plan) : db_(plan.casePath, Database::Mode::ReadOnly), store_(db_), plan_(plan) {}
+    explicit EmbeddedRecordSource(const RecordPlan& plan)
+        : case_(plan.casePath, CaseStore::Access::ReadOnly), store_(case_.database()), plan_(plan)
+    {
+    }
 
     ByteSpan snapshot(std::uint64_t k) override
     {
@@ -129,7 +132,7 @@ private:
     {
         auto it = refs.find(key);
         if (it == refs.end())
-            throw FormatError(std::string("the case holds no ") + what + " " + std::to_string(key), 0);
+            throw FormatError(std::string("the case holds no ") + what + " " + std::to_string(key));
         return it->second;
     }
 
@@ -137,15 +140,15 @@ private:
     {
         std::optional<std::vector<std::uint8_t>> payload = store_.embeddedPayload(plan_.tapeId, ref.index);
         if (!payload)
-            throw FormatError("record " + std::to_string(ref.index) + " is not embedded in the case", 0);
+            throw FormatError("record " + std::to_string(ref.index) + " is not embedded in the case");
         storage = std::move(*payload);
         const FrameHeader header = frameHeader(static_cast<std::uint32_t>(type), tape::kFlagCritical, storage.size(), previous);
         if (frameDigest(header, {ByteSpan(storage)}, hasher_) != ref.digest)
-            throw FormatError("record " + std::to_string(ref.index) + "'s embedded payload does not hash to the digest ingested with it", 0);
+            throw FormatError("record " + std::to_string(ref.index) + "'s embedded payload does not hash to the digest ingested with it");
         return ByteSpan(storage);
     }
 
-    Database db_;
+    CaseStore case_;
     ReplayStore store_;
     const RecordPlan& plan_;
     Sha256 hasher_;

@@ -171,6 +171,16 @@ public:
         }
         segmentWorst_ = Verdict::Exact;
         firstDiverged_.reset();
+        // A transaction that cannot be replayed gets `verdict`; the rest of the segment is
+        // unverifiable, since none of it would start from a checked state.
+        auto endSegmentAt = [&](TransactionOutcome& outcome, Verdict verdict, std::string detail, const char* because) {
+            outcome.comparisons.clear();
+            outcome.verdict = verdict;
+            outcome.detail = std::move(detail);
+            emit(std::move(outcome));
+            ++next;
+            unverifiable("not replayed: transaction " + std::to_string(next - 1) + " of this segment " + because);
+        };
         for (; next <= segment.lastTransaction; ++next) {
             if (cancelled())
                 return;
@@ -181,20 +191,12 @@ public:
                 if (next == segment.lastTransaction && segment.reachesNextSnapshot)
                     compareSnapshot(records.snapshot(next + 1), outcome);
             } catch (const FormatError& error) {
-                outcome.comparisons.clear();
-                outcome.verdict = Verdict::Unverifiable;
-                outcome.detail = std::string("the tape's record cannot be read: ") + error.what();
-                emit(std::move(outcome));
-                ++next;
-                unverifiable("not replayed: transaction " + std::to_string(next - 1) + " of this segment could not be read");
+                endSegmentAt(outcome, Verdict::Unverifiable, std::string("the tape's record cannot be read: ") + error.what(), "could not be read");
                 return;
             } catch (const std::exception& error) {
-                outcome.comparisons.clear();
-                outcome.verdict = Verdict::Diverged;
-                outcome.detail = std::string("diverged: the training step does not run on the recorded transaction: ") + error.what();
-                emit(std::move(outcome));
-                ++next;
-                unverifiable("not replayed: transaction " + std::to_string(next - 1) + " of this segment failed to run");
+                endSegmentAt(outcome, Verdict::Diverged,
+                             std::string("diverged: the training step does not run on the recorded transaction: ") + error.what(),
+                             "failed to run");
                 return;
             }
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
@@ -385,7 +387,7 @@ private:
         const SafetensorsView view = SafetensorsView::parse(payload);
         const TransactionRecord record = TransactionRecord::parse(view, root_);
         if (record.index != outcome.index)
-            throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index), 0);
+            throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index));
 
         c10::List<at::Tensor> batch;
         for (const TensorView* tensor : record.batch)

@@ -47,7 +47,7 @@ std::vector<std::uint64_t> referenceFloyd(ReferenceGenerator& g, std::uint64_t n
     return {chosen.begin(), chosen.end()};
 }
 
-SelectionInput tape(std::uint64_t transactions, std::uint64_t interval = 12)
+SelectionInput tapeInput(std::uint64_t transactions, std::uint64_t interval = 12)
 {
     SelectionInput input;
     input.transactionCount = transactions;
@@ -202,18 +202,18 @@ void TestSelection::parsedFields()
 
 void TestSelection::allIdsAndRange()
 {
-    QCOMPARE(select("all", 0, tape(5)), (Picks{0, 1, 2, 3, 4}));
-    QCOMPARE(select("all", 0, tape(0)), Picks{});
-    QCOMPARE(select("ids:40,3,17,3", 0, tape(41)), (Picks{3, 17, 40}));  // sorted, duplicates removed
-    QCOMPARE(select("range:3-6", 0, tape(10)), (Picks{3, 4, 5, 6}));
-    QCOMPARE(select("range:9-9", 0, tape(10)), (Picks{9}));
+    QCOMPARE(select("all", 0, tapeInput(5)), (Picks{0, 1, 2, 3, 4}));
+    QCOMPARE(select("all", 0, tapeInput(0)), Picks{});
+    QCOMPARE(select("ids:40,3,17,3", 0, tapeInput(41)), (Picks{3, 17, 40}));  // sorted, duplicates removed
+    QCOMPARE(select("range:3-6", 0, tapeInput(10)), (Picks{3, 4, 5, 6}));
+    QCOMPARE(select("range:9-9", 0, tapeInput(10)), (Picks{9}));
 }
 
 void TestSelection::idsAndRangeOutsideTheTape()
 {
     for (const char* spec : {"ids:3,100", "range:95-100", "range:100-120"}) {
         try {
-            select(spec, 0, tape(100));
+            select(spec, 0, tapeInput(100));
             QFAIL(qPrintable(QString("no SelectionError for ") + spec));
         } catch (const SelectionError& e) {
             const QString message = QString::fromUtf8(e.what());
@@ -221,12 +221,12 @@ void TestSelection::idsAndRangeOutsideTheTape()
                      qPrintable(message));
         }
     }
-    QVERIFY_THROWS_EXCEPTION(SelectionError, select("ids:0", 0, tape(0)));
+    QVERIFY_THROWS_EXCEPTION(SelectionError, select("ids:0", 0, tapeInput(0)));
 }
 
 void TestSelection::randomIsDeterministic()
 {
-    const SelectionInput input = tape(1000);
+    const SelectionInput input = tapeInput(1000);
     const Picks a = select("random:20", 42, input);
     QCOMPARE(select("random:20", 42, input), a);
     QCOMPARE(a.size(), std::size_t{20});
@@ -247,27 +247,27 @@ void TestSelection::randomPinnedVector()
     ReferenceGenerator generator{42};
     const Picks expected = referenceFloyd(generator, 100, 5);
     QCOMPARE(expected, (Picks{3, 15, 27, 34, 71}));
-    QCOMPARE(select("random:5", 42, tape(100)), expected);
-    QCOMPARE(select("random:5%", 42, tape(100)), expected);  // 5% of 100 = 5: same draws
+    QCOMPARE(select("random:5", 42, tapeInput(100)), expected);
+    QCOMPARE(select("random:5%", 42, tapeInput(100)), expected);  // 5% of 100 = 5: same draws
     ReferenceGenerator other{43};
-    QCOMPARE(select("random:5", 43, tape(100)), referenceFloyd(other, 100, 5));
-    QCOMPARE(select("random:5", 43, tape(100)), (Picks{0, 42, 59, 69, 82}));
+    QCOMPARE(select("random:5", 43, tapeInput(100)), referenceFloyd(other, 100, 5));
+    QCOMPARE(select("random:5", 43, tapeInput(100)), (Picks{0, 42, 59, 69, 82}));
     // A large tape and a large sample (the dense path of Floyd's algorithm).
     ReferenceGenerator large{99};
-    QCOMPARE(select("random:700", 99, tape(1000)), referenceFloyd(large, 1000, 700));
+    QCOMPARE(select("random:700", 99, tapeInput(1000)), referenceFloyd(large, 1000, 700));
 }
 
 void TestSelection::randomCounts()
 {
-    QCOMPARE(select("random:7%", 1, tape(100)).size(), std::size_t{7});  // 0.07 * 100 would give 8
-    QCOMPARE(select("random:0.5%", 1, tape(100)).size(), std::size_t{1});  // ceil(0.5)
-    QCOMPARE(select("random:33.3%", 1, tape(10)).size(), std::size_t{4});  // ceil(3.33)
-    QCOMPARE(select("random:10%", 1, tape(10)).size(), std::size_t{1});
-    QCOMPARE(select("random:0.000000001%", 1, tape(1000)).size(), std::size_t{1});
-    QCOMPARE(select("random:100%", 1, tape(17)), select("all", 0, tape(17)));
-    QCOMPARE(select("random:17", 1, tape(17)), select("all", 0, tape(17)));
-    QCOMPARE(select("random:500", 1, tape(17)), select("all", 0, tape(17)));  // more than the tape
-    QCOMPARE(select("random:5", 1, tape(0)), Picks{});
+    QCOMPARE(select("random:7%", 1, tapeInput(100)).size(), std::size_t{7});  // 0.07 * 100 would give 8
+    QCOMPARE(select("random:0.5%", 1, tapeInput(100)).size(), std::size_t{1});  // ceil(0.5)
+    QCOMPARE(select("random:33.3%", 1, tapeInput(10)).size(), std::size_t{4});  // ceil(3.33)
+    QCOMPARE(select("random:10%", 1, tapeInput(10)).size(), std::size_t{1});
+    QCOMPARE(select("random:0.000000001%", 1, tapeInput(1000)).size(), std::size_t{1});
+    QCOMPARE(select("random:100%", 1, tapeInput(17)), select("all", 0, tapeInput(17)));
+    QCOMPARE(select("random:17", 1, tapeInput(17)), select("all", 0, tapeInput(17)));
+    QCOMPARE(select("random:500", 1, tapeInput(17)), select("all", 0, tapeInput(17)));  // more than the tape
+    QCOMPARE(select("random:5", 1, tapeInput(0)), Picks{});
 }
 
 void TestSelection::randomIsUniform()
@@ -278,7 +278,7 @@ void TestSelection::randomIsUniform()
     std::vector<int> hits(20, 0);
     std::vector<int> firstPick(20, 0);
     for (int seed = 0; seed < kSeeds; ++seed) {
-        const Picks picks = select("random:5", static_cast<std::uint64_t>(seed), tape(20));
+        const Picks picks = select("random:5", static_cast<std::uint64_t>(seed), tapeInput(20));
         QCOMPARE(picks.size(), std::size_t{5});
         for (std::uint64_t p : picks)
             ++hits[static_cast<std::size_t>(p)];
@@ -300,7 +300,7 @@ void TestSelection::stratifiedAllocation()
     for (std::uint64_t n : {1, 5, 12, 13, 30, 100, 257, 1000})
         for (std::uint64_t interval : {1, 5, 12, 50})
             for (std::uint64_t wanted : {1, 2, 7, 50, 999}) {
-                SelectionInput input = tape(n, interval);
+                SelectionInput input = tapeInput(n, interval);
                 SelectionSpec spec = SelectionSpec::parse("stratified:" + std::to_string(wanted));
                 const Picks picks = selectTransactions(spec, n + interval + wanted, input);
                 QCOMPARE(picks.size(), static_cast<std::size_t>(std::min(n, wanted)));
@@ -320,9 +320,9 @@ void TestSelection::stratifiedAllocation()
                 }
             }
     // Percentages: 5% of 1000 = 50, spread 0 or 1 per 12-transaction segment (84 segments).
-    const Picks picks = select("stratified:5%", 3, tape(1000));
+    const Picks picks = select("stratified:5%", 3, tapeInput(1000));
     QCOMPARE(picks.size(), std::size_t{50});
-    QVERIFY_THROWS_EXCEPTION(SelectionError, select("stratified:5", 1, tape(100, 0)));
+    QVERIFY_THROWS_EXCEPTION(SelectionError, select("stratified:5", 1, tapeInput(100, 0)));
 }
 
 void TestSelection::stratifiedPinnedVector()
@@ -337,9 +337,9 @@ void TestSelection::stratifiedPinnedVector()
         for (std::uint64_t p : referenceFloyd(generator, sizes[s], allocation[s]))
             expected.push_back(static_cast<std::uint64_t>(s) * 12 + p);
     QCOMPARE(expected, (Picks{1, 3, 7, 12, 15, 22, 25}));  // also the Python reimplementation's
-    QCOMPARE(select("stratified:7", 42, tape(30, 12)), expected);
+    QCOMPARE(select("stratified:7", 42, tapeInput(30, 12)), expected);
     // Ties in remainders go to the earlier segment: 2 of 4 equal segments of 3 -> segments 0, 1.
-    const Picks tie = select("stratified:2", 5, tape(12, 3));
+    const Picks tie = select("stratified:2", 5, tapeInput(12, 3));
     QCOMPARE(tie.size(), std::size_t{2});
     QVERIFY(tie[0] < 3 && tie[1] >= 3 && tie[1] < 6);
 }
@@ -347,7 +347,7 @@ void TestSelection::stratifiedPinnedVector()
 void TestSelection::topQUnionAndTies()
 {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    SelectionInput input = tape(6);
+    SelectionInput input = tapeInput(6);
     input.parameterCount = 2;
     // Row-major [transaction][parameter].
     const double parameter0[] = {1, 5, 5, 2, nan, 0};
@@ -364,7 +364,7 @@ void TestSelection::topQUnionAndTies()
     QCOMPARE(select("topq:1", 0, input), (Picks{0, 4}));
     QCOMPARE(select("topq:6", 0, input), (Picks{0, 1, 2, 3, 4, 5}));
     // -0 and +0 tie: the lower index wins.
-    SelectionInput zeros = tape(3);
+    SelectionInput zeros = tapeInput(3);
     zeros.parameterCount = 1;
     zeros.updateL2 = {0.0, -0.0, -1.0};
     QCOMPARE(select("topq:1", 0, zeros), (Picks{0}));
@@ -374,7 +374,7 @@ void TestSelection::topQUnionAndTies()
 
 void TestSelection::topQNeedsNorms()
 {
-    SelectionInput input = tape(4);
+    SelectionInput input = tapeInput(4);
     input.parameterCount = 2;
     input.updateL2 = {1, 2, 3};
     QVERIFY_THROWS_EXCEPTION(SelectionError, select("topq:1", 0, input));
@@ -385,7 +385,7 @@ void TestSelection::topQNeedsNorms()
 
 void TestSelection::sampled()
 {
-    SelectionInput input = tape(6);
+    SelectionInput input = tapeInput(6);
     input.hasSampledCheck = {false, true, false, false, true, true};
     QCOMPARE(select("sampled", 0, input), (Picks{1, 4, 5}));
     input.hasSampledCheck.pop_back();

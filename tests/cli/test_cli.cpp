@@ -469,6 +469,10 @@ void TestCli::replayCommand()
     QCOMPARE(json.value(QStringLiteral("passed")).toBool(), true);
     QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), 26);
     QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 26);
+    // Member names are spelled with underscores, as the report's counts are (docs/cli-json.md, "Versions").
+    QCOMPARE(json.value(QStringLiteral("json_version")).toInt(), 2);
+    QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().keys(),
+             (QStringList{QStringLiteral("diverged"), QStringLiteral("exact"), QStringLiteral("unverifiable"), QStringLiteral("within_tolerance")}));
     QCOMPARE(json.value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
     QCOMPARE(json.value(QStringLiteral("first_failures")).toArray().size(), qsizetype(0));
     QVERIFY(!json.value(QStringLiteral("tolerance")).toString().isEmpty());
@@ -496,6 +500,8 @@ void TestCli::replayCommand()
     QCOMPARE(runs.size(), 2);
     QCOMPARE(runs[0].toObject().value(QStringLiteral("selection")).toString(), QStringLiteral("random:3"));
     QCOMPARE(runs[1].toObject().value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 26);
+    QCOMPARE(json.value(QStringLiteral("json_version")).toInt(), 2);
+    QVERIFY(runs[1].toObject().value(QStringLiteral("verdicts")).toObject().contains(QStringLiteral("within_tolerance")));
 
     // A synthetic tape has no program to run: every transaction unverifiable, exit 1.
     const QString syntheticCase = path("synthetic.zkaudit");

@@ -37,7 +37,7 @@ std::string outcomeOf(const std::uint8_t* blob, Parse parse)
             out += "|" + key + "=" + value;
         return out;
     } catch (const zkdv::FormatError& error) {
-        return "error " + std::to_string(error.offset()) + " " + error.detail();
+        return "error " + (error.offset() ? std::to_string(*error.offset()) : std::string("-")) + " " + error.detail();
     }
 }
 

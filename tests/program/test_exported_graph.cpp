@@ -9,12 +9,12 @@
 #include <QtTest>
 
 #include <chrono>
-#include <fstream>
 #include <iterator>
 #include <random>
 
 #include "caught.h"
 #include "dishonest_trainer.h"
+#include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/graph/exported_graph.h"
@@ -33,8 +33,7 @@ namespace {
 // The MLP of tests/python/conftest.py, exported by zkdv/torch/export_program.py on torch 2.15.
 std::string committedGraph()
 {
-    std::ifstream in(ZKDV_TEST_DATA_DIR "/programs/mlp-exported-graph.json", std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return test::readText(ZKDV_TEST_DATA_DIR "/programs/mlp-exported-graph.json");
 }
 
 ByteSpan bytesOf(const std::string& text) { return ByteSpan(std::string_view(text)); }
@@ -72,11 +71,12 @@ void recordMlp(const std::string& path, int steps)
 {
     ExportedModel model = mlpModel(committedGraph());
     optim::ContractOptimizer optimizer("SGD", model.parameters, {{"lr", 0.05}, {"momentum", 0.9}});
-    RecorderConfig config;
+    RecorderOptions config;
     config.stateCheckProbability = 0.5;
     config.updateCheckProbability = 0.5;
     config.samplingSeed = 5;
-    Recorder recorder(path, config, 2, 4);
+    config.replaySnapshotInterval = 4;
+    Recorder recorder(path, config);
     recorder.prepare(std::move(model));
     PreparedOptimizer& prepared = recorder.prepare(optimizer);
     at::manual_seed(9);
@@ -377,11 +377,7 @@ void TestExportedGraph::goldenTapeReplaysOrNamesTheLibtorchItNeeds()
     // unverifiable, naming the libtorch it needs.
     const std::string golden = ZKDV_TEST_DATA_DIR "/golden/mlp-exported-torch2.15-1.4.zkdv";
     const std::string copy = dir_.file("golden-exported.zkdv");
-    {
-        std::ifstream in(golden, std::ios::binary);
-        std::ofstream out(copy, std::ios::binary);
-        out << in.rdbuf();
-    }
+    test::writeAll(copy, test::readAll(golden));
     const TapeSummary summary = scanTape(copy);
     QVERIFY(summary.status == TapeStatus::Sealed);
     QCOMPARE(summary.root->programKind, std::string(kExportedGraphKind));

@@ -133,12 +133,13 @@ void TestRecorder::recordsAVerifiableTape()
     const std::string path = dir_.file("linear.zkdv");
     torch::jit::Module model = linearModel();
     optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}, {"momentum", 0.9}});
-    RecorderConfig config;
+    RecorderOptions config;
     config.updateCheckProbability = 0.5;
     config.stateCheckProbability = 0.5;
     config.samplingSeed = 11;
+    config.replaySnapshotInterval = 4;
     {
-        Recorder recorder(path, config, 2, 4);
+        Recorder recorder(path, config);
         recorder.prepare(model);
         PreparedOptimizer& prepared = recorder.prepare(optimizer);
         const at::Tensor before = parametersOf(model)[0].detach().clone();
@@ -327,7 +328,7 @@ void TestRecorder::existingTapeNeedsExplicitOverwrite()
     std::string text;
     in >> text;
     QCOMPARE(text, std::string("precious"));
-    RecorderConfig config;
+    RecorderOptions config;
     config.overwrite = true;
     Recorder replaced(path, config);
 }
@@ -341,9 +342,11 @@ void TestRecorder::failingDiskWriteIsReportedAndTrainingGoesOn()
     // buffered, so the first snapshot meets the full disk.
     model.register_buffer("ballast", at::zeros({100000}));
     optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
-    RecorderConfig config;
+    RecorderOptions config;
     config.overwrite = true;
-    Recorder recorder("/dev/full", config, 1, 2);
+    config.maxInFlight = 1;
+    config.replaySnapshotInterval = 2;
+    Recorder recorder("/dev/full", config);
     recorder.prepare(model);
     PreparedOptimizer& prepared = recorder.prepare(optimizer);
     // The writer fails in the background; the next recorder call that queues a record says so.
@@ -367,7 +370,9 @@ void TestRecorder::snapshotPoolStaysWithinItsBound()
     const std::string path = dir_.file("pool.zkdv");
     torch::jit::Module model = linearModel();
     optim::ContractOptimizer optimizer("Adam", parametersOf(model), {{"lr", 0.01}});
-    Recorder recorder(path, {}, 2, 1);  // a snapshot after every transaction
+    RecorderOptions options;
+    options.replaySnapshotInterval = 1;  // a snapshot after every transaction
+    Recorder recorder(path, options);
     recorder.prepare(model);
     PreparedOptimizer& prepared = recorder.prepare(optimizer);
     trainSteps(recorder, model, prepared, 60);
@@ -387,7 +392,9 @@ void TestRecorder::crashLeavesAReadableTruncatedTape()
     torch::jit::Module model = linearModel();
     optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
     {
-        Recorder recorder(path, {}, 2, 4);
+        RecorderOptions options;
+        options.replaySnapshotInterval = 4;
+        Recorder recorder(path, options);
         recorder.prepare(model);
         PreparedOptimizer& prepared = recorder.prepare(optimizer);
         trainSteps(recorder, model, prepared, 9);

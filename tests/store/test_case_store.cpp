@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -250,6 +251,7 @@ private Q_SLOTS:
     void addProgramFile();
     void newerCaseIsRefusedAndUnchanged_data();
     void newerCaseIsRefusedAndUnchanged();
+    void readOnlyOpenMigratesAnOlderCaseUnlessItIsReadOnly();
     void tapesListsIngestedTapes();
     void readersWorkDuringAnIngest();
     void replayResultsSurviveAConcurrentIngest();
@@ -1059,6 +1061,41 @@ void TestCaseStore::newerCaseIsRefusedAndUnchanged()
     QVERIFY(readAll(casePath) == before);
     Database db(casePath, Database::Mode::ReadOnly);
     QCOMPARE(db.userVersion(), newer);
+}
+
+void TestCaseStore::readOnlyOpenMigratesAnOlderCaseUnlessItIsReadOnly()
+{
+    // Every reader opens a case the one way (CaseStore): an older case is migrated once when
+    // the file can be written, and refused with what to do when it cannot.
+    const std::string writable = dir_.file("v1-writable.zkaudit");
+    std::filesystem::copy_file(ZKDV_TEST_DATA_DIR "/cases/v1.zkaudit", writable);
+    {
+        CaseStore store(writable, CaseStore::Access::ReadOnly);
+        QVERIFY(store.migratedFromVersion() == std::optional<int>(1));
+        QCOMPARE(store.tapes().size(), std::size_t(1));
+    }
+    {
+        Database db(writable, Database::Mode::ReadOnly);
+        QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
+    }
+    QVERIFY(!CaseStore(writable, CaseStore::Access::ReadOnly).migratedFromVersion());
+
+    const std::string readOnly = dir_.file("v1-read-only.zkaudit");
+    std::filesystem::copy_file(ZKDV_TEST_DATA_DIR "/cases/v1.zkaudit", readOnly);
+    std::filesystem::permissions(readOnly, std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+                                               std::filesystem::perms::others_read);
+    const std::vector<std::uint8_t> before = readAll(readOnly);
+    try {
+        CaseStore store(readOnly, CaseStore::Access::ReadOnly);
+        QFAIL("a read-only case that needs a migration was opened");
+    } catch (const SchemaUpgradeNeeded& error) {
+        const std::string message = error.what();
+        QVERIFY2(contains(message, readOnly) && contains(message, "schema version 1"), message.c_str());
+        QVERIFY2(contains(message, "cannot be written (it has no write permission)"), message.c_str());
+        QVERIFY2(contains(message, "make it writable, or open a writable copy"), message.c_str());
+    }
+    QVERIFY(readAll(readOnly) == before);
+    std::filesystem::permissions(readOnly, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
 }
 
 void TestCaseStore::tapesListsIngestedTapes()

@@ -61,7 +61,7 @@ Outcome tryParse(const QByteArray& blob, std::string* message = nullptr, std::ui
         if (message)
             *message = error.detail();
         if (offset)
-            *offset = error.offset();
+            *offset = error.offset().value_or(std::numeric_limits<std::uint64_t>::max());
         return Outcome::FormatError;
     } catch (...) {
         return Outcome::OtherException;
@@ -153,7 +153,7 @@ std::string outcomeOf(Parse parse)
     try {
         return parse();
     } catch (const zkdv::FormatError& error) {
-        return "error at " + std::to_string(error.offset()) + ": " + error.detail();
+        return "error at " + (error.offset() ? std::to_string(*error.offset()) : std::string("-")) + ": " + error.detail();
     }
 }
 

@@ -19,6 +19,8 @@
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/tape/record_reader.h"
+#include "zkdv/tape/safetensors.h"
+#include "zkdv/tape/seal_record.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/util/error.h"
@@ -70,6 +72,7 @@ class TestUntrustedInput : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void jsonDepthLimitIsExact();
+    void errorsNameAByteOnlyWhenTheyKnowOne();
     void deepJsonInATapeIsCorruptAndLocated_data();
     void deepJsonInATapeIsCorruptAndLocated();
     void emptyTapeIsNotATape();
@@ -105,7 +108,7 @@ void TestUntrustedInput::jsonDepthLimitIsExact()
         QFAIL("65 levels were accepted");
     } catch (const FormatError& error) {
         // The 65th level opens at the 64th bracket of the array, byte 5 + 63.
-        QCOMPARE(error.offset(), std::uint64_t(5 + 63));
+        QCOMPARE(error.offset().value_or(0), std::uint64_t(5 + 63));
         QVERIFY2(error.detail() == "run metadata nests JSON arrays and objects more than 64 levels deep", error.what());
     }
     try {
@@ -113,6 +116,29 @@ void TestUntrustedInput::jsonDepthLimitIsExact()
         QFAIL("invalid JSON was accepted");
     } catch (const FormatError& error) {
         QVERIFY2(error.detail().rfind("seal record is not valid JSON: ", 0) == 0, error.what());
+    }
+}
+
+void TestUntrustedInput::errorsNameAByteOnlyWhenTheyKnowOne()
+{
+    // A seal that is valid JSON but not an object is wrong as a whole: there is no byte to name.
+    const std::string notAnObject = "[]";
+    try {
+        SealRecord::parse(ByteSpan(reinterpret_cast<const std::uint8_t*>(notAnObject.data()), notAnObject.size()));
+        QFAIL("a seal that is not an object was accepted");
+    } catch (const FormatError& error) {
+        QVERIFY2(!error.offset().has_value(), error.what());
+        QVERIFY2(std::string(error.what()).find("(at byte") == std::string::npos, error.what());
+        QCOMPARE(std::string(error.what()), std::string("seal record: expected a JSON object"));
+    }
+    // A safetensors blob too short for its length prefix is wrong at byte 0, and says so.
+    const std::uint8_t shortBlob[3] = {1, 0, 0};
+    try {
+        SafetensorsView::parse(ByteSpan(shortBlob, sizeof shortBlob));
+        QFAIL("a 3-byte safetensors blob was accepted");
+    } catch (const FormatError& error) {
+        QVERIFY2(error.offset() == std::optional<std::uint64_t>(0), error.what());
+        QVERIFY2(std::string(error.what()).find("(at byte 0)") != std::string::npos, error.what());
     }
 }
 
@@ -183,7 +209,8 @@ void TestUntrustedInput::emptyTapeIsNotATape()
             QFAIL("an empty file was read as a tape");
         } catch (const NotATapeError& error) {
             QVERIFY2(std::string(error.what()).find("found an empty file") != std::string::npos, error.what());
-            QCOMPARE(error.offset(), std::uint64_t(0));
+            QVERIFY2(error.offset().has_value(), error.what());
+            QCOMPARE(*error.offset(), std::uint64_t(0));
         }
     }
 }

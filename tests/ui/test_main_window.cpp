@@ -26,6 +26,7 @@
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
 #include "widgets/finding_banner.h"
+#include "widgets/job_progress_frame.h"
 #include "widgets/missing_tape_bar.h"
 #include "widgets/run_list.h"
 #include "zkdv/store/transaction_table.h"
@@ -67,6 +68,21 @@ std::pair<bool, QString> waitForJob(MainWindow& window, QSignalSpy& finished, in
     const QList<QVariant> arguments = finished.takeFirst();
     Q_UNUSED(window);
     return {arguments.at(0).toBool(), arguments.at(1).toString()};
+}
+
+// The progress frame's button and the Esc action name what ending the running job does.
+void checkInterruptLabels(MainWindow& window, const QString& label)
+{
+    JobProgressFrame* frame = window.findChild<JobProgressFrame*>();
+    QVERIFY(frame);
+    QCOMPARE(frame->buttonText(), label);
+    QAction* escape = nullptr;
+    for (QAction* action : window.findChildren<QAction*>())
+        if (action->shortcut() == QKeySequence(Qt::Key_Escape))
+            escape = action;
+    QVERIFY(escape);
+    const QString escapeText = QStringLiteral("&") + label;
+    QCOMPARE(escape->text(), escapeText);
 }
 
 }  // namespace
@@ -160,6 +176,9 @@ void TestMainWindow::droppedTapeIsIngestedIntoANewCase()
     drop(*window_, {tape_}, &accepted);
     QVERIFY(accepted);
     QVERIFY(window_->currentJob());
+    // Ending an ingest early rolls it back: the button says Cancel.
+    QVERIFY(window_->currentJob()->interruption() == Interruption::Cancel);
+    checkInterruptLabels(*window_, QStringLiteral("Cancel"));
     const auto [ok, message] = waitForJob(*window_, finished);
     QVERIFY2(ok, qPrintable(message));
     QCOMPARE(window_->casePath(), QString::fromStdString(functionDir_->file("demo.zkaudit")));
@@ -314,6 +333,9 @@ void TestMainWindow::replayStartedFromTheWindow()
     QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
     QVERIFY(window_->startReplay(QStringLiteral("random:5"), 3));
     QSignalSpy progressed(window_->currentJob(), &BackgroundJob::progressed);
+    // Ending a replay early keeps what was replayed: the button says Stop.
+    QVERIFY(window_->currentJob()->interruption() == Interruption::Stop);
+    checkInterruptLabels(*window_, QStringLiteral("Stop"));
     const auto [ok, message] = waitForJob(*window_, finished);
     QVERIFY2(ok, qPrintable(message));
     QVERIFY2(message.contains(QStringLiteral("passed")), qPrintable(message));

@@ -6,7 +6,18 @@
 
 namespace zkdv::ui {
 
-BackgroundJob::BackgroundJob(QString title, Work work, QObject* parent) : QObject(parent), title_(std::move(title)), work_(std::move(work)) {}
+BackgroundJob::BackgroundJob(QString title, Interruption interruption, Work work, QObject* parent)
+    : QObject(parent), title_(std::move(title)), interruption_(interruption), work_(std::move(work))
+{
+}
+
+QString BackgroundJob::interruptLabel() const { return interruption_ == Interruption::Stop ? tr("Stop") : tr("Cancel"); }
+
+QString BackgroundJob::interruptToolTip() const
+{
+    return interruption_ == Interruption::Stop ? tr("Stop the running job (Esc); what it finished is kept")
+                                               : tr("Cancel the running job (Esc); nothing of it is kept");
+}
 
 BackgroundJob::~BackgroundJob()
 {

@@ -1,6 +1,7 @@
 #pragma once
-// Long core work (ingest, replay) on its own thread, with progress, ETA and cancel: the one
-// way the workstation runs anything that could block the window.
+// Long core work (ingest, replay) on its own thread, with progress, ETA and a way to end it
+// early (cancel or stop, as the work's Interruption says): the one way the workstation runs
+// anything that could block the window.
 
 #include <QElapsedTimer>
 #include <QObject>
@@ -22,13 +23,18 @@ public:
     // a one-line result for the status bar, or throws (zkdv::Error: the message is shown).
     using Work = std::function<QString(ProgressSink& progress)>;
 
-    BackgroundJob(QString title, Work work, QObject* parent = nullptr);
+    BackgroundJob(QString title, Interruption interruption, Work work, QObject* parent = nullptr);
     ~BackgroundJob() override;
 
     void start();
+    // Asks the work to end early: it cancels or stops, as interruption() says.
     void cancel();
     bool isRunning() const { return running_; }
     const QString& title() const { return title_; }
+    Interruption interruption() const { return interruption_; }
+    // The button and menu text for ending it early ("Cancel" or "Stop"), with its tooltip.
+    QString interruptLabel() const;
+    QString interruptToolTip() const;
     // Seconds left at the current rate, or -1 while unknown.
     double etaSeconds() const;
 
@@ -42,6 +48,7 @@ private:
     bool cancelRequested() const override { return cancelled_; }
 
     QString title_;
+    Interruption interruption_;
     Work work_;
     QThread* thread_ = nullptr;
     std::atomic<bool> cancelled_{false};

@@ -19,8 +19,6 @@ JobProgressFrame::JobProgressFrame(QWidget* parent)
     layout->addWidget(cancel_);
     bar_->setMaximumWidth(220);
     bar_->setRange(0, 1000);
-    cancel_->setText(tr("Cancel"));
-    cancel_->setToolTip(tr("Stop the running job (Esc); what it finished is kept"));
     connect(cancel_, &QToolButton::clicked, this, [this] {
         if (job_)
             job_->cancel();
@@ -38,6 +36,8 @@ void JobProgressFrame::follow(BackgroundJob* job)
         return;
     }
     label_->setText(job->title());
+    cancel_->setText(job->interruptLabel());
+    cancel_->setToolTip(job->interruptToolTip());
     bar_->setValue(0);
     connect(job, &BackgroundJob::progressed, this, &JobProgressFrame::update);
     connect(job, &BackgroundJob::finished, this, [this] { follow(nullptr); });
@@ -47,6 +47,8 @@ void JobProgressFrame::follow(BackgroundJob* job)
     });
     show();
 }
+
+QString JobProgressFrame::buttonText() const { return cancel_->text(); }
 
 void JobProgressFrame::update(quint64 done, quint64 total, const QString& phase)
 {

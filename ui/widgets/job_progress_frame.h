@@ -1,6 +1,6 @@
 #pragma once
 // The status-bar frame of a running background job: what it does, how far, how long is
-// left, and a button to cancel it.
+// left, and a button to end it early, named after what that does (Cancel or Stop).
 
 #include <QWidget>
 
@@ -16,6 +16,8 @@ class JobProgressFrame : public QWidget {
     Q_OBJECT
 public:
     explicit JobProgressFrame(QWidget* parent = nullptr);
+    // The button's text while following a job: its interruptLabel().
+    QString buttonText() const;
     // Follows `job` until it finishes, then hides; nullptr hides at once.
     void follow(BackgroundJob* job);
 

@@ -48,7 +48,8 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
     nlohmann::json failures = nlohmann::json::array();
     for (const TransactionOutcome& outcome : s.firstFailures)
         failures.push_back(outcomeJson(outcome));
-    return {{"run_id", s.runId},
+    return {{"json_version", kCliJsonVersion},
+            {"run_id", s.runId},
             {"tape_id", s.tapeId},
             {"status", s.status},
             {"passed", s.passed()},
@@ -58,7 +59,7 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"transactions", s.transactionCount},
             {"selected", s.selected},
             {"replayed", s.replayed},
-            {"verdicts", {{"exact", s.exact}, {"within-tolerance", s.withinTolerance}, {"diverged", s.diverged}, {"unverifiable", s.unverifiable}}},
+            {"verdicts", {{"exact", s.exact}, {"within_tolerance", s.withinTolerance}, {"diverged", s.diverged}, {"unverifiable", s.unverifiable}}},
             {"problem", s.problem.empty() ? nlohmann::json() : nlohmann::json(s.problem)},
             {"seconds", s.seconds},
             {"worker_log", s.workerLog.empty() ? nlohmann::json() : nlohmann::json(s.workerLog)},
@@ -92,7 +93,7 @@ nlohmann::json storedRunJson(const StoredReplayRun& r)
             {"environment", environment},
             {"selected", r.selectedCount},
             {"replayed", r.replayed},
-            {"verdicts", {{"exact", r.exact}, {"within-tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}}};
+            {"verdicts", {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}}};
 }
 
 nlohmann::json runSealJson(const RunSealCheck& seal)

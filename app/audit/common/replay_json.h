@@ -9,6 +9,10 @@
 
 namespace zkdv::cli {
 
+// The version of the JSON of `replay --json` and `info CASE --json`, whose members changed
+// since the first (docs/cli-json.md, "Versions").
+inline constexpr int kCliJsonVersion = 2;
+
 nlohmann::json comparisonJson(const TensorComparison& comparison);
 nlohmann::json outcomeJson(const TransactionOutcome& outcome);
 nlohmann::json replaySummaryJson(const ReplaySummary& summary);

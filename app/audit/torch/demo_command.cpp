@@ -5,6 +5,7 @@
 #include "torch_commands.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/tape/tape_format.h"
 
 namespace zkdv::cli {
 
@@ -20,7 +21,8 @@ int runDemo(int argc, char** argv)
     parser.addOption("optimizer", "NAME", "torch.optim class name of the optimizer (default Adam)");
     parser.addOption("device", "DEV", "cpu (default), cuda or cuda:N");
     parser.addOption("seed", "S", "seed of the data, the initial weights and the sampling policy (default 7)");
-    parser.addOption("snapshot-interval", "K", "full-state snapshot every K transactions (default 12)");
+    parser.addOption("snapshot-interval", "K",
+                     "full-state snapshot every K transactions (default " + std::to_string(tape::kDefaultSnapshotInterval) + ")");
     parser.addOption("batch-size", "B", "examples per batch (default 32)");
     parser.addOption("update-check", "P", "probability of recording full deltas (default 0.01)");
     parser.addOption("state-check", "P", "probability of recording a state digest (default 0.01)");
@@ -32,7 +34,7 @@ int runDemo(int argc, char** argv)
             throw UsageError("--out FILE is required");
         const std::string path = parser.value("out");
         TerminalProgress progress(!parser.has("quiet"));
-        const int interval = static_cast<int>(parser.unsignedValue("snapshot-interval", 12));
+        const int interval = static_cast<int>(parser.unsignedValue("snapshot-interval", tape::kDefaultSnapshotInterval));
         const int batchSize = static_cast<int>(parser.unsignedValue("batch-size", 32));
         if (interval < 1 || interval > 1000000)
             throw UsageError("--snapshot-interval must be between 1 and 1000000");

@@ -158,14 +158,16 @@ public:
     NativeRecorder(const std::string& path, double stateCheck, double updateCheck, std::uint64_t seed, const std::string& metadataJson,
                    bool overwrite, int maxInFlight, int replaySnapshotInterval)
     {
-        zkdv::RecorderConfig config;
+        zkdv::RecorderOptions config;
         config.stateCheckProbability = stateCheck;
         config.updateCheckProbability = updateCheck;
         config.samplingSeed = seed;
         config.metadataJson = metadataJson;
         config.overwrite = overwrite;
         config.producerName = "zkdv.torch (Python)";
-        recorder_ = std::make_unique<zkdv::Recorder>(path, config, maxInFlight, replaySnapshotInterval);
+        config.maxInFlight = maxInFlight;
+        config.replaySnapshotInterval = replaySnapshotInterval;
+        recorder_ = std::make_unique<zkdv::Recorder>(path, config);
     }
 
     ~NativeRecorder() { close(); }
@@ -279,6 +281,9 @@ PYBIND11_MODULE(_native, m)
 
     // The training calls release the GIL: the background writer never needs it, and a
     // second Python thread (a data loader) keeps running while a step computes.
+    // The defaults of zkdv.torch.ZKDV's keywords, so that Python and C++ default alike.
+    m.attr("DEFAULT_MAX_IN_FLIGHT") = zkdv::RecorderOptions{}.maxInFlight;
+    m.attr("DEFAULT_SNAPSHOT_INTERVAL") = zkdv::RecorderOptions{}.replaySnapshotInterval;
     py::class_<NativeRecorder>(m, "Recorder")
         .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int>(), py::arg("path"),
              py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"), py::arg("metadata_json"),

@@ -31,8 +31,8 @@ class ZKDV:
         path: Any,
         config: Optional[ZKDVConfig] = None,
         *,
-        max_in_flight: int = 2,
-        replay_snapshot_interval: int = 12,
+        max_in_flight: int = _native.DEFAULT_MAX_IN_FLIGHT,
+        replay_snapshot_interval: int = _native.DEFAULT_SNAPSHOT_INTERVAL,
     ) -> None:
         config = config if config is not None else ZKDVConfig()
         if config.program not in ("torchscript", "exported-graph"):

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -38,7 +39,7 @@ struct SelectionSpec {
 // What a selection needs to know about a tape's transactions.
 struct SelectionInput {
     std::uint64_t transactionCount = 0;
-    std::uint64_t snapshotInterval = 12;
+    std::uint64_t snapshotInterval = tape::kDefaultSnapshotInterval;
     std::size_t parameterCount = 0;
     // Row-major [transactionCount][parameterCount]: each parameter's recorded update L2 norm
     // (needed by TopQ only; may be empty otherwise).

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/util/progress.h"
 #include "zkdv/util/sha256.h"
 
@@ -19,7 +20,7 @@ struct CnnDemoOptions {
     std::uint64_t seed = 7;
     double updateCheckProbability = 0.01;
     double stateCheckProbability = 0.01;
-    int snapshotInterval = 12;
+    int snapshotInterval = tape::kDefaultSnapshotInterval;
     int maxInFlight = 2;
     bool overwrite = false;
     bool record = true;  // false: the same training loop without a recorder (for overhead benchmarks)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/util/progress.h"
 #include "zkdv/util/sha256.h"
 
@@ -20,7 +21,7 @@ struct SyntheticDemoOptions {
     double updateCheckProbability = 0.01;
     double stateCheckProbability = 0.01;
     std::uint64_t seed = 7;
-    int snapshotInterval = 12;
+    int snapshotInterval = tape::kDefaultSnapshotInterval;
     bool overwrite = false;
     bool seal = true;
     ProgressSink* progress = nullptr;  // reports transactions written; may cancel

@@ -14,6 +14,7 @@
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/sha256.h"
 
@@ -38,7 +39,9 @@ public:
     using Error::Error;
 };
 
-struct RecorderConfig {
+// How a Recorder writes its tape; named fields, so that a call says what each value means
+// (RecorderOptions{.overwrite = true, .replaySnapshotInterval = 4} where C++20 is on).
+struct RecorderOptions {
     double stateCheckProbability = 0.0;
     double updateCheckProbability = 0.0;
     std::uint64_t samplingSeed = 0;
@@ -46,6 +49,9 @@ struct RecorderConfig {
     bool overwrite = false;           // replace an existing tape file
     bool embedProgram = true;         // the sealed program travels inside the tape
     std::string producerName = "zkdv recorder";
+    int maxInFlight = 2;  // records waiting for the disk before training blocks (at least 1)
+    // A full-state snapshot every this many transactions: the replay's segment length.
+    int replaySnapshotInterval = tape::kDefaultSnapshotInterval;
 };
 
 // How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).
@@ -122,7 +128,7 @@ class Recorder {
 public:
     // Creates the tape file now, so a path that exists fails at once (RecorderError naming
     // the overwrite option) rather than after training started.
-    Recorder(const std::string& path, RecorderConfig config = {}, int maxInFlight = 2, int replaySnapshotInterval = 12);
+    explicit Recorder(const std::string& path, RecorderOptions options = {});
     // Waits for pending records; leaves the tape unsealed unless seal() was called.
     ~Recorder();
     Recorder(const Recorder&) = delete;

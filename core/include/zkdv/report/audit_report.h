@@ -10,6 +10,7 @@
 
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/verdict.h"
+#include "zkdv/store/case_contents.h"
 #include "zkdv/store/run_seal.h"
 #include "zkdv/util/error.h"
 
@@ -59,16 +60,8 @@ struct ReportComparison {
     std::string note;
 };
 
-struct ReportTransaction {
-    std::uint64_t index = 0;
-    std::uint64_t segment = 0;
-    bool selected = true;
-    Verdict verdict = Verdict::Unverifiable;
-    std::string detail;
-    double loss = 0.0;
-    std::optional<double> recordedLearningRate;
-    double updateNorm = 0.0;
-    std::uint64_t replayNs = 0;
+// One replayed transaction as the case stores it (RunTransaction), with its comparisons.
+struct ReportTransaction : RunTransaction {
     std::vector<ReportComparison> comparisons;  // every comparison made (CSV: one row each)
 };
 

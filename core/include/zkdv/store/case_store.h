@@ -1,6 +1,7 @@
 #pragma once
 // An audit case: one SQLite file (*.zkaudit) holding ingested tapes, programs and, later,
-// replay results. Every reader and writer of a case goes through this class.
+// replay results. Every reader and writer of a case goes through this class, and every
+// frontend opens a case through its constructor: one policy for schemas and migrations.
 
 #include <cstdint>
 #include <memory>
@@ -76,8 +77,12 @@ class CaseStore {
 public:
     enum class Access { ReadOnly, ReadWrite };
 
-    // Opens (ReadWrite creates when missing) and brings the schema up to date. Throws
-    // DatabaseError/Error with the path when the file is not a case or is too new.
+    // Opens (ReadWrite creates when missing), checks the schema objects and brings the schema
+    // up to date. ReadOnly access to a case of an older schema migrates it once through a
+    // writing connection (migratedFromVersion() says so), then reads it; when the file cannot
+    // be written it throws SchemaUpgradeNeeded saying why and what to do. Throws
+    // DatabaseError/Error with the path when the file is not a case or is too new, and
+    // UnexpectedCaseSchema when it carries schema objects ZKDV did not create.
     CaseStore(const std::string& path, Access access);
     ~CaseStore();
     CaseStore(const CaseStore&) = delete;
@@ -97,10 +102,13 @@ public:
 
     const std::string& path() const { return path_; }
     Database& database() { return *db_; }
+    // The schema version the case had before this open migrated it; empty when it needed none.
+    std::optional<int> migratedFromVersion() const { return migratedFrom_; }
 
 private:
     std::string path_;
     std::unique_ptr<Database> db_;
+    std::optional<int> migratedFrom_;
 };
 
 }  // namespace zkdv

@@ -50,7 +50,7 @@ struct RootRecord {
     bool programEmbedded = true;
     std::string programEntry = "training_step";
 
-    int snapshotInterval = 12;
+    int snapshotInterval = tape::kDefaultSnapshotInterval;
     double stateCheckProbability = 0.0;
     double updateCheckProbability = 0.0;
     std::uint64_t samplingSeed = 0;

@@ -2,6 +2,7 @@
 // Exceptions thrown by the core library: every one says what went wrong and where.
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -14,17 +15,20 @@ public:
 };
 
 // Malformed bytes: a safetensors blob, a tape record, a JSON document.
-// offset() is the byte offset of the problem inside the buffer that was parsed.
+// offset() is the byte offset of the problem inside the buffer that was parsed, when one is
+// known; an error about a missing or inconsistent value as a whole has none, and its message
+// carries no "(at byte N)" suffix rather than a made-up byte 0.
 class FormatError : public Error {
 public:
+    explicit FormatError(const std::string& message) : Error(message), detail_(message) {}
     FormatError(const std::string& message, std::uint64_t offset)
         : Error(message + " (at byte " + std::to_string(offset) + ")"), offset_(offset), detail_(message) {}
-    std::uint64_t offset() const { return offset_; }
+    std::optional<std::uint64_t> offset() const { return offset_; }
     // The message without the location suffix, for callers that add a location of their own.
     const std::string& detail() const { return detail_; }
 
 private:
-    std::uint64_t offset_;
+    std::optional<std::uint64_t> offset_;
     std::string detail_;
 };
 
