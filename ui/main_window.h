@@ -25,6 +25,7 @@ class HelpDialog;
 class JobProgressFrame;
 class MessageLog;
 class StartPage;
+class TransactionDetailPane;
 class TransactionTableModel;
 
 class MainWindow : public QMainWindow {
@@ -54,6 +55,7 @@ public:
     StartPage* startPage() const { return start_; }
     bool showsStartPage() const;
     MessageLog* messageLog() const { return messageLog_; }
+    TransactionDetailPane* detailPane() const { return details_; }
     BackgroundJob* currentJob() const;
     QString replayDevice() const;
 
@@ -116,6 +118,7 @@ private:
     StartPage* start_ = nullptr;
     QWidget* workspace_ = nullptr;
     MessageLog* messageLog_ = nullptr;
+    TransactionDetailPane* details_ = nullptr;
     QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
     QLabel* emptyState_ = nullptr;  // over the table when it has no rows, saying why
     QPointer<HelpDialog> help_;

@@ -6,12 +6,13 @@
 #include <optional>
 
 #include "zkdv/audit/verdict.h"
+#include "zkdv/store/transaction_notes.h"
 
 namespace zkdv {
 
 namespace {
 
-enum class FieldType { Number, Text, Flag, VerdictName, AnyTensor };
+enum class FieldType { Number, Text, Flag, VerdictName, AnyTensor, NoteFlag };
 
 struct Field {
     const char* name;
@@ -37,6 +38,13 @@ const Field kFields[] = {
     {"worst_rel", "v.worst_rel_l2", FieldType::Number, "the largest relative L2 error of its comparisons"},
     {"worst_tensor", "v.worst_tensor", FieldType::Text, "the tensor of its worst comparison"},
     {"tensor", nullptr, FieldType::AnyTensor, "any tensor the run compared for it (tensor contains \"fc\")"},
+    // The auditor's note on the transaction (zkdv/store/transaction_notes.h); none when it has none.
+    {"flag", "coalesce((SELECT n.flag FROM transaction_notes n WHERE n.tape_id = ?1 AND n.idx = t.idx), 'none')", FieldType::NoteFlag,
+     "the auditor's flag: none, question, suspicious or confirmed"},
+    {"flagged", "EXISTS (SELECT 1 FROM transaction_notes n WHERE n.tape_id = ?1 AND n.idx = t.idx AND n.flag != 'none')", FieldType::Flag,
+     "the auditor flagged it (any flag but none)"},
+    {"note", "coalesce((SELECT n.note FROM transaction_notes n WHERE n.tape_id = ?1 AND n.idx = t.idx), '')", FieldType::Text,
+     "the auditor's note on it (\"\" when none)"},
 };
 
 const Field* fieldNamed(const std::string& name)
@@ -231,6 +239,13 @@ private:
             if ((value.kind != Kind::Identifier && value.kind != Kind::String) || !verdictFromName(value.text))
                 throw DisplayFilterError("a verdict is exact, within-tolerance, diverged or unverifiable, not " + describe(value), value.position);
             return "coalesce(v.verdict " + std::string(op.text == "==" ? "=" : "!=") + " " + parameter(value.text) + ", 0)";
+        }
+        case FieldType::NoteFlag: {
+            if (op.text != "==" && op.text != "!=")
+                throw DisplayFilterError("a flag is compared with == or !=", op.position);
+            if ((value.kind != Kind::Identifier && value.kind != Kind::String) || !transactionFlagFromName(value.text))
+                throw DisplayFilterError("a flag is none, question, suspicious or confirmed, not " + describe(value), value.position);
+            return std::string(field->sql) + (op.text == "==" ? " = " : " != ") + parameter(value.text);
         }
         case FieldType::Text:
         case FieldType::AnyTensor: {

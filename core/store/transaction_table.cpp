@@ -22,8 +22,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const char* const kRowColumns =
     "SELECT t.idx, t.loss, t.lr, t.update_norm, t.max_update, t.has_deltas, t.has_state_digest, t.segment,"
-    " v.verdict, v.worst_max_ulp, v.worst_rel_l2, v.worst_tensor, v.worst_slot"
-    " FROM transactions t LEFT JOIN verdicts v ON v.run_id = ?2 AND v.idx = t.idx WHERE t.tape_id = ?1 ";
+    " v.verdict, v.worst_max_ulp, v.worst_rel_l2, v.worst_tensor, v.worst_slot, n.flag, n.note"
+    " FROM transactions t LEFT JOIN verdicts v ON v.run_id = ?2 AND v.idx = t.idx"
+    " LEFT JOIN transaction_notes n ON n.tape_id = t.tape_id AND n.idx = t.idx WHERE t.tape_id = ?1 ";
 
 double realOrNaN(const Statement& row, int column)
 {
@@ -51,6 +52,8 @@ TransactionRow rowFrom(const Statement& s)
     row.worstRelativeL2 = realOrNaN(s, 10);
     row.worstTensor = textOrEmpty(s, 11);
     row.worstSlot = textOrEmpty(s, 12);
+    row.flag = textOrEmpty(s, 13);
+    row.note = textOrEmpty(s, 14);
     return row;
 }
 

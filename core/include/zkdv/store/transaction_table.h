@@ -29,6 +29,8 @@ struct TransactionRow {
     double worstRelativeL2 = 0.0;
     std::string worstTensor;
     std::string worstSlot;
+    std::string flag;  // the auditor's flag (transaction_notes.h); "" when the transaction has no note
+    std::string note;
 };
 
 // The rows of one tape under a sort and a filter, for a view that shows a few dozen of a
