@@ -443,8 +443,8 @@ void TestReport::csvQuotesPerRfc4180()
     report.transactions.push_back(empty);
     const std::vector<std::string> lines = csvLines(renderReportCsv(report));
     QCOMPARE(lines.size(), std::size_t(3));
-    QCOMPARE(lines[1], std::string("3,0,1,diverged,\"odd,\"\"name\"\"\",delta,diverged,4,0,nan,inf,1,0,0,0,0"));
-    QCOMPARE(lines[2], std::string("4,0,1,unverifiable,,,,,,,,,,,,"));
+    QCOMPARE(lines[1], std::string("3,0,1,diverged,\"odd,\"\"name\"\"\",delta,diverged,4,0,nan,inf,1,0,0,0,0,none,"));
+    QCOMPARE(lines[2], std::string("4,0,1,unverifiable,,,,,,,,,,,,,none,"));
 }
 
 void TestReport::tamperedTapeSaysFailedFirst()
