@@ -97,7 +97,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     if (!restoreState(Settings::windowState()))
     {
         resizeDocks({messageLog_}, {110}, Qt::Vertical);  // a few lines: the workspace keeps the room
-        resizeDocks({details_}, {380}, Qt::Horizontal);
+        // Once laid out (a dock is sized only then): the details take a third, the table keeps the rest.
+        QTimer::singleShot(0, this, [this] { resizeDocks({details_}, {std::max(320, width() / 3)}, Qt::Horizontal); });
     }
     updateActions();
     showMessage(tr("Open a case (Ctrl+O) or drop tapes (*.zkdv) and sealed programs here."), 0);
