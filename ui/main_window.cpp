@@ -49,6 +49,7 @@
 #include "widgets/missing_tape_bar.h"
 #include "widgets/run_list.h"
 #include "widgets/start_page.h"
+#include "widgets/transaction_detail_pane.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/report/report_file.h"
@@ -104,7 +105,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     if (!restoreGeometry(Settings::windowGeometry()))
         resize(1400, 900);
     if (!restoreState(Settings::windowState()))
+    {
         resizeDocks({messageLog_}, {110}, Qt::Vertical);  // a few lines: the workspace keeps the room
+        // Once laid out (a dock is sized only then): the details take a third, the table keeps the rest.
+        QTimer::singleShot(0, this, [this] { resizeDocks({details_}, {std::max(320, width() / 3)}, Qt::Horizontal); });
+    }
     updateActions();
     showMessage(tr("Open a case (Ctrl+O) or drop tapes (*.zkdv) and sealed programs here."), 0);
 }
@@ -228,6 +233,11 @@ void MainWindow::createCentralWidgets()
 
     messageLog_ = new MessageLog(this);
     addDockWidget(Qt::BottomDockWidgetArea, messageLog_);
+    details_ = new TransactionDetailPane(this);
+    addDockWidget(Qt::RightDockWidgetArea, details_);
+    connect(details_, &TransactionDetailPane::problem, this, [this](const QString& message) { showMessage(message); });
+    // A stored note shows in the table's Note column (and in what a flag filter selects).
+    connect(details_, &TransactionDetailPane::noteSaved, this, [this] { model_->refresh(); });
 
     // Tab walks the panes in reading order (filters, table, charts, case tree), and leaves the
     // table in one step: arrow keys move between its cells.
@@ -369,6 +379,10 @@ void MainWindow::createActions()
     messages->setText(tr("&Messages"));
     messages->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
     view->addAction(messages);
+    QAction* details = details_->toggleViewAction();
+    details->setText(tr("Transaction &Details"));
+    details->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+    view->addAction(details);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     action(help, tr("&Workstation Help"), QKeySequence(QKeySequence::HelpContents), &MainWindow::showHelp);
@@ -392,6 +406,8 @@ void MainWindow::createActions()
     const int saved = device_->findText(Settings::replayDevice());
     device_->setCurrentIndex(saved >= 0 ? saved : 0);
     connect(device_, &QComboBox::currentTextChanged, this, [](const QString& device) { Settings::setReplayDevice(device); });
+    details_->setReplayDevice(device_->currentText());
+    connect(device_, &QComboBox::currentTextChanged, details_, &TransactionDetailPane::setReplayDevice);
     toolbar->addWidget(device_);
     updateRecentFilesMenu();
 }
@@ -491,6 +507,7 @@ void MainWindow::setTape(qint64 tapeId)
     model_->setCase(tapeId ? casePath_ : QString(), tapeId);
     charts_->setCase(tapeId ? casePath_ : QString(), tapeId);
     charts_->setRun(runs_->chosenRun());
+    details_->setCase(tapeId ? casePath_ : QString(), tapeId);
     updateRowCount();
     updateActions();
 }
@@ -956,6 +973,7 @@ void MainWindow::refreshResults()
     runs_->refresh();
     model_->refresh();
     charts_->refresh();
+    details_->reload();
 }
 
 qint64 MainWindow::shownRun() const { return runs_->chosenRun(); }
@@ -1139,10 +1157,13 @@ void MainWindow::tableSelectionChanged()
     else
         for (const QItemSelectionRange& range : selection->selection())  // ranges: a million selected rows are one
             row = row < 0 ? range.top() : std::min(row, range.top());
-    if (row >= 0)
+    if (row >= 0) {
         charts_->selectTransaction(model_->transactionAt(row));
-    else
+        details_->showTransaction(model_->transactionAt(row), model_->runId());
+    } else {
         charts_->clearSelection();
+        details_->clearTransaction();
+    }
 }
 
 void MainWindow::selectTransaction(quint64 index)

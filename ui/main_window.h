@@ -31,6 +31,7 @@ class MissingTapeBar;
 class ReportPdfWriter;
 class RunList;
 class StartPage;
+class TransactionDetailPane;
 class TransactionTableModel;
 
 class MainWindow : public QMainWindow {
@@ -75,6 +76,7 @@ public:
     void showRun(qint64 runId);
     bool showsStartPage() const;
     MessageLog* messageLog() const { return messageLog_; }
+    TransactionDetailPane* detailPane() const { return details_; }
     BackgroundJob* currentJob() const;
     QString replayDevice() const;
 
@@ -168,6 +170,7 @@ private:
     StartPage* start_ = nullptr;
     QWidget* workspace_ = nullptr;
     MessageLog* messageLog_ = nullptr;
+    TransactionDetailPane* details_ = nullptr;
     QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
     QLabel* emptyState_ = nullptr;  // over the table when it has no rows, saying why
     QPointer<HelpDialog> help_;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -258,6 +259,9 @@ std::vector<std::uint8_t> encodeSegment(const ReplaySegment& segment)
     out.u64(segment.selected.size());
     for (std::uint64_t t : segment.selected)
         out.u64(t);
+    out.u64(segment.capture.size());
+    for (std::uint64_t t : segment.capture)
+        out.u64(t);
     return std::move(out.bytes);
 }
 
@@ -270,6 +274,8 @@ ReplaySegment decodeSegment(const std::vector<std::uint8_t>& payload)
     segment.reachesNextSnapshot = in.u8() != 0;
     for (std::uint64_t n = in.count(8); n > 0; --n)
         segment.selected.push_back(in.u64());
+    for (std::uint64_t n = in.count(8); n > 0; --n)
+        segment.capture.push_back(in.u64());
     in.finish();
     if (segment.lastTransaction < segment.snapshot)
         in.fail("a segment that ends before it starts");
@@ -308,6 +314,18 @@ std::vector<std::uint8_t> encodeOutcome(const TransactionOutcome& outcome)
         for (std::size_t b = 0; b < used; ++b)
             out.u64(m.ulpHistogram[b]);
     }
+    out.u64(outcome.values.size());
+    for (const ComparedValues& v : outcome.values) {
+        out.text(v.tensor);
+        out.text(v.slot);
+        out.text(std::string(dtypeName(v.dtype)));
+        out.u64(v.shape.size());
+        for (std::int64_t d : v.shape)
+            out.i64(d);
+        out.blob(v.recorded.data(), v.recorded.size());
+        out.blob(v.replayed.data(), v.replayed.size());
+    }
+    out.text(outcome.valuesOmitted);
     return std::move(out.bytes);
 }
 
@@ -345,6 +363,31 @@ TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload)
             m.ulpHistogram[b] = in.u64();
         outcome.comparisons.push_back(std::move(c));
     }
+    // Values: 8 + 8 + 8 + 8 + 8 + 8 bytes at least each.
+    for (std::uint64_t n = in.count(48); n > 0; --n) {
+        ComparedValues v;
+        v.tensor = in.text();
+        v.slot = in.text();
+        const std::string dtype = in.text();
+        const std::optional<DType> known = dtypeFromName(dtype);
+        if (!known)
+            in.fail("an unknown dtype '" + dtype + "'");
+        v.dtype = *known;
+        for (std::uint64_t d = in.count(8); d > 0; --d)
+            v.shape.push_back(in.i64());
+        v.recorded = in.blob();
+        v.replayed = in.blob();
+        std::uint64_t elements = 1;
+        for (std::int64_t d : v.shape) {
+            if (d < 0 || (d != 0 && elements > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d)))
+                in.fail("a shape that holds no tensor");
+            elements *= static_cast<std::uint64_t>(d);
+        }
+        if (v.recorded.size() != elements * dtypeSize(v.dtype) || (!v.replayed.empty() && v.replayed.size() != v.recorded.size()))
+            in.fail("values of " + v.tensor + " that do not fill its shape");
+        outcome.values.push_back(std::move(v));
+    }
+    outcome.valuesOmitted = in.text();
     in.finish();
     return outcome;
 }

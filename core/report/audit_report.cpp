@@ -18,6 +18,7 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_notes.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/utc_time.h"
@@ -378,6 +379,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     for (const ReportTransaction& t : report.transactions)
         report.comparisonCount += t.comparisons.size();
     readLossSeries(store.database(), tape.id, report);
+    report.auditorNotes = TransactionNotes(store.database(), tape.id).all();
     collectWorst(report);
     addSampling(report);
     report_detail::writeConclusion(report);

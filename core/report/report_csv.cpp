@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "zkdv/report/audit_report.h"
 #include "zkdv/report/csv_text.h"
@@ -44,12 +45,19 @@ std::string renderReportCsv(const ReportData& report)
 {
     std::string out =
         "index,segment,selected,transaction_verdict,tensor,slot,comparison_verdict,elements,bitwise_equal,max_abs,rel_l2,cosine,"
-        "max_ulp,mean_ulp,nan_mismatches,inf_mismatches\r\n";
+        "max_ulp,mean_ulp,nan_mismatches,inf_mismatches,flag,note\r\n";
+    std::map<std::uint64_t, const TransactionNote*> notes;
+    for (const TransactionNote& note : report.auditorNotes)
+        notes[note.index] = &note;
     for (const ReportTransaction& t : report.transactions) {
+        const auto noted = notes.find(t.index);
+        // The auditor's flag and note, last (new columns only at the end): "none" and "" without one.
+        const std::string tail = noted == notes.end() ? std::string(",none,")
+                                                      : "," + std::string(transactionFlagName(noted->second->flag)) + "," + field(noted->second->note);
         const std::string lead =
             std::to_string(t.index) + "," + std::to_string(t.segment) + "," + (t.selected ? "1" : "0") + "," + field(std::string(verdictName(t.verdict))) + ",";
         if (t.comparisons.empty()) {  // nothing was compared (unverifiable): the transaction still gets its row
-            out += lead + ",,,,,,,,,,,\r\n";
+            out += lead + ",,,,,,,,,,," + tail + "\r\n";
             continue;
         }
         for (const ReportComparison& c : t.comparisons) {
@@ -57,7 +65,7 @@ std::string renderReportCsv(const ReportData& report)
             out += lead + field(c.tensor) + "," + field(c.slot) + "," + field(std::string(verdictName(c.verdict))) + "," + std::to_string(m.elements) + "," +
                    (m.bitwiseEqual ? "1" : "0") + "," + number(m.maxAbs) + "," + number(m.relativeL2) + "," + number(m.cosine) + "," +
                    number(m.maxUlp) + "," + number(m.meanUlp) + "," + std::to_string(m.nanMismatches) + "," +
-                   std::to_string(m.infMismatches) + "\r\n";
+                   std::to_string(m.infMismatches) + tail + "\r\n";
         }
     }
     return out;

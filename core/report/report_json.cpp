@@ -162,6 +162,14 @@ std::string renderReportJson(const ReportData& r)
                                 {"comparisons", comparisons}});
     }
     out["transactions"] = transactions;
+    json notes = json::array();
+    for (const TransactionNote& note : r.auditorNotes)
+        notes.push_back({{"index", note.index},
+                         {"flag", transactionFlagName(note.flag)},
+                         {"note", note.note},
+                         {"author", note.author},
+                         {"updated_at", note.updatedAt}});
+    out["auditor_notes"] = notes;
     return toJsonText(out, 2) + "\n";
 }
 

@@ -29,7 +29,8 @@ std::string row(const TransactionRow& r)
     else
         line += ",,0,0,";
     line += csvField(r.toleranceCriterion) + ',' + csvField(r.worstTensor) + ',' + csvField(r.worstSlot) + ',' +
-            optionalNumber(r.worstMaxUlp) + ',' + optionalNumber(r.worstRelativeL2) + kCsvLineEnd;
+            optionalNumber(r.worstMaxUlp) + ',' + optionalNumber(r.worstRelativeL2) + ',' + csvField(r.flag) + ',' + csvField(r.note) +
+            kCsvLineEnd;
     return line;
 }
 
@@ -43,7 +44,7 @@ void writeTransactionTableCsv(TransactionTable& table, const std::string& path, 
         if (!out)
             throw IoError("cannot write " + path);
         out << "index,loss,lr,update_norm,max_update,has_deltas,has_state_digest,segment,verdict,verdict_run,run_count,runs_disagree,"
-               "tolerance_criterion,worst_tensor,worst_slot,worst_max_ulp,worst_rel_l2"
+               "tolerance_criterion,worst_tensor,worst_slot,worst_max_ulp,worst_rel_l2,flag,note"
             << kCsvLineEnd;
         const std::uint64_t total = table.rowCount();
         for (std::uint64_t first = 0; first < total; first += kWindow) {

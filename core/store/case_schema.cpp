@@ -312,6 +312,21 @@ CREATE TABLE run_seals(
     sealed_at TEXT NOT NULL
 );
 )sql"},
+    // An auditor's flag and note on a transaction (zkdv/store/transaction_notes.h). Kept
+    // apart from the runs: a note is the auditor's judgement, not a replay result, so it is
+    // not part of any run's seal and survives every later run.
+    {8, R"sql(
+CREATE TABLE transaction_notes(
+    tape_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    flag TEXT NOT NULL DEFAULT 'none' CHECK(flag IN ('none','question','suspicious','confirmed')),
+    note TEXT NOT NULL DEFAULT '',
+    author TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY(tape_id, idx),
+    FOREIGN KEY(tape_id, idx) REFERENCES transactions(tape_id, idx) ON DELETE CASCADE
+) WITHOUT ROWID;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

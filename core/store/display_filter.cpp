@@ -6,12 +6,13 @@
 #include <optional>
 
 #include "zkdv/audit/verdict.h"
+#include "zkdv/store/transaction_notes.h"
 
 namespace zkdv {
 
 namespace {
 
-enum class FieldType { Number, Text, Flag, VerdictName, AnyTensor };
+enum class FieldType { Number, Text, Flag, VerdictName, AnyTensor, NoteFlag };
 
 struct Field {
     const char* name;
@@ -41,6 +42,13 @@ const Field kFields[] = {
     {"disagree",
      "(SELECT count(DISTINCT d.verdict) FROM verdicts d JOIN replay_runs r ON r.id = d.run_id WHERE r.tape_id = ?1 AND d.idx = t.idx) > 1",
      FieldType::Flag, "runs of the tape that replayed it reached different verdicts"},
+    // The auditor's note on the transaction (zkdv/store/transaction_notes.h); none when it has none.
+    {"flag", "coalesce((SELECT n.flag FROM transaction_notes n WHERE n.tape_id = ?1 AND n.idx = t.idx), 'none')", FieldType::NoteFlag,
+     "the auditor's flag: none, question, suspicious or confirmed"},
+    {"flagged", "EXISTS (SELECT 1 FROM transaction_notes n WHERE n.tape_id = ?1 AND n.idx = t.idx AND n.flag != 'none')", FieldType::Flag,
+     "the auditor flagged it (any flag but none)"},
+    {"note", "coalesce((SELECT n.note FROM transaction_notes n WHERE n.tape_id = ?1 AND n.idx = t.idx), '')", FieldType::Text,
+     "the auditor's note on it (\"\" when none)"},
 };
 
 const Field* fieldNamed(const std::string& name)
@@ -235,6 +243,13 @@ private:
             if ((value.kind != Kind::Identifier && value.kind != Kind::String) || !verdictFromName(value.text))
                 throw DisplayFilterError("a verdict is exact, within-tolerance, diverged or unverifiable, not " + describe(value), value.position);
             return "coalesce(v.verdict " + std::string(op.text == "==" ? "=" : "!=") + " " + parameter(value.text) + ", 0)";
+        }
+        case FieldType::NoteFlag: {
+            if (op.text != "==" && op.text != "!=")
+                throw DisplayFilterError("a flag is compared with == or !=", op.position);
+            if ((value.kind != Kind::Identifier && value.kind != Kind::String) || !transactionFlagFromName(value.text))
+                throw DisplayFilterError("a flag is none, question, suspicious or confirmed, not " + describe(value), value.position);
+            return std::string(field->sql) + (op.text == "==" ? " = " : " != ") + parameter(value.text);
         }
         case FieldType::Text:
         case FieldType::AnyTensor: {

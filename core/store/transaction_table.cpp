@@ -54,6 +54,8 @@ TransactionRow rowFrom(const Statement& s)
     row.worstRelativeL2 = realOrNaN(s, 10);
     row.worstTensor = textOrEmpty(s, 11);
     row.worstSlot = textOrEmpty(s, 12);
+    row.flag = textOrEmpty(s, 16);
+    row.note = textOrEmpty(s, 17);
     return row;
 }
 
@@ -147,8 +149,9 @@ std::string TransactionTable::rowQuery() const
     // Columns as rowFrom() reads them; one run's rows count one run and never disagree.
     return "SELECT t.idx, t.loss, t.lr, t.update_norm, t.max_update, t.has_deltas, t.has_state_digest, t.segment,"
            " v.verdict, v.worst_max_ulp, v.worst_rel_l2, v.worst_tensor, v.worst_slot, v.run_id, " +
-           std::string(showsEveryRun() ? "v.run_count, v.disagree" : "1, 0") + " FROM transactions t LEFT JOIN " + verdictSource() +
-           " ON " + verdictKey() + " = ?2 AND v.idx = t.idx WHERE t.tape_id = ?1 ";
+           std::string(showsEveryRun() ? "v.run_count, v.disagree" : "1, 0") + ", n.flag, n.note FROM transactions t LEFT JOIN " +
+           verdictSource() + " ON " + verdictKey() +
+           " = ?2 AND v.idx = t.idx LEFT JOIN transaction_notes n ON n.tape_id = t.tape_id AND n.idx = t.idx WHERE t.tape_id = ?1 ";
 }
 
 std::string TransactionTable::verdictKey() const { return showsEveryRun() ? "v.view" : "v.run_id"; }

@@ -185,6 +185,7 @@ public:
             if (cancelled())
                 return;
             TransactionOutcome outcome = blankOutcome(segment, next);
+            capture_ = std::binary_search(segment.capture.begin(), segment.capture.end(), next);
             const auto started = Clock::now();
             try {
                 replayTransaction(records.transaction(next), outcome);
@@ -414,8 +415,11 @@ private:
             const UpdateFingerprint fingerprint = updateFingerprint(transition.deltas[i]);
             outcome.comparisons.push_back(compareFingerprint(name, "update/l2", record.updateL2[i], fingerprint.l2, tolerance_));
             outcome.comparisons.push_back(compareFingerprint(name, "update/max_abs", record.updateMaxAbs[i], fingerprint.maxAbs, tolerance_));
-            if (!record.deltas.empty())
+            if (!record.deltas.empty()) {
                 outcome.comparisons.push_back(compareTensor(name, "delta", *record.deltas[i], transition.deltas[i], tolerance_));
+                if (capture_)
+                    captureValues(name, *record.deltas[i], transition.deltas[i], outcome);
+            }
         }
         for (std::size_t i = 0; i < parameters_.size(); ++i)
             detached[i].copy_(transition.parameters[i]);
@@ -423,6 +427,32 @@ private:
 
         if (record.stateDigest)
             outcome.comparisons.push_back(compareStateDigest(*record.stateDigest, outcome));
+    }
+
+    // Both values of a compared delta, for the element comparison; bounded in bytes per outcome.
+    static void captureValues(const std::string& name, const TensorView& recorded, const at::Tensor& replayed, TransactionOutcome& outcome)
+    {
+        std::uint64_t used = 0;
+        for (const ComparedValues& v : outcome.values)
+            used += v.recorded.size() + v.replayed.size();
+        if (used + 2 * recorded.data.size > kMaxComparedValueBytes) {
+            outcome.valuesOmitted += (outcome.valuesOmitted.empty() ? "values left out (more than " + std::to_string(kMaxComparedValueBytes >> 20) +
+                                                                          " MiB in all): "
+                                                                    : std::string(", ")) + name;
+            return;
+        }
+        ComparedValues values;
+        values.tensor = name;
+        values.slot = "delta";
+        values.dtype = recorded.dtype;
+        values.shape = recorded.shape;
+        values.recorded.assign(recorded.data.begin(), recorded.data.end());
+        const at::Tensor host = hostContiguous(replayed);
+        if (scalarTypeOf(recorded.dtype) == host.scalar_type() && recorded.shape == host.sizes().vec()) {
+            const ByteSpan bytes = tensorBytes(host);
+            values.replayed.assign(bytes.begin(), bytes.end());
+        }
+        outcome.values.push_back(std::move(values));
     }
 
     // The state digest of the replayed state, number slots encoded as `encoding` says.
@@ -585,6 +615,7 @@ private:
     std::vector<optim::SlotState> state_;
     std::map<std::string, DType> numberEncoding_;   // the tape's dtype of each number slot the segment's snapshot holds
     std::string releaseMismatch_;                   // says which releases, when the tape's torch is not this libtorch's
+    bool capture_ = false;  // the transaction being replayed sends its values back (ReplaySegment::capture)
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far
     std::optional<std::uint64_t> firstDiverged_;    // the segment's first diverged transaction
 };

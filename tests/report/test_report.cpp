@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -25,6 +26,7 @@
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/transaction_notes.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/tape/tape_writer.h"
@@ -227,6 +229,7 @@ private Q_SLOTS:
     void laterRunNeverHidesAnEarlierFailure();
     void stoppedRunIsIncompleteNotFailed();
     void nothingComparedSaysNothingVerified();
+    void auditorNotesAreReported();
 
 private:
     test::TempDir dir_;
@@ -411,9 +414,9 @@ void TestReport::csvHasOneRowPerComparison()
     }
     QCOMPARE(lines.size(), comparisons + 1);
     QCOMPARE(lines.front(), std::string("index,segment,selected,transaction_verdict,tensor,slot,comparison_verdict,elements,bitwise_equal,"
-                                        "max_abs,rel_l2,cosine,max_ulp,mean_ulp,nan_mismatches,inf_mismatches"));
+                                        "max_abs,rel_l2,cosine,max_ulp,mean_ulp,nan_mismatches,inf_mismatches,flag,note"));
     for (const std::string& line : lines)
-        QCOMPARE(std::count(line.begin(), line.end(), ','), std::ptrdiff_t(15));
+        QCOMPARE(std::count(line.begin(), line.end(), ','), std::ptrdiff_t(17));
     QVERIFY(csv.size() >= 2 && csv.compare(csv.size() - 2, 2, "\r\n") == 0);
     // The first data row is the first comparison of the first replayed transaction.
     const ReportTransaction& first = report.transactions.front();
@@ -444,8 +447,8 @@ void TestReport::csvQuotesPerRfc4180()
     report.transactions.push_back(empty);
     const std::vector<std::string> lines = csvLines(renderReportCsv(report));
     QCOMPARE(lines.size(), std::size_t(3));
-    QCOMPARE(lines[1], std::string("3,0,1,diverged,\"odd,\"\"name\"\"\",delta,diverged,4,0,nan,inf,1,0,0,0,0"));
-    QCOMPARE(lines[2], std::string("4,0,1,unverifiable,,,,,,,,,,,,"));
+    QCOMPARE(lines[1], std::string("3,0,1,diverged,\"odd,\"\"name\"\"\",delta,diverged,4,0,nan,inf,1,0,0,0,0,none,"));
+    QCOMPARE(lines[2], std::string("4,0,1,unverifiable,,,,,,,,,,,,,none,"));
 }
 
 void TestReport::tamperedTapeSaysFailedFirst()
@@ -689,6 +692,59 @@ void TestReport::cliWritesReports()
                                 QString::fromStdString(dir_.file("tampered.json"))});
     QCOMPARE(tampered.exitCode, 0);
     QVERIFY(tampered.out.contains(QStringLiteral("FAILED")));
+}
+
+void TestReport::auditorNotesAreReported()
+{
+    // On a copy: the other functions read the case without notes.
+    const std::string copy = dir_.file("notes.zkaudit");
+    std::filesystem::copy_file(case_, copy, std::filesystem::copy_options::overwrite_existing);
+    const std::uint64_t replayed = selected_.front();
+    std::uint64_t notReplayed = 0;
+    while (std::find(selected_.begin(), selected_.end(), notReplayed) != selected_.end())
+        ++notReplayed;
+    {
+        CaseStore store(copy, CaseStore::Access::ReadWrite);
+        TransactionNotes notes(store.database(), store.tapes().front().id);
+        notes.set(replayed, TransactionFlag::Suspicious, "lr jumps, \"see\" step 2", "alice");
+        notes.set(notReplayed, TransactionFlag::Question, "", "bob");
+    }
+    CaseStore store(copy, CaseStore::Access::ReadOnly);
+    const ReportData report = buildAuditReport(store);
+    QCOMPARE(report.auditorNotes.size(), std::size_t(2));
+    const json document = json::parse(renderReportJson(report));
+    const json schema = json::parse(readText(std::string(ZKDV_TEST_SOURCE_DIR) + "/../docs/report.schema.json"));
+    std::vector<std::string> errors;
+    validate(document, schema, "$", errors);
+    QVERIFY2(errors.empty(), errors.empty() ? "" : errors.front().c_str());
+    const json& notes = document["auditor_notes"];
+    QCOMPARE(notes.size(), std::size_t(2));
+    const json& first = notes[replayed < notReplayed ? 0 : 1];
+    QCOMPARE(first["index"].get<std::uint64_t>(), replayed);
+    QCOMPARE(first["flag"].get<std::string>(), std::string("suspicious"));
+    QCOMPARE(first["note"].get<std::string>(), std::string("lr jumps, \"see\" step 2"));
+    QCOMPARE(first["author"].get<std::string>(), std::string("alice"));
+    QVERIFY(!first["updated_at"].get<std::string>().empty());
+    const json& second = notes[replayed < notReplayed ? 1 : 0];
+    QCOMPARE(second["index"].get<std::uint64_t>(), notReplayed);  // not replayed, listed all the same
+    QCOMPARE(second["flag"].get<std::string>(), std::string("question"));
+    // A flag the schema does not know fails validation.
+    json broken = document;
+    broken["auditor_notes"][0]["flag"] = "maybe";
+    std::vector<std::string> brokenErrors;
+    validate(broken, schema, "$", brokenErrors);
+    QCOMPARE(brokenErrors.size(), std::size_t(1));
+
+    // CSV: the last two columns of the replayed transaction's rows, quoted as RFC 4180 says.
+    const std::vector<std::string> lines = csvLines(renderReportCsv(report));
+    std::size_t noted = 0;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        const bool mine = lines[i].rfind(std::to_string(replayed) + ",", 0) == 0;
+        const std::string tail = mine ? ",suspicious,\"lr jumps, \"\"see\"\" step 2\"" : ",none,";
+        QVERIFY2(lines[i].size() >= tail.size() && lines[i].compare(lines[i].size() - tail.size(), tail.size(), tail) == 0, lines[i].c_str());
+        noted += mine ? 1 : 0;
+    }
+    QVERIFY(noted > 0);
 }
 
 QTEST_GUILESS_MAIN(TestReport)

@@ -12,6 +12,7 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/display_filter.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_notes.h"
 #include "zkdv/store/transaction_table.h"
 
 using namespace zkdv;
@@ -97,6 +98,12 @@ void TestDisplayFilter::initTestCase()
     const std::int64_t run = replays.beginRun(info);
     replays.storeOutcomes(run, outcomes());
     replays.finishRun(run, "finished", "");
+    // The auditor's notes: 9 and 30 are diverged, 4 and 7 not replayed.
+    TransactionNotes notes(store.database(), tape_);
+    notes.set(4, TransactionFlag::Suspicious, "lr jumps here");
+    notes.set(9, TransactionFlag::Question, "Ask the trainer about this one");
+    notes.set(30, TransactionFlag::Confirmed, "");
+    notes.set(7, TransactionFlag::None, "looked fine");
     Statement rows = store.database().prepare("SELECT loss FROM transactions WHERE tape_id = ?1 ORDER BY idx");
     rows.bind(1, tape_);
     while (rows.step())
@@ -142,6 +149,13 @@ void TestDisplayFilter::selects_data()
     QTest::newRow("tensor equal") << "tensor == conv.bias" << "replayed";
     QTest::newRow("worst tensor") << "worst_tensor == 'fc.weight'" << "diverged";
     QTest::newRow("precedence") << "index == 1 || index == 2 && replayed" << "1";
+    QTest::newRow("flag") << "flag == suspicious" << "4";
+    QTest::newRow("flag, quoted") << "flag == 'question'" << "9";
+    QTest::newRow("flag not none") << "flag != none" << "flagged";
+    QTest::newRow("flagged") << "flagged" << "flagged";
+    QTest::newRow("flag none, with a note") << "flag == none && note != \"\"" << "7";
+    QTest::newRow("note contains, any case") << "note contains \"ASK\"" << "9";
+    QTest::newRow("flagged and diverged") << "flagged && verdict == diverged" << "9,30";
 }
 
 void TestDisplayFilter::selects()
@@ -173,6 +187,16 @@ void TestDisplayFilter::selects()
         want = {30, 45};
     else if (expectation == "1")
         want = {1};  // && binds tighter: 2 is not replayed
+    else if (expectation == "4")
+        want = {4};
+    else if (expectation == "7")
+        want = {7};
+    else if (expectation == "9")
+        want = {9};
+    else if (expectation == "9,30")
+        want = {9, 30};
+    else if (expectation == "flagged")
+        want = {4, 9, 30};
     const std::set<std::uint64_t> got = shown(filter.toStdString());
     QCOMPARE(got, want);
     if (expectation == "loss")
@@ -195,6 +219,8 @@ void TestDisplayFilter::refusalsSayWhere_data()
     QTest::newRow("dangling") << "replayed index" << 10 << "expected && or ||";
     QTest::newRow("stray character") << "index > 3 # comment" << 11 << "unexpected '#'";
     QTest::newRow("empty") << "   " << 4 << "the filter is empty";
+    QTest::newRow("unknown flag") << "flag == maybe" << 9 << "a flag is none, question, suspicious or confirmed";
+    QTest::newRow("flag ordered") << "flag < question" << 6 << "a flag is compared with == or !=";
     QTest::newRow("deep") << QString(70, QLatin1Char('(')) + "replayed" + QString(70, QLatin1Char(')')) << 1 << "nests more than 64 levels";
 }
 

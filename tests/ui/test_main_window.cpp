@@ -73,7 +73,8 @@ std::pair<bool, QString> waitForJob(MainWindow& window, QSignalSpy& finished, in
 // The progress frame's button and the Esc action name what ending the running job does.
 void checkInterruptLabels(MainWindow& window, const QString& label)
 {
-    JobProgressFrame* frame = window.findChild<JobProgressFrame*>();
+    // The status bar's frame (the detail pane has one of its own).
+    JobProgressFrame* frame = window.statusBar()->findChild<JobProgressFrame*>();
     QVERIFY(frame);
     QCOMPARE(frame->buttonText(), label);
     QAction* escape = nullptr;

@@ -265,6 +265,47 @@ private slots:
         QCOMPARE(images, std::size_t(3));
     }
 
+    void auditorNotesArePrinted()
+    {
+        test::TempDir dir;
+        ReportData report = makeReport(30, 3);
+        const std::string html0 = readText([&] {
+            const std::string path = dir.file("no-notes.html");
+            std::string error;
+            if (!ui::renderReportDocument(report, "html", path, &error))
+                qWarning("%s", error.c_str());
+            return path;
+        }());
+        QVERIFY(html0.find("Auditor notes") != std::string::npos);
+        QVERIFY(html0.find("No transaction was flagged or annotated.") != std::string::npos);
+        TransactionNote suspicious;
+        suspicious.index = 7;
+        suspicious.flag = TransactionFlag::Suspicious;
+        suspicious.note = "lr <jumps> here\nask the trainer";
+        suspicious.author = "alice";
+        suspicious.updatedAt = "2026-12-01T21:00:00Z";
+        TransactionNote question = suspicious;
+        question.index = 150;  // not replayed: listed all the same
+        question.flag = TransactionFlag::Question;
+        question.note = "why is the loss flat?";
+        report.auditorNotes = {suspicious, question};
+        const std::string path = dir.file("notes.html");
+        std::string error;
+        QVERIFY2(ui::renderReportDocument(report, "html", path, &error), error.c_str());
+        const std::string html = readText(path);
+        QVERIFY(html.find("No transaction was flagged or annotated.") == std::string::npos);
+        QVERIFY(html.find("lr &lt;jumps&gt; here<br>ask the trainer") != std::string::npos);  // escaped, lines kept
+        QVERIFY(html.find(">suspicious</td>") != std::string::npos);
+        QVERIFY(html.find(">150</td>") != std::string::npos);
+        QVERIFY(html.find("why is the loss flat?") != std::string::npos);
+        QVERIFY(html.find(">alice</td>") != std::string::npos);
+        // Before the replayed transactions' table: it is part of the summary (page one of the PDF).
+        QVERIFY(html.find("Auditor notes") < html.find("Replayed transactions"));
+        const std::string pdf = dir.file("notes.pdf");
+        QVERIFY2(ui::renderReportDocument(report, "pdf", pdf, &error), error.c_str());
+        QVERIFY(simplified(pdfText(QString::fromStdString(pdf))).contains(QStringLiteral("why is the loss flat?")));
+    }
+
     void transactionTableIsCapped()
     {
         test::TempDir dir;

@@ -38,6 +38,16 @@ QString sampledChecksText(const TransactionRow& row)
     return {};
 }
 
+// "[suspicious] lr jumps here": the flag in brackets (none is not shown), then the note's first line.
+QString noteText(const TransactionRow& row)
+{
+    QString text = row.flag.empty() || row.flag == "none" ? QString() : QStringLiteral("[%1]").arg(QString::fromStdString(row.flag));
+    const QString note = QString::fromStdString(row.note).section(QLatin1Char('\n'), 0, 0).trimmed();
+    if (!note.isEmpty())
+        text += (text.isEmpty() ? QString() : QStringLiteral(" ")) + note;
+    return text;
+}
+
 QString worstDivergenceText(const TransactionRow& row)
 {
     if (row.worstTensor.empty())
@@ -452,6 +462,8 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
             return verdictText(*row);
         case WorstDivergenceColumn:
             return worstDivergenceText(*row);
+        case NoteColumn:
+            return noteText(*row);
         }
         break;
     case Qt::ToolTipRole:
@@ -470,6 +482,8 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
                 .arg(QString::number(row->updateNorm, 'g', 17), QString::number(row->maxUpdate, 'g', 17));
         if (column == LossColumn && !std::isnan(row->loss))
             return QString::number(row->loss, 'g', 17);
+        if (column == NoteColumn && !row->note.empty())
+            return QString::fromStdString(row->note);
         break;
     case Qt::ForegroundRole:
     case Qt::BackgroundRole:
@@ -522,6 +536,8 @@ QVariant TransactionTableModel::headerData(int section, Qt::Orientation orientat
             return tr("Replay verdict");
         case WorstDivergenceColumn:
             return tr("Worst divergence");
+        case NoteColumn:
+            return tr("Note");
         }
     }
     if (role == Qt::ToolTipRole) {
@@ -541,6 +557,8 @@ QVariant TransactionTableModel::headerData(int section, Qt::Orientation orientat
                       "(empty: not replayed)");
         case WorstDivergenceColumn:
             return tr("The comparison with the worst verdict and its largest ULP distance");
+        case NoteColumn:
+            return tr("The auditor's flag and note (edited in the transaction detail pane; filter: flag == suspicious, note contains \"…\")");
         default:
             break;
         }

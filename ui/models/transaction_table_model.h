@@ -33,6 +33,7 @@ public:
         SegmentColumn,
         VerdictColumn,
         WorstDivergenceColumn,
+        NoteColumn,  // the auditor's flag and note (zkdv/store/transaction_notes.h)
         ColumnCount
     };
     enum class QuickFilter { All, Diverged, NotReplayed, SampledChecks, TopQ };

@@ -243,7 +243,27 @@ QString ReportHtml::summary() const
                                  QObject::tr("NaN/Inf mismatches, where")}),
                       rows);
     }
-    return html;
+    return html + auditorNotes();
+}
+
+QString ReportHtml::auditorNotes() const
+{
+    const ReportData& r = report_;
+    QString html = heading(QObject::tr("Auditor notes"));
+    if (r.auditorNotes.empty())
+        return html + QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("No transaction was flagged or annotated.")));
+    QString rows;
+    for (const TransactionNote& note : r.auditorNotes)
+        rows += QStringLiteral("<tr>%1%2%3%4%5</tr>")
+                    .arg(tight(QString::number(note.index)), tight(esc(QString::fromUtf8(transactionFlagName(note.flag)))),
+                         cell(esc(note.note).replace(QLatin1Char('\n'), QStringLiteral("<br>"))), tight(esc(note.author)),
+                         tight(esc(note.updatedAt)));
+    html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("The auditor's own flags and notes, as stored in the case: a judgement beside "
+                                                            "the replay results, not one of them.")));
+    return html + table(headerRow({QObject::tr("Transaction"), QObject::tr("Flag"), QObject::tr("Note"), QObject::tr("Author"),
+                                   QObject::tr("Updated")},
+                                  {10, 10, 50, 12, 18}),
+                        rows);
 }
 
 QString ReportHtml::transactions() const

@@ -26,8 +26,10 @@ public:
     QString verdictWord() const;
     // Title, verdict, headline and warnings (first thing on page one), counts, sampling
     // statement, tape and program identity, model, optimizer, environment, redo command,
-    // worst divergences.
+    // worst divergences, auditor notes.
     QString summary() const;
+    // The auditor's flags and notes (part of summary()).
+    QString auditorNotes() const;
     // The per-transaction table (capped at kMaxTableRows with a note pointing to the CSV).
     QString transactions() const;
     // Every chart as an embedded PNG with its caption (Target::File only).

@@ -24,6 +24,23 @@ struct TensorComparison {
     std::string label() const;  // "fc.weight state/exp_avg", "loss"
 };
 
+// A compared tensor's two values, element by element, sent back only for the transactions a
+// segment asks for (ReplaySegment::capture: the workstation's element comparison). Bytes
+// are contiguous little-endian in `dtype`; `replayed` is empty when the replay's dtype or
+// shape differs from the tape's (the comparison's note says how).
+struct ComparedValues {
+    std::string tensor;
+    std::string slot;  // "delta"
+    DType dtype = DType::F32;
+    std::vector<std::int64_t> shape;
+    std::vector<std::uint8_t> recorded;
+    std::vector<std::uint8_t> replayed;
+};
+
+// At most this many bytes of values travel back with one outcome (the protocol's frames are
+// bounded); the tensors past it are left out and `valuesOmitted` says so.
+constexpr std::uint64_t kMaxComparedValueBytes = 96u << 20;
+
 struct TransactionOutcome {
     std::uint64_t index = 0;
     std::uint64_t segment = 0;
@@ -32,6 +49,9 @@ struct TransactionOutcome {
     std::string detail;          // human-readable: what diverged, or why unverifiable
     std::uint64_t replayNs = 0;  // wall time of this transaction's replay
     std::vector<TensorComparison> comparisons;
+    // Only when the segment asked for them (ReplaySegment::capture); never stored in a case.
+    std::vector<ComparedValues> values;
+    std::string valuesOmitted;  // why some tensors' values are not in `values` ("" when none is missing)
 
     // The comparison with the largest ULP distance (nullptr when there is none).
     const TensorComparison* worst() const;

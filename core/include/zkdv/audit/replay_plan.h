@@ -14,6 +14,9 @@ struct ReplaySegment {
     // True when lastTransaction is the segment's final transaction and the tape holds the
     // next snapshot, so the replayed state can be compared with it.
     bool reachesNextSnapshot = false;
+    // Transactions whose recorded and replayed deltas come back with their outcomes
+    // (TransactionOutcome::values), ascending; empty for an ordinary replay.
+    std::vector<std::uint64_t> capture;
 
     std::uint64_t length() const { return lastTransaction - snapshot + 1; }
 };

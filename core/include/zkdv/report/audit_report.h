@@ -12,6 +12,7 @@
 #include "zkdv/audit/verdict.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/run_seal.h"
+#include "zkdv/store/transaction_notes.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -152,6 +153,9 @@ struct ReportData {
     // transactions' worst divergence (index, max ULP, relative L2).
     std::vector<std::uint64_t> lossIndex;
     std::vector<double> loss;
+
+    // The auditor's flags and notes on the tape's transactions, ascending (replayed or not).
+    std::vector<TransactionNote> auditorNotes;
 };
 
 struct ReportOptions {

@@ -40,6 +40,8 @@ struct TransactionRow {
     // For a within-tolerance verdict: the bound of its run's tolerance the worst comparison
     // met (Tolerance::passedBy).
     std::string toleranceCriterion;
+    std::string flag;  // the auditor's flag (transaction_notes.h); "" when the transaction has no note
+    std::string note;
 };
 
 // The rows of one tape under a sort and a filter, for a view that shows a few dozen of a

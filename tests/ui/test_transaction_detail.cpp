@@ -1,0 +1,316 @@
+// The transaction detail pane (offscreen): the tree of a replayed transaction of the demo
+// case against the case's own rows; an auditor's note edited there, shown in the table's
+// Note column and selected by the flag filter; "Compare elements" on a tampered delta,
+// in the background, naming the changed element first (and the core call behind it); a
+// screenshot of the pane for docs/.
+
+#include <QtTest>
+
+#include <algorithm>
+
+#include <QComboBox>
+#include <QImage>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTreeWidget>
+
+#include "dishonest_trainer.h"
+#include "jobs/background_job.h"
+#include "main_window.h"
+#include "models/transaction_table_model.h"
+#include "plots/element_difference_chart.h"
+#include "settings.h"
+#include "temp_dir.h"
+#include "widgets/transaction_detail_pane.h"
+#include "zkdv/cnn_demo/cnn_demo.h"
+#include "zkdv/replay/element_comparison.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_contents.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/store/transaction_detail.h"
+#include "zkdv/store/transaction_notes.h"
+
+using namespace zkdv;
+using namespace zkdv::ui;
+
+namespace {
+
+constexpr std::uint64_t kSteps = 24;
+constexpr std::uint64_t kTampered = 5;  // fc.weight's delta element 3 scaled by 1.5 in the tape
+constexpr std::uint64_t kHonest = 3;
+
+QTreeWidgetItem* child(QTreeWidgetItem* parent, const QString& field)
+{
+    for (int i = 0; i < parent->childCount(); ++i)
+        if (parent->child(i)->text(0) == field)
+            return parent->child(i);
+    return nullptr;
+}
+
+QTreeWidgetItem* topLevel(QTreeWidget* tree, const QString& field)
+{
+    for (int i = 0; i < tree->topLevelItemCount(); ++i)
+        if (tree->topLevelItem(i)->text(0) == field)
+            return tree->topLevelItem(i);
+    return nullptr;
+}
+
+}  // namespace
+
+class TestTransactionDetail : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void cleanup();
+    void treeShowsWhatTheCaseHoldsForAReplayedTransaction();
+    void treeSaysWhatTheRunDidNotReplay();
+    void noteEditedInThePaneShowsInTheTableAndTheFilter();
+    void coreComparisonNamesTheTamperedElementFirst();
+    void compareElementsRunsInTheBackgroundAndShowsTheWorstElement();
+
+private:
+    void select(quint64 index);
+    TransactionDetailPane* pane() const { return window_->detailPane(); }
+
+    test::TempDir dir_;
+    std::string case_;
+    std::int64_t tape_ = 0;
+    std::int64_t run_ = 0;
+    std::unique_ptr<MainWindow> window_;
+};
+
+void TestTransactionDetail::initTestCase()
+{
+    QCoreApplication::setOrganizationName(QStringLiteral("zkdv-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_transaction_detail"));
+    const std::string honest = dir_.file("demo.zkdv"), tampered = dir_.file("tampered.zkdv");
+    CnnDemoOptions options;
+    options.steps = kSteps;
+    options.batchSize = 8;
+    options.updateCheckProbability = 1.0;  // full deltas everywhere
+    runCnnDemo(honest, options);
+    test::rewriteTape(honest, tampered, [](test::RawRecord& record) {
+        if (test::isTransaction(record, kTampered))
+            test::scaleElement(record, "delta/fc.weight", 3, 1.5f);
+    });
+    case_ = dir_.file("tampered.zkaudit");
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    tape_ = store.ingestTape(tampered).tapeId;
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("ids:" + std::to_string(kHonest) + "," + std::to_string(kTampered));
+    const ReplaySummary summary = runReplay(store, request);
+    QCOMPARE(summary.diverged, std::uint64_t(1));
+    run_ = summary.runId;
+}
+
+void TestTransactionDetail::init()
+{
+    Settings::clearRecentFiles();
+    window_ = std::make_unique<MainWindow>();
+    window_->resize(1400, 900);
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+    QVERIFY(window_->openCase(QString::fromStdString(case_)));
+    QCOMPARE(window_->transactionModel()->rowCount(), int(kSteps));
+}
+
+void TestTransactionDetail::cleanup()
+{
+    window_.reset();
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    for (const TransactionNote& note : TransactionNotes(store.database(), tape_).all())
+        TransactionNotes(store.database(), tape_).set(note.index, TransactionFlag::None, "");
+}
+
+void TestTransactionDetail::select(quint64 index)
+{
+    const int row = window_->transactionModel()->rowOfTransaction(index);
+    QVERIFY(row >= 0);
+    window_->transactionView()->selectRow(row);
+    QTRY_VERIFY(pane()->shownTransaction() == std::optional<quint64>(index));
+}
+
+void TestTransactionDetail::treeShowsWhatTheCaseHoldsForAReplayedTransaction()
+{
+    select(kTampered);
+    QTreeWidget* tree = pane()->tree();
+    CaseStore store(case_, CaseStore::Access::ReadOnly);
+    const TransactionDetail detail = loadTransactionDetail(store, tape_, kTampered);
+    QVERIFY2(detail.recordProblem.empty(), detail.recordProblem.c_str());
+
+    QTreeWidgetItem* recorded = topLevel(tree, QStringLiteral("Recorded"));
+    QVERIFY(recorded);
+    QTreeWidgetItem* batch = child(recorded, QStringLiteral("Batch"));
+    QVERIFY(batch);
+    QVERIFY(!detail.batch.empty());
+    QCOMPARE(batch->childCount(), int(detail.batch.size()));
+    for (std::size_t i = 0; i < detail.batch.size(); ++i) {
+        QCOMPARE(batch->child(int(i))->text(0), QString::fromStdString(detail.batch[i].name));
+        QCOMPARE(batch->child(int(i))->child(0)->text(1), QString::fromStdString(detail.batch[i].sha256));
+    }
+    QCOMPARE(child(recorded, QStringLiteral("Loss"))->text(1).section(QLatin1Char(' '), 0, 0), QString::number(detail.loss, 'g', 17));
+
+    // Fingerprints: one per parameter, as recorded; the replayed ones are not in the case, and it says so.
+    QTreeWidgetItem* fingerprints = topLevel(tree, QStringLiteral("Update fingerprints"));
+    QVERIFY(fingerprints);
+    const std::vector<StoredTensor> layout = loadModelLayout(store.database(), tape_);
+    const int parameters = int(std::count_if(layout.begin(), layout.end(), [](const StoredTensor& t) { return !t.buffer; }));
+    QCOMPARE(child(fingerprints, QStringLiteral("Recorded"))->childCount(), parameters);
+    QVERIFY(child(fingerprints, QStringLiteral("Replayed"))->text(1).startsWith(QStringLiteral("not stored in the case")));
+
+    QTreeWidgetItem* checks = topLevel(tree, QStringLiteral("Sampled checks"));
+    QVERIFY(checks->text(1).contains(QStringLiteral("full deltas")));
+    QCOMPARE(child(checks, QStringLiteral("Deltas"))->childCount(), parameters);
+    QVERIFY(child(child(checks, QStringLiteral("Deltas")), QStringLiteral("fc.weight")));
+
+    // Every comparison the run stored, with its verdict and metrics.
+    QTreeWidgetItem* replay = topLevel(tree, QStringLiteral("Replay"));
+    QCOMPARE(replay->text(1), QStringLiteral("run %1: diverged").arg(run_));
+    const std::vector<TensorComparison> stored = ReplayStore(store.database()).comparisons(run_, kTampered);
+    QTreeWidgetItem* comparisons = child(replay, QStringLiteral("Comparisons"));
+    QVERIFY(!stored.empty());
+    QCOMPARE(comparisons->childCount(), int(stored.size()));
+    QTreeWidgetItem* delta = child(comparisons, QStringLiteral("fc.weight delta"));
+    QVERIFY(delta);
+    QVERIFY2(delta->text(1).startsWith(QStringLiteral("diverged")), qPrintable(delta->text(1)));
+    QCOMPARE(child(delta, QStringLiteral("Bit for bit"))->text(1), QStringLiteral("no"));
+    QVERIFY(child(comparisons, QStringLiteral("loss"))->text(1).startsWith(QStringLiteral("exact")));
+}
+
+void TestTransactionDetail::treeSaysWhatTheRunDidNotReplay()
+{
+    select(10);
+    QTreeWidgetItem* replay = topLevel(pane()->tree(), QStringLiteral("Replay"));
+    QVERIFY(replay);
+    // All runs (the window's default): none of them replayed it.
+    QCOMPARE(replay->text(1), QStringLiteral("none of the tape's 1 run(s) replayed it"));
+    QCOMPARE(replay->childCount(), 0);
+    QCOMPARE(child(topLevel(pane()->tree(), QStringLiteral("Update fingerprints")), QStringLiteral("Replayed"))->text(1),
+             QStringLiteral("not replayed by the shown run"));
+}
+
+void TestTransactionDetail::noteEditedInThePaneShowsInTheTableAndTheFilter()
+{
+    select(kHonest);
+    pane()->flagBox()->setCurrentIndex(int(TransactionFlag::Suspicious));
+    pane()->noteEdit()->setPlainText(QStringLiteral("lr looks high here\nsecond line"));
+    QSignalSpy saved(pane(), &TransactionDetailPane::noteSaved);
+    QVERIFY(pane()->saveNote());
+    QCOMPARE(saved.size(), 1);
+    {
+        CaseStore store(case_, CaseStore::Access::ReadOnly);
+        const std::optional<TransactionNote> note = TransactionNotes(store.database(), tape_).note(kHonest);
+        QVERIFY(note);
+        QCOMPARE(note->flag, TransactionFlag::Suspicious);
+        QCOMPARE(note->note, std::string("lr looks high here\nsecond line"));
+    }
+    TransactionTableModel* model = window_->transactionModel();
+    const QModelIndex cell = model->index(model->rowOfTransaction(kHonest), TransactionTableModel::NoteColumn);
+    QTRY_COMPARE(model->data(cell).toString(), QStringLiteral("[suspicious] lr looks high here"));
+    QCOMPARE(model->headerData(TransactionTableModel::NoteColumn, Qt::Horizontal).toString(), QStringLiteral("Note"));
+    model->setTextFilter(QStringLiteral("flag == suspicious"));
+    QCOMPARE(model->rowCount(), 1);
+    QCOMPARE(model->transactionAt(0), quint64(kHonest));
+    model->setTextFilter(QStringLiteral("note contains \"LR LOOKS\""));
+    QCOMPARE(model->rowCount(), 1);
+    model->setTextFilter(QString());
+    // Cleared again: the row goes, the column empties.
+    select(kHonest);
+    pane()->flagBox()->setCurrentIndex(0);
+    pane()->noteEdit()->clear();
+    QVERIFY(pane()->saveNote());
+    QTRY_COMPARE(model->data(model->index(model->rowOfTransaction(kHonest), TransactionTableModel::NoteColumn)).toString(), QString());
+}
+
+void TestTransactionDetail::coreComparisonNamesTheTamperedElementFirst()
+{
+    CaseStore store(case_, CaseStore::Access::ReadOnly);
+    const std::int64_t runsBefore = store.database().queryInt64("SELECT count(*) FROM replay_runs").value_or(-1);
+    ElementComparisonRequest request;
+    request.tapeId = tape_;
+    request.index = kTampered;
+    const ElementComparison result = compareTransactionElements(store, request);
+    QCOMPARE(result.verdict, Verdict::Diverged);
+    QVERIFY(result.omitted.empty());
+    const auto fc = std::find_if(result.deltas.begin(), result.deltas.end(), [](const ElementTensor& t) { return t.tensor == "fc.weight"; });
+    QVERIFY(fc != result.deltas.end());
+    QCOMPARE(fc->shape.size(), std::size_t(2));
+    QCOMPARE(fc->recorded.size(), fc->replayed.size());
+    QCOMPARE(fc->worst.size(), std::size_t(1));  // only the changed element differs
+    const WorstElement& worst = fc->worst.front();
+    QCOMPARE(worst.flatIndex, std::uint64_t(3));
+    QCOMPARE(worst.position, (std::vector<std::int64_t>{0, 3}));
+    QCOMPARE(worst.recorded, fc->recorded[3]);
+    QCOMPARE(worst.replayed, fc->replayed[3]);
+    QCOMPARE(static_cast<float>(worst.recorded), static_cast<float>(worst.replayed) * 1.5f);
+    QVERIFY(worst.ulp > 1000);
+    QCOMPARE(worst.ulp, fc->comparison.metrics.maxUlp);
+    // Every other delta reproduced bit for bit.
+    for (const ElementTensor& t : result.deltas)
+        if (t.tensor != "fc.weight") {
+            QVERIFY2(t.worst.empty(), t.tensor.c_str());
+            QCOMPARE(t.recorded, t.replayed);
+        }
+    // Nothing was stored: it is not a run.
+    QCOMPARE(store.database().queryInt64("SELECT count(*) FROM replay_runs").value_or(-1), runsBefore);
+    // A transaction without deltas cannot be compared element by element, and it is said.
+    request.index = kSteps + 3;
+    QVERIFY_THROWS_EXCEPTION(ReplayError, compareTransactionElements(store, request));
+}
+
+void TestTransactionDetail::compareElementsRunsInTheBackgroundAndShowsTheWorstElement()
+{
+    select(kTampered);
+    QVERIFY(pane()->compareButton()->isEnabled());
+    QSignalSpy finished(pane(), &TransactionDetailPane::elementComparisonFinished);
+    QTest::mouseClick(pane()->compareButton(), Qt::LeftButton);
+    QVERIFY(pane()->elementJob() && pane()->elementJob()->isRunning());
+    QVERIFY(!pane()->compareButton()->isEnabled());
+    // The window keeps handling events while the worker replays.
+    int ticks = 0;
+    QTimer ticker;
+    connect(&ticker, &QTimer::timeout, this, [&] { ++ticks; });
+    ticker.start(20);
+    QVERIFY(finished.wait(180000));
+    QVERIFY2(finished.front().at(0).toBool(), qPrintable(finished.front().at(1).toString()));
+    QVERIFY(ticks > 0);
+    QVERIFY(pane()->elementComparison());
+    // The worst delta is shown first: fc.weight, as a heatmap, its changed element on top.
+    QVERIFY2(pane()->elementTensorBox()->currentText().startsWith(QStringLiteral("fc.weight (diverged")),
+             qPrintable(pane()->elementTensorBox()->currentText()));
+    QVERIFY(pane()->elementChart()->showsHeatmap());
+    QVERIFY(pane()->elementChart()->differenceMap());
+    QVERIFY(pane()->elementChart()->largestDifference() > 0);
+    QTableWidget* worst = pane()->worstElementTable();
+    QCOMPARE(worst->rowCount(), 1);
+    QCOMPARE(worst->item(0, 0)->text(), QStringLiteral("3 [0, 3]"));
+    // A 1-D delta shows its values and a histogram of differences, all in the zero bin.
+    const int bias = pane()->elementTensorBox()->findText(QStringLiteral("fc.bias"), Qt::MatchStartsWith);
+    QVERIFY(bias >= 0);
+    pane()->elementTensorBox()->setCurrentIndex(bias);
+    QVERIFY(!pane()->elementChart()->showsHeatmap());
+    QVERIFY(pane()->elementChart()->histogram());
+    QCOMPARE(pane()->elementChart()->largestDifference(), 0.0);
+    QCOMPARE(worst->rowCount(), 0);
+
+    // The pane as docs/transaction-details.png shows it.
+    pane()->elementTensorBox()->setCurrentIndex(pane()->elementTensorBox()->findText(QStringLiteral("fc.weight"), Qt::MatchStartsWith));
+    pane()->setFloating(true);  // the size docs/ shows, whatever the window's layout
+    pane()->resize(640, 980);
+    QTest::qWait(100);
+    const QImage image = pane()->grab().toImage();
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 3)
+        for (int x = 0; x < image.width(); x += 3)
+            colours.insert(image.pixel(x, y));
+    QVERIFY2(colours.size() > 50, qPrintable(QStringLiteral("%1 colours").arg(colours.size())));
+    QVERIFY(image.save(QStringLiteral(ZKDV_DETAIL_SCREENSHOT_PATH)));
+}
+
+QTEST_MAIN(TestTransactionDetail)
+#include "test_transaction_detail.moc"

@@ -1,0 +1,112 @@
+#pragma once
+// The selected transaction in detail (Wireshark's packet details, in spirit): a tree of what
+// the tape recorded for it (batch tensors, optimizer values, update fingerprints, sampled
+// checks), what the shown replay run found (verdict, every comparison with its metrics),
+// the auditor's flag and note, editable here; and, on demand, its deltas element by element
+// (the transaction replayed once more in a worker, off the GUI thread, nothing stored).
+
+#include <QDockWidget>
+#include <QPointer>
+
+#include <memory>
+#include <optional>
+
+class QComboBox;
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QTableWidget;
+class QTimer;
+class QTreeWidget;
+
+namespace zkdv {
+struct ElementComparison;
+struct TransactionDetail;
+}
+
+namespace zkdv::ui {
+
+class BackgroundJob;
+class ElementDifferenceChart;
+class JobProgressFrame;
+
+class TransactionDetailPane : public QDockWidget {
+    Q_OBJECT
+
+public:
+    explicit TransactionDetailPane(QWidget* parent = nullptr);
+    ~TransactionDetailPane() override;
+
+    // The case and tape the table shows; an empty path clears the pane.
+    void setCase(const QString& casePath, qint64 tapeId);
+    // Shows `index` with run `runId`'s results (0: the tape's newest run). Reading is
+    // coalesced: a burst of selections (arrow keys held down) reads the case once.
+    void showTransaction(quint64 index, qint64 runId);
+    void clearTransaction();
+    // Reads the shown transaction again now (after a replay stored results for it).
+    void reload();
+
+    std::optional<quint64> shownTransaction() const { return shown_; }
+    QTreeWidget* tree() const { return tree_; }
+    QComboBox* flagBox() const { return flag_; }
+    QPlainTextEdit* noteEdit() const { return note_; }
+    // Stores the flag and note being edited for the shown transaction; false (and problem())
+    // when the case cannot take it now.
+    bool saveNote();
+
+    // Where "Compare elements" replays ("cpu", "cuda:0").
+    void setReplayDevice(const QString& device) { device_ = device; }
+    // Replays the shown transaction in the background and shows its deltas element by
+    // element; false when it cannot start (no deltas recorded, one running already).
+    bool compareElements();
+    BackgroundJob* elementJob() const { return job_; }
+    QPushButton* compareButton() const { return compare_; }
+    QComboBox* elementTensorBox() const { return elementTensor_; }
+    ElementDifferenceChart* elementChart() const { return chart_; }
+    QTableWidget* worstElementTable() const { return worst_; }
+    // The last comparison shown (nullptr before one finished for the shown transaction).
+    const ElementComparison* elementComparison() const { return comparison_.get(); }
+
+Q_SIGNALS:
+    // A note was stored for transaction `index`: the table re-reads its rows.
+    void noteSaved(quint64 index);
+    // "Compare elements" finished; ok false when it failed or was cancelled (message says why).
+    void elementComparisonFinished(bool ok, const QString& message);
+    void problem(const QString& message);
+
+private:
+    void load();
+    void fill(const TransactionDetail& detail);
+    void showNote(const TransactionDetail& detail);
+    void updateNoteButtons();
+    void showElementTensor(int which);
+    void clearElements(const QString& why);
+
+    QString casePath_;
+    qint64 tapeId_ = 0;
+    qint64 runId_ = 0;
+    std::optional<quint64> pending_;
+    std::optional<quint64> shown_;
+    QTimer* loadDelay_;
+    QLabel* title_;
+    QTreeWidget* tree_;
+    QComboBox* flag_;
+    QPlainTextEdit* note_;
+    QPushButton* save_;
+    QPushButton* revert_;
+    QLabel* noteInfo_;
+    QPushButton* compare_;
+    QComboBox* elementTensor_;
+    QLabel* elementInfo_;
+    JobProgressFrame* progress_;
+    ElementDifferenceChart* chart_;
+    QTableWidget* worst_;
+    QPointer<BackgroundJob> job_;
+    std::shared_ptr<ElementComparison> comparison_;
+    bool shownHasDeltas_ = false;
+    QString device_ = QStringLiteral("cpu");
+    int savedFlag_ = 0;
+    QString savedNote_;
+};
+
+}  // namespace zkdv::ui
