@@ -116,7 +116,11 @@ int caseInfo(const std::string& path, bool json)
     for (const StoredReplayRun& run : runs) {
         // Rows nobody can vouch for say nothing: no PASSED or FAILED is derived from them.
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
-        const char* outcome = !seal.vouched() ? "NOT VOUCHED" : replayRunPassed(run.status, run.diverged, run.unverifiable) ? "PASSED" : "FAILED";
+        // A run that did not finish is incomplete unless what it replayed already failed.
+        const char* outcome = !seal.vouched()                                                  ? "NOT VOUCHED"
+                              : replayRunPassed(run.status, run.diverged, run.unverifiable)   ? "PASSED"
+                              : run.status != "finished" && run.diverged == 0 && run.unverifiable == 0 ? "INCOMPLETE"
+                                                                                              : "FAILED";
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),

@@ -23,6 +23,7 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/tape_location.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
 #include "zkdv/util/json_text.h"
@@ -391,6 +392,11 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     ReplayStore replayStore(store.database());
 
     const CaseTape tape = chooseTape(store, request.tapeId);
+    // A tape file that moved is found again, not replayed into a run of unverifiable
+    // transactions that would stay in the case.
+    if (const std::string problem = tapeFileProblem(tape); !problem.empty())
+        throw ReplayError("not replayed: " + problem + " (the workstation's File > Locate Moved Tape, Ctrl+L, checks its chain head), or "
+                          "move it back; nothing was stored");
     const RootRecord root = parseRoot(tape);
     const std::string workerPath = replayWorkerPath(request);
     worker::WorkerLog log;
