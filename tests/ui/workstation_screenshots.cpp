@@ -24,6 +24,7 @@
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "settings.h"
+#include "widgets/transaction_detail_pane.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
@@ -75,7 +76,7 @@ int main(int argc, char** argv)
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         store.ingestTape(tape);
         ReplayRequest first;
-        first.selection = SelectionSpec::parse("stratified:3");
+        first.selection = SelectionSpec::parse("ids:" + std::to_string(victim) + ",60,90");
         first.seed = 7;
         runReplay(store, first);
         ReplayRequest loose;
@@ -85,10 +86,14 @@ int main(int argc, char** argv)
     }
 
     ui::MainWindow window;
-    window.resize(1400, 900);
+    window.resize(1700, 950);
     window.show();
     if (!window.openCase(QString::fromStdString(casePath)))
         return 2;
+    // The detail pane has its own screenshot (docs/transaction-details.png): closed here so
+    // that the table shows every column.
+    if (auto* details = window.findChild<ui::TransactionDetailPane*>())
+        details->hide();
     const int row = window.transactionModel()->rowOfTransaction(victim);
     window.transactionView()->selectRow(row);
     window.transactionView()->scrollTo(window.transactionModel()->index(row, 0), QAbstractItemView::PositionAtCenter);
