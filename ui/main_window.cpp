@@ -273,6 +273,7 @@ void MainWindow::createCentralWidgets()
     setTabOrder(table_, charts_);
     setTabOrder(charts_, overview_);
     setTabOrder(overview_, runs_);
+    setTabOrder(runs_, details_);
 
     connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);
     connect(runs_, &RunList::runChosen, this, [this](qint64 run) {

@@ -6,6 +6,7 @@
 #include "zkdv/store/database.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/util/sha256.h"
+#include "zkdv/util/utf8.h"
 
 namespace zkdv {
 
@@ -13,13 +14,23 @@ std::string tapeFileProblem(const CaseTape& tape)
 {
     if (tape.embedded)
         return {};
+    // The path comes from the case: said in valid UTF-8 whatever bytes it holds.
+    const std::string shown = toValidUtf8(tape.path);
+    const std::string which = "tape " + std::to_string(tape.id);
     std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(tape.path, error);
+    if (!std::filesystem::exists(status))
+        return which + " is no longer at " + shown + (error ? " (" + error.message() + ")" : std::string()) + "; locate it";
+    if (std::filesystem::is_fifo(status))
+        return which + " at " + shown + " is a FIFO, not a regular file; locate the tape file";
+    if (!std::filesystem::is_regular_file(status))
+        return which + " at " + shown + " is not a regular file; locate the tape file";
     const std::uintmax_t size = std::filesystem::file_size(tape.path, error);
     if (error)
-        return "tape " + std::to_string(tape.id) + " is no longer at " + tape.path + " (" + error.message() + "); locate it";
+        return which + " at " + shown + " cannot be read (" + error.message() + "); locate it";
     if (size != tape.size)
-        return "tape " + std::to_string(tape.id) + " at " + tape.path + " has " + std::to_string(size) + " bytes, not the " +
-               std::to_string(tape.size) + " it had when ingested: it was changed or replaced; locate the original";
+        return which + " at " + shown + " has " + std::to_string(size) + " bytes, not the " + std::to_string(tape.size) +
+               " it had when ingested: it was changed or replaced; locate the original";
     return {};
 }
 

@@ -222,9 +222,11 @@ void TransactionTable::refresh()
 {
     loadTape();
     resolveRun();
-    // Verdicts change while a replay runs; the tape's own columns never change after ingest.
+    // Verdicts change while a replay runs, notes as the auditor writes them; the tape's own
+    // columns never change after ingest.
     orders_.erase(Column::Verdict);
     orders_.erase(Column::WorstDivergence);
+    orders_.erase(Column::Note);
     rebuild();
 }
 
@@ -296,6 +298,9 @@ std::shared_ptr<const TransactionTable::IndexList> TransactionTable::ascendingOr
     case Column::SampledChecks:
         order = sampledOrder();
         break;
+    case Column::Note:
+        order = noteOrder();
+        break;
     case Column::Verdict:
         order = verdictOrder(false);
         break;
@@ -347,6 +352,28 @@ std::shared_ptr<const TransactionTable::IndexList> TransactionTable::sampledOrde
     std::sort(members.begin(), members.end());
     auto order = std::make_shared<IndexList>(complement(members, sampled.size()));
     for (const auto& entry : sampled)
+        order->push_back(entry.second);
+    return order;
+}
+
+std::shared_ptr<const TransactionTable::IndexList> TransactionTable::noteOrder()
+{
+    // Ascending: no note, then by flag (none, question, suspicious, confirmed), ties by index.
+    std::vector<std::pair<int, std::int64_t>> noted;
+    Statement rows = db_.prepare("SELECT idx, CASE flag WHEN 'question' THEN 1 WHEN 'suspicious' THEN 2 WHEN 'confirmed' THEN 3 ELSE 0 END"
+                                 " FROM transaction_notes WHERE tape_id = ?1");
+    rows.bind(1, tapeId_);
+    while (rows.step())
+        if (holds(rows.int64(0)))
+            noted.emplace_back(static_cast<int>(rows.int64(1)), rows.int64(0));
+    std::sort(noted.begin(), noted.end());
+    IndexList members;
+    members.reserve(noted.size());
+    for (const auto& entry : noted)
+        members.push_back(entry.second);
+    std::sort(members.begin(), members.end());
+    auto order = std::make_shared<IndexList>(complement(members, noted.size()));
+    for (const auto& entry : noted)
         order->push_back(entry.second);
     return order;
 }

@@ -97,6 +97,15 @@ void TestTransactionNotes::notesRoundTripAndShowInTheTable()
     QCOMPARE(rows[7].note, std::string("looked fine"));
     QCOMPARE(rows[4].flag, std::string());
     QCOMPARE(rows[4].note, std::string());
+    // Sorted by note: flagged first when descending (confirmed 3, then the unflagged note 7),
+    // the transactions without a note after them in index order.
+    table.setSort(TransactionTable::Column::Note, false);
+    QCOMPARE(table.transactionAt(0), std::uint64_t(3));
+    QCOMPARE(table.transactionAt(1), std::uint64_t(7));
+    QCOMPARE(table.transactionAt(kSteps - 1), std::uint64_t(0));
+    table.setSort(TransactionTable::Column::Note, true);
+    QCOMPARE(table.transactionAt(kSteps - 1), std::uint64_t(3));
+    QCOMPARE(table.transactionAt(0), std::uint64_t(0));
 
     // A read-only connection cannot write one.
     QVERIFY_THROWS_EXCEPTION(DatabaseError, notes.set(5, TransactionFlag::Question, "?"));

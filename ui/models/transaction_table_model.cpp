@@ -106,6 +106,8 @@ TransactionTable::Column tableColumn(int column)
         return TransactionTable::Column::Verdict;
     case TransactionTableModel::WorstDivergenceColumn:
         return TransactionTable::Column::WorstDivergence;
+    case TransactionTableModel::NoteColumn:
+        return TransactionTable::Column::Note;
     default:
         return TransactionTable::Column::Index;
     }

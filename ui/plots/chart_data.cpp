@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "zkdv/audit/tolerance.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/latest_verdicts.h"
 #include "zkdv/store/replay_store.h"
@@ -36,7 +37,9 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
 {
     ChartData data;
     try {
-        Database db(casePath.toStdString(), Database::Mode::ReadOnly);
+        // Opened as every reader opens a case (CaseStore: the schema checked first).
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
+        Database& db = store.database();
         if (parts & Series) {
             TransactionSeries series = loadTransactionSeries(db, tapeId, kMaxParameters, progress);
             data.loss = container(series.indexes, series.losses, false);

@@ -53,7 +53,7 @@ struct TransactionRow {
 // Not thread-safe; the Database must outlive the table. Throws DatabaseError.
 class TransactionTable {
 public:
-    enum class Column { Index, Loss, LearningRate, UpdateNorm, SampledChecks, Segment, Verdict, WorstDivergence };
+    enum class Column { Index, Loss, LearningRate, UpdateNorm, SampledChecks, Segment, Verdict, WorstDivergence, Note };
     enum class QuickFilter { All, Diverged, NotReplayed, SampledChecks, TopQ };
 
     TransactionTable(Database& db, std::int64_t tapeId);
@@ -121,6 +121,7 @@ private:
     std::shared_ptr<const IndexList> columnOrder(const char* column) const;
     std::shared_ptr<const IndexList> verdictOrder(bool byWorstUlp);
     std::shared_ptr<const IndexList> sampledOrder();
+    std::shared_ptr<const IndexList> noteOrder();
     std::optional<IndexList> quickFilterSet();
     std::optional<IndexList> textFilterSet();
     IndexList allIndexes();
