@@ -1,11 +1,13 @@
 #include "zkdv/graph/exported_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "zkdv/graph/operator_allow_list.h"
+#include "zkdv/graph/random_operation.h"
 #include "zkdv/util/json_text.h"
 
 namespace zkdv {
@@ -165,27 +167,210 @@ const GraphValue* argument(const GraphNode& node, std::size_t position, const ch
     return nullptr;
 }
 
-bool isZero(const GraphValue* v)
+// How the program fixes an argument of `node`, for the random-operation rule.
+FixedArgumentOf fixedArgumentsOf(const GraphNode& node)
 {
-    return v && ((v->kind == GraphValue::Kind::Float && v->real == 0.0) || (v->kind == GraphValue::Kind::Int && v->integer == 0));
+    return [&node](std::size_t position, const char* name) {
+        FixedArgument fixed;
+        const GraphValue* v = argument(node, position, name);
+        fixed.given = v != nullptr;
+        if (v && v->kind == GraphValue::Kind::Float)
+            fixed.number = v->real;
+        if (v && v->kind == GraphValue::Kind::Int)
+            fixed.number = static_cast<double>(v->integer);
+        if (v && v->kind == GraphValue::Kind::Bool)
+            fixed.flag = v->boolean;
+        return fixed;
+    };
 }
 
-bool isFalse(const GraphValue* v) { return v && v->kind == GraphValue::Kind::Bool && !v->boolean; }
-
-// A dropout with p fixed at 0 or train fixed false, and an attention whose dropout_p is
-// absent (0 by default) or fixed at 0, return without touching the generator.
-bool drawsNothing(const GraphNode& node)
+// The tensor an operator takes first (views and in-place forms return it), by position or by
+// the name torch's schemas give it.
+const GraphValue* firstArgument(const GraphNode& node)
 {
-    if (node.op == "aten::dropout" || node.op == "aten::feature_dropout")
-        return isZero(argument(node, 1, "p")) || isFalse(argument(node, 2, "train"));
-    if (node.op == "aten::scaled_dot_product_attention") {
-        const GraphValue* p = argument(node, 4, "dropout_p");
-        return !p || isZero(p);
+    if (!node.args.empty())
+        return &node.args.front();
+    for (const auto& [key, v] : node.kwargs)
+        if (key == "self" || key == "input")
+            return &v;
+    return nullptr;
+}
+
+// What no operator may write into, and a value may be or view: a parameter, a batch input, or
+// a constant (a number the program fixes where a tensor is taken: the interpreter makes it
+// once, so a write into it would carry state from one step to the next).
+struct Protected {
+    enum class Kind { Nothing, Input, Constant };
+    Kind kind = Kind::Nothing;
+    std::size_t input = 0;
+};
+
+// Refuses every in-place write whose target is, or may alias, a protected value: aliases are
+// followed through every operator the allow-list says may return an argument or a view of it.
+void checkWrites(const ExportedGraph& graph)
+{
+    std::vector<Protected> aliased(graph.nodes.size());  // per node: what its results may alias
+    auto protectedOf = [&](const GraphValue& v, bool topLevel, auto& self) -> Protected {
+        switch (v.kind) {
+        case GraphValue::Kind::Input:
+            if (graph.inputs[v.index].kind == GraphInput::Kind::Buffer)
+                return {};
+            return {Protected::Kind::Input, v.index};
+        case GraphValue::Kind::Node:
+            return aliased[v.index];
+        case GraphValue::Kind::Int:
+        case GraphValue::Kind::Float:
+        case GraphValue::Kind::Bool:
+            return topLevel ? Protected{Protected::Kind::Constant} : Protected{};
+        case GraphValue::Kind::List:
+            for (const GraphValue& item : v.items)
+                if (Protected p = self(item, false, self); p.kind != Protected::Kind::Nothing)
+                    return p;
+            return {};
+        default:
+            return {};
+        }
+    };
+    auto anyArgument = [&](const GraphNode& node) {
+        for (const GraphValue& v : node.args)
+            if (Protected p = protectedOf(v, true, protectedOf); p.kind != Protected::Kind::Nothing)
+                return p;
+        for (const auto& [key, v] : node.kwargs)
+            if (Protected p = protectedOf(v, true, protectedOf); p.kind != Protected::Kind::Nothing)
+                return p;
+        return Protected{};
+    };
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+        const GraphNode& node = graph.nodes[n];
+        const std::optional<OperatorEffect> effect = allowedOperatorEffect(node.qualifiedName());
+        if (!effect)
+            continue;  // a random operator the caller refuses
+        const std::string where = "node " + std::to_string(n) + " (" + node.qualifiedName() + ")";
+        for (const OperatorEffect::Write& write : effect->writes) {
+            const GraphValue* target = argument(node, write.position, write.name);
+            if (!target)
+                continue;
+            const Protected p = protectedOf(*target, true, protectedOf);
+            if (p.kind == Protected::Kind::Nothing)
+                continue;
+            std::string what = p.kind == Protected::Kind::Constant
+                                   ? std::string("a constant (a number the program fixes: written, it would carry state from one step to the next)")
+                                   : graph.inputs[p.input].name;
+            if (target->kind == GraphValue::Kind::Node)
+                what += ", through node " + std::to_string(target->index) + " (" + graph.nodes[target->index].qualifiedName() +
+                        ") whose result may alias it";
+            fail(where + " argument '" + write.name + "'",
+                 "writes into " + what + "; a program writes only into buffers and its own values (docs/program-operators.md)");
+        }
+        if (effect->result == OperatorEffect::Result::MayAliasAnyArgument || (effect->result == OperatorEffect::Result::MayAliasFirst && node.args.empty()))
+            aliased[n] = anyArgument(node);
+        else if (effect->result == OperatorEffect::Result::MayAliasFirst)
+            aliased[n] = protectedOf(node.args.front(), true, protectedOf);
     }
-    return false;
+}
+
+std::uint64_t timesSaturating(std::uint64_t a, std::uint64_t b)
+{
+    return b != 0 && a > kMaxListElements / b ? kMaxListElements + 1 : a * b;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        text += (i ? "," : "") + std::to_string(shape[i]);
+    return text + "]";
 }
 
 }  // namespace
+
+bool declaresSize(const GraphNode& node)
+{
+    const std::string_view name = node.op;
+    return name == "aten::view" || name == "aten::reshape" || name == "aten::expand" || name == "aten::repeat" || name == "aten::pad" ||
+           name == "aten::constant_pad_nd" || name == "aten::one_hot";
+}
+
+void checkDeclaredSize(const GraphNode& node, const std::vector<std::int64_t>* input, const std::string& where)
+{
+    if (!declaresSize(node))
+        return;
+    const GraphValue* second = argument(node, 1, node.op == "aten::repeat"              ? "repeats"
+                                                 : node.op == "aten::reshape"           ? "shape"
+                                                 : node.op == "aten::one_hot"           ? "num_classes"
+                                                 : node.op == "aten::view" || node.op == "aten::expand" ? "size"
+                                                                                                         : "pad");
+    if (node.op == "aten::one_hot") {
+        // num_classes -1 takes the count from the data: the size would depend on a value.
+        if (!second || second->kind != GraphValue::Kind::Int || second->integer < 0)
+            fail(where, "one_hot's num_classes must be fixed to a non-negative number (-1 would size the result by the data)");
+    }
+    if (!input)
+        return;  // resolved where the input's shape is known: at parse for a graph input, at run time otherwise
+    std::vector<std::int64_t> sizes;
+    if (second && second->kind == GraphValue::Kind::List) {
+        for (const GraphValue& item : second->items) {
+            if (item.kind != GraphValue::Kind::Int)
+                return;  // not sizes: the schema check refuses it
+            sizes.push_back(item.integer);
+        }
+    } else if (second && second->kind == GraphValue::Kind::Int) {
+        sizes.push_back(second->integer);
+    } else {
+        return;
+    }
+    std::uint64_t elements = 1;
+    for (std::int64_t extent : *input)
+        elements = timesSaturating(elements, static_cast<std::uint64_t>(std::max<std::int64_t>(extent, 0)));
+    const std::uint64_t inputElements = elements;
+    std::uint64_t count = 1;
+    if (node.op == "aten::view" || node.op == "aten::reshape") {
+        // A -1 takes what the other sizes leave of the input: the result has the input's elements.
+        bool inferred = false;
+        for (std::int64_t s : sizes) {
+            inferred = inferred || s < 0;
+            count = timesSaturating(count, static_cast<std::uint64_t>(std::max<std::int64_t>(s, 0)));
+        }
+        if (inferred)
+            count = inputElements;
+    } else if (node.op == "aten::expand") {
+        // A -1 keeps the input's extent in that dimension (sizes align from the right).
+        const std::size_t lead = sizes.size() >= input->size() ? sizes.size() - input->size() : 0;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            std::int64_t extent = sizes[i];
+            if (extent == -1) {
+                if (i < lead || sizes.size() < input->size())
+                    fail(where, "expand's size -1 in a dimension its input does not have");
+                extent = (*input)[i - lead];
+            }
+            if (extent < 0)
+                fail(where, "expand's size " + std::to_string(extent) + " is negative");
+            count = timesSaturating(count, static_cast<std::uint64_t>(extent));
+        }
+    } else if (node.op == "aten::repeat") {
+        count = inputElements;
+        for (std::int64_t r : sizes) {
+            if (r < 0)
+                fail(where, "repeat's count " + std::to_string(r) + " is negative");
+            count = timesSaturating(count, static_cast<std::uint64_t>(r));
+        }
+    } else if (node.op == "aten::one_hot") {
+        count = timesSaturating(inputElements, static_cast<std::uint64_t>(sizes.front()));
+    } else {  // pad, constant_pad_nd: pairs of (before, after) from the last dimension on
+        std::vector<std::int64_t> padded = *input;
+        for (std::size_t k = 0; 2 * k + 1 < sizes.size() && k < padded.size(); ++k) {
+            std::int64_t& extent = padded[padded.size() - 1 - k];
+            const long double grown = static_cast<long double>(extent) + sizes[2 * k] + sizes[2 * k + 1];
+            extent = grown < 0 ? 0 : grown > static_cast<long double>(kMaxListElements) ? static_cast<std::int64_t>(kMaxListElements) + 1
+                                                                                         : static_cast<std::int64_t>(grown);
+        }
+        for (std::int64_t extent : padded)
+            count = timesSaturating(count, static_cast<std::uint64_t>(extent));
+    }
+    if (count > kMaxListElements)
+        fail(where, "its sizes, resolved against its input's shape " + shapeText(*input) +
+                        ", declare a tensor of more than 2^32 elements; no training step holds one");
+}
 
 ExportedGraph ExportedGraph::parse(ByteSpan bytes)
 {
@@ -289,20 +474,21 @@ ExportedGraph ExportedGraph::parse(ByteSpan bytes)
             }
         }
         const std::string qualified = node.qualifiedName();
-        if (isRandomOperator(qualified) && !drawsNothing(node))
+        if (drawsRandomNumbers({qualified}) && !drawsNothing(qualified, fixedArgumentsOf(node)))
             random.insert(node.op);
         else if (!isAllowedOperator(qualified))
             fail(where, "operator " + qualified +
                             " is not on the allow-list of ATen compute operators (docs/program-operators.md); the program is refused before anything runs");
+        const GraphValue* first = firstArgument(node);
+        if (first && first->kind == GraphValue::Kind::Input)
+            checkDeclaredSize(node, &graph.inputs[first->index].shape, where);
+        else
+            checkDeclaredSize(node, nullptr, where);
         graph.nodes.push_back(std::move(node));
     }
-    if (!random.empty()) {
-        std::string list;
-        for (const std::string& op : random)
-            list += (list.empty() ? "" : ", ") + op;
-        throw ExportedGraphError("attested Torch code contains random operations (" + list +
-                                 "); generate randomness outside the transition and include it in the prepared transaction batch");
-    }
+    if (!random.empty())
+        throw ExportedGraphError(randomOperationsRefusal(random));
+    checkWrites(graph);
 
     const Scope all{graph.inputs.size(), graph.nodes.size()};
     graph.loss = value(member(json, "loss", "document"), all, "loss");

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 namespace zkdv {
 
 namespace {
 
 // Why each group is safe: every entry is an ATen operator whose kernels read their tensor
-// arguments and write a new tensor or, for the few in-place ones, their first argument only.
+// arguments and write a new tensor or, for the few in-place ones, the arguments kWriting
+// names (the reader refuses any such write into a parameter, the batch or a constant).
 // None opens files (aten::from_file, aten::save are absent), none reaches outside the process,
 // none calls back into Python or a custom library (only the aten namespace), none reads a
 // tensor's value to the host (aten::item, aten::_local_scalar_dense are absent: a graph stays
@@ -66,25 +68,86 @@ constexpr std::array kAllowed = {
     "aten::soft_margin_loss", "aten::cosine_similarity",
 };
 
-constexpr const char* kRandomMarkers[] = {"bernoulli", "dropout", "exponential", "multinomial", "normal",
-                                          "rand",      "uniform", "rrelu",       "scaled_dot_product"};
+// Where the allow-list's operators may return an argument itself or a view of it (torch's
+// schemas annotate most as `Tensor(a) self -> Tensor(a)`; dropout, feature_dropout and
+// type_as return their input unannotated when they have nothing to do, and the in-place forms
+// return what they wrote). Every other operator on the list returns a tensor of its own;
+// tests/program/test_exported_graph.cpp checks this table against the schemas of the
+// libtorch it is built with.
+constexpr const char* kMayAliasFirst[] = {
+    "aten::relu_", "aten::add_.Tensor", "aten::dropout", "aten::feature_dropout", "aten::view", "aten::reshape",
+    "aten::flatten.using_ints", "aten::unflatten.int", "aten::permute", "aten::transpose.int", "aten::t", "aten::unsqueeze",
+    "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims", "aten::contiguous", "aten::expand", "aten::expand_as",
+    "aten::view_as", "aten::select.int", "aten::slice.Tensor", "aten::narrow", "aten::split.Tensor", "aten::split_with_sizes",
+    "aten::chunk", "aten::unbind.int", "aten::alias", "aten::movedim.int", "aten::detach", "aten::to.dtype", "aten::type_as",
+};
+// Operators anywhere in ATen whose schemas say they return a new tensor while their
+// composite implementations may return an argument or a view of it.
+constexpr const char* kUnannotatedAliases[] = {
+    "dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "type_as", "atleast_1d", "atleast_2d", "atleast_3d",
+    "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "_unsafe_view", "meshgrid", "broadcast_tensors", "data",
+    "_cast_Byte", "_cast_Char", "_cast_Double", "_cast_Float", "_cast_Int", "_cast_Long", "_cast_Short", "_cast_Half",
+};
 
-}  // namespace
+// einsum of one operand returns a permuted or diagonal view of it.
+constexpr const char* kMayAliasAnyArgument[] = {"aten::einsum"};
 
-bool isAllowedOperator(std::string_view qualified)
+// What the operators on the list write in place. batch_norm and instance_norm update the
+// running statistics they are given although their schemas mark nothing written.
+struct WritingOperator {
+    const char* name;
+    OperatorEffect::Write writes[2];
+    std::size_t count;
+};
+constexpr WritingOperator kWriting[] = {
+    {"aten::relu_", {{0, "self"}, {}}, 1},
+    {"aten::add_.Tensor", {{0, "self"}, {}}, 1},
+    {"aten::batch_norm", {{3, "running_mean"}, {4, "running_var"}}, 2},
+    {"aten::instance_norm", {{3, "running_mean"}, {4, "running_var"}}, 2},
+};
+
+std::string_view withoutDefaultSuffix(std::string_view qualified)
 {
     // ".default" is how FX spells the default overload; the list spells it without.
     if (qualified.size() > 8 && qualified.substr(qualified.size() - 8) == ".default")
         qualified.remove_suffix(8);
-    return std::any_of(kAllowed.begin(), kAllowed.end(), [&](const char* entry) { return qualified == entry; });
+    return qualified;
 }
 
-bool isRandomOperator(std::string_view qualified)
+template <typename List>
+bool listed(const List& list, std::string_view name)
 {
-    if (qualified.rfind("aten::", 0) != 0)
+    return std::any_of(std::begin(list), std::end(list), [&](const char* entry) { return name == entry; });
+}
+
+}  // namespace
+
+bool isAllowedOperator(std::string_view qualified) { return listed(kAllowed, withoutDefaultSuffix(qualified)); }
+
+std::optional<OperatorEffect> allowedOperatorEffect(std::string_view qualified)
+{
+    const std::string_view name = withoutDefaultSuffix(qualified);
+    if (!listed(kAllowed, name))
+        return std::nullopt;
+    OperatorEffect effect;
+    if (listed(kMayAliasFirst, name))
+        effect.result = OperatorEffect::Result::MayAliasFirst;
+    else if (listed(kMayAliasAnyArgument, name))
+        effect.result = OperatorEffect::Result::MayAliasAnyArgument;
+    for (const WritingOperator& op : kWriting)
+        if (name == op.name)
+            effect.writes.assign(op.writes, op.writes + op.count);
+    return effect;
+}
+
+bool mayReturnAnArgumentUnannotated(std::string_view qualified)
+{
+    const std::size_t colons = qualified.find("::");
+    if (colons == std::string_view::npos)
         return false;
-    const std::string_view name = qualified.substr(6);
-    return std::any_of(std::begin(kRandomMarkers), std::end(kRandomMarkers), [&](const char* m) { return name.find(m) != std::string_view::npos; });
+    std::string_view name = qualified.substr(colons + 2);
+    name = name.substr(0, name.find('.'));
+    return listed(kUnannotatedAliases, name);
 }
 
 std::vector<std::string> allowedOperators()

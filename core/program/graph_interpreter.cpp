@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/csrc/api/include/torch/version.h>
 
+#include "zkdv/graph/operator_allow_list.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 
@@ -46,6 +47,7 @@ struct NodePlan {
     c10::OperatorHandle handle;
     std::vector<ArgumentPlan> arguments;
     std::size_t returns = 0;
+    bool resolveSizes = false;  // its result's size is known only against its input's (exported_graph.h)
 };
 
 // What a reference yields, known from the schemas before anything runs.
@@ -179,6 +181,34 @@ struct GraphInterpreter::Impl {
         fail(where, "an argument of type " + type->str() + " cannot be given as a constant");
     }
 
+    // The reader's write check (ExportedGraph::parse) knows what each operator writes and
+    // aliases from the allow-list's table; this libtorch's schema must not say more, or the
+    // table does not describe the operator this replay would run.
+    static void checkEffectAgainstSchema(const GraphNode& node, const c10::FunctionSchema& schema, const std::string& where)
+    {
+        const std::optional<OperatorEffect> effect = allowedOperatorEffect(node.qualifiedName());
+        if (!effect)
+            fail(where, "not on the allow-list");
+        const auto& arguments = schema.arguments();
+        for (std::size_t a = 0; a < arguments.size(); ++a) {
+            const c10::AliasInfo* info = arguments[a].alias_info();
+            if (!info || !info->isWrite())
+                continue;
+            bool recorded = false;
+            for (const OperatorEffect::Write& write : effect->writes)
+                recorded = recorded || (write.position == a && arguments[a].name() == write.name);
+            if (!recorded)
+                fail(where, "this libtorch's schema writes its argument '" + arguments[a].name() +
+                                "', which the allow-list's write table does not record; the program is refused");
+        }
+        if (effect->result != OperatorEffect::Result::New)
+            return;
+        for (const c10::Argument& r : schema.returns())
+            if (r.alias_info())
+                fail(where, "this libtorch's schema returns an alias of an argument, which the allow-list's table does not record; "
+                            "the program is refused");
+    }
+
     ArgumentPlan planArgument(const GraphValue& v, const c10::Argument& argument, const std::string& where) const
     {
         ArgumentPlan plan;
@@ -280,17 +310,12 @@ struct GraphInterpreter::Impl {
                     plan.arguments.push_back(std::move(fixed));
                     continue;
                 }
-                // Only buffers and the step's own intermediate values may be written to: a
-                // write into a parameter bypasses the optimizer, into the batch changes what is
-                // recorded.
-                if (argument.alias_info() && argument.alias_info()->isWrite()) {
-                    if (v->kind == GraphValue::Kind::Input && graph.inputs[v->index].kind != GraphInput::Kind::Buffer)
-                        fail(at, "writes into " + graph.inputs[v->index].name + "; a program writes only into buffers and its own values");
-                }
                 plan.arguments.push_back(planArgument(*v, argument, at));
             }
             if (!kwargs.empty())
                 fail(where, "the schema has no argument '" + kwargs.begin()->first + "'");
+            checkEffectAgainstSchema(node, schema, where);
+            plan.resolveSizes = declaresSize(node);
             std::vector<Yield> outs;
             for (const c10::Argument& r : schema.returns())
                 outs.push_back(isTensorType(r.type()) ? Yield::Tensor : isTensorListType(r.type()) ? Yield::TensorList : Yield::Other);
@@ -433,6 +458,10 @@ std::vector<at::Tensor> GraphInterpreter::run(const std::vector<at::Tensor>& bat
                 break;
             }
             }
+        }
+        if (plan.resolveSizes && !stack.empty() && stack.front().isTensor()) {
+            const std::vector<std::int64_t> input = stack.front().toTensor().sizes().vec();
+            checkDeclaredSize(d.graph.nodes[n], &input, "node " + std::to_string(n) + " (" + d.graph.nodes[n].qualifiedName() + ")");
         }
         plan.handle.callBoxed(stack);
         values[n].assign(std::make_move_iterator(stack.begin()), std::make_move_iterator(stack.end()));

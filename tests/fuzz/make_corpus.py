@@ -101,6 +101,11 @@ def main():
             graph = open(os.path.join(programs, name), "rb").read()
             write(target, name, graph)
             write(target, "regression-cut-" + name, graph[: len(graph) // 2])
+    # The write check's alias chains and the sizes resolved against an input (both checks of
+    # ExportedGraph::parse): one refused, one read.
+    head = '{"format":"zkdv-exported-graph","version":1,"inputs":[{"kind":"parameter","name":"w","dtype":"F32","shape":[4,1]},{"kind":"batch","index":0,"dtype":"F32","shape":[4,1]}],"nodes":['
+    write(target, "alias-write-chain.json", head + '{"op":"aten::t","args":[{"input":0}]},{"op":"aten::view","args":[{"node":0},{"list":[{"int":-1}]}]},{"op":"aten::relu_","args":[{"node":1}]}],"loss":{"node":2}}')
+    write(target, "resolved-sizes.json", head + '{"op":"aten::expand","args":[{"input":1},{"list":[{"int":3},{"int":-1},{"int":8}]}]},{"op":"aten::constant_pad_nd","args":[{"input":1},{"list":[{"int":1},{"int":1}]}]},{"op":"aten::sum","args":[{"node":0}]}],"loss":{"node":2}}')
     write(target, "regression-deep-list.json", '{"format":"zkdv-exported-graph","version":1,"inputs":[],"nodes":[{"op":"aten::cat","args":[' + '{"list":[' * 8 + ']}' * 8 + ']}],"loss":{"node":0}}')
 
 

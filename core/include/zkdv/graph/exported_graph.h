@@ -18,7 +18,7 @@
 namespace zkdv {
 
 // A program that is not a well-formed exported graph, calls an operator off the allow-list,
-// draws random numbers, or does not fit the tape's layout; the message names the node, the
+// draws random numbers, writes where it may not, or does not fit the tape's layout; the message names the node, the
 // operator or the field.
 class ExportedGraphError : public Error {
 public:
@@ -74,9 +74,11 @@ struct ExportedGraph {
     std::vector<GraphValue> outputs;     // further user outputs (the model's output, for the frontend)
     std::vector<BufferUpdate> bufferUpdates;
 
-    // Reads the program bytes. Throws ExportedGraphError naming the node or field at fault for
-    // anything malformed, oversized or dangling, and for operators off the allow-list or
-    // random ones (the seed's message), before any tensor exists.
+    // Reads and checks the program bytes: the one check of an exported graph, at sealing and
+    // at replay load. Throws ExportedGraphError naming the node or field at fault for anything
+    // malformed, oversized or dangling, for operators off the allow-list, random ones (the
+    // seed's message), and in-place writes into a parameter, a batch input or a constant, or
+    // into anything that may alias one, before any tensor exists.
     static ExportedGraph parse(ByteSpan bytes);
 
     // Throws ExportedGraphError unless the graph's parameter and buffer inputs are exactly the
@@ -85,6 +87,17 @@ struct ExportedGraph {
 
     std::size_t batchSize() const;  // how many batch tensors the step takes
 };
+
+// Whether `node` sizes its result by an integer argument (view, reshape, expand, repeat, pad,
+// constant_pad_nd, one_hot), so that its result's size is known only against its input's shape.
+bool declaresSize(const GraphNode& node);
+
+// Throws ExportedGraphError naming `where` when such a call, its -1 sizes resolved against its
+// first argument's shape `input`, would make a tensor of more than 2^32 elements, or when
+// one_hot's class count is left to the data. The reader resolves calls on graph inputs; the
+// interpreter resolves the rest against the tensors it runs (`input` null: only what needs no
+// shape is checked).
+void checkDeclaredSize(const GraphNode& node, const std::vector<std::int64_t>* input, const std::string& where);
 
 // Bounds of a program a reader accepts (docs/tape-format.md section 4.2).
 inline constexpr std::size_t kMaxGraphNodes = 100000;
