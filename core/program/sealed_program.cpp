@@ -1,140 +1,53 @@
 #include "zkdv/program/sealed_program.h"
 
-#include <optional>
 #include <set>
 #include <sstream>
 
-#include <torch/csrc/jit/ir/constants.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/serialization/import.h>
+
+#include "step_graph.h"
+#include "zkdv/graph/random_operation.h"
 
 namespace zkdv {
 
 namespace {
 
-// Substrings of operator names that draw random numbers (the seed's `lower` list, and
-// attention, whose dropout_p draws).
-constexpr const char* kRandomMarkers[] = {"bernoulli", "dropout",  "exponential", "multinomial",      "normal",
-                                          "rand",      "uniform", "rrelu",       "scaled_dot_product"};
-
-bool isRandom(const std::string& op)
-{
-    for (const char* marker : kRandomMarkers)
-        if (op.find(marker) != std::string::npos)
-            return true;
-    return false;
-}
-
-// The values in training_step's inlined graph that the sealed program fixes: constants,
-// attributes of the sealed module that the step never assigns, `not` of a fixed bool, and a
-// prim::If whose condition is fixed or whose branches agree. `training` is never fixed: the
-// replay runs the program after module.train(), whatever mode it was sealed in.
-class FixedValues {
-public:
-    FixedValues(const torch::jit::Module& module, torch::jit::Graph& graph) : self_(graph.inputs()[0]), module_(module._ivalue())
-    {
-        collectAssigned(graph.block());
-    }
-
-    std::optional<c10::IValue> of(torch::jit::Value* value, int depth = 0) const
-    {
-        if (depth > 64)
-            return std::nullopt;
-        if (value == self_)
-            return c10::IValue(module_);
-        torch::jit::Node* node = value->node();
-        if (node->kind() == c10::prim::Constant)
-            return torch::jit::toIValue(value);
-        if (node->kind() == c10::prim::GetAttr) {
-            const std::string name = node->s(c10::attr::name);
-            if (name == "training" || assigned_.count(name))
-                return std::nullopt;
-            auto object = of(node->input(0), depth + 1);
-            if (!object || !object->isObject() || !object->toObjectRef().type()->hasAttribute(name))
-                return std::nullopt;
-            return object->toObjectRef().getAttr(name);
-        }
-        if (std::string(node->kind().toQualString()) == "aten::__not__") {
-            auto operand = of(node->input(0), depth + 1);
-            if (!operand || !operand->isBool())
-                return std::nullopt;
-            return c10::IValue(!operand->toBool());
-        }
-        if (node->kind() == c10::prim::If) {
-            const std::size_t output = value->offset();
-            auto condition = of(node->input(0), depth + 1);
-            if (condition && condition->isBool())
-                return of(node->blocks()[condition->toBool() ? 0 : 1]->outputs()[output], depth + 1);
-            auto taken = of(node->blocks()[0]->outputs()[output], depth + 1);
-            auto other = of(node->blocks()[1]->outputs()[output], depth + 1);
-            if (taken && other && sameScalar(*taken, *other))
-                return taken;
-        }
-        return std::nullopt;
-    }
-
-private:
-    static bool sameScalar(const c10::IValue& a, const c10::IValue& b)
-    {
-        if (a.isDouble() && b.isDouble())
-            return a.toDouble() == b.toDouble();
-        if (a.isBool() && b.isBool())
-            return a.toBool() == b.toBool();
-        return false;
-    }
-
-    void collectAssigned(torch::jit::Block* block)
-    {
-        for (torch::jit::Node* node : block->nodes()) {
-            if (node->kind() == c10::prim::SetAttr)
-                assigned_.insert(node->s(c10::attr::name));
-            for (torch::jit::Block* inner : node->blocks())
-                collectAssigned(inner);
-        }
-    }
-
-    torch::jit::Value* self_;
-    c10::intrusive_ptr<c10::ivalue::Object> module_;
-    std::set<std::string> assigned_;
-};
-
-// A dropout (or an attention's dropout) draws nothing when its probability is fixed at 0 or
-// its train flag is fixed false: torch returns the input without touching the generator.
-bool drawsNothing(torch::jit::Node* node, const FixedValues& fixed)
+// The random-operation rule (random_operation.h) fed with what the node's schema says.
+bool nodeDrawsRandomNumbers(torch::jit::Node* node, const StepGraph& step)
 {
     const std::string op = node->kind().toQualString();
-    if (op.find("dropout") == std::string::npos && op.find("scaled_dot_product") == std::string::npos)
-        return false;
+    OperatorRandomness traits{op};
     const c10::FunctionSchema* schema = node->maybeSchema();
-    if (!schema)
-        return false;
-    for (const char* name : {"p", "dropout_p"})
-        if (auto index = schema->argumentIndexWithName(name)) {
-            auto p = fixed.of(node->inputs()[*index]);
-            if (p && p->isDouble() && p->toDouble() == 0.0)
-                return true;
+    if (schema) {
+        for (const c10::Argument& argument : schema->arguments()) {
+            c10::TypePtr type = argument.type();
+            if (type->kind() == c10::TypeKind::OptionalType)
+                type = type->castRaw<c10::OptionalType>()->getElementType();
+            traits.takesGenerator = traits.takesGenerator || type->kind() == c10::TypeKind::GeneratorType;
         }
-    if (auto index = schema->argumentIndexWithName("train")) {
-        auto train = fixed.of(node->inputs()[*index]);
-        if (train && train->isBool() && !train->toBool())
-            return true;
+        if (auto handle = c10::Dispatcher::singleton().findOp(schema->operator_name()))
+            traits.taggedSeeded = handle->hasTag(at::Tag::nondeterministic_seeded);
     }
-    return false;
-}
-
-void collectRandomOps(torch::jit::Block* block, const FixedValues& fixed, std::set<std::string>& found)
-{
-    for (torch::jit::Node* node : block->nodes()) {
-        const std::string op = node->kind().toQualString();
-        if (op.rfind("aten::", 0) == 0 && isRandom(op.substr(6)) && !drawsNothing(node, fixed))
-            found.insert(op);
-        if (node->kind() == c10::prim::Constant && node->output()->type()->kind() == c10::TypeKind::TensorType)
-            found.insert("tensor constant");
-        for (torch::jit::Block* inner : node->blocks())
-            collectRandomOps(inner, fixed, found);
-    }
+    if (!drawsRandomNumbers(traits))
+        return false;
+    return !drawsNothing(op, [&](std::size_t, const char* name) {
+        FixedArgument fixed;
+        auto index = schema ? schema->argumentIndexWithName(name) : c10::nullopt;
+        if (!index || static_cast<std::size_t>(*index) >= node->inputs().size())
+            return fixed;
+        if (auto value = step.fixed(node->inputs()[*index])) {
+            if (value->isDouble())
+                fixed.number = value->toDouble();
+            else if (value->isInt())
+                fixed.number = static_cast<double>(value->toInt());
+            else if (value->isBool())
+                fixed.flag = value->toBool();
+        }
+        return fixed;
+    });
 }
 
 }  // namespace
@@ -149,37 +62,24 @@ void checkSealedProgram(const torch::jit::Module& module)
         schema.returns()[0].type()->kind() != c10::TypeKind::TensorType)
         throw ProgramError("training_step must be declared training_step(self, batch: List[Tensor]) -> Tensor, found " + c10::toString(schema));
 
-    // Tensors the program holds must be exactly its parameters and buffers.
-    std::set<std::string> prepared;
-    for (const auto& p : module.named_parameters(true))
-        prepared.insert(p.name);
-    for (const auto& b : module.named_buffers(true))
-        prepared.insert(b.name);
-    std::string captured;
-    for (const auto& attribute : module.named_attributes(true))
-        if (attribute.value.isTensor() && !prepared.count(attribute.name))
-            captured += (captured.empty() ? "" : ", ") + attribute.name;
-    if (!captured.empty())
-        throw ProgramError("attested Torch code captured unprepared tensor state (" + captured +
-                           "); register it as a parameter or buffer of the sealed program, or pass it in the batch");
+    // Tensors the program holds, in any attribute, container or submodule, must be exactly its
+    // parameters and buffers.
+    checkHeldState(module);
 
-    auto graph = method->graph()->copy();
-    torch::jit::Inline(*graph);
-    const FixedValues fixed(module, *graph);
+    const StepGraph step(module);
     std::set<std::string> random;
-    collectRandomOps(graph->block(), fixed, random);
-    if (random.count("tensor constant")) {
-        random.erase("tensor constant");
-        if (random.empty())
-            throw ProgramError("training_step holds a tensor constant; register it as a buffer of the sealed program or pass it in the batch");
-    }
-    if (!random.empty()) {
-        std::string names;
-        for (const std::string& op : random)
-            names += (names.empty() ? "" : ", ") + op;
-        throw ProgramError("attested Torch code contains random operations (" + names +
-                           "); generate randomness outside the transition and include it in the prepared transaction batch");
-    }
+    bool tensorConstant = false;
+    step.forEachNode([&](torch::jit::Node* node) {
+        if (nodeDrawsRandomNumbers(node, step))
+            random.insert(node->kind().toQualString());
+        if (node->kind() == c10::prim::Constant && node->output()->type()->kind() == c10::TypeKind::TensorType)
+            tensorConstant = true;
+    });
+    if (!random.empty())
+        throw ProgramError(randomOperationsRefusal(random));
+    if (tensorConstant)
+        throw ProgramError("training_step holds a tensor constant; register it as a buffer of the sealed program or pass it in the batch");
+    checkStepWrites(module, step);
 }
 
 SealedProgram sealProgram(const torch::jit::Module& module)

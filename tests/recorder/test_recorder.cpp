@@ -112,7 +112,11 @@ private Q_SLOTS:
     void abortedTransactionWritesNothing();
     void randomOperationsAreRefused_data();
     void randomOperationsAreRefused();
+    void capturedTensorsAreRefused_data();
     void capturedTensorsAreRefused();
+    void writesIntoProtectedStateAreRefused_data();
+    void writesIntoProtectedStateAreRefused();
+    void honestWritesAreAccepted();
     void optionsChangedAfterSealingAreRefused();
     void unsupportedOptimizersAreRefused();
     void optimizerStepFailingHalfWayEndsTheTape();
@@ -241,6 +245,21 @@ def training_step(self, batch: List[Tensor]) -> Tensor:
     mask = torch.bernoulli(batch[0])
     return torch.linear(batch[0] * mask, self.weight, self.bias).pow(2).mean() + self.seen.float() * 0
 )" << "bernoulli";
+    // No name marker: the schema's Generator argument says it draws.
+    QTest::newRow("poisson") << R"(
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    counts = torch.poisson(torch.relu(batch[0]))
+    return torch.linear(batch[0] + counts, self.weight, self.bias).pow(2).mean() + self.seen.float() * 0
+)" << "aten::poisson";
+    // Forked code runs in a subgraph of its own.
+    QTest::newRow("inside torch.jit.fork") << R"(
+def noisy(self, x: Tensor) -> Tensor:
+    return x + torch.randn_like(x)
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    future = torch.jit._fork(self.noisy, batch[0])
+    x = torch.jit._wait(future)
+    return torch.linear(x, self.weight, self.bias).pow(2).mean() + self.seen.float() * 0
+)" << "aten::randn_like";
 }
 
 void TestRecorder::randomOperationsAreRefused()
@@ -262,13 +281,118 @@ void TestRecorder::randomOperationsAreRefused()
     }
 }
 
+void TestRecorder::capturedTensorsAreRefused_data()
+{
+    // Where the tensor hides, and what the refusal names. Each step adds the hidden tensor into
+    // the weight it trains with, so a replay agrees with whatever the tensor holds.
+    QTest::addColumn<QString>("where");
+    QTest::addColumn<QString>("named");
+    QTest::newRow("tensor attribute") << "tensor" << "(scale)";
+    QTest::newRow("list attribute") << "list" << "(cache[0])";
+    QTest::newRow("dict attribute") << "dict" << "(table[\"shift\"])";
+    QTest::newRow("tuple attribute") << "tuple" << "(pair[1])";
+    QTest::newRow("nested submodule's list") << "nested" << "(inner.cache[0])";
+}
+
 void TestRecorder::capturedTensorsAreRefused()
 {
-    torch::jit::Module model = linearModel();
-    model.register_attribute("scale", c10::TensorType::get(), at::ones({1}));
-    Recorder recorder(dir_.file("captured.zkdv"));
+    QFETCH(QString, where);
+    QFETCH(QString, named);
+    const std::string kind = where.toStdString();
+    const at::Tensor hidden = at::full({2, 3}, 0.01);
+    std::string use;
+    torch::jit::Module model("Linear");
+    model.register_parameter("weight", at::randn({2, 3}).requires_grad_(true), false);
+    model.register_parameter("bias", at::zeros({2}).requires_grad_(true), false);
+    model.register_buffer("seen", at::zeros({}, at::kLong));
+    if (kind == "tensor") {
+        model.register_attribute("scale", c10::TensorType::get(), hidden);
+        use = "self.scale";
+    } else if (kind == "list") {
+        model.register_attribute("cache", c10::ListType::ofTensors(), c10::IValue(c10::List<at::Tensor>({hidden})));
+        use = "self.cache[0]";
+    } else if (kind == "dict") {
+        c10::Dict<std::string, at::Tensor> table;
+        table.insert("shift", hidden);
+        model.register_attribute("table", c10::DictType::create(c10::StringType::get(), c10::TensorType::get()), c10::IValue(table));
+        use = "self.table[\"shift\"]";
+    } else if (kind == "tuple") {
+        model.register_attribute("pair", c10::TupleType::create({c10::IntType::get(), c10::TensorType::get()}),
+                                 c10::IValue(c10::ivalue::Tuple::create({c10::IValue(std::int64_t(1)), c10::IValue(hidden)})));
+        use = "self.pair[1]";
+    } else {
+        torch::jit::Module inner("Inner");
+        inner.register_attribute("cache", c10::ListType::ofTensors(), c10::IValue(c10::List<at::Tensor>({hidden})));
+        inner.define("def forward(self, w: Tensor) -> Tensor:\n    return w + self.cache[0]\n");
+        model.register_module("inner", inner);
+        use = "self.inner(self.weight) - self.weight";
+    }
+    model.define("def training_step(self, batch: List[Tensor]) -> Tensor:\n"
+                 "    return torch.linear(batch[0], self.weight + " + use + ", self.bias).pow(2).mean() + self.seen.float() * 0\n");
+    Recorder recorder(dir_.file("captured-" + kind + ".zkdv"));
     QString message = errorOf([&] { recorder.prepare(model); });
-    QVERIFY2(message.contains(QStringLiteral("captured unprepared tensor state (scale)")), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("captured unprepared tensor state ") + named), qPrintable(message));
+}
+
+void TestRecorder::writesIntoProtectedStateAreRefused_data()
+{
+    // Steps an independent writer would seal: each moves a parameter outside the optimizer
+    // step, alters the batch, or keeps state from one step to the next, and every replay
+    // would agree with it.
+    QTest::addColumn<QString>("step");
+    QTest::addColumn<QString>("named");
+    const char* tail = "\n    return torch.linear(batch[0], self.weight, self.bias).pow(2).mean() + self.seen.float() * 0\n";
+    auto step = [&](const char* body) { return QString::fromLatin1("def training_step(self, batch: List[Tensor]) -> Tensor:\n    ") + body + tail; };
+    QTest::newRow("parameter in place") << step("self.weight.add_(0.01)") << "writes into the parameter weight in place";
+    QTest::newRow("through detach") << step("self.weight.detach().add_(0.01)") << "writes into the parameter weight in place";
+    QTest::newRow("through .data") << step("self.weight.data.add_(0.01)") << "writes into the parameter weight in place";
+    QTest::newRow("through a view") << step("self.weight.view([-1])[0:3].mul_(1.01)") << "writes into the parameter weight in place";
+    QTest::newRow("through a list") << step("ws = [self.bias]\n    ws[0].sub_(0.01)") << "writes into the parameter bias in place";
+    QTest::newRow("as running statistics")
+        << step("h = torch.batch_norm(torch.linear(batch[0], self.weight, None), None, None, self.bias, None, True, 0.1, 1e-5, False)")
+        << "writes into the parameter bias in place, through its argument 'running_mean'";
+    QTest::newRow("batch input") << step("batch[1].mul_(0.5)") << "writes into the batch in place";
+    QTest::newRow("batch through a view") << step("batch[0].t().relu_()") << "writes into the batch in place";
+    QTest::newRow("assigns a parameter") << step("self.bias = self.bias * 1.0") << "assigns the parameter bias";
+    QTest::newRow("fork writes a parameter") << QString::fromLatin1(R"(
+def nudge(self, w: Tensor) -> Tensor:
+    return w.add_(0.01)
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    future = torch.jit._fork(self.nudge, self.weight)
+    torch.jit._wait(future)
+    return torch.linear(batch[0], self.weight, self.bias).pow(2).mean() + self.seen.float() * 0
+)") << "writes into the parameter weight in place";
+}
+
+void TestRecorder::writesIntoProtectedStateAreRefused()
+{
+    QFETCH(QString, step);
+    QFETCH(QString, named);
+    torch::jit::Module model = linearModel(step.toStdString().c_str());
+    static int row = 0;
+    Recorder recorder(dir_.file("writes-" + std::to_string(++row) + ".zkdv"));
+    QString message = errorOf([&] { recorder.prepare(model); });
+    QVERIFY2(message.contains(named) && message.contains(QStringLiteral("a program writes only into its buffers")), qPrintable(message));
+    // The same check runs at replay load.
+    QString again = errorOf([&] { checkSealedProgram(model); });
+    QCOMPARE(again, message);
+}
+
+void TestRecorder::honestWritesAreAccepted()
+{
+    // In-place writes into buffers (the recorder's own step counts in `seen`), into values the
+    // step made, and a model output kept for the frontend are what honest steps do.
+    torch::jit::Module model = linearModel(R"(
+def training_step(self, batch: List[Tensor]) -> Tensor:
+    self.seen.add_(1)
+    h = torch.linear(batch[0], self.weight, self.bias)
+    h.relu_()
+    h.view([-1]).mul_(2.0)
+    outs: List[Tensor] = []
+    outs.append(h)
+    return (outs[0] - batch[1]).pow(2).mean()
+)");
+    checkSealedProgram(model);
 }
 
 void TestRecorder::optionsChangedAfterSealingAreRefused()

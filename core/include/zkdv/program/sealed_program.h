@@ -19,8 +19,11 @@ public:
     using Error::Error;
 };
 
-// Throws ProgramError when `module` has no training_step(List[Tensor]) -> Tensor, calls a
-// random operation, or holds tensors that are not parameters or buffers.
+// The one check of a TorchScript program, at sealing and at replay load (docs/tape-format.md
+// section 4.1). Throws ProgramError when `module` has no training_step(List[Tensor]) -> Tensor,
+// holds tensors that are not its parameters or buffers (in any attribute, container or
+// submodule) or values no check can read, calls a random operation (forked code included), or
+// writes in place into a parameter, the batch, a constant or a container it keeps.
 void checkSealedProgram(const torch::jit::Module& module);
 
 struct SealedProgram {
