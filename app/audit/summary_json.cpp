@@ -1,5 +1,7 @@
 #include "summary_json.h"
 
+#include <algorithm>
+
 #include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
@@ -26,6 +28,8 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     // null when the scan did not reach a root (docs/cli-json.md: members are never left out)
     out["sampling_guarantee"] =
         summary.root ? json(std::string(samplingGuaranteeName(samplingGuaranteeOf(summary.root->formatMinor)))) : json();
+    // null when the scan did not reach a root, like sampling_guarantee
+    out["final_state"] = summary.root ? json(summary.finalStateOnTape ? "snapshot" : "absent") : json();
     if (summary.problem)
         out["problem"] = {{"record", summary.problem->recordIndex},
                           {"byte_offset", summary.problem->byteOffset},
@@ -92,6 +96,22 @@ std::string summaryLine(const TapeSummary& summary)
     if (summary.problem)
         line += "\n  " + summary.problem->describe();
     return line;
+}
+
+std::string finalStateText(const TapeSummary& summary)
+{
+    const std::uint64_t n = summary.transactionCount;
+    if (summary.finalStateOnTape)
+        return "on the tape (the snapshot before transaction " + std::to_string(n) + ")";
+    const std::string version = std::to_string(summary.formatMajor) + "." + std::to_string(summary.formatMinor);
+    const auto interval = static_cast<std::uint64_t>(summary.root ? std::max(1, summary.root->snapshotInterval) : 1);
+    const std::uint64_t since = n / interval * interval;
+    const std::string unchecked = since + 1 == n ? "transaction " + std::to_string(since)
+                                                 : "transactions " + std::to_string(since) + "-" + std::to_string(n - 1);
+    return "not on the tape: " + unchecked + " changed the state after the last snapshot, which a replay compares with no snapshot, only with " +
+           "their own checks" +
+           (tape::hasFinalSnapshot(summary.formatMinor) ? std::string(" (the tape is not sealed)")
+                                                        : " (format " + version + " predates the final snapshot of format 1.5: weaker)");
 }
 
 }  // namespace zkdv::cli

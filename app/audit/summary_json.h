@@ -16,5 +16,8 @@ nlohmann::json rootJson(const RootRecord& root);
 nlohmann::json caseTapeJson(const CaseTape& tape);
 // "sealed, 2000 transactions, 167 snapshots, 2169 records" or the problem.
 std::string summaryLine(const TapeSummary& summary);
+// Whether the state after the last transaction is on the tape, and what its absence leaves
+// unchecked (tape format 2.4 and 6.2).
+std::string finalStateText(const TapeSummary& summary);
 
 }  // namespace zkdv::cli

@@ -32,8 +32,10 @@ int runVerify(int argc, char** argv)
         } else {
             std::printf("%s: %s\n", path.c_str(), summaryLine(summary).c_str());
             std::printf("  chain head %s\n", toHex(summary.chainHead).c_str());
-            if (summary.root)
+            if (summary.root) {
                 std::printf("  sampling: %s\n", std::string(samplingGuaranteeText(samplingGuaranteeOf(summary.root->formatMinor))).c_str());
+                std::printf("  final state: %s\n", finalStateText(summary).c_str());
+            }
             if (summary.fileSha256)
                 std::printf("  file sha256 %s\n", toHex(*summary.fileSha256).c_str());
             if (summary.status == TapeStatus::Unsealed)

@@ -45,9 +45,12 @@ ReplayPlan planReplay(const std::vector<std::uint64_t>& selected, std::uint64_t 
             segment.selected.assign(ordered.begin() + static_cast<std::ptrdiff_t>(i),
                                     ordered.begin() + static_cast<std::ptrdiff_t>(end));
             segment.lastTransaction = segment.selected.back();
-            const std::uint64_t finalTransaction = start + (interval - 1);
-            segment.reachesNextSnapshot = segment.lastTransaction == finalTransaction && finalTransaction + 1 > start  // no wrap
-                                          && hasSnapshot(finalTransaction + 1);
+            // The snapshot after the segment's last transaction: the next multiple of the
+            // interval, or, on a tape of format 1.5 or later, the final snapshot after a last
+            // segment that ends before it (spec 2.4). Snapshots lie nowhere else.
+            const std::uint64_t after = segment.lastTransaction + 1;
+            segment.reachesNextSnapshot = after > segment.lastTransaction  // no wrap
+                                          && hasSnapshot(after);
             plan.segments.push_back(std::move(segment));
         }
         i = end;

@@ -234,7 +234,9 @@ SyntheticDemoResult writeSyntheticDemoTape(const std::string& path, const Synthe
                 throw OperationCancelled();
         }
     }
-    if (options.steps % static_cast<std::uint64_t>(options.snapshotInterval) == 0)
+    // A sealed tape ends with the final state (spec 2.4); an unsealed one stops as a running
+    // recorder would, after the snapshots of the interval.
+    if (options.steps % static_cast<std::uint64_t>(options.snapshotInterval) == 0 || options.seal)
         writeSnapshot(writer, model, options.steps);
     if (options.seal)
         writer.seal();

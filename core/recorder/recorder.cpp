@@ -478,8 +478,16 @@ void Recorder::seal()
         return;
     if (!d.model || !d.bridge)
         throw RecorderError("nothing to seal: prepare the model and its optimizer first");
+    if (!d.brokenBy.empty())
+        throw RecorderError("an optimizer step of this recorder failed half-way (" + d.brokenBy +
+                            "), so the model may not hold the state after the last recorded transaction, which a sealed tape ends with; "
+                            "the tape stays unsealed, readable up to that transaction");
     if (!d.started)
         d.start();
+    // The tape ends with the final state, so the last segment's replay is compared with it
+    // (spec 2.4); when the count is a multiple of the interval, step() already wrote it.
+    if (d.transactions % static_cast<std::uint64_t>(d.config.replaySnapshotInterval) != 0)
+        d.snapshot(d.transactions);
     d.background->submit([](TapeWriter& w) { w.seal(); });
     d.background->drain();
     d.writer->sync();

@@ -149,6 +149,7 @@ void readTrainingSide(const CaseTape& tape, ReportData& report)
 {
     try {
         const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));
+        report.tapeFormat = std::to_string(root.formatMajor) + "." + std::to_string(root.formatMinor);
         report.trainedOn = root.device + ", torch " + root.torchVersion +
                            (root.intraOpThreads > 0 ? ", " + std::to_string(root.intraOpThreads) + " intra-op thread" +
                                                           (root.intraOpThreads == 1 ? "" : "s")
@@ -321,6 +322,10 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.recordCount = tape.recordCount;
     report.producer = tape.producer;
     readTrainingSide(tape, report);
+    if (tape.transactionCount > 0 && !replays.snapshotRecord(tape.id, tape.transactionCount)) {
+        const auto interval = static_cast<std::uint64_t>(std::max(1, tape.snapshotInterval));
+        report.endsWithoutSnapshotFrom = tape.transactionCount / interval * interval;
+    }
 
     report.programKind = tape.programKind;
     report.programSha256 = tape.programSha256;

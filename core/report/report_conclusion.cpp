@@ -155,6 +155,17 @@ void writeConclusion(ReportData& report)
                                   lastTransactionText(report) + ".");
     else if (!sealed)
         report.warnings.push_back("This tape's status is '" + report.tapeStatus + "': it may be incomplete.");
+    // 2b. A sealed tape whose last segment ends at no snapshot (before format 1.5, tape
+    // format 6.2): passing transactions there are weaker evidence than elsewhere.
+    if (sealed && report.endsWithoutSnapshotFrom) {
+        const std::uint64_t from = *report.endsWithoutSnapshotFrom, last = report.transactionCount - 1;
+        report.warnings.push_back("This tape (format " + report.tapeFormat + ") ends without the state after its last transaction: " +
+                                  (from == last ? "transaction " + std::to_string(last) + " changed"
+                                                : "transactions " + std::to_string(from) + " to " + std::to_string(last) + " changed") +
+                                  " the model after the last snapshot, and a replay compares that with no recorded state, only with "
+                                  "their own checks, so a change of the model there within the tolerance would pass. Tapes of format "
+                                  "1.5 and later end with that state.");
+    }
     // 3. The program.
     if (!programOk) {
         std::string why;

@@ -633,17 +633,8 @@ private:
         case tape::RecordType::Snapshot: {
             snapshotView_.reparse(location.payload);
             SnapshotRecord snapshot = SnapshotRecord::parse(snapshotView_, *root_);
-            const std::uint64_t expected = summary_.transactionCount;
-            if (snapshot.beforeTransaction != expected || expected % static_cast<std::uint64_t>(root_->snapshotInterval) != 0 ||
-                lastSnapshot_ == static_cast<std::int64_t>(expected))
-                throw RecordOrderError("snapshot before transaction " + std::to_string(snapshot.beforeTransaction) +
-                                       " is out of place: after " + std::to_string(expected) + " transactions with interval " +
-                                       std::to_string(root_->snapshotInterval) +
-                                       (expected % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 &&
-                                                lastSnapshot_ != static_cast<std::int64_t>(expected)
-                                            ? ", the snapshot expected here is before transaction " + std::to_string(expected)
-                                            : ", no snapshot belongs here"));
-            lastSnapshot_ = static_cast<std::int64_t>(expected);
+            checkSnapshotPlace(snapshot.beforeTransaction);
+            lastSnapshot_ = static_cast<std::int64_t>(summary_.transactionCount);
             ++summary_.snapshotCount;
             if (visitor_)
                 visitor_->onSnapshot(snapshot, location);
@@ -657,9 +648,13 @@ private:
             if (transaction.index != expected)
                 throw RecordOrderError("transaction index " + std::to_string(transaction.index) + " out of sequence: expected " +
                                        std::to_string(expected));
-            if (expected % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 && lastSnapshot_ != static_cast<std::int64_t>(expected))
+            if (onInterval(expected) && lastSnapshot_ != static_cast<std::int64_t>(expected))
                 throw RecordOrderError("transaction " + std::to_string(expected) + " must be preceded by the snapshot before it (interval " +
                                        std::to_string(root_->snapshotInterval) + ")");
+            if (!onInterval(expected) && lastSnapshot_ == static_cast<std::int64_t>(expected))
+                throw RecordOrderError("transaction " + std::to_string(expected) + " follows the final snapshot (before transaction " +
+                                       std::to_string(expected) + ", not a multiple of the interval " +
+                                       std::to_string(root_->snapshotInterval) + "): only the seal may follow a final snapshot");
             checkSampledChecks(transaction, location);
             if (std::optional<std::string> mismatch = staticOptions_->mismatch(transaction))
                 throw RecordOrderError(transactionAt(location, expected) + *mismatch);
@@ -685,8 +680,13 @@ private:
                 throw RecordOrderError("seal chain_head " + toHex(seal.chainHead) + " differs from the digest of the last record " +
                                        toHex(previous_));
             const std::uint64_t n = summary_.transactionCount;
-            if (n % static_cast<std::uint64_t>(root_->snapshotInterval) == 0 && lastSnapshot_ != static_cast<std::int64_t>(n))
-                throw RecordOrderError("the tape ends after " + std::to_string(n) + " transactions without the snapshot of that state");
+            if (lastSnapshot_ != static_cast<std::int64_t>(n) && (onInterval(n) || tape::hasFinalSnapshot(summary_.formatMinor)))
+                throw RecordOrderError("the tape ends after " + std::to_string(n) + " transactions without the snapshot of that state" +
+                                       (onInterval(n) ? std::string()
+                                                      : " (format " + std::to_string(summary_.formatMajor) + "." +
+                                                            std::to_string(summary_.formatMinor) +
+                                                            " puts the final snapshot, before_transaction " + std::to_string(n) +
+                                                            ", right before the seal)"));
             sealed_ = true;
             summary_.seal = seal;
             if (visitor_)
@@ -694,6 +694,29 @@ private:
             break;
         }
         }
+    }
+
+    bool onInterval(std::uint64_t transactions) const { return transactions % static_cast<std::uint64_t>(root_->snapshotInterval) == 0; }
+
+    // Snapshots hold the state after every multiple of the interval, and from format 1.5 on
+    // also the final state, after the last transaction, right before the seal (spec 2.4).
+    void checkSnapshotPlace(std::uint64_t beforeTransaction) const
+    {
+        const std::uint64_t expected = summary_.transactionCount;
+        const bool duplicate = lastSnapshot_ == static_cast<std::int64_t>(expected);
+        const bool allowedHere = onInterval(expected) || tape::hasFinalSnapshot(summary_.formatMinor);
+        if (beforeTransaction == expected && allowedHere && !duplicate)
+            return;
+        std::string why;
+        if (duplicate)
+            why = ", and the snapshot before transaction " + std::to_string(expected) + " is already on the tape";
+        else if (allowedHere)
+            why = ", the snapshot expected here is before transaction " + std::to_string(expected);
+        else
+            why = ", no snapshot belongs here (format " + std::to_string(summary_.formatMajor) + "." + std::to_string(summary_.formatMinor) +
+                  " has snapshots only at multiples of the interval)";
+        throw RecordOrderError("snapshot before transaction " + std::to_string(beforeTransaction) + " is out of place: after " +
+                               std::to_string(expected) + " transactions with interval " + std::to_string(root_->snapshotInterval) + why);
     }
 
     // The shortest decimal that reads back as `value`, so a draw just below its probability
@@ -758,6 +781,7 @@ private:
             }
             summary_.fileSha256 = fileHasher_->finish();
         }
+        summary_.finalStateOnTape = root_ && lastSnapshot_ == static_cast<std::int64_t>(summary_.transactionCount);
         if (summary_.problem)
             return;
         if (sealed_)

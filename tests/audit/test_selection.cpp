@@ -425,6 +425,13 @@ void TestSelection::planReachesNextSnapshot()
     QVERIFY(plan.segments[1].reachesNextSnapshot);   // 23, snapshot 24 exists
     QVERIFY(!plan.segments[2].reachesNextSnapshot);  // 35 is the last of 24..35, but no snapshot 36
     QVERIFY(!planReplay({10}, 12, snapshots).segments[0].reachesNextSnapshot);  // not the last
+    // A 1.5 tape of 30 transactions ends with the final snapshot 30 (tape format 2.4): the
+    // last segment, 24..29, reaches it from its last transaction, whichever selection got there.
+    const std::vector<std::uint64_t> withFinal = {0, 12, 24, 30};
+    QVERIFY(planReplay({29}, 12, withFinal).segments[0].reachesNextSnapshot);
+    QVERIFY(planReplay({25, 29}, 12, withFinal).segments[0].reachesNextSnapshot);
+    QVERIFY(!planReplay({28}, 12, withFinal).segments[0].reachesNextSnapshot);
+    QVERIFY(planReplay({11}, 12, withFinal).segments[0].reachesNextSnapshot);
 }
 
 void TestSelection::planMissingSnapshot()

@@ -4,7 +4,7 @@ loop with the real torch.optim optimizer and a scripted model with training_step
 in the same format as the C++ recorder, so the test suite holds tapes made by real PyTorch.
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
-                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3]
+                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5]
                           [--number-dtype I64|F64|F32]
 """
 
@@ -159,8 +159,9 @@ def main():
     parser.add_argument("--interval", type=int, default=12)
     parser.add_argument("--update-check", type=float, default=0.25)
     parser.add_argument("--state-check", type=float, default=0.25)
-    parser.add_argument("--format-minor", type=int, choices=(2, 3), default=3,
-                        help="3: chain-bound draws (default); 2: the seed-chosen draws of format 1.2")
+    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5), default=5,
+                        help="5: the tape ends with its final state (default); 3: chain-bound draws, no final snapshot "
+                             "unless the step count is a multiple of the interval; 2: the seed-chosen draws of format 1.2")
     parser.add_argument("--number-dtype", choices=sorted(NUMBER_DTYPES), default="I64",
                         help="dtype of optimizer slots torch keeps as Python numbers")
     args = parser.parse_args()
@@ -235,7 +236,9 @@ def main():
         anchor = tape.append("transaction", blob(tensors, metadata))
         first_loss = loss.item() if first_loss is None else first_loss
         last_loss = loss.item()
-    if args.steps % args.interval == 0:
+    # From 1.5 on the tape ends with the final state whatever the count (spec 2.4); before, only
+    # a count on the interval put a snapshot there.
+    if args.steps % args.interval == 0 or args.format_minor >= 5:
         snapshot(args.steps)
     tape.seal()
     print("%s: %d transactions with torch.optim.%s (torch %s), loss %.4f -> %.4f"

@@ -151,12 +151,26 @@ void TestRecorder::recordsAVerifiableTape()
         QVERIFY(!at::equal(before, parametersOf(model)[0].detach()));
         recorder.seal();
         QCOMPARE(recorder.statistics().transactions, std::uint64_t(10));
-        QCOMPARE(recorder.statistics().snapshots, std::uint64_t(3));  // before 0, 4 and 8
+        QCOMPARE(recorder.statistics().snapshots, std::uint64_t(4));  // before 0, 4 and 8, and the final state after 10
     }
-    TapeSummary summary = scanTape(path);
+    // The tape ends with the state the model holds after the last step (spec 2.4).
+    struct LastSnapshot : TapeVisitor {
+        std::uint64_t beforeTransaction = 0;
+        std::vector<std::uint8_t> firstParameter;
+        void onSnapshot(const SnapshotRecord& snapshot, const RecordLocation&) override
+        {
+            beforeTransaction = snapshot.beforeTransaction;
+            firstParameter.assign(snapshot.parameters.front()->data.begin(), snapshot.parameters.front()->data.end());
+        }
+    } last;
+    TapeSummary summary = scanTape(path, &last);
     QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
     QCOMPARE(summary.transactionCount, std::uint64_t(10));
-    QCOMPARE(summary.snapshotCount, std::uint64_t(3));
+    QCOMPARE(summary.snapshotCount, std::uint64_t(4));
+    QCOMPARE(last.beforeTransaction, std::uint64_t(10));
+    const at::Tensor trained = parametersOf(model)[0].detach().contiguous();
+    QVERIFY(last.firstParameter.size() == static_cast<std::size_t>(trained.nbytes()) &&
+            std::memcmp(last.firstParameter.data(), trained.data_ptr(), last.firstParameter.size()) == 0);
     QCOMPARE(summary.root->optimizerContract, std::string("SGD"));
     QCOMPARE(summary.root->buffers.size(), std::size_t(1));
     QCOMPARE(summary.root->programKind, std::string("torchscript"));
@@ -428,18 +442,27 @@ void TestRecorder::optimizerStepFailingHalfWayEndsTheTape()
     auto contract = std::make_shared<FailingContract>();
     optim::ContractOptimizer optimizer(contract, {{parametersOf(model), optim::GroupOptions::object()}});
     const std::string path = dir_.file("failed-step.zkdv");
-    Recorder recorder(path);
-    recorder.registerFunctionalOptimizer(contract);
-    recorder.prepare(model);
-    PreparedOptimizer& prepared = recorder.prepare(optimizer);
-    trainSteps(recorder, model, prepared, 1);
-    QString message = errorOf([&] { trainSteps(recorder, model, prepared, 1); });
-    QVERIFY2(message.startsWith(QStringLiteral("FailsOnSecondStep: refused; the optimizer step may have updated")), qPrintable(message));
-    message = errorOf([&] { Transaction next = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})}); });
-    QCOMPARE(message, QStringLiteral("an optimizer step of this recorder failed half-way (FailsOnSecondStep: refused); create a new proof"));
+    {
+        Recorder recorder(path);
+        recorder.registerFunctionalOptimizer(contract);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        trainSteps(recorder, model, prepared, 1);
+        QString message = errorOf([&] { trainSteps(recorder, model, prepared, 1); });
+        QVERIFY2(message.startsWith(QStringLiteral("FailsOnSecondStep: refused; the optimizer step may have updated")), qPrintable(message));
+        message = errorOf([&] { Transaction next = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})}); });
+        QCOMPARE(message, QStringLiteral("an optimizer step of this recorder failed half-way (FailsOnSecondStep: refused); create a new proof"));
+        // The model may hold a half-stepped state, which no final snapshot may claim (spec
+        // 2.4): the tape is not sealed.
+        message = errorOf([&] { recorder.seal(); });
+        QVERIFY2(message.contains(QStringLiteral("failed half-way")) && message.contains(QStringLiteral("the tape stays unsealed")),
+                 qPrintable(message));
+        QCOMPARE(recorder.statistics().transactions, std::uint64_t(1));
+    }
     // What was recorded before the failure stays a readable tape of one transaction.
-    recorder.seal();
-    QCOMPARE(recorder.statistics().transactions, std::uint64_t(1));
+    const TapeSummary summary = scanTape(path);
+    QCOMPARE(summary.status, TapeStatus::Unsealed);
+    QCOMPARE(summary.transactionCount, std::uint64_t(1));
 }
 
 void TestRecorder::existingTapeNeedsExplicitOverwrite()

@@ -155,6 +155,8 @@ private Q_SLOTS:
     void pythonTapesReplayExact();
     void dishonestTrainerIsFound_data();
     void dishonestTrainerIsFound();
+    void lastSegmentIsComparedWithTheFinalState_data();
+    void lastSegmentIsComparedWithTheFinalState();
     void numberSlotsReplayInTheirRecordedDtype_data();
     void numberSlotsReplayInTheirRecordedDtype();
     void fractionalNumberSlotIsRefused();
@@ -376,6 +378,87 @@ void TestReplay::dishonestTrainerIsFound()
         QVERIFY(after);
         QVERIFY2(after->verdict == Verdict::Exact, after->detail.c_str());
     }
+}
+
+void TestReplay::lastSegmentIsComparedWithTheFinalState_data()
+{
+    QTest::addColumn<QString>("alteration");  // what the trainer changed inside the last transaction
+    QTest::addColumn<QString>("selection");
+    QTest::addColumn<QString>("named");       // what the verdict of the last transaction must name; empty: honest
+    for (const char* selection : {"all", "ids:29"}) {
+        const std::string on = std::string(" (") + selection + ")";
+        QTest::newRow(("honest" + on).c_str()) << "" << selection << "";
+        QTest::newRow(("parameter" + on).c_str()) << "parameter" << selection << "fc.weight snapshot/param";
+        QTest::newRow(("buffer" + on).c_str()) << "buffer" << selection << "bn1.running_mean snapshot/buffer";
+        QTest::newRow(("optimizer slot" + on).c_str()) << "slot" << selection << "fc.weight state/exp_avg";
+    }
+}
+
+// 30 transactions at interval 12: the last segment, 24..29, ends at no multiple of the
+// interval. The tape ends with the final state (tape format 2.4, since 1.5), so what the
+// trainer changes inside the last transaction, beyond the optimizer step, is compared there
+// with the replayed state. No sampled checks: the last transaction carries only its loss and
+// fingerprints, which such a change leaves as they were (the recorder fingerprints the
+// optimizer's update). The dishonest tape is rewritten and re-chained, as a forger would.
+void TestReplay::lastSegmentIsComparedWithTheFinalState()
+{
+    QFETCH(QString, alteration);
+    QFETCH(QString, selection);
+    QFETCH(QString, named);
+    const std::string honest = dir_.file("final-state-honest.zkdv");
+    if (!QFile::exists(QString::fromStdString(honest))) {
+        CnnDemoOptions options;
+        options.steps = 30;
+        options.updateCheckProbability = 0;
+        options.stateCheckProbability = 0;
+        options.batchSize = 8;
+        runCnnDemo(honest, options);
+    }
+    const std::string what = alteration.toStdString();
+    const std::string tag = safeName(QTest::currentDataTag());
+    std::string path = honest;
+    if (!what.empty()) {
+        path = dir_.file("final-state-" + tag + ".zkdv");
+        bool altered = false;
+        rewriteTape(honest, path, [&](RawRecord& record) {
+            if (!isSnapshot(record, 30))
+                return;
+            altered = true;
+            if (what == "parameter")
+                scaleElement(record, "param/fc.weight", 1, 1.01f);
+            else if (what == "buffer")
+                scaleElement(record, "buffer/bn1.running_mean", 2, 1.1f);
+            else
+                scaleElement(record, "state/fc.weight/exp_avg", 1, 0.5f);
+        });
+        QVERIFY2(altered, "the tape holds no snapshot of the state after its 30 transactions");
+        QVERIFY(scanTape(path).complete());  // the chain is valid: only a replay can tell
+    }
+
+    CaseStore store(dir_.file("final-state-" + tag + ".zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(path);
+    std::vector<TransactionOutcome> outcomes;
+    ReplayRequest request;  // the default tolerance
+    request.selection = SelectionSpec::parse(selection.toStdString());
+    request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
+    const ReplaySummary summary = runReplay(store, request);
+    const TransactionOutcome* last = outcomeAt(outcomes, 29);
+    QVERIFY(last);
+    QVERIFY2(comparisonOf(*last, "snapshot/param"), "the last transaction was not compared with the final snapshot");
+    QVERIFY2(comparisonOf(*last, "state/exp_avg"), "the last transaction was not compared with the final optimizer state");
+    if (named.isEmpty()) {
+        QVERIFY2(summary.passed(), failuresOf(summary).c_str());
+        for (const TransactionOutcome& outcome : outcomes)
+            QVERIFY2(outcome.verdict == Verdict::Exact, (std::to_string(outcome.index) + ": " + outcome.detail).c_str());
+        return;
+    }
+    QVERIFY(!summary.passed());
+    QVERIFY2(last->verdict == Verdict::Diverged, last->detail.c_str());
+    QVERIFY2(last->detail.find(named.toStdString()) != std::string::npos, last->detail.c_str());
+    // Nothing else diverged: the change is where the trainer made it.
+    for (const TransactionOutcome& outcome : outcomes)
+        if (outcome.index != 29)
+            QVERIFY2(outcome.verdict == Verdict::Exact, (std::to_string(outcome.index) + ": " + outcome.detail).c_str());
 }
 
 void TestReplay::numberSlotsReplayInTheirRecordedDtype_data()

@@ -223,6 +223,7 @@ private Q_SLOTS:
     void csvQuotesPerRfc4180();
     void tamperedTapeSaysFailedFirst();
     void truncatedTapeSaysIncompleteFirst();
+    void tapeEndingWithoutItsFinalStateSaysSo();
     void caseWithoutRunIsAnError();
     void nonRandomSelectionMakesNoStatement();
     void cliWritesReports();
@@ -522,6 +523,42 @@ void TestReport::truncatedTapeSaysIncompleteFirst()
     QCOMPARE(report.warnings.front(), expected);
     QVERIFY2(report.headline.rfind("PASSED", 0) != 0, report.headline.c_str());
     QVERIFY(report.transactionCount < kSteps);
+}
+
+// A golden 1.3 tape of 7 transactions at interval 6 ends without the state after its last
+// transaction (tape format 6.2): the report says that transaction 6 was compared with no
+// recorded state. A 1.5 tape always ends with it, and its report says nothing of the kind.
+void TestReport::tapeEndingWithoutItsFinalStateSaysSo()
+{
+    const std::string old = dir_.file("cnn-sgd-1.3.zkdv");
+    std::filesystem::copy_file(ZKDV_TEST_DATA_DIR "/golden/cnn-sgd-1.3.zkdv", old, std::filesystem::copy_options::overwrite_existing);
+    CaseStore store(dir_.file("old-format.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(old);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("all");
+    runReplay(store, request);
+    const ReportData report = buildAuditReport(store);
+    QCOMPARE(report.tapeFormat, std::string("1.3"));
+    const std::string expected =
+        "This tape (format 1.3) ends without the state after its last transaction: transaction 6 changed the model after the last "
+        "snapshot, and a replay compares that with no recorded state, only with their own checks, so a change of the model there "
+        "within the tolerance would pass. Tapes of format 1.5 and later end with that state.";
+    QVERIFY2(std::count(report.warnings.begin(), report.warnings.end(), expected) == 1, report.headline.c_str());
+
+    const std::string recent = dir_.file("final-state.zkdv");
+    CnnDemoOptions options;
+    options.steps = 7;
+    options.snapshotInterval = 6;
+    options.batchSize = 4;
+    runCnnDemo(recent, options);
+    CaseStore recentStore(dir_.file("final-state.zkaudit"), CaseStore::Access::ReadWrite);
+    recentStore.ingestTape(recent);
+    runReplay(recentStore, request);
+    const ReportData recentReport = buildAuditReport(recentStore);
+    QVERIFY2(recentReport.passed, recentReport.headline.c_str());
+    QVERIFY(!recentReport.endsWithoutSnapshotFrom);
+    for (const std::string& warning : recentReport.warnings)
+        QVERIFY2(warning.find("ends without the state") == std::string::npos, warning.c_str());
 }
 
 void TestReport::caseWithoutRunIsAnError()

@@ -64,7 +64,8 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
 {
     // Every format version a writer of this repository produced: 1.0 (the synthetic demo of
     // f46a2e6), 1.1 (the CNN demo, the synthetic demo and the Python producer of 9a9376a),
-    // 1.2 (before 2026-12-01) and 1.3 (since). A new format version must add its golden tapes.
+    // 1.2 (before 2026-12-01), 1.3, 1.4 (exported graphs) and 1.5 (the final snapshot). A new
+    // format version must add its golden tapes.
     QSet<QString> versions;
     const QStringList expected = QDir(kGoldenDir).entryList({QStringLiteral("*.expected.json")}, QDir::Files);
     for (const QString& name : expected) {
@@ -72,7 +73,7 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
         QVERIFY(file.open(QIODevice::ReadOnly));
         versions.insert(parseObject(file.readAll(), qPrintable(name)).value(QStringLiteral("format")).toString());
     }
-    for (const char* version : {"1.0", "1.1", "1.2", "1.3"})
+    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5"})
         QVERIFY2(versions.contains(QLatin1String(version)), qPrintable(QStringLiteral("no golden tape of format ") + version));
 }
 
@@ -115,6 +116,15 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
         QVERIFY2(sampling.value(QStringLiteral("generator")).isNull(), info.out.constData());
     else
         QCOMPARE(sampling.value(QStringLiteral("generator")).toString(), QStringLiteral("splitmix64"));
+
+    // The state after the last transaction is on every sealed tape from 1.5 on; before, only
+    // when the count is a multiple of the interval, and verify says when it is absent (spec 6.2).
+    const int minor = format.section(QLatin1Char('.'), 1).toInt();
+    const int interval = root.value(QStringLiteral("replay_snapshot_interval")).toInt();
+    const int transactions = expected.value(QStringLiteral("transactions")).toInt();
+    QVERIFY(interval > 0);
+    const bool finalState = minor >= 5 || transactions % interval == 0;
+    QCOMPARE(found.value(QStringLiteral("final_state")).toString(), finalState ? QStringLiteral("snapshot") : QStringLiteral("absent"));
 
     // The case is made beside a copy, so the committed tree is never written.
     zkdv::test::TempDir dir;

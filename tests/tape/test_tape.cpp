@@ -145,6 +145,8 @@ private Q_SLOTS:
     void everyTruncationIsReportedNeverComplete();
     void removedReorderedOrInsertedRecordsBreakTheChain();
     void recordOrderIsEnforced();
+    void finalSnapshotEndsEveryTape_data();
+    void finalSnapshotEndsEveryTape();
     void unknownRecordTypes();
     void notATapeAndUnsupportedVersion();
     void writerRefusesExistingPathWithoutOverwrite();
@@ -261,6 +263,7 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
             std::vector<std::uint8_t> header;
             anchor = writer.append(tape::RecordType::Transaction, blob.pieces(header));
         }
+        writeSnapshot(writer, 5);  // the final state (spec 2.4, since 1.5)
         writer.seal();
     }
 
@@ -268,8 +271,8 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
     TapeSummary summary = scanTape(path, &visitor);
     QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "not sealed");
     QCOMPARE(summary.transactionCount, std::uint64_t(5));
-    QCOMPARE(summary.snapshotCount, std::uint64_t(3));
-    QCOMPARE(summary.recordCount, std::uint64_t(2 + 5 + 3 + 1));
+    QCOMPARE(summary.snapshotCount, std::uint64_t(4));
+    QCOMPARE(summary.recordCount, std::uint64_t(2 + 5 + 4 + 1));
     QVERIFY(visitor.sealSeen);
     QVERIFY(visitor.root);
     QCOMPARE(visitor.root->toJson(), root.toJson());
@@ -293,7 +296,7 @@ void TestTape::roundTripEveryRecordTypeAndDtype()
         if (expectedDigests[t])
             QVERIFY(*visitor.stateDigests[t] == stateDigests[t]);
     }
-    QCOMPARE(visitor.snapshotPositions, (std::vector<std::uint64_t>{0, 2, 4}));
+    QCOMPARE(visitor.snapshotPositions, (std::vector<std::uint64_t>{0, 2, 4, 5}));
     QCOMPARE(visitor.snapshotNames[1].back(), std::string("state/layer.bias/momentum_buffer"));
     QCOMPARE(summary.chainHead, visitor.records.back().digest);
 }
@@ -493,9 +496,9 @@ void TestTape::recordOrderIsEnforced()
          [&](TapeWriter& w) {
              writeSnapshot(w, 0);
              w.append(tape::RecordType::Transaction, transaction(0));
-             writeSnapshot(w, 1);
+             writeSnapshot(w, 3);
          },
-         "snapshot before transaction 1 is out of place"},
+         "snapshot before transaction 3 is out of place"},
         {"missing program", [&](TapeWriter& w) { writeSnapshot(w, 0); }, "record 1 must be the program record"},
     };
     for (const Case& c : cases) {
@@ -511,6 +514,86 @@ void TestTape::recordOrderIsEnforced()
         TapeSummary summary = scanTape(path);
         QCOMPARE(summary.status, TapeStatus::Corrupt);
         QVERIFY2(summary.problem->message.find(c.expected) != std::string::npos, (std::string(c.name) + ": " + summary.problem->message).c_str());
+    }
+}
+
+void TestTape::finalSnapshotEndsEveryTape_data()
+{
+    // Written record by record from the spec (2.4), interval 2: snapshot k of `placed` goes
+    // right before transaction k, those of `trailing` after the last transaction, then the seal.
+    QTest::addColumn<int>("minor");
+    QTest::addColumn<int>("transactions");
+    QTest::addColumn<QList<int>>("placed");
+    QTest::addColumn<QList<int>>("trailing");
+    QTest::addColumn<QString>("refusal");  // empty: the tape reads as sealed
+    QTest::addColumn<bool>("atTheSeal");   // the refusal names the seal record and its frame
+    QTest::newRow("1.5 final snapshot after an odd count") << 5 << 3 << QList<int>{0, 2} << QList<int>{3} << QString() << false;
+    QTest::newRow("1.5 regular snapshot is the final one") << 5 << 4 << QList<int>{0, 2} << QList<int>{4} << QString() << false;
+    QTest::newRow("1.5 no transactions") << 5 << 0 << QList<int>{} << QList<int>{0} << QString() << false;
+    QTest::newRow("1.5 final snapshot missing")
+        << 5 << 3 << QList<int>{0, 2} << QList<int>{} << QStringLiteral("the tape ends after 3 transactions without the snapshot of that state")
+        << true;
+    QTest::newRow("1.5 final snapshot twice") << 5 << 3 << QList<int>{0, 2} << QList<int>{3, 3}
+                                              << QStringLiteral("the snapshot before transaction 3 is already on the tape") << false;
+    QTest::newRow("1.5 regular snapshot twice") << 5 << 4 << QList<int>{0, 2} << QList<int>{4, 4}
+                                                << QStringLiteral("the snapshot before transaction 4 is already on the tape") << false;
+    QTest::newRow("1.5 final snapshot of the wrong count") << 5 << 3 << QList<int>{0, 2} << QList<int>{2}
+                                                           << QStringLiteral("snapshot before transaction 2 is out of place") << false;
+    QTest::newRow("1.5 transaction after the final snapshot") << 5 << 4 << QList<int>{0, 2, 3} << QList<int>{4}
+                                                              << QStringLiteral("transaction 3 follows the final snapshot") << false;
+    QTest::newRow("1.4 ends without the final state") << 4 << 3 << QList<int>{0, 2} << QList<int>{} << QString() << false;
+    QTest::newRow("1.4 snapshot off the interval")
+        << 4 << 3 << QList<int>{0, 2} << QList<int>{3}
+        << QStringLiteral("no snapshot belongs here (format 1.4 has snapshots only at multiples of the interval)") << false;
+}
+
+void TestTape::finalSnapshotEndsEveryTape()
+{
+    QFETCH(int, minor);
+    QFETCH(int, transactions);
+    QFETCH(QList<int>, placed);
+    QFETCH(QList<int>, trailing);
+    QFETCH(QString, refusal);
+    QFETCH(bool, atTheSeal);
+    const std::string program = "p";
+    RootRecord root = smallRoot(program);
+    root.formatMinor = minor;
+    const std::string rootJson = root.toJson();
+    const std::string path = dir_.file("final-" + std::string(QTest::currentDataTag()) + ".zkdv");
+    std::uint64_t sealIndex = 0, sealOffset = 0;
+    {
+        TapeWriter writer(path, TapeWriter::OpenMode::Overwrite, static_cast<std::uint16_t>(minor));
+        writer.append(tape::RecordType::Root, ByteSpan(std::string_view(rootJson)));
+        writer.append(tape::RecordType::Program, ByteSpan(std::string_view(program)));
+        for (int t = 0; t < transactions; ++t) {
+            if (placed.contains(t))
+                writeSnapshot(writer, static_cast<std::uint64_t>(t));
+            static float loss = 1.0f;
+            TransactionRecordBuilder record(static_cast<std::uint64_t>(t), 1);
+            record.setLoss(DType::F32, ByteSpan(&loss, 4));
+            record.setOptimizerValue("lr", {0.1, 0.2});
+            record.setUpdateFingerprints({0.0, 0.0}, {0.0, 0.0});
+            writer.append(tape::RecordType::Transaction, record.blob().toBytes());
+        }
+        for (int k : trailing)
+            writeSnapshot(writer, static_cast<std::uint64_t>(k));
+        sealIndex = writer.recordCount();
+        sealOffset = writer.bytesWritten();
+        writer.seal();
+    }
+    const TapeSummary summary = scanTape(path);
+    if (refusal.isEmpty()) {
+        QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "not sealed");
+        QCOMPARE(summary.snapshotCount, std::uint64_t(placed.size() + trailing.size()));
+        return;
+    }
+    QCOMPARE(summary.status, TapeStatus::Corrupt);
+    QVERIFY2(summary.problem->message.find(refusal.toStdString()) != std::string::npos, summary.problem->describe().c_str());
+    if (atTheSeal) {
+        QCOMPARE(summary.problem->recordIndex, sealIndex);
+        QCOMPARE(summary.problem->byteOffset, sealOffset);
+        QVERIFY2(summary.problem->message.find("final snapshot, before_transaction 3, right before the seal") != std::string::npos,
+                 summary.problem->message.c_str());
     }
 }
 

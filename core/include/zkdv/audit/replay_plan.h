@@ -11,8 +11,9 @@ struct ReplaySegment {
     std::uint64_t snapshot = 0;          // before_transaction of the snapshot it starts from
     std::uint64_t lastTransaction = 0;   // inclusive: replay runs snapshot .. lastTransaction
     std::vector<std::uint64_t> selected; // the selected transactions in this segment, ascending
-    // True when lastTransaction is the segment's final transaction and the tape holds the
-    // next snapshot, so the replayed state can be compared with it.
+    // True when the tape holds the snapshot right after lastTransaction (the next multiple of
+    // the interval, or the final snapshot of a 1.5 tape), so the replayed state is compared
+    // with it.
     bool reachesNextSnapshot = false;
     // Transactions whose recorded and replayed deltas come back with their outcomes
     // (TransactionOutcome::values), ascending; empty for an ordinary replay.

@@ -96,6 +96,11 @@ struct ReportData {
     std::uint64_t transactionCount = 0;
     std::uint64_t snapshotCount = 0;
     std::uint64_t recordCount = 0;  // intact records (a truncated tape is cut at record index recordCount)
+    std::string tapeFormat;         // "1.5"
+    // Set when the case holds no snapshot of the state after the last transaction (a tape
+    // before format 1.5 whose count is off the interval, tape format 6.2): the first
+    // transaction of the segment that ends at no snapshot.
+    std::optional<std::uint64_t> endsWithoutSnapshotFrom;
     std::string producer;
     std::string trainedOn;     // device, torch version, intra-op threads
 

@@ -8,9 +8,12 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 4;
+inline constexpr std::uint16_t kMinorVersion = 5;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
+// From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
+inline constexpr std::uint16_t kFinalSnapshotMinor = 5;
+inline constexpr bool hasFinalSnapshot(std::uint16_t minor) { return minor >= kFinalSnapshotMinor; }
 inline constexpr std::size_t kFileHeaderSize = 16;
 inline constexpr std::size_t kFrameHeaderSize = 56;
 inline constexpr std::size_t kDigestSize = 32;

@@ -60,6 +60,9 @@ struct TapeSummary {
     std::uint64_t transactionCount = 0;
     std::uint64_t snapshotCount = 0;
     std::uint64_t unknownRecordCount = 0;  // non-critical records of later minor versions, skipped
+    // The last valid snapshot holds the state after the last valid transaction (spec 2.4: every
+    // sealed 1.5 tape; before 1.5 only when the count is a multiple of the interval).
+    bool finalStateOnTape = false;
     Digest chainHead{};
     std::optional<Digest> fileSha256;  // when ScanOptions::computeFileSha256
     std::optional<TapeProblem> problem;
