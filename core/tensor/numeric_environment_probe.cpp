@@ -1,6 +1,6 @@
 #include "zkdv/tensor/torch_build.h"
 
-#include <dlfcn.h>
+#include <link.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -49,18 +49,29 @@ std::string trimmed(std::string text)
     return text;
 }
 
-// The BLAS library that serves sgemm_ in this process (Debian's libtorch calls the system's
-// libblas.so.3, an alternative: reference BLAS, OpenBLAS, BLIS…; the PyPI wheel links MKL in).
+// The BLAS library torch calls, when it is not compiled in: Debian's libtorch calls the
+// system's libblas.so.3, an alternative (reference BLAS, OpenBLAS, BLIS…). Found among the
+// loaded objects by name, not by symbol lookup: a Python process loads torch privately, so
+// its symbols are in no global scope, and the answer must be the same in every process.
 std::string loadedBlas()
 {
-    Dl_info info{};
-    void* symbol = dlsym(RTLD_DEFAULT, "sgemm_");
-    if (!symbol || !dladdr(symbol, &info) || !info.dli_fname)
-        return "";
-    char* resolved = realpath(info.dli_fname, nullptr);
-    std::string path = resolved ? resolved : info.dli_fname;
-    std::free(resolved);
-    return path.substr(path.find_last_of('/') + 1);
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* out) {
+            const std::string path = info->dlpi_name ? info->dlpi_name : "";
+            const std::string name = path.substr(path.find_last_of('/') + 1);
+            for (const char* prefix : {"libblas.so", "libopenblas", "libblis", "libflexiblas", "libmkl_rt"})
+                if (name.rfind(prefix, 0) == 0) {
+                    char* resolved = realpath(path.c_str(), nullptr);
+                    const std::string real = resolved ? resolved : path;
+                    std::free(resolved);
+                    *static_cast<std::string*>(out) = real.substr(real.find_last_of('/') + 1);
+                    return 1;
+                }
+            return 0;
+        },
+        &found);
+    return found;
 }
 
 }  // namespace
@@ -83,7 +94,7 @@ NumericEnvironment numericEnvironment()
         if (auto at = line.find("BLAS_INFO="); at != std::string::npos)
             blasInfo = line.substr(at + sizeof("BLAS_INFO=") - 1, line.find(',', at) - at - (sizeof("BLAS_INFO=") - 1));
     }
-    const std::string library = loadedBlas();
+    const std::string library = blasInfo == "mkl" ? std::string() : loadedBlas();
     environment.blas = blasInfo + (library.empty() ? "" : " (" + library + ")");
     environment.intraOpThreads = at::get_num_threads();
     for (const std::string& name : NumericEnvironment::settingNames())

@@ -750,7 +750,7 @@ NumericEnvironment sampleEnvironment()
     environment.cpuModel = "Intel(R) Xeon(R) Platinum 8480+";
     environment.cpuFlags = {"amx_bf16", "amx_tile", "avx", "avx2", "avx512f", "fma"};
     environment.torchCpuCapability = "AVX512";
-    environment.blas = "mkl (libtorch_cpu.so)";
+    environment.blas = "mkl";
     environment.mkl = "Intel(R) oneAPI Math Kernel Library Version 2024.2";
     environment.onednn = "Intel(R) MKL-DNN v3.13.3";
     environment.intraOpThreads = 4;
