@@ -38,7 +38,7 @@ int runReplay(int argc, char** argv)
     parser.addOption("intra-op-threads", "N",
                      "libtorch threads per replay worker (default: the tape's recorded count, producer.intra_op_threads, "
                      "on the CPU; libtorch's own when the tape records none, and on CUDA)");
-    parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
+    parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X,envelope=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
     const ReplayLimits limits;
@@ -108,6 +108,8 @@ int runReplay(int argc, char** argv)
                         summary.status == "finished" ? "" : (" (run " + summary.status + ")").c_str());
             if (!summary.problem.empty())
                 std::printf("  %s\n", summary.problem.c_str());
+            if (!summary.regimeReason.empty())
+                std::printf("  judged by the %s regime: %s\n", summary.regime.c_str(), summary.regimeReason.c_str());
             for (const TransactionOutcome& failure : summary.firstFailures)
                 std::printf("  transaction %llu: %s\n", static_cast<unsigned long long>(failure.index), failure.detail.c_str());
         }

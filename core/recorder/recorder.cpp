@@ -161,6 +161,7 @@ struct Recorder::Impl {
         const std::vector<at::Tensor> parameters = model->parameters(), buffers = model->buffers();
         root.device = parameters.empty() ? "cpu" : parameters.front().device().str();
         root.intraOpThreads = currentIntraOpThreads();
+        root.numerics = numericEnvironment();
         for (std::size_t i = 0; i < parameters.size(); ++i)
             root.parameters.push_back({model->parameterNames()[i], shapeOf(parameters[i]), dtypeOf(parameters[i].scalar_type())});
         for (std::size_t i = 0; i < buffers.size(); ++i)

@@ -16,6 +16,7 @@
 #include "replay_worker_pool.h"
 #include "worker_log.h"
 #include "worker_process.h"
+#include "zkdv/audit/numeric_regime.h"
 #include "zkdv/audit/replay_plan.h"
 #include "zkdv/graph/exported_graph.h"
 #include "zkdv/replay/replay_device_check.h"
@@ -260,6 +261,15 @@ std::string chooseRecordSource(const CaseTape& tape, bool& embedded)
     return embedded ? "" : "the tape's records cannot be read: " + why + "; restore the file, or ingest it with --embed";
 }
 
+// The workers' numerical environment at the run's thread count: with the tape's, it decides
+// the run's regime (each worker decides the same from the same two environments).
+NumericEnvironment runNumerics(const worker::WorkerHello& hello, int intraOp)
+{
+    NumericEnvironment numerics = hello.numerics;
+    numerics.intraOpThreads = intraOp;
+    return numerics;
+}
+
 ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const ReplayRequest& request, const worker::WorkerHello& hello,
                       const std::string& device, unsigned workers, int intraOp, std::size_t selectedCount)
 {
@@ -273,13 +283,18 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
     info.threads = workers;
     info.intraOpThreads = intraOp;
     info.selectedCount = selectedCount;
+    const NumericEnvironment numerics = runNumerics(hello, intraOp);
+    const RegimeChoice regime = chooseRegime(root.numerics, numerics);
     info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
                                                      {"libtorch", hello.libtorchVersion},
                                                      {"cuda", hello.cudaVersion},
                                                      {"cuda_devices", hello.cudaDevices},
                                                      {"deterministic_algorithms", true},
                                                      {"program_sha256", toHex(root.programSha256)},
-                                                     {"tape_chain_head", tape.chainHead}});
+                                                     {"tape_chain_head", tape.chainHead},
+                                                     {"numerics", nlohmann::json::parse(numerics.toJson())},
+                                                     {"regime", regimeName(regime.regime)},
+                                                     {"regime_reason", regime.reason}});
     return info;
 }
 
@@ -429,6 +444,9 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     summary.transactionCount = planned.input.transactionCount;
     summary.selected = planned.selected;
     summary.problem = problem;
+    const RegimeChoice regime = chooseRegime(root.numerics, runNumerics(hello, intraOp));
+    summary.regime = std::string(regimeName(regime.regime));
+    summary.regimeReason = regime.reason;
     summary.runId = replayStore.beginRun(info);
     log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 

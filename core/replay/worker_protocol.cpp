@@ -182,6 +182,7 @@ std::vector<std::uint8_t> encodeHello(const WorkerHello& hello)
     out.text(hello.cudaVersion);
     out.i64(hello.cudaDevices);
     out.i64(hello.defaultIntraOpThreads);
+    out.text(hello.numerics.toJson());
     return std::move(out.bytes);
 }
 
@@ -196,6 +197,11 @@ WorkerHello decodeHello(const std::vector<std::uint8_t>& payload)
         in.fail(std::to_string(devices) + " CUDA devices and " + std::to_string(threads) + " threads");
     hello.cudaDevices = static_cast<int>(devices);
     hello.defaultIntraOpThreads = static_cast<int>(threads);
+    try {
+        hello.numerics = NumericEnvironment::parse(in.text(), "the worker's numerics");
+    } catch (const FormatError& error) {
+        in.fail(error.what());
+    }
     in.finish();
     return hello;
 }
@@ -210,6 +216,7 @@ std::vector<std::uint8_t> encodeJob(const WorkerJob& job)
     out.f64(job.tolerance.maxUlp);
     out.f64(job.tolerance.relativeL2);
     out.f64(job.tolerance.fingerprintRelative);
+    out.f64(job.tolerance.envelope);
     out.u64(job.memoryLimitBytes);
     const RecordPlan& r = job.records;
     out.u8(r.embedded ? 1 : 0);
@@ -234,6 +241,7 @@ WorkerJob decodeJob(const std::vector<std::uint8_t>& payload)
     job.tolerance.maxUlp = in.f64();
     job.tolerance.relativeL2 = in.f64();
     job.tolerance.fingerprintRelative = in.f64();
+    job.tolerance.envelope = in.f64();
     job.memoryLimitBytes = in.u64();
     RecordPlan& r = job.records;
     r.embedded = in.u8() != 0;

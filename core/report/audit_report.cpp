@@ -171,6 +171,10 @@ void readEnvironment(const StoredReplayRun& run, ReportData& report)
             report.cudaVersion = environment["cuda"].get<std::string>();
         if (report.libtorchVersion.empty() && environment.contains("libtorch") && environment["libtorch"].is_string())
             report.libtorchVersion = environment["libtorch"].get<std::string>();
+        if (environment.contains("regime") && environment["regime"].is_string())
+            report.numericRegime = environment["regime"].get<std::string>();
+        if (environment.contains("regime_reason") && environment["regime_reason"].is_string())
+            report.numericRegimeReason = environment["regime_reason"].get<std::string>();
     } catch (const FormatError&) {
         // A damaged environment leaves these fields "not recorded"; the verdicts stand.
     }

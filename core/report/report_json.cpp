@@ -95,6 +95,8 @@ std::string renderReportJson(const ReportData& r)
                      {"libtorch_version", r.libtorchVersion},
                      {"cuda_version", r.cudaVersion},
                      {"operating_system", r.operatingSystem},
+                     {"numeric_regime", r.numericRegime},
+                     {"numeric_regime_reason", r.numericRegimeReason},
                      {"zkdv_version", r.replayZkdvVersion},
                      {"selection", r.selection},
                      {"seed", r.seed},

@@ -138,6 +138,8 @@ std::string RootRecord::toJson() const
     };
     if (!samplingGenerator.empty())
         root["sampling"]["generator"] = samplingGenerator;
+    if (numerics)
+        root["numerics"] = json::parse(numerics->toJson());
     return root.dump();
 }
 
@@ -244,6 +246,8 @@ RootRecord RootRecord::parse(ByteSpan payload)
     }
     record.maxInFlight = static_cast<int>(integerMember(root, "max_in_flight", "root", 1));
     record.overlap = stringMember(root, "overlap", "root");
+    if (auto numerics = root.find("numerics"); numerics != root.end())
+        record.numerics = NumericEnvironment::parse(numerics->dump(), "root record: numerics");
     auto metadata = root.find("metadata");
     if (metadata != root.end()) {
         if (!metadata->is_object())

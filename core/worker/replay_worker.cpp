@@ -182,6 +182,7 @@ int runReplayWorker(int channelFd)
         hello.cudaVersion = cudaVersion();
         hello.cudaDevices = cudaDeviceCount();
         hello.defaultIntraOpThreads = defaultIntraOpThreads();
+        hello.numerics = numericEnvironment();
         worker::writeFrame(channelFd, MessageType::Hello, worker::encodeHello(hello));
         if (!worker::readFrame(channelFd, UINT32_MAX, type, payload) || type != MessageType::Job)
             throw worker::ProtocolError("the first message is not a job");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -17,6 +18,7 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include "zkdv/audit/divergence.h"
+#include "zkdv/audit/numeric_regime.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
 #include "zkdv/optim/torch_release.h"
@@ -66,6 +68,23 @@ TensorComparison compareFingerprint(const std::string& parameter, const char* sl
     comparison.metrics = compareScalars(recorded, replayed);
     comparison.verdict = tolerance.judgeFingerprint(recorded, replayed);
     return comparison;
+}
+
+// The L2 norm of a tensor, or of a list of them as one vector, in double.
+double squaredNorm(const at::Tensor& tensor)
+{
+    return tensor.defined() ? hostContiguous(tensor).to(at::kDouble).pow(2).sum().item<double>() : 0.0;
+}
+double modelNorm(const std::vector<at::Tensor>& tensors)
+{
+    double squares = 0.0;
+    for (const at::Tensor& tensor : tensors)
+        squares += squaredNorm(tensor);
+    return std::sqrt(squares);
+}
+double differenceNorm(const TensorView& recorded, const at::Tensor& replayed)
+{
+    return std::sqrt(squaredNorm(tensorFromView(recorded).to(at::kDouble) - hostContiguous(replayed).to(at::kDouble)));
 }
 
 std::string describeTensor(DType dtype, const std::vector<std::int64_t>& shape)
@@ -120,6 +139,7 @@ public:
         at::init_num_threads();
         if (setup.intraOpThreads > 0)
             at::set_num_threads(setup.intraOpThreads);
+        regime_ = chooseRegime(root_.numerics, numericEnvironment());
         const auto recorded = optim::TorchRelease::parse(root_.torchVersion);
         if (!recorded || *recorded != optim::TorchRelease::ofThisLibtorch())
             releaseMismatch_ = "the tape was recorded with torch " + root_.torchVersion + " and this replay runs libtorch " + libtorchVersion();
@@ -171,6 +191,9 @@ public:
         }
         segmentWorst_ = Verdict::Exact;
         firstDiverged_.reset();
+        segmentUpdate_ = 0.0;
+        segmentBufferChange_ = 0.0;
+        noiseGradients_.clear();
         // A transaction that cannot be replayed gets `verdict`; the rest of the segment is
         // unverifiable, since none of it would start from a checked state.
         auto endSegmentAt = [&](TransactionOutcome& outcome, Verdict verdict, std::string detail, const char* because) {
@@ -202,6 +225,7 @@ public:
             }
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
             conclude(outcome);
+            excuseNoiseGradients(outcome);
             segmentWorst_ = worse(segmentWorst_, outcome.verdict);
             if (outcome.verdict == Verdict::Diverged && !firstDiverged_)
                 firstDiverged_ = outcome.index;
@@ -395,9 +419,24 @@ private:
             batch.push_back(tensorFromView(*tensor).to(device_));
         for (at::Tensor& parameter : parameters_)
             parameter.mutable_grad() = at::Tensor();
+        std::vector<at::Tensor> buffersBefore;
+        if (crossEnvironment())
+            for (const at::Tensor& buffer : buffers_)
+                buffersBefore.push_back(buffer.is_floating_point() ? buffer.detach().clone() : at::Tensor());
         at::Tensor loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
         outcome.comparisons.push_back(compareTensor("loss", "loss", *record.lossTensor, loss, tolerance_));
+        judgeAcrossEnvironments(outcome.comparisons.back(), record.lossTensor->dtype, [&] { return differenceNorm(*record.lossTensor, loss); },
+                                std::sqrt(squaredNorm(loss)), "the loss");
         torch::autograd::backward({loss});
+        if (crossEnvironment()) {
+            // A buffer's drift across the segment is measured against how far the program moved
+            // all of them, step by step (BatchNorm's running statistics, for one).
+            double squares = 0.0;
+            for (std::size_t i = 0; i < buffers_.size(); ++i)
+                if (buffersBefore[i].defined())
+                    squares += squaredNorm(buffers_[i].detach() - buffersBefore[i]);
+            segmentBufferChange_ += std::sqrt(squares);
+        }
 
         at::NoGradGuard noGrad;
         std::vector<at::Tensor> detached, gradients;
@@ -409,14 +448,28 @@ private:
                 state_[i] = bridge_->contract().initialize(detached.back(), bridge_->groups()[groupOf_[i]].options);
         }
         optim::OptimizerBridge::Transition transition = bridge_->transition(detached, state_, gradients);
+        if (crossEnvironment())
+            findNoiseGradients(gradients);
 
+        // Across environments, an update is judged against the whole model's update: a
+        // parameter whose gradient is rounding noise (a bias before BatchNorm) gets an update
+        // of noise, and its own norm is no scale for that.
+        const double modelUpdate = crossEnvironment() ? modelNorm(transition.deltas) : 0.0;
+        segmentUpdate_ += modelUpdate;
         for (std::size_t i = 0; i < parameters_.size(); ++i) {
             const std::string& name = root_.parameters[i].name;
+            const DType dtype = root_.parameters[i].dtype;
             const UpdateFingerprint fingerprint = updateFingerprint(transition.deltas[i]);
             outcome.comparisons.push_back(compareFingerprint(name, "update/l2", record.updateL2[i], fingerprint.l2, tolerance_));
+            judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return std::fabs(record.updateL2[i] - fingerprint.l2); },
+                                    modelUpdate, "the model's update");
             outcome.comparisons.push_back(compareFingerprint(name, "update/max_abs", record.updateMaxAbs[i], fingerprint.maxAbs, tolerance_));
+            judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return std::fabs(record.updateMaxAbs[i] - fingerprint.maxAbs); },
+                                    modelUpdate, "the model's update");
             if (!record.deltas.empty()) {
                 outcome.comparisons.push_back(compareTensor(name, "delta", *record.deltas[i], transition.deltas[i], tolerance_));
+                judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return differenceNorm(*record.deltas[i], transition.deltas[i]); },
+                                        modelUpdate, "the model's update");
                 if (capture_)
                     captureValues(name, *record.deltas[i], transition.deltas[i], outcome);
             }
@@ -541,14 +594,109 @@ private:
         return comparison;
     }
 
+    bool crossEnvironment() const { return regime_.regime == NumericRegime::CrossEnvironment; }
+
+    // A parameter whose gradient is at rounding level of the whole model's gradient (a bias
+    // before BatchNorm, whose gradient BatchNorm cancels) does not move the loss; an optimizer
+    // that normalizes its gradient (Adam) turns that noise into full-size steps, which differ
+    // in another environment by as much as they are large. No tolerance can tell that from
+    // tampering, so across environments its mismatches are no evidence either way.
+    void findNoiseGradients(const std::vector<at::Tensor>& gradients)
+    {
+        const double model = modelNorm(gradients);
+        for (std::size_t i = 0; i < gradients.size(); ++i) {
+            if (!gradients[i].defined())
+                continue;
+            double ratio = 0.0;
+            if (tolerance_.withinEnvelope(root_.parameters[i].dtype, std::sqrt(squaredNorm(gradients[i])), model, ratio) &&
+                !noiseGradients_.count(root_.parameters[i].name))
+                noiseGradients_.emplace(root_.parameters[i].name, ratio);
+        }
+    }
+
+    // Across environments: a transaction that diverged only where a noise gradient reaches
+    // (that parameter's update, value and state, the buffers it feeds, the digest after them)
+    // is unverifiable, never diverged, and never passes: the recording environment decides.
+    // A mismatch of the loss or of any other parameter stays a divergence.
+    void excuseNoiseGradients(TransactionOutcome& outcome) const
+    {
+        // Across torch releases every mismatch is unverifiable already, saying so.
+        if (!crossEnvironment() || outcome.verdict != Verdict::Diverged || noiseGradients_.empty() || !releaseMismatch_.empty())
+            return;
+        bool noiseMismatch = false;
+        for (const TensorComparison& c : outcome.comparisons) {
+            if (c.verdict != Verdict::Diverged)
+                continue;
+            const bool noise = noiseGradients_.count(c.tensor) && c.slot != "loss" && c.metrics.bitwiseEqual == false &&
+                               (c.note.empty() || c.note.rfind("max ", 0) == 0);
+            // A digest follows the state only while nothing else in the segment truly diverged.
+            const bool follows = (c.slot == "snapshot/buffer" && (c.note.empty() || c.note.rfind("max ", 0) == 0)) ||
+                                 (c.slot == "state-digest" && !firstDiverged_);
+            if (!noise && !follows)
+                return;
+            noiseMismatch = noiseMismatch || noise;
+        }
+        if (!noiseMismatch)
+            return;
+        std::string names;
+        for (const auto& [name, ratio] : noiseGradients_) {
+            char text[96];
+            std::snprintf(text, sizeof text, "%.3g", ratio);
+            names += (names.empty() ? "" : ", ") + name + " (||gradient|| = " + text + " u x the model's)";
+        }
+        outcome.verdict = Verdict::Unverifiable;
+        outcome.detail = "unverifiable across numerical environments (" + regime_.reason +
+                         "): the gradient of " + names +
+                         " is rounding noise, which its optimizer turns into steps no tolerance can tell from tampering; "
+                         "replay in the recording environment to decide: " + outcome.detail;
+    }
+
+    // The cross-environment regime (docs/replay.md, "Regimes"): a floating-point comparison
+    // that fails the tensor's own bounds passes when the norm of its difference is within the
+    // envelope of `scale`, the replay's norm of the whole model's corresponding quantity. A
+    // dtype, shape or NaN/Inf mismatch, an integer or a counter never does.
+    void judgeAcrossEnvironments(TensorComparison& comparison, DType dtype, const std::function<double()>& difference, double scale,
+                                 const char* scaleName) const
+    {
+        if (!crossEnvironment() || comparison.verdict != Verdict::Diverged || !comparison.note.empty() ||
+            comparison.metrics.finiteMismatch() || !isFloatingPoint(dtype))
+            return;
+        const double norm = difference();
+        double ratio = 0.0;
+        const bool within = tolerance_.withinEnvelope(dtype, norm, scale, ratio);
+        char text[320];
+        std::snprintf(text, sizeof text, "max %.3g ULP, relative L2 %.3g; across environments its difference %.3g is %.3g u x %s (%.3g), %s envelope %g",
+                      comparison.metrics.maxUlp, comparison.metrics.relativeL2, norm, ratio, scaleName, scale, within ? "within the" : "outside the",
+                      tolerance_.envelope);
+        comparison.note = text;
+        if (within)
+            comparison.verdict = Verdict::WithinTolerance;
+    }
+
     void compareSnapshot(ByteSpan payload, TransactionOutcome& outcome) const
     {
         const SafetensorsView view = SafetensorsView::parse(payload);
         const SnapshotRecord snapshot = SnapshotRecord::parse(view, root_);
-        for (std::size_t i = 0; i < parameters_.size(); ++i)
+        for (std::size_t i = 0; i < parameters_.size(); ++i) {
             outcome.comparisons.push_back(compareTensor(root_.parameters[i].name, "snapshot/param", *snapshot.parameters[i], parameters_[i], tolerance_));
-        for (std::size_t i = 0; i < buffers_.size(); ++i)
+            judgeAcrossEnvironments(outcome.comparisons.back(), root_.parameters[i].dtype,
+                                    [&] { return differenceNorm(*snapshot.parameters[i], parameters_[i]); }, segmentUpdate_,
+                                    "the model's updates over the segment");
+        }
+        for (std::size_t i = 0; i < buffers_.size(); ++i) {
             outcome.comparisons.push_back(compareTensor(root_.buffers[i].name, "snapshot/buffer", *snapshot.buffers[i], buffers_[i], tolerance_));
+            judgeAcrossEnvironments(outcome.comparisons.back(), root_.buffers[i].dtype,
+                                    [&] { return differenceNorm(*snapshot.buffers[i], buffers_[i]); }, segmentBufferChange_,
+                                    "the buffers' changes over the segment");
+        }
+        // A state slot against the same slot of the whole model (number slots are counters:
+        // they get no envelope).
+        std::map<std::string, double> slotSquares;
+        if (crossEnvironment())
+            for (const optim::SlotState& slots : state_)
+                for (const auto& [slot, tensor] : slots)
+                    if (!numberSlots_.count(slot) && tensor.defined() && tensor.is_floating_point())
+                        slotSquares[slot] += squaredNorm(tensor);
         std::vector<std::map<std::string, const TensorView*>> recorded(parameters_.size());
         for (const TensorView* slot : snapshot.stateSlots) {
             auto [position, name] = splitStateName(slot->name);
@@ -579,8 +727,12 @@ private:
                                    std::string(dtypeName(known->second)) + " in the snapshot the segment started from";
                     outcome.comparisons.push_back(std::move(changed));
                 } else {
-                    outcome.comparisons.push_back(
-                        compareTensor(parameter, "state/" + slot, *it->second, asRecorded(slot, tensor, it->second->dtype), tolerance_));
+                    const at::Tensor replayed = asRecorded(slot, tensor, it->second->dtype);
+                    outcome.comparisons.push_back(compareTensor(parameter, "state/" + slot, *it->second, replayed, tolerance_));
+                    if (!numberSlots_.count(slot))
+                        judgeAcrossEnvironments(outcome.comparisons.back(), it->second->dtype,
+                                                [&] { return differenceNorm(*it->second, replayed); }, std::sqrt(slotSquares[slot]),
+                                                "the model's whole slot");
                 }
                 recorded[i].erase(it);
             }
@@ -618,6 +770,10 @@ private:
     bool capture_ = false;  // the transaction being replayed sends its values back (ReplaySegment::capture)
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far
     std::optional<std::uint64_t> firstDiverged_;    // the segment's first diverged transaction
+    RegimeChoice regime_;                           // the tape's numerical environment against this worker's
+    double segmentUpdate_ = 0.0;                    // cross-environment: the sum of the model's update norms in the segment so far
+    double segmentBufferChange_ = 0.0;              // ... and of the float buffers' changes
+    std::map<std::string, double> noiseGradients_;  // cross-environment: the segment's parameters with a gradient of rounding noise
 };
 
 }  // namespace

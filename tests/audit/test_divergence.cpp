@@ -16,6 +16,8 @@
 #include "caught.h"
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/divergence_kernels.h"
+#include "zkdv/audit/numeric_regime.h"
+#include "zkdv/audit/tolerance.h"
 #include "zkdv/tape/scalar_value.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/sampling_generator.h"
@@ -228,6 +230,8 @@ private Q_SLOTS:
     void matchesScalarReference();
     void emptyTensors();
     void sizeMismatchThrows();
+    void envelopeIsRelativeToTheModelsScale();
+    void regimeFollowsTheTwoEnvironments();
 };
 
 void TestDivergence::initTestCase()
@@ -749,6 +753,54 @@ void TestDivergence::sizeMismatchThrows()
     QCOMPARE(std::string(error->what()), std::string("divergence: 4 elements of F32 need 16 bytes per tensor, but the recorded "
                                                      "tensor has 12 and the replayed one 16"));
     QCOMPARE(computeDivergence(DType::F32, 4, sixteen, sixteen).elements, std::uint64_t{4});
+}
+
+void TestDivergence::envelopeIsRelativeToTheModelsScale()
+{
+    // docs/replay.md, "Regimes": the envelope is in units of the dtype's unit roundoff times
+    // the model's scale, whatever the compared tensor's own norm.
+    const Tolerance tolerance = Tolerance::defaults();
+    QVERIFY(tolerance.envelope > 0);
+    double ratio = 0.0;
+    const double scale = 0.5;  // say, the norm of the model's update
+    const double u = std::ldexp(1.0, -24);
+    QVERIFY(tolerance.withinEnvelope(DType::F32, tolerance.envelope * u * scale, scale, ratio));
+    QCOMPARE(ratio, tolerance.envelope);
+    QVERIFY(!tolerance.withinEnvelope(DType::F32, 1.01 * tolerance.envelope * u * scale, scale, ratio));
+    // A coarser dtype rounds more: the same difference fits BF16's envelope.
+    QVERIFY(tolerance.withinEnvelope(DType::BF16, 1.01 * tolerance.envelope * u * scale, scale, ratio));
+    // Integers have no rounding; a zero or non-finite scale admits nothing.
+    QVERIFY(!tolerance.withinEnvelope(DType::I64, 0.0, scale, ratio));
+    QVERIFY(!tolerance.withinEnvelope(DType::F32, 1e-30, 0.0, ratio));
+    QVERIFY(!tolerance.withinEnvelope(DType::F32, 1e-30, std::numeric_limits<double>::infinity(), ratio));
+    QVERIFY(!tolerance.withinEnvelope(DType::F32, std::numeric_limits<double>::quiet_NaN(), scale, ratio));
+    // The term parses and prints; exact admits nothing.
+    QCOMPARE(Tolerance::parse("envelope=100").envelope, 100.0);
+    QVERIFY(Tolerance::parse("ulp=1").toString().find(",envelope=") != std::string::npos);
+    QVERIFY(!Tolerance::parse("exact").withinEnvelope(DType::F32, 1e-30, scale, ratio));
+    QVERIFY_THROWS_EXCEPTION(ToleranceError, Tolerance::parse("envelope=-1"));
+}
+
+void TestDivergence::regimeFollowsTheTwoEnvironments()
+{
+    NumericEnvironment trained;
+    trained.cpuVendor = "AuthenticAMD";
+    trained.cpuModel = "AMD EPYC";
+    trained.cpuFlags = {"avx", "avx2"};
+    trained.torchCpuCapability = "AVX2";
+    trained.intraOpThreads = 1;
+    // Same environment: the strict regime. Another, or none recorded: cross-environment, saying why.
+    QCOMPARE(chooseRegime(trained, trained).regime, NumericRegime::SameEnvironment);
+    QVERIFY(chooseRegime(trained, trained).reason.empty());
+    NumericEnvironment capped = trained;
+    capped.torchCpuCapability = "DEFAULT";
+    capped.settings["ATEN_CPU_CAPABILITY"] = "default";
+    const RegimeChoice choice = chooseRegime(trained, capped);
+    QCOMPARE(choice.regime, NumericRegime::CrossEnvironment);
+    QVERIFY2(choice.reason.find("torch_cpu_capability \"AVX2\" -> \"DEFAULT\"") != std::string::npos, choice.reason.c_str());
+    QCOMPARE(chooseRegime(std::nullopt, trained).regime, NumericRegime::CrossEnvironment);
+    QVERIFY(chooseRegime(std::nullopt, trained).reason.find("does not record") != std::string::npos);
+    QCOMPARE(regimeName(NumericRegime::CrossEnvironment), std::string_view("cross-environment"));
 }
 
 QTEST_GUILESS_MAIN(TestDivergence)

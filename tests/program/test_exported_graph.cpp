@@ -635,7 +635,13 @@ void TestExportedGraph::goldenTapeReplaysOrNamesTheLibtorchItNeeds()
     QVERIFY2(replayed.status == "finished", replayed.problem.c_str());
     QCOMPARE(replayed.replayed, summary.transactionCount);
     if (runsExportedGraphs()) {
-        QCOMPARE(replayed.exact, summary.transactionCount);
+        // Exact in the recording environment; on another CPU (the tape, of format 1.4, records
+        // none) every transaction passes, bit for bit or within the cross-environment envelope.
+        if (replayed.regime == "same-environment")
+            QCOMPARE(replayed.exact, summary.transactionCount);
+        else
+            QCOMPARE(replayed.exact + replayed.withinTolerance, summary.transactionCount);
+        QCOMPARE(replayed.diverged, std::uint64_t(0));
         return;
     }
     QCOMPARE(replayed.unverifiable, summary.transactionCount);

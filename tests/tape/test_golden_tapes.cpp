@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -163,7 +164,32 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
     QVERIFY2(replay.exitCode == (passes ? 0 : 1), (replay.err + replay.out).constData());
     const QJsonObject replayed = parseObject(replay.out, "replay --json");
     QCOMPARE(replayed.value(QStringLiteral("status")).toString(), QStringLiteral("finished"));
-    QCOMPARE(replayed.value(QStringLiteral("verdicts")).toObject(), expectedVerdicts);
+    const QJsonObject verdicts = replayed.value(QStringLiteral("verdicts")).toObject();
+    // In the machine's own numerical environment the verdicts are those recorded, bit for bit
+    // where they were exact. In another (and wherever a tape, like every one before 1.5,
+    // records none, so nothing says it is the same) CPU kernels round differently: then an
+    // exact transaction may be within tolerance, by the calibrated envelope, or, where a
+    // parameter's gradient is rounding noise that Adam turns into full steps (the CNN's
+    // conv1.bias), unverifiable across environments, saying so; never diverged
+    // (docs/replay.md, "Regimes").
+    const QString regime = replayed.value(QStringLiteral("numeric_regime")).toString();
+    QVERIFY2(regime == QLatin1String("same-environment") || regime == QLatin1String("cross-environment"), replay.out.constData());
+    if (regime == QLatin1String("same-environment")) {
+        QCOMPARE(verdicts, expectedVerdicts);
+        return;
+    }
+    auto count = [](const QJsonObject& object, const char* name) { return object.value(QLatin1String(name)).toInt(); };
+    QVERIFY2(!replayed.value(QStringLiteral("numeric_regime_reason")).toString().isEmpty(), replay.out.constData());
+    int noise = 0;
+    const QJsonArray failures = replayed.value(QStringLiteral("first_failures")).toArray();
+    QVERIFY2(failures.size() < 20, "a golden tape has fewer than 20 transactions: every failure is listed");
+    for (const QJsonValue& failure : failures)
+        noise += failure.toObject().value(QStringLiteral("detail")).toString().startsWith(
+            QLatin1String("unverifiable across numerical environments"));
+    QCOMPARE(count(verdicts, "diverged"), count(expectedVerdicts, "diverged"));
+    QCOMPARE(count(verdicts, "unverifiable"), count(expectedVerdicts, "unverifiable") + noise);
+    QCOMPARE(count(verdicts, "exact") + count(verdicts, "within_tolerance") + noise,
+             count(expectedVerdicts, "exact") + count(expectedVerdicts, "within_tolerance"));
 }
 
 QTEST_GUILESS_MAIN(TestGoldenTapes)

@@ -156,6 +156,9 @@ private Q_SLOTS:
     void sampledChecksFollowTheChainBoundDraws();
     void rootRefusesWhatTheSpecForbids_data();
     void rootRefusesWhatTheSpecForbids();
+    void numericEnvironmentRoundTripsAndSaysWhatDiffers();
+    void malformedNumericsAreRefused_data();
+    void malformedNumericsAreRefused();
 
 private:
     test::TempDir dir_;
@@ -812,6 +815,85 @@ void TestTape::rootRefusesWhatTheSpecForbids()
     // The unchanged root parses: the refusal below is the edit's.
     const std::string honest = root.dump();
     QVERIFY(RootRecord::parse(ByteSpan(std::string_view(honest))).parameters.size() == 2);
+    root[nlohmann::json::json_pointer(pointer.toStdString())] = nlohmann::json::parse(value.toStdString());
+    const std::string edited = root.dump();
+    try {
+        (void)RootRecord::parse(ByteSpan(std::string_view(edited)));
+        QFAIL("the edited root parsed");
+    } catch (const FormatError& error) {
+        QVERIFY2(std::string(error.what()).find(message.toStdString()) != std::string::npos, error.what());
+    }
+}
+
+namespace {
+NumericEnvironment sampleEnvironment()
+{
+    NumericEnvironment environment;
+    environment.cpuVendor = "GenuineIntel";
+    environment.cpuModel = "Intel(R) Xeon(R) Platinum 8480+";
+    environment.cpuFlags = {"amx_bf16", "amx_tile", "avx", "avx2", "avx512f", "fma"};
+    environment.torchCpuCapability = "AVX512";
+    environment.blas = "mkl";
+    environment.mkl = "Intel(R) oneAPI Math Kernel Library Version 2024.2";
+    environment.onednn = "Intel(R) MKL-DNN v3.13.3";
+    environment.intraOpThreads = 4;
+    environment.settings = {{"MKL_CBWR", "COMPATIBLE"}};
+    return environment;
+}
+}  // namespace
+
+void TestTape::numericEnvironmentRoundTripsAndSaysWhatDiffers()
+{
+    // Spec 3.2: optional; absent in every root before 1.5, and read back as written.
+    RootRecord root = smallRoot("program");
+    QVERIFY(!RootRecord::parse(ByteSpan(std::string_view(root.toJson()))).numerics);
+    QVERIFY(!nlohmann::json::parse(root.toJson()).contains("numerics"));
+    root.numerics = sampleEnvironment();
+    const std::string text = root.toJson();
+    const RootRecord parsed = RootRecord::parse(ByteSpan(std::string_view(text)));
+    QVERIFY(parsed.numerics);
+    QCOMPARE(parsed.numerics->toJson(), sampleEnvironment().toJson());
+    QVERIFY(parsed.numerics->differences(sampleEnvironment()).empty());
+    QCOMPARE(nlohmann::json::parse(text)["numerics"]["cpu"]["flags"].size(), std::size_t(6));
+
+    // Every member that chooses kernels is compared, settings by name and value.
+    NumericEnvironment other = sampleEnvironment();
+    other.torchCpuCapability = "AVX2";
+    other.settings = {{"MKL_CBWR", "AVX2"}, {"ATEN_CPU_CAPABILITY", "avx2"}};
+    other.intraOpThreads = 1;
+    const std::vector<std::string> expected{"torch_cpu_capability", "intra_op_threads", "settings.ATEN_CPU_CAPABILITY", "settings.MKL_CBWR"};
+    QCOMPARE(sampleEnvironment().differences(other), expected);
+    const std::string words = sampleEnvironment().describeDifferences(other);
+    QVERIFY2(words.find("torch_cpu_capability \"AVX512\" -> \"AVX2\"") != std::string::npos, words.c_str());
+    QVERIFY2(words.find("settings.ATEN_CPU_CAPABILITY (none) -> \"avx2\"") != std::string::npos, words.c_str());
+    other = sampleEnvironment();
+    other.cpuModel = "AMD EPYC";
+    other.cpuFlags.pop_back();
+    QCOMPARE(sampleEnvironment().differences(other), (std::vector<std::string>{"cpu.model", "cpu.flags"}));
+}
+
+void TestTape::malformedNumericsAreRefused_data()
+{
+    QTest::addColumn<QString>("pointer");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("not an object") << "/numerics" << "[]" << "root record: numerics must be an object";
+    QTest::newRow("no cpu") << "/numerics/cpu" << "7" << "root record: numerics.cpu must be an object";
+    QTest::newRow("flag not a string") << "/numerics/cpu/flags/0" << "1" << "numerics.cpu.flags holds 1, expected strings";
+    QTest::newRow("capability a number") << "/numerics/torch_cpu_capability" << "2"
+                                         << "numerics.torch_cpu_capability must be a string, found number";
+    QTest::newRow("zero threads") << "/numerics/intra_op_threads" << "0" << "numerics.intra_op_threads must be an integer from 1 to 65536";
+    QTest::newRow("setting a number") << "/numerics/settings/MKL_CBWR" << "1" << "numerics.settings.MKL_CBWR must be a string";
+}
+
+void TestTape::malformedNumericsAreRefused()
+{
+    QFETCH(QString, pointer);
+    QFETCH(QString, value);
+    QFETCH(QString, message);
+    RootRecord honest = smallRoot("program");
+    honest.numerics = sampleEnvironment();
+    nlohmann::json root = nlohmann::json::parse(honest.toJson());
     root[nlohmann::json::json_pointer(pointer.toStdString())] = nlohmann::json::parse(value.toStdString());
     const std::string edited = root.dump();
     try {

@@ -214,6 +214,8 @@ QString ReportHtml::summary() const
                        QObject::tr("libtorch"), orDash(r.libtorchVersion),
                        QObject::tr("CUDA"), orDash(r.cudaVersion),
                        QObject::tr("Operating system"), orDash(r.operatingSystem),
+                       QObject::tr("Numerical regime"),
+                       orDash(r.numericRegimeReason.empty() ? r.numericRegime : r.numericRegime + " (" + r.numericRegimeReason + ")"),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
     html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("Anyone with the tape can redo this audit, choosing the same transactions:")));

@@ -61,6 +61,8 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"replayed", s.replayed},
             {"verdicts", {{"exact", s.exact}, {"within_tolerance", s.withinTolerance}, {"diverged", s.diverged}, {"unverifiable", s.unverifiable}}},
             {"problem", s.problem.empty() ? nlohmann::json() : nlohmann::json(s.problem)},
+            {"numeric_regime", s.regime},
+            {"numeric_regime_reason", s.regimeReason.empty() ? nlohmann::json() : nlohmann::json(s.regimeReason)},
             {"seconds", s.seconds},
             {"worker_log", s.workerLog.empty() ? nlohmann::json() : nlohmann::json(s.workerLog)},
             {"sealed", s.sealProblem.empty()},

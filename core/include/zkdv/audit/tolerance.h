@@ -22,16 +22,25 @@ struct Tolerance {
     double relativeL2;
     // An update fingerprint (float64 norm of a delta) passes within this relative error.
     double fingerprintRelative;
+    // The cross-environment regime only (docs/replay.md, "Regimes"): a floating-point value
+    // that fails the bounds above still passes when the norm of its difference is at most
+    // envelope × u × S, u the unit roundoff of its dtype and S the replay's norm of the whole
+    // model's corresponding quantity (its update, over the segment for a snapshot), never the
+    // compared tensor's own norm, which may be near zero.
+    double envelope;
 
     static Tolerance defaults();
     // Comma-separated overrides of the defaults: "ulp=16,rel=1e-6,fingerprint=1e-5", or
     // "exact" (every tolerance zero). Throws ToleranceError naming the bad term.
     static Tolerance parse(const std::string& text);
-    std::string toString() const;  // "ulp=…,rel=…,fingerprint=…"
+    std::string toString() const;  // "ulp=…,rel=…,fingerprint=…,envelope=…"
 
     // The verdict of one tensor comparison under this tolerance.
     Verdict judge(const DivergenceMetrics& metrics) const;
     Verdict judgeFingerprint(double recorded, double replayed) const;
+    // Cross-environment: whether a difference of norm `difference` in values of `dtype` is
+    // within the envelope of the model's scale `scale`; `ratio` gets difference / (u × scale).
+    bool withinEnvelope(DType dtype, double difference, double scale, double& ratio) const;
 
     // Which bound let a within-tolerance comparison of `slot` pass, in words an auditor can
     // check: "ULP 3 <= 16", "relative L2 2e-07 <= 1e-06", "fingerprint relative 4e-08 <= 1e-05"

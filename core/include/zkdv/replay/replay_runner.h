@@ -57,6 +57,10 @@ struct ReplaySummary {
     std::uint64_t replayed = 0;          // selected + prefixes
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;  // over replayed
     std::string problem;                 // run-wide reason for unverifiable (program mismatch…)
+    // "same-environment" or "cross-environment" (docs/replay.md, "Regimes") and, for the
+    // latter, why: the tape's numerical environment against the workers'.
+    std::string regime;
+    std::string regimeReason;
     double seconds = 0;
     std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing

@@ -12,6 +12,7 @@
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/replay_plan.h"
 #include "zkdv/audit/tolerance.h"
+#include "zkdv/tape/numeric_environment.h"
 #include "zkdv/tape/record_reader.h"
 #include "zkdv/util/error.h"
 
@@ -61,6 +62,7 @@ struct WorkerHello {
     std::string cudaVersion;  // "" without CUDA
     int cudaDevices = 0;
     int defaultIntraOpThreads = 1;
+    NumericEnvironment numerics;  // at libtorch's default intra-op threads
 };
 
 struct WorkerJob {

@@ -125,6 +125,10 @@ struct ReportData {
     std::string libtorchVersion;
     std::string cudaVersion;
     std::string operatingSystem;
+    // "same-environment" or "cross-environment" (docs/replay.md, "Regimes"), "" when the run
+    // predates the regimes; the reason says which parts of the numerical environment differ.
+    std::string numericRegime;
+    std::string numericRegimeReason;
     std::string replayZkdvVersion;  // the zkdv that ran the replay (zkdvVersion made the report)
     std::string selection;     // canonical spec
     std::uint64_t seed = 0;

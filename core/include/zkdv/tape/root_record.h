@@ -2,10 +2,12 @@
 // The root record: what was trained, how, and with which sealed program (spec section 3).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "zkdv/tape/dtype.h"
+#include "zkdv/tape/numeric_environment.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/byte_span.h"
 #include "zkdv/util/sha256.h"
@@ -38,6 +40,9 @@ struct RootRecord {
     // libtorch intra-op threads of the training process (since 1.2; 0 = not recorded). CPU
     // reductions split their work by thread count, so a replay uses the same count.
     int intraOpThreads = 0;
+    // The training's numerical environment (root member `numerics`, since 1.5; absent: not
+    // recorded). A replay in another environment is judged by the cross-environment regime.
+    std::optional<NumericEnvironment> numerics;
 
     std::vector<TensorSpec> parameters;
     std::vector<TensorSpec> buffers;

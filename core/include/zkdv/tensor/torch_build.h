@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "zkdv/tape/numeric_environment.h"
+
 namespace zkdv {
 
 std::string libtorchVersion();   // "1.13.0"
@@ -12,5 +14,8 @@ int cudaDeviceCount();
 int defaultIntraOpThreads();     // libtorch's intra-op threads on this machine, as the process started
 int currentIntraOpThreads();     // the calling thread's intra-op threads now
 std::string cudaVersion();       // the CUDA runtime libtorch was built with, "" without CUDA
+// This process's numerical environment, at the calling thread's intra-op threads (the root's
+// `numerics`, and a replay's own).
+NumericEnvironment numericEnvironment();
 
 }  // namespace zkdv
