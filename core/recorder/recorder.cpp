@@ -5,11 +5,13 @@
 #include <future>
 
 #include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "background_writer.h"
 #include "snapshot_pool.h"
+#include "tensor_watch.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/tape/root_record.h"
@@ -36,6 +38,22 @@ struct CanonicalState {
     std::vector<std::string> names;
     std::vector<at::Tensor> tensors;
 };
+
+// What a replay of an unrecorded change would call it, said once for every refusal.
+constexpr const char* kDivergedOtherwise = "a replay would find the transaction diverged, as if tampered with";
+
+// Autocast changes the dtype every operator of the step runs in, and the replay runs the
+// sealed program without it. Autocast is on for a device when its dispatch key is not
+// excluded in this thread (both torch lanes keep that convention).
+void refuseAutocast(std::uint64_t transaction)
+{
+    for (const auto& [key, device] : {std::pair{c10::DispatchKey::AutocastCPU, "cpu"}, std::pair{c10::DispatchKey::AutocastCUDA, "cuda"},
+                                      std::pair{c10::DispatchKey::AutocastXPU, "xpu"}})
+        if (!c10::impl::tls_is_dispatch_key_excluded(key))
+            throw RecorderError(std::string("autocast is not recorded yet; transaction ") + std::to_string(transaction) + " runs its forward under torch.autocast(\"" +
+                                device + "\"), which the replay would not apply (" + kDivergedOtherwise +
+                                "): run proof.forward() outside autocast, or cast the model and the batch to the dtype you want before the first transaction");
+}
 
 }  // namespace
 
@@ -108,6 +126,13 @@ struct Recorder::Impl {
 
     bool open = false;
     bool committed = false;
+    bool forwardRan = false;          // the sealed program ran in the open transaction
+    bool backwardRecorded = false;    // and its loss was differentiated through backward()
+    // Marks of what the tape describes, taken where the transaction defines them (docs/recorder.md,
+    // "Unrecorded changes"): parameters, buffers and optimizer slots as the last step (or the first
+    // snapshot) left them; buffers as the program left them; the batch as the program read it; the
+    // gradients as the recorded backward left them.
+    TensorWatch recordedParameters, recordedBuffers, recordedSlots, forwardBuffers, forwardBatch, backwardGradients;
     std::vector<at::Tensor> batch;
     at::Tensor loss;
     std::chrono::steady_clock::time_point startedAt;
@@ -142,6 +167,103 @@ struct Recorder::Impl {
                 canonical.tensors.push_back(tensor.detach());
             }
         return canonical;
+    }
+
+    std::vector<at::Tensor> gradients() const
+    {
+        std::vector<at::Tensor> result;
+        for (const at::Tensor& p : model->parameters())
+            result.push_back(p.grad());
+        return result;
+    }
+
+    std::vector<at::Tensor> slots() const
+    {
+        std::vector<at::Tensor> result;
+        for (const optim::SlotState& slotState : state)
+            for (const auto& entry : slotState)
+                result.push_back(entry.second);
+        return result;
+    }
+
+    std::vector<std::string> slotNames() const
+    {
+        std::vector<std::string> result;
+        for (std::size_t i = 0; i < state.size(); ++i)
+            for (const auto& entry : state[i])
+                result.push_back(model->parameterNames()[i] + "." + entry.first);
+        return result;
+    }
+
+    std::string current() const { return "transaction " + std::to_string(transactions); }
+    std::string lastRecorded() const { return transactions == 0 ? "the first snapshot" : "the optimizer step of transaction " + std::to_string(transactions - 1); }
+
+    void markRecordedState()
+    {
+        recordedParameters.mark(model->parameters());
+        recordedBuffers.mark(model->buffers());
+        recordedSlots.mark(slots());
+    }
+
+    // A change of the state the tape describes leaves a model the tape cannot reach: the
+    // recorder takes no further transaction, and the tape stays valid up to the last one.
+    [[noreturn]] void endTape(const std::string& reason)
+    {
+        const std::string ends = transactions == 0 ? "this tape ends before its first transaction" : "this tape ends at transaction " + std::to_string(transactions - 1);
+        brokenBy = reason + "; " + ends + ": create a new proof";
+        throw RecorderError(brokenBy);
+    }
+
+    // Parameters, buffers and optimizer slots against the recorded marks; `contents` also reads
+    // the parameters' and slots' values (buffers, small, always). Once the program ran, the
+    // buffers are its own until the step: `buffers` false leaves them to the forward's mark.
+    void checkRecordedState(bool contents, const std::string& where, bool buffers = true)
+    {
+        const std::vector<at::Tensor> parameters = model->parameters();
+        if (auto change = recordedParameters.firstChange(parameters, contents))
+            endTape("parameter " + model->parameterNames()[change->index] + " " + change->how + " " + where +
+                    ", outside the prepared optimizer (a step of the raw torch.optim optimizer instead of the one proof.prepare() returned, a "
+                    "write to param.data, an in-place change under torch.no_grad()): the tape cannot describe it, and " + kDivergedOtherwise +
+                    "; change parameters only through the prepared optimizer's step");
+        if (auto change = buffers ? recordedBuffers.firstChange(model->buffers(), true) : std::nullopt)
+            endTape("buffer " + model->bufferNames()[change->index] + " " + change->how + " " + where +
+                    ", outside the sealed program: the tape cannot describe it, and " + kDivergedOtherwise +
+                    "; let only the model's forward change its buffers");
+        if (auto change = recordedSlots.firstChange(slots(), contents))
+            endTape("optimizer state " + slotNames()[change->index] + " " + change->how + " " + where +
+                    ", outside the prepared optimizer's step: the tape cannot describe it, and " + kDivergedOtherwise +
+                    "; leave optimizer.state to the prepared optimizer");
+    }
+
+    // The replay differentiates every prepared parameter; a frozen one would be trained there.
+    void requireGradients() const
+    {
+        const std::vector<at::Tensor> parameters = model->parameters();
+        for (std::size_t i = 0; i < parameters.size(); ++i)
+            if (!parameters[i].requires_grad())
+                throw RecorderError("parameter " + model->parameterNames()[i] + " has requires_grad=False in " + current() +
+                                    ", but the sealed program differentiates every prepared parameter and the replay would train it (" +
+                                    kDivergedOtherwise + "): keep requires_grad=True, and freeze a parameter with a parameter group of lr 0");
+    }
+
+    void beforeForward()
+    {
+        if (!open)
+            throw RecorderError("forward() runs inside a transaction; open one with transaction(batch)");
+        if (forwardRan)
+            throw RecorderError("proof.forward() runs the sealed program once per transaction, and " + current() +
+                                " already ran it: a second run would change the buffers twice where the replay changes them once");
+        refuseAutocast(transactions);
+        requireGradients();
+        checkRecordedState(false, "between " + lastRecorded() + " and the forward of " + current());
+        forwardBatch.mark(batch);
+    }
+
+    void afterForward()
+    {
+        forwardBuffers.mark(model->buffers());
+        forwardRan = true;
+        backwardRecorded = false;
     }
 
     void start()
@@ -201,6 +323,7 @@ struct Recorder::Impl {
         state = bridge->initialState(parameters);
         started = true;
         snapshot(0);
+        markRecordedState();
     }
 
     void snapshot(std::uint64_t beforeTransaction)
@@ -306,7 +429,7 @@ Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
     if (d.sealed)
         throw RecorderError("the tape is sealed; start a new recorder for more transactions");
     if (!d.brokenBy.empty())
-        throw RecorderError("an optimizer step of this recorder failed half-way (" + d.brokenBy + "); create a new proof");
+        throw RecorderError(d.brokenBy);
     if (!d.model || !d.bridge)
         throw RecorderError("prepare the model and its optimizer before the first transaction");
     for (const at::Tensor& tensor : batch)
@@ -316,6 +439,8 @@ Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
         d.start();
     d.open = true;
     d.committed = false;
+    d.forwardRan = false;
+    d.backwardRecorded = false;
     d.batch = std::move(batch);
     d.loss = at::Tensor();
     d.startedAt = std::chrono::steady_clock::now();
@@ -327,13 +452,13 @@ at::Tensor Recorder::forward(const torch::jit::Module& model)
     Impl& d = *impl_;
     if (!d.model || model._ivalue() != d.model->module()._ivalue())
         throw RecorderError("proof.forward() received an unprepared model; pass it through proof.prepare() first");
-    if (!d.open)
-        throw RecorderError("forward() runs inside a transaction; open one with transaction(batch)");
+    d.beforeForward();
     c10::List<at::Tensor> batch;
     for (const at::Tensor& tensor : d.batch)
         batch.push_back(tensor);
     at::Tensor loss = runTrainingStep(d.model->module(), batch);
     d.loss = loss.detach();
+    d.afterForward();
     return loss;
 }
 
@@ -350,16 +475,39 @@ std::vector<at::Tensor> Recorder::forwardExported()
     Impl& d = *impl_;
     if (!d.model || !d.model->exported())
         throw RecorderError("forwardExported() runs an exported-graph step; prepare one with prepare(ExportedModel)");
-    if (!d.open)
-        throw RecorderError("forward() runs inside a transaction; open one with transaction(batch)");
+    d.beforeForward();
     std::vector<at::Tensor> outputs = d.model->interpreter_->run(d.batch);
     d.loss = outputs.front().detach();
+    d.afterForward();
     return outputs;
 }
 
 void Recorder::backward(const at::Tensor& loss)
 {
-    torch::autograd::backward({loss});
+    backward([&loss] { torch::autograd::backward({loss}); });
+}
+
+void Recorder::backward(const std::function<void()>& differentiate)
+{
+    Impl& d = *impl_;
+    if (!d.open) {
+        differentiate();
+        return;
+    }
+    if (!d.forwardRan)
+        throw RecorderError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)");
+    d.requireGradients();
+    // The replay computes every transaction's gradients from zero.
+    const std::vector<at::Tensor> gradients = d.gradients();
+    for (std::size_t i = 0; i < gradients.size(); ++i)
+        if (gradients[i].defined() && at::count_nonzero(gradients[i]).item<std::int64_t>() != 0)
+            throw RecorderError("the gradient of parameter " + d.model->parameterNames()[i] + " is not zero before proof.backward() in " + d.current() +
+                                (d.backwardRecorded ? " (its loss was differentiated already)" : " (gradients accumulated over earlier transactions?)") +
+                                ": the replay computes every transaction's gradients from zero, so its step would differ (" + kDivergedOtherwise +
+                                "); call optimizer.zero_grad() before proof.backward(), and step in every transaction");
+    differentiate();
+    d.backwardGradients.mark(d.gradients());
+    d.backwardRecorded = true;
 }
 
 void Recorder::step(PreparedOptimizer& prepared)
@@ -371,6 +519,26 @@ void Recorder::step(PreparedOptimizer& prepared)
         throw RecorderError("a transaction holds one optimizer step; open a new transaction for the next");
     if (!d.loss.defined())
         throw RecorderError("no loss in this transaction: compute it with forward() so the recorded loss is the one trained on");
+    if (!d.backwardRecorded)
+        throw RecorderError("no recorded backward in " + d.current() +
+                            ": differentiate the loss with proof.backward(loss) between proof.forward() and optimizer.step(), so that the step "
+                            "applies the gradients the replay computes");
+    d.requireGradients();
+    if (auto change = d.backwardGradients.firstChange(d.gradients(), true))
+        throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how +
+                            " between proof.backward() and optimizer.step() in " + d.current() +
+                            " (gradient clipping, or another change of .grad): the replay steps with the gradients the sealed program computes (" +
+                            kDivergedOtherwise + "), so this step is refused and nothing is recorded; clipping as part of the step is not "
+                            "supported yet: leave the gradients as proof.backward() left them");
+    if (auto change = d.forwardBatch.firstChange(d.batch, true))
+        throw RecorderError("batch tensor " + std::to_string(change->index) + " " + change->how + " after proof.forward() in " + d.current() +
+                            ": the tape would record another batch than the one the step trained on (" + kDivergedOtherwise +
+                            "), so this step is refused; change a batch before its transaction, or pass a copy");
+    d.checkRecordedState(true, "between " + d.lastRecorded() + " and the optimizer step of " + d.current(), false);
+    if (auto change = d.forwardBuffers.firstChange(d.model->buffers(), true))
+        d.endTape("buffer " + d.model->bufferNames()[change->index] + " " + change->how + " between proof.forward() and optimizer.step() in " +
+                  d.current() + ", outside the sealed program: the tape cannot describe it, and " + kDivergedOtherwise +
+                  "; let only the model's forward change its buffers");
     std::vector<optim::GroupOptions> current;
     for (const optim::ParameterGroup& group : prepared.optimizer().groups())
         current.push_back(group.options);
@@ -388,10 +556,15 @@ void Recorder::step(PreparedOptimizer& prepared)
     } catch (const std::exception& error) {
         // Groups before the failing one may be stepped already: what the model holds now is
         // no state the tape can describe, so this recorder takes no further transactions.
-        d.brokenBy = error.what();
+        d.brokenBy = "an optimizer step of this recorder failed half-way (" + std::string(error.what()) + "); create a new proof";
         throw RecorderError(std::string(error.what()) + "; the optimizer step may have updated some parameter groups, so this tape ends here: "
                             "create a new proof");
     }
+    // What the step left is what the tape describes from here on (a failing write after this
+    // point is the writer's error, never a change outside the step).
+    d.recordedParameters.mark(parameters);
+    d.recordedSlots.mark(d.slots());
+    d.recordedBuffers = d.forwardBuffers;  // the step leaves buffers as the program did
 
     const SampledChecks checks = d.drawSampledChecks();
     const bool updateCheck = checks.update;
@@ -460,14 +633,29 @@ void Recorder::step(PreparedOptimizer& prepared)
         d.snapshot(d.transactions);
 }
 
-void Recorder::endTransaction()
+std::string Recorder::endTransaction()
 {
     Impl& d = *impl_;
-    if (!d.committed)
+    const bool committed = d.committed;
+    if (!committed)
         ++d.aborted;
     d.open = false;
     d.batch.clear();
     d.loss = at::Tensor();
+    if (!d.brokenBy.empty() || !d.started)
+        return {};
+    // A transaction that leaves the state other than the tape says ends the tape: a raw
+    // optimizer's step, a program run without a step (its buffers moved), a change after the step.
+    try {
+        if (committed)
+            d.checkRecordedState(false, "after the optimizer step of transaction " + std::to_string(d.transactions - 1) + ", inside it");
+        else
+            d.checkRecordedState(true, "in " + d.current() + ", which ended without a step of the prepared optimizer (step the optimizer "
+                                        "returned by proof.prepare() in every transaction)");
+    } catch (const std::exception& error) {  // never out of a destructor
+        return error.what();
+    }
+    return {};
 }
 
 void Recorder::seal()
@@ -527,6 +715,17 @@ Transaction::~Transaction()
 {
     if (recorder_)
         recorder_->endTransaction();
+}
+
+void Transaction::close()
+{
+    if (!recorder_)
+        return;
+    Recorder* recorder = recorder_;
+    recorder_ = nullptr;
+    const std::string refusal = recorder->endTransaction();
+    if (!refusal.empty())
+        throw RecorderError(refusal);
 }
 
 bool Transaction::committed() const { return recorder_ && recorder_->impl_->committed; }

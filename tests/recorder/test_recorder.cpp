@@ -2,6 +2,8 @@
 // and tapes recorded by real PyTorch through tests/oracle/record.py.
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/module.h>
 
@@ -120,6 +122,15 @@ private Q_SLOTS:
     void optionsChangedAfterSealingAreRefused();
     void unsupportedOptimizersAreRefused();
     void optimizerStepFailingHalfWayEndsTheTape();
+    void gradientChangedBeforeTheStepIsRefused_data();
+    void gradientChangedBeforeTheStepIsRefused();
+    void parameterChangedOutsideTheStepEndsTheTape_data();
+    void parameterChangedOutsideTheStepEndsTheTape();
+    void bufferChangedOutsideTheProgramEndsTheTape();
+    void accumulatedGradientsAreRefused();
+    void stepWithoutARecordedBackwardIsRefused();
+    void transactionThatRanTheProgramMustStep();
+    void autocastIsRefused();
     void existingTapeNeedsExplicitOverwrite();
     void failingDiskWriteIsReportedAndTrainingGoesOn();
     void snapshotPoolStaysWithinItsBound();
@@ -228,8 +239,8 @@ void TestRecorder::abortedTransactionWritesNothing()
         PreparedOptimizer& prepared = recorder.prepare(optimizer);
         trainSteps(recorder, model, prepared, 2);
         {
+            // Abandoned before its forward: nothing the tape describes changed, so training goes on.
             Transaction abandoned = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
-            recorder.forward(model);
         }
         trainSteps(recorder, model, prepared, 1);
         recorder.seal();
@@ -463,6 +474,190 @@ void TestRecorder::optimizerStepFailingHalfWayEndsTheTape()
     const TapeSummary summary = scanTape(path);
     QCOMPARE(summary.status, TapeStatus::Unsealed);
     QCOMPARE(summary.transactionCount, std::uint64_t(1));
+}
+
+// One transaction up to its backward, for the tests of what may change before the step.
+struct OpenStep {
+    OpenStep(Recorder& recorder, torch::jit::Module& model)
+        : transaction(recorder.transaction({at::randn({4, 3}), at::randn({4, 2})}))
+    {
+        recorder.backward(recorder.forward(model));
+    }
+    Transaction transaction;
+};
+
+void TestRecorder::gradientChangedBeforeTheStepIsRefused_data()
+{
+    QTest::addColumn<int>("change");
+    QTest::newRow("clipped in place") << 0;
+    QTest::newRow("changed through data()") << 1;
+    QTest::newRow("replaced") << 2;
+    QTest::newRow("removed") << 3;
+}
+
+void TestRecorder::gradientChangedBeforeTheStepIsRefused()
+{
+    QFETCH(int, change);
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    const std::string path = dir_.file("gradient-" + std::to_string(change) + ".zkdv");
+    Recorder recorder(path);
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 1);
+    const at::Tensor before = parametersOf(model)[0].detach().clone();
+    {
+        OpenStep open(recorder, model);
+        at::Tensor weight = parametersOf(model)[0];
+        at::NoGradGuard noGrad;
+        if (change == 0)
+            weight.mutable_grad().clamp_(-1e-3, 1e-3);
+        else if (change == 1)
+            weight.mutable_grad().data().mul_(0.5);
+        else if (change == 2)
+            weight.mutable_grad() = weight.grad() * 0.5;
+        else
+            weight.mutable_grad() = at::Tensor();
+        const QString message = errorOf([&] { prepared.step(); });
+        QVERIFY2(message.startsWith(QStringLiteral("the gradient of parameter weight ")) &&
+                     message.contains(QStringLiteral(" between proof.backward() and optimizer.step() in transaction 1 (gradient clipping")),
+                 qPrintable(message));
+    }
+    // Refused before the update. The refused transaction's forward moved the buffer `seen` all the
+    // same, so the tape ends at the transaction before it, and still seals.
+    QVERIFY(at::equal(before, parametersOf(model)[0].detach()));
+    recorder.seal();
+    QCOMPARE(recorder.statistics().transactions, std::uint64_t(1));
+    QCOMPARE(scanTape(path).status, TapeStatus::Sealed);
+}
+
+void TestRecorder::parameterChangedOutsideTheStepEndsTheTape_data()
+{
+    QTest::addColumn<bool>("throughData");
+    QTest::newRow("in place under NoGradGuard") << false;
+    QTest::newRow("through data(), unseen by the version counter") << true;
+}
+
+void TestRecorder::parameterChangedOutsideTheStepEndsTheTape()
+{
+    QFETCH(bool, throughData);
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    const std::string path = dir_.file(std::string("parameter-") + (throughData ? "data" : "inplace") + ".zkdv");
+    Recorder recorder(path);
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 2);
+    {
+        OpenStep open(recorder, model);
+        at::NoGradGuard noGrad;
+        if (throughData)
+            parametersOf(model)[1].data().add_(0.25);
+        else
+            parametersOf(model)[1].add_(0.25);
+        const QString message = errorOf([&] { prepared.step(); });
+        QVERIFY2(message.startsWith(QStringLiteral("parameter bias ")) &&
+                     message.contains(QStringLiteral("between the optimizer step of transaction 1 and the optimizer step of transaction 2, outside "
+                                                     "the prepared optimizer")) &&
+                     message.endsWith(QStringLiteral("; this tape ends at transaction 1: create a new proof")),
+                 qPrintable(message));
+    }
+    const QString message = errorOf([&] { trainSteps(recorder, model, prepared, 1); });
+    QVERIFY2(message.startsWith(QStringLiteral("parameter bias ")) && message.endsWith(QStringLiteral("create a new proof")), qPrintable(message));
+    recorder.seal();
+    QCOMPARE(scanTape(path).transactionCount, std::uint64_t(2));
+}
+
+void TestRecorder::bufferChangedOutsideTheProgramEndsTheTape()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    Recorder recorder(dir_.file("buffer.zkdv"));
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 1);
+    model.attr("seen").toTensor().data().fill_(7);  // through data(): no version counter sees it
+    const QString message = errorOf([&] { trainSteps(recorder, model, prepared, 1); });
+    QVERIFY2(message.startsWith(QStringLiteral("buffer seen had its values changed unseen by its version counter")) &&
+                 message.contains(QStringLiteral("between the optimizer step of transaction 0 and the forward of transaction 1, outside the sealed "
+                                                 "program")) &&
+                 message.endsWith(QStringLiteral("; this tape ends at transaction 0: create a new proof")),
+             qPrintable(message));
+}
+
+void TestRecorder::accumulatedGradientsAreRefused()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    Recorder recorder(dir_.file("accumulated.zkdv"));
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    {
+        Transaction first = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+        recorder.backward(recorder.forward(model));
+        prepared.step();  // no zeroGrad() after it
+    }
+    Transaction second = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    at::Tensor loss = recorder.forward(model);
+    const QString message = errorOf([&] { recorder.backward(loss); });
+    QVERIFY2(message.startsWith(QStringLiteral("the gradient of parameter weight is not zero before proof.backward() in transaction 1 "
+                                               "(gradients accumulated over earlier transactions?)")),
+             qPrintable(message));
+}
+
+void TestRecorder::stepWithoutARecordedBackwardIsRefused()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    Recorder recorder(dir_.file("no-backward.zkdv"));
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    Transaction transaction = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    torch::autograd::backward({recorder.forward(model)});
+    const QString message = errorOf([&] { prepared.step(); });
+    QVERIFY2(message.startsWith(QStringLiteral("no recorded backward in transaction 0: differentiate the loss with proof.backward(loss)")),
+             qPrintable(message));
+}
+
+void TestRecorder::transactionThatRanTheProgramMustStep()
+{
+    torch::jit::Module model = linearModel();  // its step adds 1 to the buffer `seen`
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    const std::string path = dir_.file("no-step.zkdv");
+    Recorder recorder(path);
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    trainSteps(recorder, model, prepared, 1);
+    Transaction transaction = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    recorder.backward(recorder.forward(model));
+    QString message = errorOf([&] { transaction.close(); });
+    QVERIFY2(message.startsWith(QStringLiteral("buffer seen was changed in place in transaction 1, which ended without a step of the prepared "
+                                               "optimizer")) &&
+                 message.endsWith(QStringLiteral("; this tape ends at transaction 0: create a new proof")),
+             qPrintable(message));
+    message = errorOf([&] { trainSteps(recorder, model, prepared, 1); });
+    QVERIFY2(message.startsWith(QStringLiteral("buffer seen was changed in place in transaction 1")), qPrintable(message));
+    recorder.seal();
+    QCOMPARE(scanTape(path).transactionCount, std::uint64_t(1));
+}
+
+void TestRecorder::autocastIsRefused()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    Recorder recorder(dir_.file("autocast.zkdv"));
+    recorder.prepare(model);
+    PreparedOptimizer& prepared = recorder.prepare(optimizer);
+    Transaction transaction = recorder.transaction({at::randn({4, 3}), at::randn({4, 2})});
+    c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, false);  // as torch.autocast("cpu") does
+    const QString message = errorOf([&] { recorder.forward(model); });
+    c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey::AutocastCPU, true);
+    QVERIFY2(message.startsWith(QStringLiteral("autocast is not recorded yet; transaction 0 runs its forward under torch.autocast(\"cpu\")")),
+             qPrintable(message));
+    // The refused call ran nothing: the transaction goes on.
+    recorder.backward(recorder.forward(model));
+    prepared.step();
+    QVERIFY(transaction.committed());
 }
 
 void TestRecorder::existingTapeNeedsExplicitOverwrite()

@@ -200,7 +200,22 @@ public:
     }
 
     void begin(std::vector<at::Tensor> batch) { open_.emplace(recorder_->transaction(std::move(batch))); }
-    void end() { open_.reset(); }
+
+    // Raises when the transaction changed the state the tape describes (the recorder's message).
+    void end()
+    {
+        if (!open_)
+            return;
+        zkdv::Transaction transaction = std::move(*open_);
+        open_.reset();
+        transaction.close();
+    }
+
+    // Python's own autograd call, inside the recorder's checks of the gradients.
+    void backward(const py::function& differentiate)
+    {
+        recorder_->backward([&differentiate] { differentiate(); });
+    }
     bool committed() const { return open_ && open_->committed(); }
 
     at::Tensor forward(const torch::jit::Module& program) { return recorder_->forward(program); }
@@ -294,6 +309,7 @@ PYBIND11_MODULE(_native, m)
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)
         .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())
+        .def("backward", &NativeRecorder::backward)
         .def("prepare_exported", &NativeRecorder::prepareExported)
         .def("forward_exported", &NativeRecorder::forwardExported, py::call_guard<py::gil_scoped_release>())
         .def("step", &NativeRecorder::step, py::call_guard<py::gil_scoped_release>())

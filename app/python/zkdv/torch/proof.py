@@ -71,8 +71,18 @@ class ZKDV:
             self.close()
 
     def seal(self) -> None:
-        """Waits for every pending record and writes the seal."""
+        """Waits for every pending record and writes the seal.
 
+        A proof that recorded no transaction is not sealed: it would read as a complete run of
+        nothing. It is closed unsealed, and the error says why.
+        """
+
+        if self._native.statistics()["transactions"] == 0:
+            self._native.close()
+            raise RuntimeError(
+                "no transaction was recorded: step the optimizer returned by proof.prepare(...) inside proof.transaction(batch=...); "
+                "the tape is left unsealed"
+            )
         self._native.seal()
         self._native.close()
 
@@ -162,9 +172,15 @@ class ZKDV:
             )
         self._native.begin(list(batch))
 
-    def _close_transaction(self, transaction: EagerTransaction) -> None:
+    def _close_transaction(self, transaction: EagerTransaction, failing: bool) -> None:
         transaction.loss = None
-        self._native.end()
+        try:
+            self._native.end()
+        except RuntimeError:
+            # An exception already leaving the transaction is the one to see; the recorder
+            # repeats its own refusal at the next transaction.
+            if not failing:
+                raise
 
     def _seal_program_once(self, extra_inputs: int, batch) -> None:
         # The recorder binds the model and the optimizer for good, so a proof whose first
@@ -243,7 +259,7 @@ class ZKDV:
                 "proof.backward() received a loss the sealed program did not compute: the tape records "
                 "loss(model(inputs), targets) with the prepared loss module; anything added to it is not replayed"
             )
-        torch.autograd.backward(recorded, gradient)
+        self._native.backward(lambda: torch.autograd.backward(recorded, gradient))
 
     def _step(self, optimizer: PreparedOptimizer) -> None:
         if self._optimizer is not optimizer:

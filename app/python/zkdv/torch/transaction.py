@@ -16,7 +16,9 @@ def current_transaction() -> Optional["EagerTransaction"]:
 class EagerTransaction:
     """Keeps a proof transaction open from eager forward through optimizer step.
 
-    Leaving it without an optimizer step aborts it: nothing is written for it.
+    Leaving it without an optimizer step aborts it: nothing is written for it. When the
+    transaction changed the model all the same (a raw optimizer's step, buffers its forward
+    moved), leaving it raises the recorder's refusal, and the tape ends at the last transaction.
     """
 
     def __init__(self, proof, batch, overlap=overlap_policy.UNCHECKED) -> None:
@@ -35,11 +37,14 @@ class EagerTransaction:
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        self.close()
+        self._end(failing=exc_type is not None)
 
     def close(self) -> None:
+        self._end(failing=False)
+
+    def _end(self, failing: bool) -> None:
         if self._token is None:
             return
         _CURRENT.reset(self._token)
         self._token = None
-        self.proof._close_transaction(self)
+        self.proof._close_transaction(self, failing)

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,7 +101,9 @@ private:
 };
 
 // One transaction scope, open from the forward pass through the optimizer step. Ending
-// the scope without a step aborts it: nothing is written.
+// the scope without a step aborts it: nothing is written. When the transaction changed the
+// state the tape describes all the same (a raw optimizer's step, buffers its forward moved), the
+// recorder takes no further transaction; close() says so, the destructor cannot.
 class Transaction {
 public:
     Transaction(Transaction&& other) noexcept;
@@ -108,6 +111,8 @@ public:
     Transaction(const Transaction&) = delete;
     ~Transaction();
     bool committed() const;
+    // Ends the transaction now; throws RecorderError when its changes ended the tape.
+    void close();
 
 private:
     friend class Recorder;
@@ -154,7 +159,11 @@ public:
     // Runs the prepared exported-graph step on the open transaction's batch: its loss, then its
     // further outputs (the model's output).
     std::vector<at::Tensor> forwardExported();
+    // Differentiates the loss inside a transaction, refusing gradients left from before (the
+    // replay starts from zero) and marking the gradients the step must then apply unchanged.
     void backward(const at::Tensor& loss);
+    // The same checks around a frontend's own autograd call (Python's torch.autograd.backward).
+    void backward(const std::function<void()>& differentiate);
 
     // Waits for every pending record, then writes the seal. Throws the first write error.
     void seal();
@@ -169,7 +178,8 @@ private:
     friend class Transaction;
     struct Impl;
     void step(PreparedOptimizer& optimizer);
-    void endTransaction();
+    // Ends the open transaction; what it changed outside the tape, if anything (empty: nothing).
+    std::string endTransaction();
     std::unique_ptr<Impl> impl_;
 };
 
