@@ -9,7 +9,7 @@
 #include "replay_json.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
-#include "zkdv/audit/pass_rule.h"
+#include "zkdv/report/audit_report.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
@@ -84,6 +84,9 @@ int caseInfo(const std::string& path, bool json)
         for (const StoredReplayRun& run : replays.runs()) {
             nlohmann::json entry = storedRunJson(run);
             entry["seal"] = runSealJson(checkRunSeal(store.database(), run.id));
+            const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
+            entry["outcome"] = report.outcome;
+            entry["headline"] = report.headline;
             nlohmann::json failures = nlohmann::json::array();
             for (const StoredVerdict& verdict : replays.verdicts(run.id))
                 if (!passes(verdict.verdict))
@@ -114,13 +117,10 @@ int caseInfo(const std::string& path, bool json)
     std::printf("sampled checks: %lld transactions with full deltas, %lld with a state digest\n", static_cast<long long>(deltas),
                 static_cast<long long>(digests));
     for (const StoredReplayRun& run : runs) {
-        // Rows nobody can vouch for say nothing: no PASSED or FAILED is derived from them.
+        // The report's one conclusion, the same words everywhere (docs/report.md).
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
-        // A run that did not finish is incomplete unless what it replayed already failed.
-        const char* outcome = !seal.vouched()                                                  ? "NOT VOUCHED"
-                              : replayRunPassed(run.status, run.diverged, run.unverifiable)   ? "PASSED"
-                              : run.status != "finished" && run.diverged == 0 && run.unverifiable == 0 ? "INCOMPLETE"
-                                                                                              : "FAILED";
+        const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
+        const char* outcome = report.outcome.c_str();
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),
@@ -131,6 +131,7 @@ int caseInfo(const std::string& path, bool json)
                     static_cast<unsigned long long>(run.selectedCount), static_cast<unsigned long long>(run.replayed),
                     static_cast<unsigned long long>(run.exact), static_cast<unsigned long long>(run.withinTolerance),
                     static_cast<unsigned long long>(run.diverged), static_cast<unsigned long long>(run.unverifiable));
+        std::printf("  %s\n", report.headline.c_str());
         if (!run.problem.empty())
             std::printf("  %s\n", run.problem.c_str());
         int shown = 0;

@@ -43,8 +43,12 @@ int runReplay(int argc, char** argv)
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
     const ReplayLimits limits;
     parser.addOption("time-budget-factor", "X",
-                     "a transaction may take X times its recorded wall time plus the floor (default " + std::to_string(int(limits.timeFactor)) + ")");
-    parser.addOption("time-budget-floor", "S", "seconds every transaction may take besides (default " + std::to_string(int(limits.transactionFloorSeconds)) + ")");
+                     "a transaction may take X times the median time this replay measured for its transactions (default " +
+                         std::to_string(int(limits.timeFactor)) + "; the tape's recorded times are not used)");
+    parser.addOption("time-budget-floor", "S", "seconds every transaction may take at least (default " + std::to_string(int(limits.transactionFloorSeconds)) + ")");
+    parser.addOption("first-transaction-budget", "S",
+                     "seconds a transaction may take before this replay has measured one (default " +
+                         std::to_string(int(limits.firstTransactionSeconds)) + ")");
     parser.addOption("memory-limit", "MIB", "memory of each CPU replay worker in MiB (default: 1024 + 16 per intra-op thread + 16 x the program, largest snapshot and transaction)");
     parser.addFlag("json", "print JSON on stdout");
     parser.addFlag("quiet", "no progress on stderr");
@@ -66,6 +70,7 @@ int runReplay(int argc, char** argv)
         request.programPath = parser.value("program");
         request.limits.timeFactor = parser.doubleValue("time-budget-factor", limits.timeFactor, 0.0, 1e6);
         request.limits.transactionFloorSeconds = parser.doubleValue("time-budget-floor", limits.transactionFloorSeconds, 0.0, 1e6);
+        request.limits.firstTransactionSeconds = parser.doubleValue("first-transaction-budget", limits.firstTransactionSeconds, 0.0, 1e6);
         request.limits.memoryLimitBytes = parser.unsignedValue("memory-limit", 0) << 20;
         if (parser.has("memory-limit") && (request.limits.memoryLimitBytes == 0 || request.limits.memoryLimitBytes >> 20 != parser.unsignedValue("memory-limit", 0)))
             throw UsageError("--memory-limit must be a positive number of MiB");
@@ -102,9 +107,10 @@ int runReplay(int argc, char** argv)
                         summary.selection.c_str(), static_cast<unsigned long long>(summary.seed), summary.selected.size(),
                         static_cast<unsigned long long>(summary.transactionCount), static_cast<unsigned long long>(summary.replayed),
                         summary.seconds);
-            std::printf("  exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu%s\n",
+            std::printf("  exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu%s%s\n",
                         static_cast<unsigned long long>(summary.exact), static_cast<unsigned long long>(summary.withinTolerance),
                         static_cast<unsigned long long>(summary.diverged), static_cast<unsigned long long>(summary.unverifiable),
+                        summary.trainersFailures == 0 ? "" : (" (" + std::to_string(summary.trainersFailures) + " by the tape's own program or tape: the trainer's failure)").c_str(),
                         summary.status == "finished" ? "" : (" (run " + summary.status + ")").c_str());
             if (!summary.problem.empty())
                 std::printf("  %s\n", summary.problem.c_str());

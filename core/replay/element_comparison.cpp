@@ -205,14 +205,8 @@ ElementComparison compareTransactionElements(CaseStore& store, const ElementComp
     setup.workers = 1;
     setup.snapshotInterval = interval;
     setup.memoryLimitBytes = job.memoryLimitBytes;
-    setup.startSeconds = request.limits.startSeconds;
-    setup.transactionSeconds = [&](const ReplaySegment& s, std::uint64_t t) {
-        std::uint64_t bytes = 0;
-        if (t == s.snapshot || (t == s.lastTransaction && s.reachesNextSnapshot))
-            if (auto it = records.snapshots.find(t == s.snapshot ? t : t + 1); it != records.snapshots.end())
-                bytes = it->second.frameSize;
-        return request.limits.transactionSeconds(replayStore.recordedWallTimeNs(tape->id, t), bytes);
-    };
+    setup.limits = request.limits;
+    setup.snapshotBytes = [&records](const ReplaySegment& s, std::uint64_t t) { return worker::segmentSnapshotBytes(records, s, t); };
     setup.log = &log;
     setup.job = worker::encodeJob(job);
 

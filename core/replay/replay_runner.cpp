@@ -68,26 +68,6 @@ void indexRecords(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& pla
     }
 }
 
-// Each transaction's time budget: its recorded wall time scaled, plus reading the snapshot
-// the segment starts from (first transaction) or is compared with (last).
-std::map<std::uint64_t, double> transactionBudgets(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& plan,
-                                                   const worker::RecordPlan& records, const ReplayLimits& limits)
-{
-    std::map<std::uint64_t, double> budgets;
-    auto snapshotBytes = [&](std::uint64_t k) {
-        auto it = records.snapshots.find(k);
-        return it == records.snapshots.end() ? std::uint64_t(0) : it->second.frameSize;
-    };
-    for (const ReplaySegment& segment : plan.segments)
-        for (std::uint64_t t = segment.snapshot; t <= segment.lastTransaction; ++t) {
-            std::uint64_t bytes = t == segment.snapshot ? snapshotBytes(t) : 0;
-            if (t == segment.lastTransaction && segment.reachesNextSnapshot)
-                bytes += snapshotBytes(t + 1);
-            budgets[t] = limits.transactionSeconds(store.recordedWallTimeNs(tapeId, t), bytes);
-        }
-    return budgets;
-}
-
 // The digest the first snapshot links to: the program record's, or the root's when the
 // program travels apart from the tape.
 Digest digestBeforeFirstSnapshot(const CaseTape& tape, const RootRecord& root, const std::vector<std::uint8_t>& program)
@@ -104,13 +84,14 @@ Digest digestBeforeFirstSnapshot(const CaseTape& tape, const RootRecord& root, c
                        {ByteSpan(program)}, hasher);
 }
 
-TransactionOutcome unverifiableOutcome(std::uint64_t index, std::uint64_t interval, bool selected, const std::string& why)
+TransactionOutcome unverifiableOutcome(std::uint64_t index, std::uint64_t interval, bool selected, UnverifiableCause cause, const std::string& why)
 {
     TransactionOutcome outcome;
     outcome.index = index;
     outcome.segment = index / interval;
     outcome.selected = selected;
     outcome.verdict = Verdict::Unverifiable;
+    outcome.cause = cause;
     outcome.detail = why;
     return outcome;
 }
@@ -316,7 +297,10 @@ public:
             case Verdict::Exact: ++summary_.exact; break;
             case Verdict::WithinTolerance: ++summary_.withinTolerance; break;
             case Verdict::Diverged: ++summary_.diverged; break;
-            case Verdict::Unverifiable: ++summary_.unverifiable; break;
+            case Verdict::Unverifiable:
+                ++summary_.unverifiable;
+                summary_.trainersFailures += blamesTrainer(outcome.cause) ? 1 : 0;
+                break;
             }
             ++summary_.replayed;
             keepFirstFailure(summary_.firstFailures, outcome);
@@ -454,27 +438,26 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     const std::uint64_t interval = planned.input.snapshotInterval;
     std::vector<TransactionOutcome> pending;
     for (std::uint64_t index : planned.unplannable)
-        pending.push_back(unverifiableOutcome(index, interval, true, "the tape holds no snapshot to start this transaction's segment from"));
+        pending.push_back(unverifiableOutcome(index, interval, true, UnverifiableCause::TapeMalformed,
+                                              "the tape holds no snapshot to start this transaction's segment from; " +
+                                                  std::string(trainersFailureReason(UnverifiableCause::TapeMalformed))));
     if (!problem.empty()) {
         for (const ReplaySegment& segment : planned.plan.segments)
             for (std::uint64_t index : segment.selected)
-                pending.push_back(unverifiableOutcome(index, interval, true, problem));
+                pending.push_back(unverifiableOutcome(index, interval, true, UnverifiableCause::Environment, problem));
         record(pending);
         summary.sealProblem = replayStore.finishRun(summary.runId, "finished", problem);
         summary.status = "finished";
     } else {
         record(pending);
         worker::WorkerJob job = workerJob(store, replayStore, tape, root, planned, std::move(program.bytes), embedded, device, intraOp, request);
-        const std::map<std::uint64_t, double> budgets = transactionBudgets(replayStore, tape.id, planned.plan, job.records, request.limits);
         worker::WorkerPoolSetup setup;
         setup.workers = workers;
         setup.snapshotInterval = interval;
         setup.memoryLimitBytes = job.memoryLimitBytes;
-        setup.startSeconds = request.limits.startSeconds;
-        setup.transactionSeconds = [&](const ReplaySegment&, std::uint64_t t) {
-            auto it = budgets.find(t);
-            return it == budgets.end() ? request.limits.transactionFloorSeconds : it->second;
-        };
+        setup.limits = request.limits;
+        const worker::RecordPlan& records = job.records;
+        setup.snapshotBytes = [&records](const ReplaySegment& segment, std::uint64_t t) { return worker::segmentSnapshotBytes(records, segment, t); };
         setup.log = &log;
         setup.executable = workerPath;
         bool cancelled = false;

@@ -53,15 +53,18 @@ struct ReplayWorkerPool::Slot {
     // never idles for a round trip to the parent between segments.
     std::deque<std::size_t> queued;
     std::uint64_t next = 0;     // the transaction the worker is on, while Busy
+    Clock::time_point started;  // of that transaction, as this process measures it
     Clock::time_point deadline;
     double budget = 0;          // of the deadline, for the message
+    std::string basis;          // how the budget was derived, for the message
     std::string memoryRefusal;  // set by a MemoryExhausted message
     bool greeted = false;       // its hello arrived
 };
 
 ReplayWorkerPool::ReplayWorkerPool(const std::vector<ReplaySegment>& segments, WorkerPoolSetup setup,
                                    std::vector<std::unique_ptr<WorkerProcess>> started)
-    : segments_(segments), setup_(std::move(setup)), slots_(std::max(1u, setup_.workers)), prestarted_(std::move(started))
+    : segments_(segments), setup_(std::move(setup)), slots_(std::max(1u, setup_.workers)), prestarted_(std::move(started)),
+      budget_(setup_.limits)
 {
     for (std::size_t s = 0; s < segments_.size(); ++s)
         unassigned_.push_back(s);
@@ -116,7 +119,19 @@ WorkerHello awaitHello(WorkerProcess& p, double seconds, WorkerLog& log)
 
 ReplayWorkerPool::~ReplayWorkerPool() = default;
 
-void ReplayWorkerPool::failRemaining(const ReplaySegment& segment, std::uint64_t from, const std::string& why)
+std::uint64_t segmentSnapshotBytes(const RecordPlan& records, const ReplaySegment& segment, std::uint64_t t)
+{
+    auto bytesOf = [&](std::uint64_t k) {
+        auto it = records.snapshots.find(k);
+        return it == records.snapshots.end() ? std::uint64_t(0) : it->second.frameSize;
+    };
+    std::uint64_t bytes = t == segment.snapshot ? bytesOf(t) : 0;
+    if (t == segment.lastTransaction && segment.reachesNextSnapshot)
+        bytes += bytesOf(t + 1);
+    return bytes;
+}
+
+void ReplayWorkerPool::failRemaining(const ReplaySegment& segment, std::uint64_t from, UnverifiableCause cause, const std::string& why)
 {
     for (std::uint64_t t = from; t <= segment.lastTransaction; ++t) {
         TransactionOutcome outcome;
@@ -124,15 +139,32 @@ void ReplayWorkerPool::failRemaining(const ReplaySegment& segment, std::uint64_t
         outcome.segment = t / setup_.snapshotInterval;
         outcome.selected = std::binary_search(segment.selected.begin(), segment.selected.end(), t);
         outcome.verdict = Verdict::Unverifiable;
+        outcome.cause = cause;
         outcome.detail = why;
         arrived_.push_back(std::move(outcome));
     }
 }
 
-void ReplayWorkerPool::failUnassigned(const std::string& why)
+void ReplayWorkerPool::failUnassigned(UnverifiableCause cause, const std::string& why)
 {
     for (; !unassigned_.empty(); unassigned_.pop_front())
-        failRemaining(segments_[unassigned_.front()], segments_[unassigned_.front()].snapshot, why);
+        failRemaining(segments_[unassigned_.front()], segments_[unassigned_.front()].snapshot, cause, why);
+}
+
+void ReplayWorkerPool::startTransaction(Slot& slot, const ReplaySegment& segment)
+{
+    slot.started = Clock::now();
+    const std::uint64_t snapshotBytes = setup_.snapshotBytes ? setup_.snapshotBytes(segment, slot.next) : 0;
+    slot.budget = budget_.seconds(snapshotBytes);
+    slot.deadline = after(slot.budget);
+    const ReplayLimits& limits = setup_.limits;
+    slot.basis = budget_.measuredCount() == 0
+                     ? "the budget of a transaction before this replay has measured one"
+                     : secondsText(limits.timeFactor) + " x the median " + secondsText(budget_.medianSeconds()) + " s of the " +
+                           std::to_string(budget_.measuredCount()) + " transactions this replay measured, at least " +
+                           secondsText(limits.transactionFloorSeconds) + " s";
+    if (snapshotBytes > 0)
+        slot.basis += ", and " + secondsText(ReplayLimits::snapshotSeconds(snapshotBytes)) + " s to read its snapshots";
 }
 
 void ReplayWorkerPool::startWorkers()
@@ -153,13 +185,13 @@ void ReplayWorkerPool::startWorkers()
             try {
                 slot.process = std::make_unique<WorkerProcess>(setup_.executable);
             } catch (const Error& error) {
-                failUnassigned(error.what());
+                failUnassigned(UnverifiableCause::Environment, error.what());
                 return;
             }
         }
         slot.process->send(frame(MessageType::Job, setup_.job));
         slot.state = Slot::State::Starting;
-        slot.budget = setup_.startSeconds;
+        slot.budget = setup_.limits.startSeconds;
         slot.deadline = after(slot.budget);
     }
 }
@@ -183,8 +215,7 @@ void ReplayWorkerPool::assignOrFinish(Slot& slot)
         const ReplaySegment& segment = segments_[slot.queued.front()];
         slot.state = Slot::State::Busy;
         slot.next = segment.snapshot;
-        slot.budget = setup_.transactionSeconds(segment, slot.next);
-        slot.deadline = after(slot.budget);
+        startTransaction(slot, segment);
     }
 }
 
@@ -208,7 +239,8 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
             if (slot.state != Slot::State::Starting)
                 throw ProtocolError("an unexpected load failure");
             // Loading is deterministic: every other worker would fail the same way.
-            failUnassigned(decodeText(payload));
+            const LoadFailure failure = decodeLoadFailure(payload);
+            failUnassigned(failure.cause, failure.why);
             slot.process->finishSending();
             slot.state = Slot::State::Closing;
             slot.deadline = after(10);
@@ -224,12 +256,13 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
             // The parent's own account of which transaction this is.
             outcome.segment = outcome.index / setup_.snapshotInterval;
             outcome.selected = std::binary_search(segment.selected.begin(), segment.selected.end(), outcome.index);
+            if (outcome.verdict != Verdict::Unverifiable)
+                outcome.cause = UnverifiableCause::None;
             arrived_.push_back(std::move(outcome));
+            budget_.measured(std::chrono::duration<double>(Clock::now() - slot.started).count());
             ++slot.next;
-            if (slot.next <= segment.lastTransaction) {
-                slot.budget = setup_.transactionSeconds(segment, slot.next);
-                slot.deadline = after(slot.budget);
-            }
+            if (slot.next <= segment.lastTransaction)
+                startTransaction(slot, segment);
             break;
         }
         case MessageType::SegmentDone: {
@@ -238,8 +271,8 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
             // A segment stops early after a failure it reports itself; the rest is not replayed.
             const ReplaySegment& segment = segments_[slot.queued.front()];
             if (slot.next <= segment.lastTransaction)
-                failRemaining(segment, slot.next, "the replay worker ended the segment at transaction " + std::to_string(slot.next) +
-                                                      " without an outcome for it");
+                failRemaining(segment, slot.next, UnverifiableCause::ProgramBrokeProtocol,
+                              "the replay worker ended the segment at transaction " + std::to_string(slot.next) + " without an outcome for it");
             slot.queued.pop_front();
             slot.state = Slot::State::Idle;
             assignOrFinish(slot);
@@ -256,7 +289,7 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
     }
 }
 
-void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why)
+void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why, UnverifiableCause cause)
 {
     WorkerProcess& process = *slot.process;
     // A worker that closed its channel is usually exiting: its own status says more than SIGKILL.
@@ -271,10 +304,17 @@ void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why)
         }
     }
     std::string reason = why;
-    if (reason.empty() && !slot.memoryRefusal.empty())
+    if (reason.empty() && !slot.memoryRefusal.empty()) {
         reason = slot.memoryRefusal;
+        cause = UnverifiableCause::ProgramExceededMemory;
+    }
     if (reason.empty() && !status.empty())
         reason = status;
+    // A worker that never said hello did not start: this machine's fault. Once it has, the
+    // sealed program is what it runs, and what becomes of it within the auditor's limits is
+    // the program's doing (docs/replay.md, "Whose failure").
+    if (slot.state == Slot::State::Starting && !slot.greeted)
+        cause = UnverifiableCause::Environment;
     if (slot.state == Slot::State::Starting || slot.state == Slot::State::Busy) {
         if (reason.empty())
             reason = "closed its channel";
@@ -284,14 +324,16 @@ void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why)
         std::string text = "replay worker " + reason + where;
         if (!tail.empty() && slot.memoryRefusal.empty() && why.rfind("exceeded", 0) != 0)
             text += "; its last output: " + tail.substr(tail.size() > 300 ? tail.size() - 300 : 0);
+        if (blamesTrainer(cause))
+            text += "; " + std::string(trainersFailureReason(cause));
         if (slot.state == Slot::State::Busy) {
-            failRemaining(segments_[slot.queued.front()], slot.next, text);
+            failRemaining(segments_[slot.queued.front()], slot.next, cause, text);
             // The segments it had not begun go to the other workers.
             for (auto it = slot.queued.rbegin(); it + 1 != slot.queued.rend(); ++it)
                 unassigned_.push_front(*it);
         }
         else
-            failUnassigned(text);  // a program that cannot be loaded fails the same way everywhere
+            failUnassigned(cause, text);  // a program that cannot be loaded fails the same way everywhere
     }
     slot.process.reset();
     slot.state = Slot::State::Empty;
@@ -352,6 +394,7 @@ bool ReplayWorkerPool::run(const std::function<void(std::vector<TransactionOutco
             }
             // Set when the worker is done for: why, or "" when its exit status says it.
             std::optional<std::string> ended;
+            UnverifiableCause cause = UnverifiableCause::ProgramCrashed;
             if ((fds[i].revents & POLLOUT) && !p.flush())
                 ended = std::string();  // its exit status says why
             if (!ended && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -372,19 +415,23 @@ bool ReplayWorkerPool::run(const std::function<void(std::vector<TransactionOutco
                     handleMessages(slot);
                 } catch (const Error& error) {
                     ended = std::string("broke the replay protocol (") + error.what() + ")";
+                    cause = UnverifiableCause::ProgramBrokeProtocol;
                 }
             }
             if (ended && slot.state != Slot::State::Empty)
-                workerEnded(slot, *ended);
+                workerEnded(slot, *ended, cause);
         }
         const Clock::time_point now = Clock::now();
         for (Slot& slot : slots_) {
             if (slot.state == Slot::State::Empty || now < slot.deadline)
                 continue;
             if (slot.state == Slot::State::Closing)
-                workerEnded(slot, "");
+                workerEnded(slot, "", UnverifiableCause::ProgramCrashed);
+            else if (slot.state == Slot::State::Starting)
+                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s", UnverifiableCause::ProgramExceededTime);
             else
-                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s");
+                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s (" + slot.basis + ")",
+                            UnverifiableCause::ProgramExceededTime);
         }
     }
 }

@@ -2,7 +2,8 @@
 // Runs a plan's segments in replay worker processes and hands their outcomes to the caller's
 // thread: the containment of a replay (docs/replay.md, "Containment"). A worker that
 // overruns its time budget is killed; one that crashes, runs out of memory or breaks the
-// protocol is replaced; the transactions it left are `unverifiable` with the reason. The
+// protocol is replaced; the transactions it left are `unverifiable` with the reason and its
+// cause (the sealed program's, once the worker has said hello). The
 // caller never waits longer than a budget and never sees the worker's output.
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/replay_plan.h"
 
+#include "zkdv/replay/replay_limits.h"
 #include "zkdv/replay/worker_protocol.h"
 
 namespace zkdv::worker {
@@ -27,15 +29,20 @@ class WorkerProcess;
 // last output) when none comes within `seconds`.
 WorkerHello awaitHello(WorkerProcess& process, double seconds, WorkerLog& log);
 
+// The snapshot bytes transaction `t` of `segment` reads besides its own record: the snapshot
+// its segment starts from (first transaction) and the one it is compared with (last).
+std::uint64_t segmentSnapshotBytes(const RecordPlan& records, const ReplaySegment& segment, std::uint64_t t);
+
 struct WorkerPoolSetup {
     std::string executable;
     std::vector<std::uint8_t> job;  // encodeJob()
     unsigned workers = 1;           // processes at once
     std::uint64_t snapshotInterval = 1;
     std::uint64_t memoryLimitBytes = 0;  // as set in the job, for the messages
-    double startSeconds = 60;            // from start to the program loaded
-    // The budget of one transaction of a segment, in seconds.
-    std::function<double(const ReplaySegment&, std::uint64_t transaction)> transactionSeconds;
+    // The auditor's limits: the start, and each transaction's budget (TransactionBudget).
+    ReplayLimits limits;
+    // The snapshot bytes a transaction of a segment reads besides its own record.
+    std::function<std::uint64_t(const ReplaySegment&, std::uint64_t transaction)> snapshotBytes;
     WorkerLog* log = nullptr;
 };
 
@@ -56,9 +63,10 @@ private:
     void startWorkers();
     void assignOrFinish(Slot& slot);
     void handleMessages(Slot& slot);
-    void workerEnded(Slot& slot, const std::string& why);
-    void failRemaining(const ReplaySegment& segment, std::uint64_t from, const std::string& why);
-    void failUnassigned(const std::string& why);
+    void startTransaction(Slot& slot, const ReplaySegment& segment);
+    void workerEnded(Slot& slot, const std::string& why, UnverifiableCause cause);
+    void failRemaining(const ReplaySegment& segment, std::uint64_t from, UnverifiableCause cause, const std::string& why);
+    void failUnassigned(UnverifiableCause cause, const std::string& why);
 
     const std::vector<ReplaySegment>& segments_;
     WorkerPoolSetup setup_;
@@ -67,6 +75,7 @@ private:
     unsigned started_ = 0;  // workers started so far, numbering them in the log
     std::vector<TransactionOutcome> arrived_;
     std::vector<std::unique_ptr<WorkerProcess>> prestarted_;  // handed to the first slots
+    TransactionBudget budget_;
 };
 
 }  // namespace zkdv::worker

@@ -121,6 +121,14 @@ Verdict verdictFrom(Reader& in)
     return static_cast<Verdict>(v);
 }
 
+UnverifiableCause causeFrom(Reader& in)
+{
+    const std::uint8_t v = in.u8();
+    if (v > static_cast<std::uint8_t>(UnverifiableCause::TapeMalformed))
+        in.fail("cause " + std::to_string(v));
+    return static_cast<UnverifiableCause>(v);
+}
+
 void writeRefs(Writer& out, const std::map<std::uint64_t, RecordRef>& refs)
 {
     out.u64(refs.size());
@@ -297,6 +305,7 @@ std::vector<std::uint8_t> encodeOutcome(const TransactionOutcome& outcome)
     out.u64(outcome.segment);
     out.u8(outcome.selected ? 1 : 0);
     out.u8(static_cast<std::uint8_t>(outcome.verdict));
+    out.u8(static_cast<std::uint8_t>(outcome.cause));
     out.text(outcome.detail);
     out.u64(outcome.replayNs);
     out.u64(outcome.comparisons.size());
@@ -345,6 +354,7 @@ TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload)
     outcome.segment = in.u64();
     outcome.selected = in.u8() != 0;
     outcome.verdict = verdictFrom(in);
+    outcome.cause = causeFrom(in);
     outcome.detail = in.text();
     outcome.replayNs = in.u64();
     // A comparison takes at least 8 + 8 + 1 + 8 + 8 + 1 + 5 * 8 + 2 * 8 + 1 bytes.
@@ -413,6 +423,24 @@ std::string decodeText(const std::vector<std::uint8_t>& payload)
     std::string text = in.text();
     in.finish();
     return text;
+}
+
+std::vector<std::uint8_t> encodeLoadFailure(const LoadFailure& failure)
+{
+    Writer out;
+    out.u8(static_cast<std::uint8_t>(failure.cause));
+    out.text(failure.why);
+    return std::move(out.bytes);
+}
+
+LoadFailure decodeLoadFailure(const std::vector<std::uint8_t>& payload)
+{
+    Reader in(payload, "load failure");
+    LoadFailure failure;
+    failure.cause = causeFrom(in);
+    failure.why = in.text();
+    in.finish();
+    return failure;
 }
 
 std::vector<std::uint8_t> encodeCount(std::uint64_t value)

@@ -354,6 +354,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.withinTolerance = run->withinTolerance;
     report.diverged = run->diverged;
     report.unverifiable = run->unverifiable;
+    report.trainersFailures = run->trainersFailures;
     report.runProblem = run->problem;
     report.seal = checkRunSeal(store.database(), run->id);
     const bool severalTapes = store.tapes().size() > 1;
@@ -376,13 +377,27 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
         entry.withinTolerance = other.withinTolerance;
         entry.diverged = other.diverged;
         entry.unverifiable = other.unverifiable;
-        entry.vouched = checkRunSeal(store.database(), other.id).vouched();
+        entry.trainersFailures = other.trainersFailures;
+        const RunSealCheck check = checkRunSeal(store.database(), other.id);
+        entry.vouched = check.vouched();
+        entry.sealState = check.state;
+        entry.finding = check.finding;
         if (entry.vouched && other.diverged > 0)
             for (const StoredVerdict& verdict : replays.verdicts(other.id))
                 if (verdict.verdict == Verdict::Diverged && entry.divergedTransactions.size() < kWorstDivergences)
                     entry.divergedTransactions.push_back(verdict.index);
         report.otherRuns.push_back(std::move(entry));
     }
+    // The earlier failures the run's seal recorded must still be in the case, failing.
+    if (report.seal.finding)
+        for (std::int64_t failed : report.seal.finding->earlierFailedRuns) {
+            auto other = std::find_if(report.otherRuns.begin(), report.otherRuns.end(), [&](const ReportOtherRun& o) { return o.id == failed; });
+            if (other == report.otherRuns.end())
+                report.vanishedFailures.push_back({failed, "no longer in the case"});
+            else if (!(other->finding && other->finding->failed()))
+                report.vanishedFailures.push_back(
+                    {failed, other->sealState == RunSealCheck::State::Unsigned ? "stripped of its seal" : "no longer says so under a trusted seal"});
+        }
 
     readTransactions(store.database(), tape.id, run->id, report);
     for (const ReportTransaction& t : report.transactions)

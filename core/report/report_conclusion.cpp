@@ -52,6 +52,37 @@ const ReportTransaction* firstWith(const ReportData& report, Verdict verdict)
     return nullptr;
 }
 
+// The unverifiable transactions the tape's own program or tape is to blame for (true), or
+// the auditor's machine (false).
+std::vector<const ReportTransaction*> unverifiableBlaming(const ReportData& report, bool trainer)
+{
+    std::vector<const ReportTransaction*> result;
+    for (const ReportTransaction& t : report.transactions)
+        if (t.verdict == Verdict::Unverifiable && blamesTrainer(t.cause) == trainer)
+            result.push_back(&t);
+    return result;
+}
+
+std::vector<std::uint64_t> indexesOf(const std::vector<const ReportTransaction*>& transactions)
+{
+    std::vector<std::uint64_t> indexes;
+    for (const ReportTransaction* t : transactions)
+        indexes.push_back(t->index);
+    return indexes;
+}
+
+// "2 diverged transactions and 1 the tape's own program made unreplayable"
+std::string faultText(std::uint64_t diverged, std::uint64_t trainersFailures)
+{
+    std::string text;
+    if (diverged > 0)
+        text = count(diverged, "diverged transaction", "diverged transactions");
+    if (trainersFailures > 0)
+        text += (text.empty() ? "" : " and ") + count(trainersFailures, "transaction", "transactions") +
+                " the tape's own program or tape made unreplayable within the auditor's limits";
+    return text.empty() ? std::string("earlier failed runs") : text;
+}
+
 std::string lastTransactionText(const ReportData& report)
 {
     return report.transactionCount == 0 ? std::string("the start of training (it holds no transaction)")
@@ -100,6 +131,18 @@ void writeConclusion(ReportData& report)
     if (!report.seal.vouched()) {
         report.passed = false;
         const bool altered = report.seal.state == RunSealCheck::State::Altered;
+        // The rows were changed, but the seal still signs what the run had found: a failure
+        // found stays found, whatever the rows say now.
+        if (altered && report.seal.finding && report.seal.finding->failed()) {
+            const RunFinding& found = *report.seal.finding;
+            report.warnings.push_back("The replay results in this case were changed after zkdv stored them: " + report.seal.explanation +
+                                      ". Redo the replay with: " + report.redoCommand + ".");
+            report.outcome = "FAILED";
+            report.headline = "FAILED: replay run " + std::to_string(report.runId) +
+                              " was altered after it was sealed, but its seal still says it found " + faultText(found.diverged, found.trainersFailures) +
+                              " — the training run recorded on this tape cannot be trusted.";
+            return;
+        }
         report.warnings.push_back(std::string(altered ? "The replay results in this case were changed after zkdv stored them: "
                                                       : "The replay results in this case cannot be vouched for: ") +
                                   report.seal.explanation + ". Redo the replay with: " + report.redoCommand + ".");
@@ -115,6 +158,8 @@ void writeConclusion(ReportData& report)
     }
     const std::vector<std::uint64_t> diverged = indexesWith(report, Verdict::Diverged);
     const std::vector<std::uint64_t> unverifiable = indexesWith(report, Verdict::Unverifiable);
+    const std::vector<const ReportTransaction*> trainers = unverifiableBlaming(report, true);
+    const std::vector<const ReportTransaction*> environment = unverifiableBlaming(report, false);
     const bool sealed = report.tapeStatus == "sealed";
     const bool programOk = report.programCheck == "matched";
     const bool finished = report.runStatus == "finished";
@@ -128,22 +173,51 @@ void writeConclusion(ReportData& report)
             "not truthfully record the training run" +
             (first && !first->detail.empty() ? " (transaction " + std::to_string(first->index) + ": " + first->detail + ")." : "."));
     }
-    // 1b. What the tape's other vouched runs found: a report of a later run that did not
-    // replay those transactions must not read as a pass.
+    // 1a. The tape's own program made transactions unreplayable within the auditor's limits:
+    // the trainer's failure, said with the cause (docs/replay.md, "Whose failure").
+    if (!trainers.empty()) {
+        const ReportTransaction& first = *trainers.front();
+        report.warnings.push_back(
+            "The tape's own program or tape made " + count(trainers.size(), "transaction", "transactions") + " (" +
+            indexList(indexesOf(trainers)) + ") impossible to replay within the limits the auditor set: transaction " +
+            std::to_string(first.index) + ": " + std::string(unverifiableCauseText(first.cause)) + " (" + first.detail + "); " +
+            std::string(trainersFailureReason(first.cause)) + ".");
+    }
+    // 1b. What the tape's other runs found: a report of a later run that did not replay those
+    // transactions must not read as a pass, nor may a failure vanish by editing or deleting
+    // the run that found it.
     std::vector<const ReportOtherRun*> otherFailures;
-    for (const ReportOtherRun& other : report.otherRuns)
-        if (other.vouched && other.diverged > 0) {
+    std::vector<const ReportOtherRun*> otherAltered;
+    for (const ReportOtherRun& other : report.otherRuns) {
+        const bool failedVouched = other.vouched && replayRunFailed(other.diverged, other.trainersFailures);
+        const bool failedWhenSealed = other.finding && replayRunFailed(other.finding->diverged, other.finding->trainersFailures);
+        if (failedVouched || failedWhenSealed) {
             otherFailures.push_back(&other);
-            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + other.status +
-                                      ") found " + count(other.diverged, "diverged transaction", "diverged transactions") +
-                                      (other.divergedTransactions.empty() ? std::string() : " (" + indexList(other.divergedTransactions) + ")") +
+            const bool altered = other.sealState == RunSealCheck::State::Altered;
+            const std::uint64_t d = altered ? other.finding->diverged : other.diverged;
+            const std::uint64_t p = altered ? other.finding->trainersFailures : other.trainersFailures;
+            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + other.status + ") " +
+                                      (altered ? "was altered after it was sealed, but its seal still says it found " : "found ") +
+                                      faultText(d, p) +
+                                      (!altered && !other.divergedTransactions.empty() ? " (" + indexList(other.divergedTransactions) + ")" : std::string()) +
                                       ": this report is about run " + std::to_string(report.runId) + ", which does not undo that finding.");
+        } else if (other.sealState == RunSealCheck::State::Altered) {
+            otherAltered.push_back(&other);
+            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + other.status +
+                                      ") was altered after zkdv sealed it: its rows no longer match its seal, so what it found is unknown, "
+                                      "and this report cannot pass the tape while the case holds it.");
         }
+    }
+    for (const ReportVanishedFailure& vanished : report.vanishedFailures)
+        report.warnings.push_back("Replay run " + std::to_string(vanished.runId) + " of this tape had found the tape at fault when run " +
+                                  std::to_string(report.runId) + " was sealed, and is now " + vanished.now +
+                                  ": that finding still stands.");
+    const bool othersFailed = !otherFailures.empty() || !report.vanishedFailures.empty();
     // The one pass rule of a run, and on top of it what the report asks of the tape: that
-    // something was replayed and compared, that the tape is sealed, and that no other vouched
-    // run of it found a divergence. The headlines below say which failed.
+    // something was replayed and compared, that the tape is sealed, and that no other run of
+    // it found the tape at fault or was altered. The headlines below say which failed.
     report.passed = replayRunPassed(report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 &&
-                    report.comparisonCount > 0 && sealed && otherFailures.empty();
+                    report.comparisonCount > 0 && sealed && !othersFailed && otherAltered.empty();
 
     // 2. An incomplete tape.
     if (report.tapeStatus == "truncated")
@@ -190,9 +264,9 @@ void writeConclusion(ReportData& report)
                                   std::to_string(report.selectedCount) + " were selected).");
     if (!report.runProblem.empty() && programOk)
         report.warnings.push_back("The replay could not check the transactions: " + report.runProblem + ".");
-    if (diverged.empty() && !unverifiable.empty() && report.runProblem.empty())
-        report.warnings.push_back(count(unverifiable.size(), "transaction", "transactions") + " could not be checked (" +
-                                  indexList(unverifiable) + "): " + firstWith(report, Verdict::Unverifiable)->detail);
+    if (diverged.empty() && !environment.empty() && report.runProblem.empty())
+        report.warnings.push_back(count(environment.size(), "transaction", "transactions") + " could not be checked on the auditor's machine (" +
+                                  indexList(indexesOf(environment)) + "): " + environment.front()->detail);
 
     // The headline.
     const std::uint64_t replayed = report.replayedCount;
@@ -204,11 +278,36 @@ void writeConclusion(ReportData& report)
                           " reproduce what the tape claims — the training run recorded on this tape cannot be trusted.";
         return;
     }
-    if (!otherFailures.empty()) {
+    if (!trainers.empty()) {
+        const ReportTransaction& first = *trainers.front();
         report.outcome = "FAILED";
-        report.headline = "FAILED: replay run " + std::to_string(otherFailures.front()->id) + " of this tape found " +
-                          count(otherFailures.front()->diverged, "transaction that does", "transactions that do") +
-                          " not reproduce what the tape claims — the training run recorded on this tape cannot be trusted.";
+        report.headline = "FAILED: transaction " + std::to_string(first.index) + ": " + std::string(unverifiableCauseText(first.cause)) +
+                          (trainers.size() > 1 ? " (and " + count(trainers.size() - 1, "more transaction", "more transactions") + ")" : std::string()) +
+                          "; " + std::string(trainersFailureReason(first.cause)) + " — the training run recorded on this tape cannot be trusted.";
+        return;
+    }
+    if (!otherFailures.empty()) {
+        const ReportOtherRun& first = *otherFailures.front();
+        const bool altered = first.sealState == RunSealCheck::State::Altered;
+        report.outcome = "FAILED";
+        report.headline = "FAILED: replay run " + std::to_string(first.id) + " of this tape found " +
+                          faultText(altered ? first.finding->diverged : first.diverged, altered ? first.finding->trainersFailures : first.trainersFailures) +
+                          (altered ? " (its rows were altered since; its seal still says so)" : "") +
+                          " — the training run recorded on this tape cannot be trusted.";
+        return;
+    }
+    if (!report.vanishedFailures.empty()) {
+        report.outcome = "FAILED";
+        report.headline = "FAILED: replay run " + std::to_string(report.vanishedFailures.front().runId) +
+                          " of this tape had found the tape at fault, as run " + std::to_string(report.runId) + "'s seal records, and is now " +
+                          report.vanishedFailures.front().now + " — the training run recorded on this tape cannot be trusted.";
+        return;
+    }
+    if (!otherAltered.empty()) {
+        report.outcome = "NOT VOUCHED";
+        report.headline = "NOT VOUCHED: replay run " + std::to_string(otherAltered.front()->id) +
+                          " of this tape was altered after it was sealed, so what it found is unknown; this report neither confirms nor "
+                          "refutes the tape while the case holds altered results. Replay it again in a fresh case.";
         return;
     }
     if (replayed == 0) {
@@ -231,7 +330,7 @@ void writeConclusion(ReportData& report)
     if (!unverifiable.empty()) {
         report.outcome = "NOT VERIFIED";
         report.headline = "NOT VERIFIED: " + std::to_string(unverifiable.size()) + " of " + std::to_string(replayed) +
-                          " replayed transactions could not be checked" +
+                          " replayed transactions could not be checked on the auditor's machine" +
                           (report.runProblem.empty() ? std::string() : " (" + report.runProblem + ")") +
                           "; this audit neither confirms nor refutes the tape.";
         return;

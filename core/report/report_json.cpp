@@ -109,8 +109,10 @@ std::string renderReportJson(const ReportData& r)
                                {"vouched", r.seal.vouched()},
                                {"signer", r.seal.signer.empty() ? json(nullptr) : json(r.seal.signer)},
                                {"sealed_at", r.seal.sealedAt.empty() ? json(nullptr) : json(r.seal.sealedAt)},
-                               {"explanation", r.seal.explanation}}}};
-    out["counts"] = {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}};
+                               {"explanation", r.seal.explanation},
+                               {"payload_version", r.seal.payloadVersion}}}};
+    out["counts"] = {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable},
+                     {"trainers_failures", r.trainersFailures}};
     out["comparison_count"] = r.comparisonCount;
     json otherRuns = json::array();
     for (const ReportOtherRun& other : r.otherRuns)
@@ -122,10 +124,16 @@ std::string renderReportJson(const ReportData& r)
                              {"started_at", other.startedAt},
                              {"replayed", other.replayed},
                              {"counts", {{"exact", other.exact}, {"within_tolerance", other.withinTolerance}, {"diverged", other.diverged},
-                                         {"unverifiable", other.unverifiable}}},
+                                         {"unverifiable", other.unverifiable}, {"trainers_failures", other.trainersFailures}}},
                              {"vouched", other.vouched},
+                             {"seal_state", runSealStateName(other.sealState)},
+                             {"failed_when_sealed", other.finding ? json(other.finding->failed()) : json(nullptr)},
                              {"diverged_transactions", other.divergedTransactions}});
     out["other_runs"] = otherRuns;
+    json vanished = json::array();
+    for (const ReportVanishedFailure& v : r.vanishedFailures)
+        vanished.push_back({{"id", v.runId}, {"now", v.now}});
+    out["vanished_failures"] = vanished;
     if (r.sampling) {
         const SamplingStatement& s = *r.sampling;
         out["sampling"] = {{"population", s.population},
@@ -156,6 +164,7 @@ std::string renderReportJson(const ReportData& r)
                                 {"segment", t.segment},
                                 {"selected", t.selected},
                                 {"verdict", verdictName(t.verdict)},
+                                {"cause", t.verdict == Verdict::Unverifiable ? json(unverifiableCauseName(t.cause)) : json(nullptr)},
                                 {"detail", t.detail},
                                 {"loss", number(t.loss)},
                                 {"learning_rate", t.recordedLearningRate ? number(*t.recordedLearningRate) : json(nullptr)},

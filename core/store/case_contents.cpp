@@ -60,7 +60,7 @@ std::vector<RunTransaction> loadRunTransactions(Database& db, std::int64_t tapeI
 {
     Statement rows = db.prepare(
         "SELECT v.idx, coalesce(v.segment, 0), coalesce(v.selected, 1), v.verdict, coalesce(v.detail, ''), t.loss, t.lr,"
-        " t.update_norm, coalesce(v.replay_ns, 0)"
+        " t.update_norm, coalesce(v.replay_ns, 0), coalesce(v.cause, '')"
         " FROM verdicts v LEFT JOIN transactions t ON t.tape_id = ?1 AND t.idx = v.idx WHERE v.run_id = ?2 ORDER BY v.idx");
     rows.bind(1, tapeId).bind(2, runId);
     std::vector<RunTransaction> transactions;
@@ -76,6 +76,8 @@ std::vector<RunTransaction> loadRunTransactions(Database& db, std::int64_t tapeI
             t.recordedLearningRate = rows.real(6);
         t.updateNorm = realOrNan(rows, 7);
         t.replayNs = static_cast<std::uint64_t>(rows.int64(8));
+        if (t.verdict == Verdict::Unverifiable)
+            t.cause = unverifiableCauseOrEnvironment(rows.text(9));
         transactions.push_back(std::move(t));
     }
     return transactions;

@@ -327,6 +327,17 @@ CREATE TABLE transaction_notes(
     FOREIGN KEY(tape_id, idx) REFERENCES transactions(tape_id, idx) ON DELETE CASCADE
 ) WITHOUT ROWID;
 )sql"},
+    // Whose failure an unverifiable transaction is (zkdv/audit/unverifiable_cause.h): the
+    // trainer's program past the auditor's limits fails the run, the auditor's machine does
+    // not. A seal of payload version 2 covers the cause, the tape's ingested rows a report
+    // prints, and signs what the run found, so an altered run still says it failed
+    // (zkdv/store/run_seal.h); older seals keep payload version 1.
+    {9, R"sql(
+ALTER TABLE verdicts ADD COLUMN cause TEXT CHECK(cause IN ('environment','program-time','program-memory','program-crash',
+    'program-protocol','program-refused','tape-malformed'));
+ALTER TABLE run_seals ADD COLUMN payload_version INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE run_seals ADD COLUMN found TEXT;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -142,13 +142,6 @@ std::optional<RecordRef> ReplayStore::transactionRecord(std::int64_t tapeId, std
     return refFromRow(row);
 }
 
-std::uint64_t ReplayStore::recordedWallTimeNs(std::int64_t tapeId, std::uint64_t index)
-{
-    Statement row = db_.prepare("SELECT wall_time_ns FROM transactions WHERE tape_id = ?1 AND idx = ?2");
-    row.bind(1, tapeId).bind(2, static_cast<std::int64_t>(index));
-    return row.step() ? static_cast<std::uint64_t>(std::max<std::int64_t>(0, row.int64(0))) : 0;
-}
-
 std::optional<RecordRef> ReplayStore::snapshotRecord(std::int64_t tapeId, std::uint64_t beforeTransaction)
 {
     Statement row = db_.prepare(
@@ -243,7 +236,7 @@ void ReplayStore::writePending()
     const std::vector<TransactionOutcome>& outcomes = pending_;
     Statement verdict = db_.prepare(
         "INSERT OR REPLACE INTO verdicts(run_id, idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp,"
-        " worst_rel_l2, replay_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+        " worst_rel_l2, replay_ns, cause) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
     Statement metric = db_.prepare(
         "INSERT OR REPLACE INTO metrics(run_id, idx, tensor, slot, max_abs, rel_l2, cosine, max_ulp, mean_ulp, nan_mismatches,"
         " inf_mismatches, ulp_histogram, verdict, elements, bitwise_equal, note)"
@@ -262,6 +255,10 @@ void ReplayStore::writePending()
             verdict.bindNull(7).bindNull(8).bindNull(9).bindNull(10);
         }
         verdict.bind(11, static_cast<std::int64_t>(outcome.replayNs));
+        if (outcome.verdict == Verdict::Unverifiable)
+            verdict.bind(12, unverifiableCauseName(outcome.cause == UnverifiableCause::None ? UnverifiableCause::Environment : outcome.cause));
+        else
+            verdict.bindNull(12);
         verdict.run();
         for (const TensorComparison& comparison : outcome.comparisons) {
             const DivergenceMetrics& m = comparison.metrics;
@@ -293,11 +290,17 @@ std::string ReplayStore::finishRun(std::int64_t runId, const std::string& status
     // stored all the same, unsigned, since its results are worth keeping even if no report
     // can be made from them.
     std::optional<AuditorKey> key;
+    std::vector<TrustedKey> trusted;
     std::string sealProblem;
     try {
         key = AuditorKey::loadOrCreate();
     } catch (const Error& error) {
         sealProblem = error.what();
+    }
+    try {
+        trusted = readTrustedKeys();
+    } catch (const Error&) {
+        // Only the earlier runs this user sealed count for the seal's record of earlier failures.
     }
     BusyTimeout wait(db_, kLongWriteWaitMs);
     SqlTransaction transaction(db_);
@@ -311,7 +314,7 @@ std::string ReplayStore::finishRun(std::int64_t runId, const std::string& status
         update.bind(3, problem);
     update.bind(4, runId).run();
     if (key)
-        sealRun(db_, runId, *key);
+        sealRun(db_, runId, *key, trusted);
     transaction.commit();
     pending_.clear();
     return sealProblem;
@@ -328,7 +331,9 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'within-tolerance'),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'diverged'),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'),"
-        " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0)"
+        " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0),"
+        " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'"
+        "  AND coalesce(v.cause, 'environment') <> 'environment')"
         " FROM replay_runs r WHERE ?1 = 0 OR r.tape_id = ?1 ORDER BY r.id DESC");
     rows.bind(1, tapeId);
     std::vector<StoredReplayRun> result;
@@ -355,6 +360,7 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.withinTolerance = static_cast<std::uint64_t>(rows.int64(18));
         run.diverged = static_cast<std::uint64_t>(rows.int64(19));
         run.unverifiable = static_cast<std::uint64_t>(rows.int64(20));
+        run.trainersFailures = static_cast<std::uint64_t>(rows.int64(25));
         if (run.status == "running") {
             // A reader may not write, so it shows a run whose process is gone as what the next
             // writable open will record (CaseStore).
@@ -373,7 +379,8 @@ std::vector<StoredVerdict> ReplayStore::verdicts(std::int64_t runId)
 {
     Statement rows = db_.prepare(
         "SELECT idx, coalesce(segment, 0), selected, verdict, coalesce(detail, ''), coalesce(worst_tensor, ''), coalesce(worst_slot, ''),"
-        " coalesce(worst_max_ulp, 0), coalesce(worst_rel_l2, 0), coalesce(replay_ns, 0) FROM verdicts WHERE run_id = ?1 ORDER BY idx");
+        " coalesce(worst_max_ulp, 0), coalesce(worst_rel_l2, 0), coalesce(replay_ns, 0), coalesce(cause, '')"
+        " FROM verdicts WHERE run_id = ?1 ORDER BY idx");
     rows.bind(1, runId);
     std::vector<StoredVerdict> result;
     while (rows.step()) {
@@ -388,6 +395,8 @@ std::vector<StoredVerdict> ReplayStore::verdicts(std::int64_t runId)
         v.worstMaxUlp = rows.real(7);
         v.worstRelativeL2 = rows.real(8);
         v.replayNs = static_cast<std::uint64_t>(rows.int64(9));
+        if (v.verdict == Verdict::Unverifiable)
+            v.cause = unverifiableCauseOrEnvironment(rows.text(10));
         result.push_back(std::move(v));
     }
     return result;

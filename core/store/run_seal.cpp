@@ -2,10 +2,15 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
+#include "zkdv/audit/pass_rule.h"
 #include "zkdv/store/database.h"
 #include "zkdv/util/error.h"
+#include "zkdv/util/json_text.h"
 #include "zkdv/util/sha256.h"
 #include "zkdv/util/utc_time.h"
 
@@ -13,9 +18,12 @@ namespace zkdv {
 
 namespace {
 
-// Version 1 of what a seal covers. The columns are named, not `*`, so a later migration
-// that adds a column leaves earlier seals valid; a seal over more columns gets a new tag.
-constexpr std::string_view kSealTag = "zkdv replay run seal 1\n";
+// What a seal covers, by payload version. The columns are named, not `*`, so a later
+// migration that adds a column leaves earlier seals valid; a seal over more columns gets a
+// new version and tag, and the old version's queries stay as they were.
+constexpr std::string_view kSealTagV1 = "zkdv replay run seal 1\n";
+constexpr std::string_view kSealTagV2 = "zkdv replay run seal 2\n";
+constexpr int kLatestPayloadVersion = 2;
 
 constexpr const char* kTapeQuery =
     "SELECT t.chain_head, t.size, t.status, t.transaction_count, t.program_sha256"
@@ -29,6 +37,24 @@ constexpr const char* kVerdictQuery =
 constexpr const char* kMetricQuery =
     "SELECT idx, tensor, slot, max_abs, rel_l2, cosine, max_ulp, mean_ulp, nan_mismatches, inf_mismatches, ulp_histogram,"
     " verdict, elements, bitwise_equal, note FROM metrics WHERE run_id = ?1 ORDER BY idx, tensor, slot";
+// Version 2: the verdicts with their cause, and the tape's ingested rows a report prints. Not
+// the path (a moved tape is located again) nor the file SHA-256 (a later ingest may add it).
+constexpr const char* kVerdictQueryV2 =
+    "SELECT idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns, cause"
+    " FROM verdicts WHERE run_id = ?1 ORDER BY idx";
+constexpr const char* kTapeQueryV2 =
+    "SELECT t.chain_head, t.size, t.status, t.format_major, t.format_minor, t.root_json, t.producer, t.optimizer_contract,"
+    " t.snapshot_interval, t.program_sha256, t.program_kind, t.record_count, t.transaction_count, t.snapshot_count"
+    " FROM replay_runs r JOIN tapes t ON t.id = r.tape_id WHERE r.id = ?1";
+constexpr const char* kLayoutQuery =
+    "SELECT n.kind, n.position, n.name, n.dtype, n.shape FROM replay_runs r JOIN tensors n ON n.tape_id = r.tape_id"
+    " WHERE r.id = ?1 ORDER BY n.kind, n.position";
+constexpr const char* kGroupQuery =
+    "SELECT g.group_index, g.options, g.parameters FROM replay_runs r JOIN optimizer_groups g ON g.tape_id = r.tape_id"
+    " WHERE r.id = ?1 ORDER BY g.group_index";
+constexpr const char* kTransactionQuery =
+    "SELECT x.idx, x.loss, x.lr, x.update_norm FROM replay_runs r JOIN transactions x ON x.tape_id = r.tape_id"
+    " WHERE r.id = ?1 ORDER BY x.idx";
 
 void putU64(Sha256& hash, std::uint64_t value)
 {
@@ -79,26 +105,96 @@ void hashRows(Sha256& hash, Database& db, const char* sql, std::int64_t runId, c
     putU64(hash, count);
 }
 
-Digest runContentDigest(Database& db, std::int64_t runId)
+Digest runContentDigest(Database& db, std::int64_t runId, int version)
 {
     Sha256 hash;
-    hash.update(kSealTag);
+    hash.update(version == 1 ? kSealTagV1 : kSealTagV2);
     putU64(hash, static_cast<std::uint64_t>(runId));
-    hashRows(hash, db, kTapeQuery, runId, 'T');
+    if (version == 1) {
+        hashRows(hash, db, kTapeQuery, runId, 'T');
+        hashRows(hash, db, kRunQuery, runId, 'R');
+        hashRows(hash, db, kVerdictQuery, runId, 'V');
+        hashRows(hash, db, kMetricQuery, runId, 'M');
+        return hash.finish();
+    }
+    hashRows(hash, db, kTapeQueryV2, runId, 'T');
+    hashRows(hash, db, kLayoutQuery, runId, 'L');
+    hashRows(hash, db, kGroupQuery, runId, 'G');
+    hashRows(hash, db, kTransactionQuery, runId, 'X');
     hashRows(hash, db, kRunQuery, runId, 'R');
-    hashRows(hash, db, kVerdictQuery, runId, 'V');
+    hashRows(hash, db, kVerdictQueryV2, runId, 'V');
     hashRows(hash, db, kMetricQuery, runId, 'M');
     return hash.finish();
 }
 
-std::vector<std::uint8_t> signedMessage(const Digest& content)
+// Version 1 signs the tag and the content digest; version 2 the finding too, with its length.
+std::vector<std::uint8_t> signedMessage(int version, const Digest& content, std::string_view finding)
 {
-    std::vector<std::uint8_t> message(kSealTag.begin(), kSealTag.end());
+    const std::string_view tag = version == 1 ? kSealTagV1 : kSealTagV2;
+    std::vector<std::uint8_t> message(tag.begin(), tag.end());
     message.insert(message.end(), content.begin(), content.end());
+    if (version >= 2) {
+        for (int i = 0; i < 8; ++i)
+            message.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(finding.size()) >> (8 * i)));
+        message.insert(message.end(), finding.begin(), finding.end());
+    }
     return message;
 }
 
+std::string findingText(const RunFinding& finding)
+{
+    return toJsonText(nlohmann::json{{"status", finding.status},
+                                     {"replayed", finding.replayed},
+                                     {"diverged", finding.diverged},
+                                     {"unverifiable", finding.unverifiable},
+                                     {"trainers_failures", finding.trainersFailures},
+                                     {"earlier_failed_runs", finding.earlierFailedRuns}});
+}
+
+std::optional<RunFinding> parseFinding(const std::string& text)
+{
+    try {
+        const nlohmann::json json = parseUntrustedJson(text, "run seal finding");
+        RunFinding finding;
+        finding.status = json.at("status").get<std::string>();
+        finding.replayed = json.at("replayed").get<std::uint64_t>();
+        finding.diverged = json.at("diverged").get<std::uint64_t>();
+        finding.unverifiable = json.at("unverifiable").get<std::uint64_t>();
+        finding.trainersFailures = json.at("trainers_failures").get<std::uint64_t>();
+        finding.earlierFailedRuns = json.at("earlier_failed_runs").get<std::vector<std::int64_t>>();
+        return finding;
+    } catch (const FormatError&) {
+        return std::nullopt;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
+// What the run's rows say now.
+RunFinding currentFinding(Database& db, std::int64_t runId)
+{
+    RunFinding finding;
+    Statement run = db.prepare("SELECT status FROM replay_runs WHERE id = ?1");
+    run.bind(1, runId);
+    if (run.step())
+        finding.status = run.text(0);
+    Statement counts = db.prepare(
+        "SELECT count(*), coalesce(sum(verdict = 'diverged'), 0), coalesce(sum(verdict = 'unverifiable'), 0),"
+        " coalesce(sum(verdict = 'unverifiable' AND coalesce(cause, 'environment') <> 'environment'), 0)"
+        " FROM verdicts WHERE run_id = ?1");
+    counts.bind(1, runId);
+    if (counts.step()) {
+        finding.replayed = static_cast<std::uint64_t>(counts.int64(0));
+        finding.diverged = static_cast<std::uint64_t>(counts.int64(1));
+        finding.unverifiable = static_cast<std::uint64_t>(counts.int64(2));
+        finding.trainersFailures = static_cast<std::uint64_t>(counts.int64(3));
+    }
+    return finding;
+}
+
 }  // namespace
+
+bool RunFinding::failed() const { return replayRunFailed(diverged, trainersFailures) || !earlierFailedRuns.empty(); }
 
 const char* runSealStateName(RunSealCheck::State state)
 {
@@ -111,24 +207,48 @@ const char* runSealStateName(RunSealCheck::State state)
     return "unsigned";
 }
 
-void sealRun(Database& db, std::int64_t runId, const AuditorKey& key)
+void sealRun(Database& db, std::int64_t runId, const AuditorKey& key, const std::vector<TrustedKey>& trusted)
 {
-    const Digest content = runContentDigest(db, runId);
-    const Signature signature = key.sign(ByteSpan(signedMessage(content)));
+    RunFinding finding = currentFinding(db, runId);
+    // The tape's earlier runs that had failed, by their own trusted seals (an unsigned row
+    // claiming a failure is no evidence against the tape).
+    Statement earlier = db.prepare(
+        "SELECT e.id FROM replay_runs r JOIN replay_runs e ON e.tape_id = r.tape_id AND e.id < r.id WHERE r.id = ?1 ORDER BY e.id");
+    earlier.bind(1, runId);
+    std::vector<std::int64_t> earlierRuns;
+    while (earlier.step())
+        earlierRuns.push_back(earlier.int64(0));
+    for (std::int64_t id : earlierRuns) {
+        const RunSealCheck check = checkRunSeal(db, id, key.publicKey(), trusted);
+        if (check.finding && replayRunFailed(check.finding->diverged, check.finding->trainersFailures))
+            finding.earlierFailedRuns.push_back(id);
+        else if (check.finding)  // it passed on its own, but recorded an earlier failure itself
+            for (std::int64_t failed : check.finding->earlierFailedRuns)
+                if (std::find(finding.earlierFailedRuns.begin(), finding.earlierFailedRuns.end(), failed) == finding.earlierFailedRuns.end())
+                    finding.earlierFailedRuns.push_back(failed);
+    }
+    std::sort(finding.earlierFailedRuns.begin(), finding.earlierFailedRuns.end());
+    const std::string found = findingText(finding);
+    const Digest content = runContentDigest(db, runId, kLatestPayloadVersion);
+    const Signature signature = key.sign(ByteSpan(signedMessage(kLatestPayloadVersion, content, found)));
     Statement insert = db.prepare(
-        "INSERT OR REPLACE INTO run_seals(run_id, content_sha256, public_key, signature, sealed_at) VALUES(?1, ?2, ?3, ?4, ?5)");
+        "INSERT OR REPLACE INTO run_seals(run_id, content_sha256, public_key, signature, sealed_at, payload_version, found)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     insert.bind(1, runId)
         .bindBlob(2, ByteSpan(content.data(), content.size()))
         .bindBlob(3, ByteSpan(key.publicKey().data(), key.publicKey().size()))
         .bindBlob(4, ByteSpan(signature.data(), signature.size()))
         .bind(5, utcNow())
+        .bind(6, static_cast<std::int64_t>(kLatestPayloadVersion))
+        .bind(7, found)
         .run();
 }
 
 RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<PublicKey>& ownKey, const std::vector<TrustedKey>& trusted)
 {
     RunSealCheck check;
-    Statement row = db.prepare("SELECT content_sha256, public_key, signature, sealed_at FROM run_seals WHERE run_id = ?1");
+    Statement row = db.prepare(
+        "SELECT content_sha256, public_key, signature, sealed_at, payload_version, coalesce(found, '') FROM run_seals WHERE run_id = ?1");
     row.bind(1, runId);
     if (!row.step()) {
         check.state = RunSealCheck::State::Unsigned;
@@ -139,23 +259,56 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
     }
     const ByteSpan storedContent = row.blob(0), storedKey = row.blob(1), storedSignature = row.blob(2);
     check.sealedAt = row.text(3);
+    const std::int64_t version = row.int64(4);
+    const std::string found = row.text(5);
     PublicKey key{};
     Signature signature{};
-    const bool wellFormed = storedContent.size == 32 && storedKey.size == key.size() && storedSignature.size == signature.size();
+    Digest stored{};
+    const bool wellFormed = storedContent.size == stored.size() && storedKey.size == key.size() && storedSignature.size == signature.size() &&
+                            (version == 1 || version == 2);
     if (wellFormed) {
         std::memcpy(key.data(), storedKey.data, key.size());
         std::memcpy(signature.data(), storedSignature.data, signature.size());
+        std::memcpy(stored.data(), storedContent.data, stored.size());
         check.signer = keyFingerprint(key);
+        check.payloadVersion = static_cast<int>(version);
     }
-    const Digest content = runContentDigest(db, runId);
-    if (!wellFormed || std::memcmp(content.data(), storedContent.data, content.size()) != 0 ||
-        !verifySignature(key, ByteSpan(signedMessage(content)), signature)) {
+    auto trustedName = [&]() -> std::optional<std::string> {
+        if (ownKey && *ownKey == key)
+            return std::string(" (this user's key)");
+        for (const TrustedKey& candidate : trusted)
+            if (candidate.key == key)
+                return candidate.name.empty() ? std::string(" (trusted)") : " (trusted: " + candidate.name + ")";
+        return std::nullopt;
+    };
+    // The signature over what the seal row stores, whatever the rows say now: it tells a seal
+    // row forged or damaged from rows changed under an intact seal, whose finding then stands.
+    const bool signatureHolds = wellFormed && verifySignature(key, ByteSpan(signedMessage(check.payloadVersion, stored, found)), signature);
+    std::optional<RunFinding> signedFinding;
+    if (signatureHolds && check.payloadVersion >= 2 && trustedName())
+        signedFinding = parseFinding(found);
+    // A version 1 seal was made before causes were stored: a cause on its rows was added since.
+    bool causeAdded = false;
+    if (wellFormed && check.payloadVersion == 1) {
+        Statement causes = db.prepare("SELECT count(*) FROM verdicts WHERE run_id = ?1 AND cause IS NOT NULL");
+        causes.bind(1, runId);
+        causeAdded = causes.step() && causes.int64(0) > 0;
+    }
+    const bool rowsHold = wellFormed && !causeAdded && runContentDigest(db, runId, check.payloadVersion) == stored;
+    if (!signatureHolds || !rowsHold) {
         check.state = RunSealCheck::State::Altered;
+        check.finding = signedFinding;
+        std::string stillStands;
+        if (signedFinding && signedFinding->failed())
+            stillStands = "; when it was sealed it had found the tape at fault (" + std::to_string(signedFinding->diverged) + " diverged, " +
+                    std::to_string(signedFinding->trainersFailures) + " unreplayable by the tape's own program or tape" +
+                    (signedFinding->earlierFailedRuns.empty() ? std::string() : ", and earlier failed runs") + "), which still stands";
         check.explanation = "run " + std::to_string(runId) + "'s results in the case were changed after zkdv " +
                             (check.signer.empty() ? std::string("sealed them") : "sealed them with key " + check.signer) +
-                            " (its rows or its seal no longer match the signature), so none of them can be trusted";
+                            " (its rows or its seal no longer match the signature), so none of them can be trusted" + stillStands;
         return check;
     }
+    check.finding = signedFinding;
     if (ownKey && *ownKey == key) {
         check.state = RunSealCheck::State::Vouched;
         check.signer += " (this user's key)";

@@ -191,9 +191,13 @@ int runReplayWorker(int channelFd)
 
         std::unique_ptr<SegmentExecutor> executor;
         std::unique_ptr<RecordSource> source;
-        std::string failure;
+        worker::LoadFailure failure;
         try {
-            applyMemoryLimit(job.memoryLimitBytes);
+            try {
+                applyMemoryLimit(job.memoryLimitBytes);
+            } catch (const Error& error) {
+                throw ReplayEnvironmentError(error.what());
+            }
             static LimitWatchingAllocator allocator(c10::GetCPUAllocator());
             c10::SetCPUAllocator(&allocator, /*priority=*/100);
             std::set_new_handler(newHandler);
@@ -204,15 +208,22 @@ int runReplayWorker(int channelFd)
             setup.intraOpThreads = job.intraOpThreads;
             setup.tolerance = job.tolerance;
             executor = SegmentExecutor::create(setup);
-            if (job.records.embedded)
-                source = std::make_unique<EmbeddedRecordSource>(job.records);
-            else
-                source = std::make_unique<TapeRecordSource>(job.records);
+            try {
+                if (job.records.embedded)
+                    source = std::make_unique<EmbeddedRecordSource>(job.records);
+                else
+                    source = std::make_unique<TapeRecordSource>(job.records);
+            } catch (const std::exception& error) {
+                throw ReplayEnvironmentError(error.what());
+            }
+        } catch (const ReplayEnvironmentError& error) {
+            failure = {UnverifiableCause::Environment, error.what()};
         } catch (const std::exception& error) {
-            failure = error.what();
+            // The program was checked against the tape's digest: what does not load is the trainer's.
+            failure = {UnverifiableCause::ProgramRefused, error.what()};
         }
         if (!executor || !source) {
-            worker::writeFrame(channelFd, MessageType::LoadFailed, worker::encodeText(failure));
+            worker::writeFrame(channelFd, MessageType::LoadFailed, worker::encodeLoadFailure(failure));
             return 0;
         }
         worker::writeFrame(channelFd, MessageType::Ready, {});

@@ -151,7 +151,8 @@ public:
             } catch (const std::exception& error) {
                 if (releaseMismatch_.empty())
                     throw;
-                throw Error(std::string(error.what()) + " (" + releaseMismatch_ + "; replay it with the torch release that recorded it)");
+                throw ReplayEnvironmentError(std::string(error.what()) + " (" + releaseMismatch_ +
+                                             "; replay it with the torch release that recorded it)");
             }
             checkSealedProgram(module_);
             module_.train();
@@ -169,24 +170,34 @@ public:
         auto emit = [&](TransactionOutcome&& outcome) {
             if (!releaseMismatch_.empty() && outcome.verdict == Verdict::Diverged) {
                 outcome.verdict = Verdict::Unverifiable;
+                outcome.cause = UnverifiableCause::Environment;
                 outcome.detail = "unverifiable across torch releases (" + releaseMismatch_ +
                                  ", whose kernels round differently; replay with the recording release to decide): " + outcome.detail;
             }
             emitOutcome(std::move(outcome));
         };
         std::uint64_t next = segment.snapshot;
-        auto unverifiable = [&](const std::string& why) {
+        auto unverifiable = [&](UnverifiableCause cause, const std::string& why) {
             for (; next <= segment.lastTransaction; ++next) {
                 TransactionOutcome outcome = blankOutcome(segment, next);
                 outcome.verdict = Verdict::Unverifiable;
+                outcome.cause = cause;
                 outcome.detail = why;
                 emit(std::move(outcome));
             }
         };
+        // Reading a record back is the auditor's storage; what the record holds is the tape's.
+        ByteSpan start;
         try {
-            loadSnapshot(records.snapshot(segment.snapshot));
+            start = records.snapshot(segment.snapshot);
         } catch (const std::exception& error) {
-            unverifiable("snapshot " + std::to_string(segment.snapshot) + " cannot be loaded: " + error.what());
+            unverifiable(UnverifiableCause::Environment, "snapshot " + std::to_string(segment.snapshot) + " cannot be read: " + error.what());
+            return;
+        }
+        try {
+            loadSnapshot(start);
+        } catch (const std::exception& error) {
+            unverifiable(UnverifiableCause::TapeMalformed, "snapshot " + std::to_string(segment.snapshot) + " cannot be loaded: " + error.what());
             return;
         }
         segmentWorst_ = Verdict::Exact;
@@ -196,13 +207,14 @@ public:
         noiseGradients_.clear();
         // A transaction that cannot be replayed gets `verdict`; the rest of the segment is
         // unverifiable, since none of it would start from a checked state.
-        auto endSegmentAt = [&](TransactionOutcome& outcome, Verdict verdict, std::string detail, const char* because) {
+        auto endSegmentAt = [&](TransactionOutcome& outcome, Verdict verdict, UnverifiableCause cause, std::string detail, const char* because) {
             outcome.comparisons.clear();
             outcome.verdict = verdict;
+            outcome.cause = verdict == Verdict::Unverifiable ? cause : UnverifiableCause::None;
             outcome.detail = std::move(detail);
             emit(std::move(outcome));
             ++next;
-            unverifiable("not replayed: transaction " + std::to_string(next - 1) + " of this segment " + because);
+            unverifiable(cause, "not replayed: transaction " + std::to_string(next - 1) + " of this segment " + because);
         };
         for (; next <= segment.lastTransaction; ++next) {
             if (cancelled())
@@ -210,15 +222,29 @@ public:
             TransactionOutcome outcome = blankOutcome(segment, next);
             capture_ = std::binary_search(segment.capture.begin(), segment.capture.end(), next);
             const auto started = Clock::now();
+            // Which record is being read: a failure to read it back is the auditor's storage,
+            // one of its content the tape's.
+            bool reading = true;
             try {
-                replayTransaction(records.transaction(next), outcome);
-                if (next == segment.lastTransaction && segment.reachesNextSnapshot)
-                    compareSnapshot(records.snapshot(next + 1), outcome);
+                const ByteSpan record = records.transaction(next);
+                reading = false;
+                replayTransaction(record, outcome);
+                if (next == segment.lastTransaction && segment.reachesNextSnapshot) {
+                    reading = true;
+                    const ByteSpan after = records.snapshot(next + 1);
+                    reading = false;
+                    compareSnapshot(after, outcome);
+                }
             } catch (const FormatError& error) {
-                endSegmentAt(outcome, Verdict::Unverifiable, std::string("the tape's record cannot be read: ") + error.what(), "could not be read");
+                if (reading)
+                    endSegmentAt(outcome, Verdict::Unverifiable, UnverifiableCause::Environment,
+                                 std::string("the tape's record cannot be read: ") + error.what(), "could not be read");
+                else
+                    endSegmentAt(outcome, Verdict::Unverifiable, UnverifiableCause::TapeMalformed,
+                                 std::string("the tape's record does not hold what it must: ") + error.what(), "could not be read");
                 return;
             } catch (const std::exception& error) {
-                endSegmentAt(outcome, Verdict::Diverged,
+                endSegmentAt(outcome, Verdict::Diverged, UnverifiableCause::ProgramRefused,
                              std::string("diverged: the training step does not run on the recorded transaction: ") + error.what(),
                              "failed to run");
                 return;
@@ -249,7 +275,7 @@ private:
     {
         const std::string problem = exportedGraphRuntimeProblem();
         if (!problem.empty())
-            throw Error(problem);
+            throw ReplayEnvironmentError(problem);
         graph_ = std::make_unique<GraphInterpreter>(ExportedGraph::parse(ByteSpan(bytes)));
         for (const TensorSpec& spec : root_.parameters)
             parameters_.push_back(at::zeros(spec.shape, at::TensorOptions().dtype(scalarTypeOf(spec.dtype)).device(device_)).requires_grad_(true));
@@ -289,8 +315,14 @@ private:
         // changed between releases, and the replaying libtorch may be another one.
         const auto release = optim::TorchRelease::parse(root_.torchVersion);
         if (!release)
-            throw Error("the tape names torch \"" + root_.torchVersion + "\", not a torch release the optimizer contracts know");
-        auto contract = optim::ContractRegistry(*release).resolve(root_.optimizerContract);
+            throw ReplayEnvironmentError("the tape names torch \"" + root_.torchVersion + "\", not a torch release the optimizer contracts know");
+        std::shared_ptr<const optim::OptimizerContract> contract;
+        try {
+            contract = optim::ContractRegistry(*release).resolve(root_.optimizerContract);
+        } catch (const Error& error) {
+            // No contract for this release (or this name) in the auditor's zkdv: its fault, not the tape's.
+            throw ReplayEnvironmentError(error.what());
+        }
         std::vector<optim::BoundGroup> groups;
         groupOf_.assign(parameters_.size(), 0);
         for (const OptimizerGroup& group : root_.optimizerGroups) {

@@ -13,6 +13,7 @@
 #include "zkdv/audit/tolerance.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/byte_span.h"
+#include "zkdv/util/error.h"
 
 namespace zkdv {
 
@@ -24,6 +25,14 @@ public:
     // The payload stays valid until the next call for the same kind of record.
     virtual ByteSpan snapshot(std::uint64_t beforeTransaction) = 0;
     virtual ByteSpan transaction(std::uint64_t index) = 0;
+};
+
+// What keeps the auditor's machine from replaying, not the tape or its program: this libtorch
+// cannot run the program's kind, no optimizer contract knows the recording torch release, the
+// memory limit or the records cannot be set up. Any other load failure is the program's.
+class ReplayEnvironmentError : public Error {
+public:
+    using Error::Error;
 };
 
 struct ExecutorSetup {
@@ -38,7 +47,8 @@ class SegmentExecutor {
 public:
     virtual ~SegmentExecutor() = default;
     // Loads the program on the device and binds it to the tape's layout and optimizer
-    // contract. Call on the thread that will replay. Throws Error saying what does not fit.
+    // contract. Call on the thread that will replay. Throws Error saying what does not fit
+    // (ReplayEnvironmentError when the fault is this machine's).
     static std::unique_ptr<SegmentExecutor> create(const ExecutorSetup& setup);
 
     // Replays segment.snapshot .. segment.lastTransaction, emitting one outcome per

@@ -3,10 +3,13 @@
 training_step misbehaves, for the containment tests: the test seals it into a tape in
 place of the honest program, as a dishonest trainer could.
 
-usage: hostile_program.py loop|print|allocate OUT.pt
-  loop      never returns
-  print     prints a fake summary line to stdout, then trains as recorded
-  allocate  touches 4 GiB, far beyond what the tape suggests, then trains as recorded
+usage: hostile_program.py loop|print|allocate|loop-marked|allocate-marked OUT.pt
+  loop             never returns
+  print            prints a fake summary line to stdout, then trains as recorded
+  allocate         touches 4 GiB, far beyond what the tape suggests, then trains as recorded
+  loop-marked      never returns on a batch whose first input holds a value above 1000 (the
+                   transactions a dishonest trainer altered), trains as recorded on the others
+  allocate-marked  touches 4 GiB on such a batch, trains as recorded on the others
 """
 
 import os
@@ -52,8 +55,28 @@ class Allocating(Hostile):
         return self.honest_loss(batch) + (big[0] - 1.0)
 
 
+class MarkedLooping(Hostile):
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        if bool(batch[0].abs().max() > 1000.0):
+            n = 0
+            while n >= 0:
+                n = (n + 1) % 1000
+        return self.honest_loss(batch)
+
+
+class MarkedAllocating(Hostile):
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        if bool(batch[0].abs().max() > 1000.0):
+            big = torch.ones([1 << 30])
+            return self.honest_loss(batch) + (big[0] - 1.0)
+        return self.honest_loss(batch)
+
+
 def main():
-    kinds = {"loop": Looping, "print": Printing, "allocate": Allocating}
+    kinds = {"loop": Looping, "print": Printing, "allocate": Allocating, "loop-marked": MarkedLooping,
+             "allocate-marked": MarkedAllocating}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
     torch.jit.save(torch.jit.script(kinds[sys.argv[1]]()), sys.argv[2])

@@ -7,6 +7,8 @@
 #include <QtTest>
 
 #include <csignal>
+#include <cstring>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +20,7 @@
 #include "file_bytes.h"
 #include "temp_dir.h"
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
@@ -57,12 +60,16 @@ Result runProcess(const QString& program, const QStringList& arguments, int time
 
 Result runAudit(const QStringList& arguments) { return runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), arguments); }
 
-// The dishonest trainer's move: the tape recorded with one program, sealed with another.
-void sealWithProgram(const std::string& honestTape, const std::string& programFile, const std::string& out)
+// The dishonest trainer's move: the tape recorded with one program, sealed with another;
+// `alter` changes the other records besides.
+void sealWithProgram(const std::string& honestTape, const std::string& programFile, const std::string& out,
+                     const std::function<void(test::RawRecord&)>& alter = {})
 {
     const std::vector<std::uint8_t> program = readAll(programFile);
     const std::string digest = toHex(Sha256::of(ByteSpan(program)));
     test::rewriteTape(honestTape, out, [&](test::RawRecord& record) {
+        if (alter)
+            alter(record);
         if (record.type == tape::RecordType::Program) {
             record.payload = program;
         } else if (record.type == tape::RecordType::Root) {
@@ -72,6 +79,31 @@ void sealWithProgram(const std::string& honestTape, const std::string& programFi
             record.payload.assign(text.begin(), text.end());
         }
     });
+}
+
+// The cheat the marked hostile programs look for: the first element of transaction
+// `index`'s first batch input set to 5000.
+void markBatch(test::RawRecord& record, std::uint64_t index)
+{
+    if (!test::isTransaction(record, index))
+        return;
+    test::Payload payload = test::readPayload(record);
+    for (test::PayloadTensor& tensor : payload.tensors)
+        if (tensor.name == "batch/0") {
+            const float marker = 5000.0f;
+            std::memcpy(tensor.bytes.data(), &marker, sizeof marker);
+        }
+    test::writePayload(record, payload);
+}
+
+// A trainer's claim of an hour of wall time for every transaction.
+void claimAnHour(test::RawRecord& record)
+{
+    if (record.type != tape::RecordType::Transaction)
+        return;
+    test::Payload payload = test::readPayload(record);
+    payload.metadata["wall_time_ns"] = "3600000000000";
+    test::writePayload(record, payload);
 }
 
 std::string failuresOf(const ReplaySummary& summary)
@@ -121,13 +153,16 @@ private Q_SLOTS:
     void loopingProgramExceedsItsTimeBudget();
     void printingProgramLeavesStdoutToTheReplay();
     void greedyProgramHitsTheMemoryLimit();
+    void programBlowingItsLimitsOnTheCheatFails();
+    void auditorsMachineLeavesItUnverified();
+    void timeBudgetIsMeasuredNotClaimed();
     void brokenWorkerIsUnverifiable_data();
     void brokenWorkerIsUnverifiable();
     void workerWithoutHelloIsAnInputError();
     void killedReplayLeavesAUsableCase();
 
 private:
-    std::string hostileTape(const std::string& kind);
+    std::string hostileTape(const std::string& kind, const std::function<void(test::RawRecord&)>& alter = {}, const std::string& name = {});
     std::string newCase(const std::string& tape, const std::string& name);
 
     test::TempDir dir_;
@@ -143,15 +178,15 @@ void TestContainedReplay::initTestCase()
     QVERIFY2(recorded.exitCode == 0 && !recorded.crashed, recorded.err.constData());
 }
 
-std::string TestContainedReplay::hostileTape(const std::string& kind)
+std::string TestContainedReplay::hostileTape(const std::string& kind, const std::function<void(test::RawRecord&)>& alter, const std::string& name)
 {
     const std::string program = dir_.file(kind + ".pt");
     const Result written = runProcess(QStringLiteral(ZKDV_TEST_PYTHON), {QStringLiteral(ZKDV_TEST_SOURCE_DIR "/replay/hostile_program.py"),
                                                                           QString::fromStdString(kind), QString::fromStdString(program)});
     if (written.exitCode != 0 || written.crashed)
         throw Error("hostile_program.py " + kind + " failed: " + written.err.toStdString());
-    const std::string tape = dir_.file(kind + ".zkdv");
-    sealWithProgram(honestTape_, program, tape);
+    const std::string tape = dir_.file((name.empty() ? kind : name) + ".zkdv");
+    sealWithProgram(honestTape_, program, tape, alter);
     return tape;
 }
 
@@ -198,7 +233,8 @@ void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
     // Through the command line: the parent must come back with a verdict, not hang.
     const Result replay = runAudit({QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
                                     QStringLiteral("ids:2,14"), QStringLiteral("--time-budget-floor"), QStringLiteral("1"),
-                                    QStringLiteral("--json"), QStringLiteral("--quiet")});
+                                    QStringLiteral("--first-transaction-budget"), QStringLiteral("2"), QStringLiteral("--json"),
+                                    QStringLiteral("--quiet")});
     QVERIFY2(!replay.crashed, replay.err.constData());
     QCOMPARE(replay.exitCode, 1);
     const nlohmann::json summary = nlohmann::json::parse(replay.out.toStdString());
@@ -206,7 +242,11 @@ void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
     // Segment 0 up to 2 and segment 1 up to 14, each given up at its first transaction.
     QCOMPARE(summary["replayed"].get<int>(), 3 + 3);
     QCOMPARE(summary["verdicts"]["unverifiable"].get<int>(), 6);
+    // The program's own doing: the trainer's failure.
+    QCOMPARE(summary["trainers_failures"].get<int>(), 6);
+    QCOMPARE(summary["failed"].get<bool>(), true);
     for (const nlohmann::json& failure : summary["first_failures"]) {
+        QCOMPARE(failure["cause"].get<std::string>(), std::string("program-time"));
         const std::string detail = failure["detail"].get<std::string>();
         const std::string first = std::to_string(failure["index"].get<int>() < 12 ? 0 : 12);
         QVERIFY2(detail.find("replay worker exceeded its time budget of") != std::string::npos &&
@@ -259,6 +299,110 @@ void TestContainedReplay::greedyProgramHitsTheMemoryLimit()
     QVERIFY2(detail.find("replay worker reached its memory limit of") != std::string::npos &&
                  detail.find("an allocation of 4096 MiB was refused") != std::string::npos && detail.find("at transaction 0") != std::string::npos,
              failuresOf(summary).c_str());
+    QCOMPARE(int(summary.firstFailures.front().cause), int(UnverifiableCause::ProgramExceededMemory));
+    QVERIFY(summary.failed());
+}
+
+// Issue 26, item 5: a program that branches on a batch value and exhausts its worker's memory
+// (or time) exactly on the cheated transaction turned FAILED into NOT VERIFIED. What the
+// trainer's own program cannot replay within the auditor's limits is the trainer's failure.
+void TestContainedReplay::programBlowingItsLimitsOnTheCheatFails()
+{
+    const std::string casePath = newCase(hostileTape("allocate-marked", [](test::RawRecord& r) { markBatch(r, 5); }), "allocate-marked");
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        ReplayRequest request;
+        request.selection = SelectionSpec::parse("ids:2,5");
+        const ReplaySummary summary = runReplay(store, request);
+        QCOMPARE(summary.status, std::string("finished"));
+        QCOMPARE(summary.replayed, std::uint64_t(6));
+        QCOMPARE(summary.exact, std::uint64_t(5));  // the program is honest on the others
+        QCOMPARE(summary.unverifiable, std::uint64_t(1));
+        QCOMPARE(summary.firstFailures.front().index, std::uint64_t(5));
+        QCOMPARE(int(summary.firstFailures.front().cause), int(UnverifiableCause::ProgramExceededMemory));
+        QVERIFY(!summary.passed());
+        QVERIFY(summary.failed());
+    }
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    const ReportData report = buildAuditReport(store);
+    QCOMPARE(report.outcome, std::string("FAILED"));
+    QVERIFY2(report.headline.find("transaction 5: the sealed program exceeded the memory limit the auditor set") != std::string::npos &&
+                 report.headline.find("the trainer's failure") != std::string::npos,
+             report.headline.c_str());
+    // The same through the command line: info and report agree.
+    const Result info = runAudit({QStringLiteral("info"), QString::fromStdString(casePath)});
+    QCOMPARE(info.exitCode, 0);
+    QVERIFY2(info.out.contains(": FAILED") && !info.out.contains("NOT VERIFIED"), info.out.constData());
+}
+
+// What the auditor's machine cannot replay (here: no optimizer contract for the torch release
+// the tape names, and a program not in the case) still neither confirms nor refutes the tape.
+void TestContainedReplay::auditorsMachineLeavesItUnverified()
+{
+    const std::string tape = dir_.file("unknown-release.zkdv");
+    test::rewriteTape(honestTape_, tape, [](test::RawRecord& record) {
+        if (record.type != tape::RecordType::Root)
+            return;
+        nlohmann::json root = nlohmann::json::parse(record.payload.begin(), record.payload.end());
+        root["producer"]["torch_version"] = "9.9.0";
+        const std::string text = root.dump();
+        record.payload.assign(text.begin(), text.end());
+    });
+    const std::string releaseCase = newCase(tape, "unknown-release");
+    const std::string programCase = newCase(honestTape_, "no-program");
+    {
+        CaseStore store(programCase, CaseStore::Access::ReadWrite);
+        store.database().exec("UPDATE programs SET content = NULL");
+    }
+    for (const std::string& casePath : {releaseCase, programCase}) {
+        {
+            CaseStore store(casePath, CaseStore::Access::ReadWrite);
+            ReplayRequest request;
+            request.selection = SelectionSpec::parse("ids:2");
+            const ReplaySummary summary = runReplay(store, request);
+            QVERIFY2(summary.unverifiable > 0, failuresOf(summary).c_str());
+            QCOMPARE(summary.trainersFailures, std::uint64_t(0));
+            QVERIFY(!summary.passed());
+            QVERIFY(!summary.failed());
+            for (const TransactionOutcome& outcome : summary.firstFailures)
+                QCOMPARE(int(outcome.cause), int(UnverifiableCause::Environment));
+        }
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        const ReportData report = buildAuditReport(store);
+        QVERIFY2(report.outcome == "NOT VERIFIED", (casePath + ": " + report.headline).c_str());
+    }
+}
+
+// Issue 26, item 6: the budget was 20 x the wall time the tape recorded, capped at an hour: a
+// trainer who claimed an hour bought 20 hours per transaction. It comes from what the replay
+// measures, so the looping program is stopped within seconds.
+void TestContainedReplay::timeBudgetIsMeasuredNotClaimed()
+{
+    const std::string casePath = newCase(hostileTape("loop-marked",
+                                                     [](test::RawRecord& r) {
+                                                         claimAnHour(r);
+                                                         markBatch(r, 5);
+                                                     }),
+                                         "loop-marked");
+    QElapsedTimer clock;
+    clock.start();
+    const Result replay = runProcess(QStringLiteral(ZKDV_AUDIT_EXECUTABLE),
+                                     {QStringLiteral("replay"), QString::fromStdString(casePath), QStringLiteral("--select"),
+                                      QStringLiteral("ids:5"), QStringLiteral("--threads"), QStringLiteral("1"),
+                                      QStringLiteral("--time-budget-floor"), QStringLiteral("2"), QStringLiteral("--json"),
+                                      QStringLiteral("--quiet")},
+                                     180000);
+    QVERIFY2(!replay.crashed, "the replay did not stop the looping program within 3 minutes");
+    QCOMPARE(replay.exitCode, 1);
+    const nlohmann::json summary = nlohmann::json::parse(replay.out.toStdString());
+    QCOMPARE(summary["verdicts"]["exact"].get<int>(), 5);
+    const nlohmann::json& failure = summary["first_failures"][0];
+    QCOMPARE(failure["index"].get<int>(), 5);
+    QCOMPARE(failure["cause"].get<std::string>(), std::string("program-time"));
+    const std::string detail = failure["detail"].get<std::string>();
+    QVERIFY2(detail.find("x the median") != std::string::npos && detail.find("of the 5 transactions this replay measured") != std::string::npos,
+             detail.c_str());
+    QVERIFY2(clock.elapsed() < 120000, std::to_string(clock.elapsed()).c_str());
 }
 
 // A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread (worker_protocol.h).

@@ -40,6 +40,10 @@ nlohmann::json outcomeJson(const TransactionOutcome& outcome)
         if (c.verdict != Verdict::Exact)
             failing.push_back(comparisonJson(c));
     json["not_exact"] = failing;
+    if (outcome.verdict == Verdict::Unverifiable) {
+        json["cause"] = unverifiableCauseName(outcome.cause == UnverifiableCause::None ? UnverifiableCause::Environment : outcome.cause);
+        json["trainers_failure"] = blamesTrainer(outcome.cause);
+    }
     return json;
 }
 
@@ -53,6 +57,7 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"tape_id", s.tapeId},
             {"status", s.status},
             {"passed", s.passed()},
+            {"failed", s.failed()},
             {"device", s.device},
             {"selection", s.selection},
             {"seed", s.seed},
@@ -60,6 +65,7 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"selected", s.selected},
             {"replayed", s.replayed},
             {"verdicts", {{"exact", s.exact}, {"within_tolerance", s.withinTolerance}, {"diverged", s.diverged}, {"unverifiable", s.unverifiable}}},
+            {"trainers_failures", s.trainersFailures},
             {"problem", s.problem.empty() ? nlohmann::json() : nlohmann::json(s.problem)},
             {"numeric_regime", s.regime},
             {"numeric_regime_reason", s.regimeReason.empty() ? nlohmann::json() : nlohmann::json(s.regimeReason)},
@@ -95,7 +101,8 @@ nlohmann::json storedRunJson(const StoredReplayRun& r)
             {"environment", environment},
             {"selected", r.selectedCount},
             {"replayed", r.replayed},
-            {"verdicts", {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}}};
+            {"verdicts", {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}},
+            {"trainers_failures", r.trainersFailures}};
 }
 
 nlohmann::json runSealJson(const RunSealCheck& seal)

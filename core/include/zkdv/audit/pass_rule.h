@@ -15,4 +15,13 @@ inline bool replayRunPassed(std::string_view status, std::uint64_t diverged, std
     return status == "finished" && diverged == 0 && unverifiable == 0;
 }
 
+// The run found the tape at fault, finished or not: a transaction diverged, or the trainer's
+// own program or tape made one unreplayable within the auditor's limits (`trainersFailures`,
+// the unverifiable transactions whose cause blamesTrainer()). A run that did not pass and did
+// not fail neither confirms nor refutes the tape.
+inline bool replayRunFailed(std::uint64_t diverged, std::uint64_t trainersFailures)
+{
+    return diverged > 0 || trainersFailures > 0;
+}
+
 }  // namespace zkdv

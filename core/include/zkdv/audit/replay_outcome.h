@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "zkdv/audit/divergence.h"
+#include "zkdv/audit/unverifiable_cause.h"
 #include "zkdv/audit/verdict.h"
 
 namespace zkdv {
@@ -46,6 +47,8 @@ struct TransactionOutcome {
     std::uint64_t segment = 0;
     bool selected = true;        // false: replayed only as the prefix of a selected one
     Verdict verdict = Verdict::Exact;
+    // Whose failure an unverifiable transaction is (None for any other verdict).
+    UnverifiableCause cause = UnverifiableCause::None;
     std::string detail;          // human-readable: what diverged, or why unverifiable
     std::uint64_t replayNs = 0;  // wall time of this transaction's replay
     std::vector<TensorComparison> comparisons;

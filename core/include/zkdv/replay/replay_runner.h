@@ -56,6 +56,7 @@ struct ReplaySummary {
     std::vector<std::uint64_t> selected;
     std::uint64_t replayed = 0;          // selected + prefixes
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;  // over replayed
+    std::uint64_t trainersFailures = 0;  // of the unverifiable, those the tape's program or tape is to blame for
     std::string problem;                 // run-wide reason for unverifiable (program mismatch…)
     // "same-environment" or "cross-environment" (docs/replay.md, "Regimes") and, for the
     // latter, why: the tape's numerical environment against the workers'.
@@ -67,6 +68,7 @@ struct ReplaySummary {
     std::string sealProblem;             // why the run was stored unsigned ("" when sealed): no report can vouch for it
 
     bool passed() const { return replayRunPassed(status, diverged, unverifiable); }
+    bool failed() const { return replayRunFailed(diverged, trainersFailures); }
 };
 
 // Runs the request against the case (opened read-write), the program only inside worker

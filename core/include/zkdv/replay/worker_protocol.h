@@ -31,7 +31,7 @@ enum class MessageType : std::uint32_t {
     // worker -> parent
     Hello = 9,             // first, before the job: WorkerHello
     Ready = 10,            // the program is loaded; segments may come
-    LoadFailed = 11,       // string: why the program cannot be replayed (deterministic)
+    LoadFailed = 11,       // LoadFailure: why the program cannot be replayed (deterministic)
     Outcome = 12,          // one TransactionOutcome, in transaction order
     SegmentDone = 13,      // the segment sent last is finished
     MemoryExhausted = 14,  // u64 bytes refused; the worker exits right after
@@ -87,6 +87,14 @@ std::vector<std::uint8_t> encodeOutcome(const TransactionOutcome& outcome);
 TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload);
 std::vector<std::uint8_t> encodeText(const std::string& text);
 std::string decodeText(const std::vector<std::uint8_t>& payload);
+// Why a worker cannot replay the job, and whose failure that is: the sealed program's (it
+// does not load or fails the checks) or the auditor's machine (no libtorch for it).
+struct LoadFailure {
+    UnverifiableCause cause = UnverifiableCause::ProgramRefused;
+    std::string why;
+};
+std::vector<std::uint8_t> encodeLoadFailure(const LoadFailure& failure);
+LoadFailure decodeLoadFailure(const std::vector<std::uint8_t>& payload);
 std::vector<std::uint8_t> encodeCount(std::uint64_t value);
 std::uint64_t decodeCount(const std::vector<std::uint8_t>& payload);
 

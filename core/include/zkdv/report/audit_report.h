@@ -77,8 +77,20 @@ struct ReportOtherRun {
     std::string startedAt;
     std::uint64_t replayed = 0;
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+    std::uint64_t trainersFailures = 0;      // of the unverifiable, the tape's own program's or tape's doing
     bool vouched = false;                    // its rows carry a seal this reader trusts
+    RunSealCheck::State sealState = RunSealCheck::State::Unsigned;
+    // What it found when sealed, under a trusted signature that still holds (also when its
+    // rows were altered since).
+    std::optional<RunFinding> finding;
     std::vector<std::uint64_t> divergedTransactions;  // the first few, when vouched
+};
+
+// An earlier run the report's run recorded, when it was sealed, as having found the tape at
+// fault, and which no longer says so in the case (deleted, unsigned or altered since).
+struct ReportVanishedFailure {
+    std::int64_t runId = 0;
+    std::string now;  // "no longer in the case", "altered", "unsigned"
 };
 
 struct ReportData {
@@ -137,6 +149,7 @@ struct ReportData {
     std::uint64_t selectedCount = 0;
     std::uint64_t replayedCount = 0;
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+    std::uint64_t trainersFailures = 0;  // of the unverifiable: the tape's own program or tape is to blame
     std::uint64_t comparisonCount = 0;  // tensors and values compared, over every replayed transaction
     std::string runProblem;
     // Whether the run's rows carry a seal this reader trusts: the conclusion is drawn only
@@ -145,6 +158,7 @@ struct ReportData {
 
     // The tape's other replay runs, newest first.
     std::vector<ReportOtherRun> otherRuns;
+    std::vector<ReportVanishedFailure> vanishedFailures;
 
     // The conclusion.
     bool passed = false;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/unverifiable_cause.h"
 #include "zkdv/audit/verdict.h"
 
 namespace zkdv {
@@ -48,6 +49,7 @@ struct RunTransaction {
     std::uint64_t segment = 0;
     bool selected = true;
     Verdict verdict = Verdict::Unverifiable;
+    UnverifiableCause cause = UnverifiableCause::None;  // whose failure, when unverifiable
     std::string detail;
     double loss = 0.0;
     std::optional<double> recordedLearningRate;

@@ -53,6 +53,8 @@ struct StoredReplayRun {
     std::uint64_t selectedCount = 0;
     std::uint64_t replayed = 0;
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;
+    // Of the unverifiable, those the trainer's program or tape made unreplayable (blamesTrainer).
+    std::uint64_t trainersFailures = 0;
 };
 
 struct StoredVerdict {
@@ -60,6 +62,7 @@ struct StoredVerdict {
     std::uint64_t segment = 0;
     bool selected = true;
     Verdict verdict = Verdict::Unverifiable;
+    UnverifiableCause cause = UnverifiableCause::None;
     std::string detail;
     std::string worstTensor;
     std::string worstSlot;
@@ -76,8 +79,6 @@ public:
     SelectionInput selectionInput(std::int64_t tapeId, bool withUpdateNorms);
     std::vector<std::uint64_t> snapshotTransactions(std::int64_t tapeId);
     std::optional<RecordRef> transactionRecord(std::int64_t tapeId, std::uint64_t index);
-    // The wall time the trainer recorded for the transaction; 0 when it recorded none.
-    std::uint64_t recordedWallTimeNs(std::int64_t tapeId, std::uint64_t index);
     std::optional<RecordRef> snapshotRecord(std::int64_t tapeId, std::uint64_t beforeTransaction);
     // The program's bytes when the case holds them (embedded in a tape or added as a file).
     std::optional<std::vector<std::uint8_t>> programBytes(const std::string& sha256Hex);

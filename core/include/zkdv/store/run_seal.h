@@ -5,9 +5,16 @@
 // edit its rows with an SQLite shell, and without a seal a verdict changed by hand to
 // `exact` reads like one a replay stored.
 //
-// What is signed: the tape's identity (chain head, size, status, transaction count, program
-// digest), the run's row and every verdict and metric row of the run, as SQLite stores them,
-// in key order; with the signer's Ed25519 key (zkdv/util/auditor_key.h). Audit-side: no torch.
+// What is signed (payload version 2): the tape's ingested rows a report prints (its row but
+// the path it may move from, its model layout, optimizer groups and every transaction's
+// loss, learning rate and update norm), the run's row and every verdict (with its cause) and
+// metric row of the run, as SQLite stores them, in key order; and beside that digest what the
+// run found (RunFinding), so that a run whose rows were altered still says, under the
+// signature, that it failed, and which earlier runs of the tape had failed when it was
+// sealed, so that deleting one does not go unnoticed. With the signer's Ed25519 key
+// (zkdv/util/auditor_key.h). Version 1 seals (before case schema 9) cover the tape's
+// identity, the run's row and its verdict and metric rows without causes, and no finding;
+// they keep verifying. Audit-side: no torch.
 
 #include <cstdint>
 #include <optional>
@@ -20,6 +27,17 @@ namespace zkdv {
 
 class Database;
 
+// What a run found when it was sealed, as its seal signs it.
+struct RunFinding {
+    std::string status;  // the run's status then
+    std::uint64_t replayed = 0, diverged = 0, unverifiable = 0, trainersFailures = 0;
+    // Earlier runs of the same tape that had found it at fault (replayRunFailed) when this
+    // run was sealed, as their own seals said then.
+    std::vector<std::int64_t> earlierFailedRuns;
+
+    bool failed() const;
+};
+
 struct RunSealCheck {
     enum class State {
         Vouched,          // signed by the reader's own key or a key they trust, rows unchanged
@@ -31,6 +49,11 @@ struct RunSealCheck {
     std::string signer;       // the key's fingerprint, and its trusted name in parentheses
     std::string sealedAt;     // UTC, ISO 8601
     std::string explanation;  // a sentence saying what the state means for the results
+    int payloadVersion = 0;   // of the seal (1 or 2); 0 when unsigned
+    // What the run found when it was sealed, when a key this reader trusts signed it and the
+    // signature still holds over it: also for an Altered run whose rows changed since (the
+    // finding survives an edit of the rows), never for an untrusted signer or a v1 seal.
+    std::optional<RunFinding> finding;
 
     bool vouched() const { return state == State::Vouched; }
 };
@@ -38,9 +61,10 @@ struct RunSealCheck {
 // The name of a state as the JSON outputs spell it: vouched, untrusted-signer, altered, unsigned.
 const char* runSealStateName(RunSealCheck::State state);
 
-// Signs run `runId` as its rows stand now and stores the seal; call it inside the write
-// transaction that stores the run's last rows.
-void sealRun(Database& db, std::int64_t runId, const AuditorKey& key);
+// Signs run `runId` as its rows stand now (payload version 2) and stores the seal; call it
+// inside the write transaction that stores the run's last rows. `trusted`: the keys whose
+// seals on the tape's earlier runs count, besides `key`'s own, for its earlierFailedRuns.
+void sealRun(Database& db, std::int64_t runId, const AuditorKey& key, const std::vector<TrustedKey>& trusted = {});
 
 // Checks run `runId`'s seal against its rows. `ownKey`: the reader's own public key, if they
 // have one; `trusted`: the other keys they trust (readTrustedKeys()).
