@@ -500,7 +500,8 @@ void Recorder::backward(const std::function<void()>& differentiate)
     // The replay computes every transaction's gradients from zero.
     const std::vector<at::Tensor> gradients = d.gradients();
     for (std::size_t i = 0; i < gradients.size(); ++i)
-        if (gradients[i].defined() && at::count_nonzero(gradients[i]).item<std::int64_t>() != 0)
+        if (gradients[i].defined() &&
+            at::count_nonzero(gradients[i].is_sparse() ? gradients[i]._values() : gradients[i]).item<std::int64_t>() != 0)
             throw RecorderError("the gradient of parameter " + d.model->parameterNames()[i] + " is not zero before proof.backward() in " + d.current() +
                                 (d.backwardRecorded ? " (its loss was differentiated already)" : " (gradients accumulated over earlier transactions?)") +
                                 ": the replay computes every transaction's gradients from zero, so its step would differ (" + kDivergedOtherwise +

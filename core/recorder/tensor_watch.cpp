@@ -57,6 +57,8 @@ std::uint64_t contentDigest(const at::Tensor& tensor)
     std::uint64_t shape = static_cast<std::uint64_t>(tensor.scalar_type()) * 0x100000001B3ull;
     for (const std::int64_t extent : tensor.sizes())
         shape = (shape ^ static_cast<std::uint64_t>(extent)) * 0x100000001B3ull;
+    if (tensor.is_sparse())  // a sparse gradient (SparseAdam's): no storage of its own
+        return contentDigest(tensor._indices()) ^ (contentDigest(tensor._values()) * 0x9E3779B97F4A7C15ull) ^ shape;
     if (!tensor.device().is_cpu())
         return deviceDigest(tensor) ^ shape;
     const at::Tensor dense = tensor.is_contiguous() ? tensor : tensor.contiguous();
@@ -70,7 +72,7 @@ TensorWatch::Mark TensorWatch::markOf(const at::Tensor& tensor)
     if (!tensor.defined())
         return mark;
     mark.impl = tensor.unsafeGetTensorImpl();
-    mark.data = tensor.data_ptr();
+    mark.data = tensor.is_sparse() ? tensor._values().data_ptr() : tensor.data_ptr();
     mark.version = tensor._version();
     mark.digest = contentDigest(tensor);
     return mark;
@@ -104,7 +106,7 @@ std::optional<TensorWatch::Change> TensorWatch::firstChange(const std::vector<at
         if (now._version() != was.version)
             return Change{i, "was changed in place"};
         if (contents && contentDigest(now) != was.digest)
-            return Change{i, now.data_ptr() != was.data ? "had its data replaced (.data = ...)"
+            return Change{i, (now.is_sparse() ? now._values().data_ptr() : now.data_ptr()) != was.data ? "had its data replaced (.data = ...)"
                                                         : "had its values changed unseen by its version counter (through .data, or by a kernel that does not count)"};
     }
     return std::nullopt;
