@@ -327,6 +327,12 @@ CREATE TABLE transaction_notes(
     FOREIGN KEY(tape_id, idx) REFERENCES transactions(tape_id, idx) ON DELETE CASCADE
 ) WITHOUT ROWID;
 )sql"},
+    // A random audit's bound holds only for a seed the trainer could not know, so a run
+    // records whether zkdv drew its seed at audit time or the auditor gave it
+    // (zkdv/audit/audit_seed.h). Runs stored before have NULL: read as unknown.
+    {9, R"sql(
+ALTER TABLE replay_runs ADD COLUMN seed_source TEXT CHECK(seed_source IN ('drawn','given'));
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -13,9 +13,13 @@ namespace zkdv {
 
 namespace {
 
-// Version 1 of what a seal covers. The columns are named, not `*`, so a later migration
+// What a seal covers, by version. The columns are named, not `*`, so a later migration
 // that adds a column leaves earlier seals valid; a seal over more columns gets a new tag.
-constexpr std::string_view kSealTag = "zkdv replay run seal 1\n";
+// Version 2 adds the run's seed_source (case schema 9): a run that has one is sealed and
+// checked with it, a run stored before has none and keeps its version 1 seal; since the tag
+// is signed, a seed_source added to or removed from a sealed run breaks its seal.
+constexpr std::string_view kSealTag1 = "zkdv replay run seal 1\n";
+constexpr std::string_view kSealTag2 = "zkdv replay run seal 2\n";
 
 constexpr const char* kTapeQuery =
     "SELECT t.chain_head, t.size, t.status, t.transaction_count, t.program_sha256"
@@ -23,6 +27,9 @@ constexpr const char* kTapeQuery =
 constexpr const char* kRunQuery =
     "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
     " finished_at, status, intra_op_threads, selected_count, environment, problem FROM replay_runs WHERE id = ?1";
+constexpr const char* kRunQuery2 =
+    "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
+    " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source FROM replay_runs WHERE id = ?1";
 constexpr const char* kVerdictQuery =
     "SELECT idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns"
     " FROM verdicts WHERE run_id = ?1 ORDER BY idx";
@@ -79,21 +86,29 @@ void hashRows(Sha256& hash, Database& db, const char* sql, std::int64_t runId, c
     putU64(hash, count);
 }
 
-Digest runContentDigest(Database& db, std::int64_t runId)
+// The seal version of a run as its row stands: 2 when it records its seed's source.
+std::string_view sealTagOf(Database& db, std::int64_t runId)
+{
+    const std::optional<std::int64_t> hasSource =
+        db.queryInt64("SELECT seed_source IS NOT NULL FROM replay_runs WHERE id = " + std::to_string(runId));
+    return hasSource.value_or(0) != 0 ? kSealTag2 : kSealTag1;
+}
+
+Digest runContentDigest(Database& db, std::int64_t runId, std::string_view tag)
 {
     Sha256 hash;
-    hash.update(kSealTag);
+    hash.update(tag);
     putU64(hash, static_cast<std::uint64_t>(runId));
     hashRows(hash, db, kTapeQuery, runId, 'T');
-    hashRows(hash, db, kRunQuery, runId, 'R');
+    hashRows(hash, db, tag == kSealTag2 ? kRunQuery2 : kRunQuery, runId, 'R');
     hashRows(hash, db, kVerdictQuery, runId, 'V');
     hashRows(hash, db, kMetricQuery, runId, 'M');
     return hash.finish();
 }
 
-std::vector<std::uint8_t> signedMessage(const Digest& content)
+std::vector<std::uint8_t> signedMessage(std::string_view tag, const Digest& content)
 {
-    std::vector<std::uint8_t> message(kSealTag.begin(), kSealTag.end());
+    std::vector<std::uint8_t> message(tag.begin(), tag.end());
     message.insert(message.end(), content.begin(), content.end());
     return message;
 }
@@ -113,8 +128,9 @@ const char* runSealStateName(RunSealCheck::State state)
 
 void sealRun(Database& db, std::int64_t runId, const AuditorKey& key)
 {
-    const Digest content = runContentDigest(db, runId);
-    const Signature signature = key.sign(ByteSpan(signedMessage(content)));
+    const std::string_view tag = sealTagOf(db, runId);
+    const Digest content = runContentDigest(db, runId, tag);
+    const Signature signature = key.sign(ByteSpan(signedMessage(tag, content)));
     Statement insert = db.prepare(
         "INSERT OR REPLACE INTO run_seals(run_id, content_sha256, public_key, signature, sealed_at) VALUES(?1, ?2, ?3, ?4, ?5)");
     insert.bind(1, runId)
@@ -147,9 +163,10 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
         std::memcpy(signature.data(), storedSignature.data, signature.size());
         check.signer = keyFingerprint(key);
     }
-    const Digest content = runContentDigest(db, runId);
+    const std::string_view tag = sealTagOf(db, runId);
+    const Digest content = runContentDigest(db, runId, tag);
     if (!wellFormed || std::memcmp(content.data(), storedContent.data, content.size()) != 0 ||
-        !verifySignature(key, ByteSpan(signedMessage(content)), signature)) {
+        !verifySignature(key, ByteSpan(signedMessage(tag, content)), signature)) {
         check.state = RunSealCheck::State::Altered;
         check.explanation = "run " + std::to_string(runId) + "'s results in the case were changed after zkdv " +
                             (check.signer.empty() ? std::string("sealed them") : "sealed them with key " + check.signer) +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/audit/verdict.h"
+#include "zkdv/tape/sampling_plausibility.h"
 
 namespace zkdv {
 
@@ -40,6 +41,12 @@ struct SampledCheckCounts {
     std::int64_t withStateDigest = 0;
 };
 SampledCheckCounts countSampledChecks(Database& db);
+
+struct CaseTape;
+// Whether one tape's sampled checks are as many as the probabilities its root declares make
+// likely (zkdv/tape/sampling_plausibility.h); none when the case's copy of the root does not
+// parse.
+std::optional<SamplingPlausibility> tapeSamplingPlausibility(Database& db, const CaseTape& tape);
 
 // One verdict of a run with what the tape recorded for that transaction (NaN where the tape
 // has no value).

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/sampling_plausibility.h"
 #include "zkdv/tape/seal_record.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/transaction_record.h"
@@ -60,6 +61,7 @@ struct TapeSummary {
     std::uint64_t transactionCount = 0;
     std::uint64_t snapshotCount = 0;
     std::uint64_t unknownRecordCount = 0;  // non-critical records of later minor versions, skipped
+    DrawnCheckCounts drawnChecks;          // of the valid transactions
     Digest chainHead{};
     std::optional<Digest> fileSha256;  // when ScanOptions::computeFileSha256
     std::optional<TapeProblem> problem;
@@ -68,6 +70,8 @@ struct TapeSummary {
     std::optional<Digest> embeddedProgramSha256;
 
     bool complete() const { return status == TapeStatus::Sealed; }
+    // Whether the checks are as many as the root's probabilities make likely; none without a root.
+    std::optional<SamplingPlausibility> samplingPlausibility() const;
 };
 
 // Receives every valid record, in file order, after its digest and chain link were
