@@ -806,7 +806,7 @@ bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QStri
     return true;
 }
 
-bool MainWindow::startReplay(const QString& spec, quint64 seed)
+bool MainWindow::startReplay(const QString& spec, std::optional<quint64> seed, SeedSource source)
 {
     if (casePath_.isEmpty() || tape_ == 0) {
         showMessage(tr("Nothing to replay: open a case with a tape first."));
@@ -841,6 +841,7 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
         runs_->chooseRun(TransactionTable::kEveryRun);
     request.tapeId = tape_;
     request.seed = seed;
+    request.seedSource = source;
     request.device = replayDevice().toStdString();
     // Outcomes arrive on the job's thread; the window re-reads results at most every 400 ms.
     auto pending = std::make_shared<std::atomic<bool>>(false);
@@ -861,7 +862,8 @@ bool MainWindow::startReplay(const QString& spec, quint64 seed)
         QString text = QObject::tr("Replay run %1 (%2, seed %3) %4: %5 replayed, %6 exact, %7 within tolerance, %8 diverged, %9 unverifiable")
                            .arg(summary.runId)
                            .arg(QString::fromStdString(summary.selection))
-                           .arg(summary.seed)
+                           .arg(QStringLiteral("%1 %2").arg(summary.seed).arg(summary.seedSource == SeedSource::Drawn ? QObject::tr("drawn")
+                                                                                                                       : QObject::tr("given")))
                            .arg(summary.passed()                ? QObject::tr("passed")
                                 : summary.status == "finished"  ? QObject::tr("FAILED")
                                 : summary.status == "cancelled" ? QObject::tr("incomplete (stopped)")
@@ -1052,19 +1054,20 @@ void MainWindow::replaySelected()
         showMessage(tr("Select transactions in the table first (click, Shift+click, Ctrl+click)."));
         return;
     }
-    startReplay(QStringLiteral("ids:") + ids.join(QLatin1Char(',')), 0);
+    startReplay(QStringLiteral("ids:") + ids.join(QLatin1Char(',')));
 }
 
 void MainWindow::replaySample()
 {
     if (!confirmReplayable())
         return;
-    SampleDialog dialog(transactionCount_, Settings::sampleSpec(), Settings::sampleSeed(), this);
+    // A fresh seed every time, never the last one: a seed the trainer could guess voids the
+    // bound (docs/replay.md, "The seed").
+    SampleDialog dialog(transactionCount_, Settings::sampleSpec(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
     Settings::setSampleSpec(dialog.selectionSpec());
-    Settings::setSampleSeed(dialog.seed());
-    startReplay(dialog.selectionSpec(), dialog.seed());
+    startReplay(dialog.selectionSpec(), dialog.seed(), dialog.seedSource());
 }
 
 void MainWindow::replayTopQ()
@@ -1078,7 +1081,7 @@ void MainWindow::replayTopQ()
     if (!ok)
         return;
     Settings::setTopQ(q);
-    startReplay(QStringLiteral("topq:%1").arg(q), 0);
+    startReplay(QStringLiteral("topq:%1").arg(q));
 }
 
 bool MainWindow::showsStartPage() const { return pages_->currentWidget() == start_; }

@@ -8,7 +8,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "zkdv/audit/audit_seed.h"
 
 class QComboBox;
 class QLabel;
@@ -45,8 +48,9 @@ public:
     // the status bar with the reason.
     void openPaths(const QStringList& paths);
     bool openCase(const QString& casePath);
-    // Replays `spec` (a selection spec such as "random:100") on the chosen device.
-    bool startReplay(const QString& spec, quint64 seed);
+    // Replays `spec` (a selection spec such as "random:100") on the chosen device, with
+    // `seed` as `source` chose it; no seed: one drawn from the operating system as it starts.
+    bool startReplay(const QString& spec, std::optional<quint64> seed = std::nullopt, SeedSource source = SeedSource::Given);
     // Writes the audit report of the current tape's newest replay run to `path`, in the
     // format its extension names (.pdf, .html, .json, .csv): the data is built in the
     // background, PDF and HTML are rendered on this thread (their charts are widgets).

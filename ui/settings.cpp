@@ -11,7 +11,6 @@ const QString kGeometry = QStringLiteral("window/geometry");
 const QString kState = QStringLiteral("window/state");
 const QString kDevice = QStringLiteral("replay/device");
 const QString kSampleSpec = QStringLiteral("replay/sample");
-const QString kSampleSeed = QStringLiteral("replay/seed");
 const QString kTopQ = QStringLiteral("replay/topq");
 }  // namespace
 
@@ -53,8 +52,6 @@ QString Settings::replayDevice() { return QSettings().value(kDevice, QStringLite
 void Settings::setReplayDevice(const QString& device) { QSettings().setValue(kDevice, device); }
 QString Settings::sampleSpec() { return QSettings().value(kSampleSpec, QStringLiteral("random:100")).toString(); }
 void Settings::setSampleSpec(const QString& spec) { QSettings().setValue(kSampleSpec, spec); }
-quint64 Settings::sampleSeed() { return QSettings().value(kSampleSeed, 1).toULongLong(); }
-void Settings::setSampleSeed(quint64 seed) { QSettings().setValue(kSampleSeed, seed); }
 int Settings::topQ() { return QSettings().value(kTopQ, 10).toInt(); }
 void Settings::setTopQ(int q) { QSettings().setValue(kTopQ, q); }
 

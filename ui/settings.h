@@ -26,8 +26,6 @@ public:
     static void setReplayDevice(const QString& device);
     static QString sampleSpec();    // default "random:100"
     static void setSampleSpec(const QString& spec);
-    static quint64 sampleSeed();    // default 1
-    static void setSampleSeed(quint64 seed);
     static int topQ();              // default 10
     static void setTopQ(int q);
 };

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "case_access.h"
 #include "command_runner.h"
@@ -61,6 +62,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     std::printf("snapshots  every %d transactions\n", root.snapshotInterval);
     std::printf("sampling   update check %g, state check %g, seed %llu, %s\n", root.updateCheckProbability, root.stateCheckProbability,
                 static_cast<unsigned long long>(root.samplingSeed), std::string(samplingGuaranteeText(samplingGuaranteeOf(root.formatMinor))).c_str());
+    std::printf("%s", samplingPlausibilityLines(*summary.samplingPlausibility()).c_str());
     std::printf("pipeline   max in flight %d, overlap %s\n", root.maxInFlight, root.overlap.c_str());
     std::printf("metadata   %s\n", root.metadataJson.c_str());
     return kExitOk;
@@ -78,8 +80,11 @@ int caseInfo(const std::string& path, bool json)
     if (json) {
         nlohmann::json out = {{"json_version", kCliJsonVersion}, {"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
                               {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}};
-        for (const CaseTape& tape : tapes)
-            out["tapes"].push_back(caseTapeJson(tape));
+        for (const CaseTape& tape : tapes) {
+            nlohmann::json entry = caseTapeJson(tape);
+            entry["sampling_plausibility"] = samplingPlausibilityJson(tapeSamplingPlausibility(store.database(), tape));
+            out["tapes"].push_back(entry);
+        }
         nlohmann::json runList = nlohmann::json::array();
         for (const StoredReplayRun& run : replays.runs()) {
             nlohmann::json entry = storedRunJson(run);
@@ -113,6 +118,8 @@ int caseInfo(const std::string& path, bool json)
                     tape.snapshotInterval);
         std::printf("  program %s %s (%s)\n", tape.programKind.c_str(), tape.programSha256.c_str(),
                     tape.programPresent ? "present in the case" : "missing: supply the program file");
+        if (const std::optional<SamplingPlausibility> plausibility = tapeSamplingPlausibility(store.database(), tape))
+            std::printf("%s", samplingPlausibilityLines(*plausibility).c_str());
     }
     std::printf("sampled checks: %lld transactions with full deltas, %lld with a state digest\n", static_cast<long long>(deltas),
                 static_cast<long long>(digests));
@@ -121,9 +128,10 @@ int caseInfo(const std::string& path, bool json)
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
         const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
         const char* outcome = report.outcome.c_str();
-        std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu, tolerance %s, started %s: %s\n",
+        std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu (%s), tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
-                    run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed), run.tolerance.c_str(),
+                    run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed),
+                    std::string(seedSourceName(run.seedSource)).c_str(), run.tolerance.c_str(),
                     run.startedAt.c_str(), outcome);
         std::printf("  seal: %s%s%s\n", runSealStateName(seal.state), seal.signer.empty() ? "" : (", " + seal.signer).c_str(),
                     seal.vouched() ? "" : (": " + seal.explanation).c_str());

@@ -32,7 +32,9 @@ int runReplay(int argc, char** argv)
         "or is unverifiable, 2 on usage errors, an unreadable case or a device that is not present.");
     parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
     parser.addOption("select", "SPEC", "which transactions to replay (required)");
-    parser.addOption("seed", "S", "seed of random and stratified selections (default 0)");
+    parser.addOption("seed", "S",
+                     "seed of random and stratified selections (default: 64 bits drawn from the operating system now, printed and "
+                     "stored with the run; give S only to redo an audit, or with a seed the trainer cannot know)");
     parser.addOption("device", "DEV", "cpu (default) or cuda:N");
     parser.addOption("threads", "N", "segments replayed at once on the CPU, each in a worker process (default and most: one per core)");
     parser.addOption("intra-op-threads", "N",
@@ -62,7 +64,9 @@ int runReplay(int argc, char** argv)
         } catch (const Error& error) {
             throw UsageError(error.what());
         }
-        request.seed = parser.unsignedValue("seed", 0);
+        // Unset, the replay draws it: a seed the trainer could know makes the audit's bound void.
+        if (parser.has("seed"))
+            request.seed = parser.unsignedValue("seed", 0);
         request.device = parser.value("device", "cpu");
         request.threads = static_cast<unsigned>(parser.unsignedValue("threads", 0));
         request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
@@ -102,9 +106,10 @@ int runReplay(int argc, char** argv)
                 }
             std::printf("%s\n", toJsonText(out, 2).c_str());
         } else {
-            std::printf("replay run %lld of tape %lld on %s: %s, seed %llu: %zu of %llu transactions selected, %llu replayed in %.2f s\n",
+            std::printf("replay run %lld of tape %lld on %s: %s, seed %llu (%s): %zu of %llu transactions selected, %llu replayed in %.2f s\n",
                         static_cast<long long>(summary.runId), static_cast<long long>(summary.tapeId), summary.device.c_str(),
-                        summary.selection.c_str(), static_cast<unsigned long long>(summary.seed), summary.selected.size(),
+                        summary.selection.c_str(), static_cast<unsigned long long>(summary.seed),
+                        summary.seedSource == SeedSource::Drawn ? "drawn at audit time" : "given by the auditor", summary.selected.size(),
                         static_cast<unsigned long long>(summary.transactionCount), static_cast<unsigned long long>(summary.replayed),
                         summary.seconds);
             std::printf("  exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu%s%s\n",

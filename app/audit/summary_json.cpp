@@ -1,12 +1,47 @@
 #include "summary_json.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
 
 using nlohmann::json;
+
+namespace {
+
+json checkCountJson(const CheckCountPlausibility& c)
+{
+    // A tail below a double's range is 0 in lower_tail; log10_lower_tail still says how small.
+    return {{"observed", c.observed},
+            {"probability", c.probability},
+            {"expected", c.expected},
+            {"lower_tail", c.lowerTail()},
+            {"log10_lower_tail", std::isinf(c.log10LowerTail) ? json() : json(c.log10LowerTail)}};
+}
+
+}  // namespace
+
+json samplingPlausibilityJson(const std::optional<SamplingPlausibility>& p)
+{
+    if (!p)
+        return nullptr;
+    return {{"transactions", p->transactions},
+            {"update_checks", checkCountJson(p->update)},
+            {"state_checks", checkCountJson(p->state)},
+            {"threshold", SamplingPlausibility::kImplausibleBelow},
+            {"implausible", p->implausible()},
+            {"finding", p->implausible() ? json(p->finding()) : json()}};
+}
+
+std::string samplingPlausibilityLines(const SamplingPlausibility& p)
+{
+    std::string lines = "  sampled checks: " + p.text() + "\n";
+    if (p.implausible())
+        lines += "  FINDING: " + p.finding() + "\n";
+    return lines;
+}
 
 nlohmann::json summaryJson(const TapeSummary& summary)
 {
@@ -30,6 +65,7 @@ nlohmann::json summaryJson(const TapeSummary& summary)
         summary.root ? json(std::string(samplingGuaranteeName(samplingGuaranteeOf(summary.root->formatMinor)))) : json();
     // null when the scan did not reach a root, like sampling_guarantee
     out["final_state"] = summary.root ? json(summary.finalStateOnTape ? "snapshot" : "absent") : json();
+    out["sampling_plausibility"] = samplingPlausibilityJson(summary.samplingPlausibility());
     if (summary.problem)
         out["problem"] = {{"record", summary.problem->recordIndex},
                           {"byte_offset", summary.problem->byteOffset},

@@ -6,12 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/store/case_store.h"
+#include "zkdv/tape/sampling_plausibility.h"
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/tape_scanner.h"
 
 namespace zkdv::cli {
 
 nlohmann::json summaryJson(const TapeSummary& summary);
+// The sampling plausibility object of docs/cli-json.md ("sampling_plausibility").
+nlohmann::json samplingPlausibilityJson(const std::optional<SamplingPlausibility>& plausibility);
+// The lines verify and info print about it: the counts, and the finding when there is one.
+std::string samplingPlausibilityLines(const SamplingPlausibility& plausibility);
 nlohmann::json rootJson(const RootRecord& root);
 nlohmann::json caseTapeJson(const CaseTape& tape);
 // "sealed, 2000 transactions, 167 snapshots, 2169 records" or the problem.

@@ -14,7 +14,9 @@ int runVerify(int argc, char** argv)
                           "Checks a tape's framing, header checks, record digests, hash chain, record order,\n"
                           "payload structure and seal. Exit 0 when the tape is sealed and intact, 1 when it is\n"
                           "damaged, truncated or unsealed (the first problem is named with record index and\n"
-                          "byte offset), 2 when it cannot be read or is not a tape.");
+                          "byte offset) or carries implausibly few sampled checks for its probabilities (a sign\n"
+                          "that its draws were ground, tape format section 5.2), 2 when it cannot be read or is\n"
+                          "not a tape.");
     parser.setPositionals("TAPE", "the tape file (*.zkdv)", 1, false);
     parser.addFlag("json", "print the result as JSON on stdout");
     parser.addFlag("sha256", "also compute the SHA-256 of the whole file");
@@ -27,6 +29,7 @@ int runVerify(int argc, char** argv)
         const std::string& path = parser.positionals().front();
         TapeSummary summary = scanTape(path, nullptr, options);
         progress.finish();
+        const std::optional<SamplingPlausibility> plausibility = summary.samplingPlausibility();
         if (parser.has("json")) {
             std::printf("%s\n", toJsonText(summaryJson(summary), 2).c_str());
         } else {
@@ -36,12 +39,14 @@ int runVerify(int argc, char** argv)
                 std::printf("  sampling: %s\n", std::string(samplingGuaranteeText(samplingGuaranteeOf(summary.root->formatMinor))).c_str());
                 std::printf("  final state: %s\n", finalStateText(summary).c_str());
             }
+            if (plausibility)
+                std::printf("%s", samplingPlausibilityLines(*plausibility).c_str());
             if (summary.fileSha256)
                 std::printf("  file sha256 %s\n", toHex(*summary.fileSha256).c_str());
             if (summary.status == TapeStatus::Unsealed)
                 std::printf("  the tape has no seal: the recorder is still writing it or stopped without sealing\n");
         }
-        return summary.complete() ? kExitOk : kExitCheckFailed;
+        return summary.complete() && !(plausibility && plausibility->implausible()) ? kExitOk : kExitCheckFailed;
     });
 }
 

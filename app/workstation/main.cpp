@@ -12,7 +12,8 @@ namespace {
 
 struct Options {
     QCommandLineOption replay{QStringLiteral("replay"), QStringLiteral("After loading, replay SPEC (e.g. random:100)."), QStringLiteral("SPEC")};
-    QCommandLineOption seed{QStringLiteral("seed"), QStringLiteral("Seed of --replay (default 1)."), QStringLiteral("S"), QStringLiteral("1")};
+    QCommandLineOption seed{QStringLiteral("seed"), QStringLiteral("Seed of --replay (default: drawn from the operating system when the replay starts)."),
+                            QStringLiteral("S")};
     QCommandLineOption screenshot{QStringLiteral("screenshot"),
                                   QStringLiteral("When loading (and --replay) finished, save the window as PNG to FILE and quit."),
                                   QStringLiteral("FILE")};
@@ -71,11 +72,14 @@ int main(int argc, char** argv)
     const QCommandLineOption& seed = cli.seed;
     const QCommandLineOption& screenshot = cli.screenshot;
     parser.process(app);
-    bool seedOk = false;
-    const quint64 seedValue = parser.value(seed).toULongLong(&seedOk);
-    if (!seedOk) {
-        fprintf(stderr, "zkdv-workstation: --seed needs a non-negative integer, found '%s'\n", qPrintable(parser.value(seed)));
-        return 2;
+    std::optional<quint64> seedValue;
+    if (parser.isSet(seed)) {
+        bool seedOk = false;
+        seedValue = parser.value(seed).toULongLong(&seedOk);
+        if (!seedOk) {
+            fprintf(stderr, "zkdv-workstation: --seed needs a non-negative integer, found '%s'\n", qPrintable(parser.value(seed)));
+            return 2;
+        }
     }
 
     zkdv::ui::MainWindow window;

@@ -144,7 +144,7 @@ PlannedReplay planSelection(ReplayStore& replayStore, std::int64_t tapeId, const
     PlannedReplay planned;
     planned.input = replayStore.selectionInput(tapeId, request.selection.kind == SelectionSpec::Kind::TopQ);
     try {
-        planned.selected = selectTransactions(request.selection, request.seed, planned.input);
+        planned.selected = selectTransactions(request.selection, *request.seed, planned.input);
     } catch (const SelectionError& error) {
         throw ReplayError(error.what());
     }
@@ -259,7 +259,8 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
     info.device = device;
     info.libtorchVersion = hello.libtorchVersion;
     info.selection = request.selection.toString();
-    info.seed = request.seed;
+    info.seed = *request.seed;
+    info.seedSource = request.seedSource;
     info.tolerance = request.tolerance.toString();
     info.threads = workers;
     info.intraOpThreads = intraOp;
@@ -385,9 +386,19 @@ bool replaySegments(ReplayStore& replayStore, std::int64_t runId, const PlannedR
 
 }  // namespace
 
-ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
+ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
 {
     const auto started = Clock::now();
+    // The seed is fixed before anything else: drawn now, when the request names none.
+    ReplayRequest request = asked;
+    if (!request.seed) {
+        try {
+            request.seed = drawAuditSeed();
+        } catch (const Error& error) {
+            throw ReplayError(error.what());
+        }
+        request.seedSource = SeedSource::Drawn;
+    }
     ReplayStore replayStore(store.database());
 
     const CaseTape tape = chooseTape(store, request.tapeId);
@@ -424,7 +435,8 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request)
     summary.tapeId = tape.id;
     summary.device = device;
     summary.selection = info.selection;
-    summary.seed = request.seed;
+    summary.seed = *request.seed;
+    summary.seedSource = request.seedSource;
     summary.transactionCount = planned.input.transactionCount;
     summary.selected = planned.selected;
     summary.problem = problem;

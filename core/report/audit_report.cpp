@@ -284,7 +284,7 @@ void addSampling(ReportData& report)
         report.samplingNote = "No statistical statement: nothing was verified (no replayed transaction could be compared with the tape).";
         return;
     }
-    report.sampling = report_detail::samplingStatement(report.transactionCount, sampled, failures, report.seed);
+    report.sampling = report_detail::samplingStatement(report.transactionCount, sampled, failures, report.seed, report.seedSource);
 }
 
 }  // namespace
@@ -330,6 +330,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
         const auto interval = static_cast<std::uint64_t>(std::max(1, tape.snapshotInterval));
         report.endsWithoutSnapshotFrom = tape.transactionCount / interval * interval;
     }
+    report.tapeSampling = tapeSamplingPlausibility(store.database(), tape);
 
     report.programKind = tape.programKind;
     report.programSha256 = tape.programSha256;
@@ -347,6 +348,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     readEnvironment(*run, report);
     report.selection = run->selection;
     report.seed = run->seed;
+    report.seedSource = run->seedSource;
     report.tolerance = run->tolerance;
     report.selectedCount = run->selectedCount;
     report.replayedCount = run->replayed;
@@ -370,6 +372,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
         entry.status = other.status;
         entry.selection = other.selection;
         entry.seed = other.seed;
+        entry.seedSource = other.seedSource;
         entry.device = other.device;
         entry.startedAt = other.startedAt;
         entry.replayed = other.replayed;

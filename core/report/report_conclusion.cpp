@@ -101,7 +101,24 @@ std::string percentText(double fraction)
     return buffer;
 }
 
-SamplingStatement samplingStatement(std::uint64_t population, std::uint64_t sampled, std::uint64_t failures, std::uint64_t seed)
+std::string seedStatement(std::uint64_t seed, SeedSource seedSource)
+{
+    const std::string s = std::to_string(seed);
+    switch (seedSource) {
+    case SeedSource::Drawn:
+        return "The seed " + s + " was drawn from the operating system's random source when the audit started, so the trainer could not "
+               "know which transactions would be replayed.";
+    case SeedSource::Given:
+        return "The auditor chose seed " + s + " (it was not drawn at audit time); the bound holds only if the trainer could not know " + s +
+               " before the audit.";
+    case SeedSource::Unknown: break;
+    }
+    return "The run does not record whether seed " + s + " was drawn at audit time or chosen by the auditor (it was stored by a zkdv "
+           "before case schema 9); the bound holds only if the trainer could not know " + s + " before the audit.";
+}
+
+SamplingStatement samplingStatement(std::uint64_t population, std::uint64_t sampled, std::uint64_t failures, std::uint64_t seed,
+                                    SeedSource seedSource)
 {
     SamplingStatement s;
     s.population = population;
@@ -119,13 +136,22 @@ SamplingStatement samplingStatement(std::uint64_t population, std::uint64_t samp
                  (failures == 0 ? std::string("none") : std::to_string(failures)) + (failures == 1 ? " failed" : " failed") +
                  ". With 95% confidence at most " + percentText(s.upper95) + " of all transactions are bad (" +
                  std::to_string(s.badUpper95) + " of " + std::to_string(population) + "); with 99% confidence at most " +
-                 percentText(s.upper99) + " (" + std::to_string(s.badUpper99) + " of " + std::to_string(population) + ").";
+                 percentText(s.upper99) + " (" + std::to_string(s.badUpper99) + " of " + std::to_string(population) + "). " +
+                 seedStatement(seed, seedSource);
     return s;
 }
 
 void writeConclusion(ReportData& report)
 {
     report.warnings.clear();
+    // A property of the tape, whatever the run: so few sampled checks that no honest recorder
+    // draws them (zkdv/tape/sampling_plausibility.h).
+    const bool implausibleSampling = report.tapeSampling && report.tapeSampling->implausible();
+    const std::string samplingFinding = implausibleSampling ? report.tapeSampling->finding() : std::string();
+    auto warnSampling = [&] {
+        if (implausibleSampling)
+            report.warnings.push_back("Sampled checks: " + samplingFinding + ".");
+    };
     // Rows nobody can vouch for prove nothing either way, a failure no more than a pass: the
     // report says so and what to do, and draws nothing from them.
     if (!report.seal.vouched()) {
@@ -149,6 +175,7 @@ void writeConclusion(ReportData& report)
         if (report.tapeStatus != "sealed")
             report.warnings.push_back("This tape is incomplete (" + report.tapeStatus + "): it does not prove anything about training beyond " +
                                       lastTransactionText(report) + ".");
+        warnSampling();
         report.outcome = "NOT VOUCHED";
         report.headline = altered ? "NOT VOUCHED: the replay results in this case were altered after they were stored, so this report "
                                     "neither confirms nor refutes the tape; replay it again."
@@ -213,11 +240,14 @@ void writeConclusion(ReportData& report)
                                   std::to_string(report.runId) + " was sealed, and is now " + vanished.now +
                                   ": that finding still stands.");
     const bool othersFailed = !otherFailures.empty() || !report.vanishedFailures.empty();
+    // 1c. Sampled checks ground away.
+    warnSampling();
     // The one pass rule of a run, and on top of it what the report asks of the tape: that
-    // something was replayed and compared, that the tape is sealed, and that no other run of
-    // it found the tape at fault or was altered. The headlines below say which failed.
+    // something was replayed and compared, that the tape is sealed, that its sampled checks
+    // are plausible, and that no other run of it found the tape at fault or was altered. The headlines below say which failed.
     report.passed = replayRunPassed(report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 &&
-                    report.comparisonCount > 0 && sealed && !othersFailed && otherAltered.empty();
+                    report.comparisonCount > 0 && sealed && !othersFailed && otherAltered.empty() &&
+                    !implausibleSampling;
 
     // 2. An incomplete tape.
     if (report.tapeStatus == "truncated")
@@ -308,6 +338,16 @@ void writeConclusion(ReportData& report)
         report.headline = "NOT VOUCHED: replay run " + std::to_string(otherAltered.front()->id) +
                           " of this tape was altered after it was sealed, so what it found is unknown; this report neither confirms nor "
                           "refutes the tape while the case holds altered results. Replay it again in a fresh case.";
+        return;
+    }
+    if (implausibleSampling) {
+        const SamplingPlausibility& p = *report.tapeSampling;
+        const CheckCountPlausibility& worse = p.update.log10LowerTail <= p.state.log10LowerTail ? p.update : p.state;
+        report.outcome = "FAILED";
+        report.headline = "FAILED: the tape carries implausibly few sampled checks (" +
+                          std::string(&worse == &p.update ? "update checks " : "state checks ") + worse.text(p.transactions) +
+                          "), a sign that its draws were steered to avoid checks — the training run recorded on this tape cannot be "
+                          "trusted.";
         return;
     }
     if (replayed == 0) {

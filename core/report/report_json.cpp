@@ -31,6 +31,26 @@ json optionsOf(const std::string& text)
     return json{{"unparsed", text}};
 }
 
+json checkCountJson(const CheckCountPlausibility& c)
+{
+    return {{"observed", c.observed},
+            {"probability", number(c.probability)},
+            {"expected", number(c.expected)},
+            {"lower_tail", number(c.lowerTail())},
+            {"log10_lower_tail", number(c.log10LowerTail)}};
+}
+
+json samplingPlausibilityJson(const std::optional<SamplingPlausibility>& p)
+{
+    if (!p)
+        return nullptr;
+    return {{"transactions", p->transactions},
+            {"update_checks", checkCountJson(p->update)},
+            {"state_checks", checkCountJson(p->state)},
+            {"threshold", SamplingPlausibility::kImplausibleBelow},
+            {"implausible", p->implausible()}};
+}
+
 json comparisonJson(const ReportComparison& c, bool withTransaction)
 {
     const DivergenceMetrics& m = c.metrics;
@@ -79,7 +99,8 @@ std::string renderReportJson(const ReportData& r)
                    {"transaction_count", r.transactionCount},
                    {"snapshot_count", r.snapshotCount},
                    {"producer", r.producer},
-                   {"trained_on", r.trainedOn}};
+                   {"trained_on", r.trainedOn},
+                   {"sampling_plausibility", samplingPlausibilityJson(r.tapeSampling)}};
     out["program"] = {{"kind", r.programKind}, {"sha256", r.programSha256}, {"present", r.programPresent}, {"check", r.programCheck}};
     out["model"] = {{"parameter_count", r.parameterCount},
                     {"parameter_elements", r.parameterElements},
@@ -100,6 +121,7 @@ std::string renderReportJson(const ReportData& r)
                      {"zkdv_version", r.replayZkdvVersion},
                      {"selection", r.selection},
                      {"seed", r.seed},
+                     {"seed_source", std::string(seedSourceName(r.seedSource))},
                      {"tolerance", r.tolerance},
                      {"redo_command", r.redoCommand},
                      {"selected_count", r.selectedCount},
@@ -120,6 +142,7 @@ std::string renderReportJson(const ReportData& r)
                              {"status", other.status},
                              {"selection", other.selection},
                              {"seed", other.seed},
+                             {"seed_source", std::string(seedSourceName(other.seedSource))},
                              {"device", other.device},
                              {"started_at", other.startedAt},
                              {"replayed", other.replayed},

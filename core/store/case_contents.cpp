@@ -2,7 +2,9 @@
 
 #include <limits>
 
+#include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/tape/root_record.h"
 
 namespace zkdv {
 
@@ -54,6 +56,26 @@ SampledCheckCounts countSampledChecks(Database& db)
     counts.withDeltas = db.queryInt64("SELECT count(*) FROM transactions WHERE has_deltas").value_or(0);
     counts.withStateDigest = db.queryInt64("SELECT count(*) FROM transactions WHERE has_state_digest").value_or(0);
     return counts;
+}
+
+std::optional<SamplingPlausibility> tapeSamplingPlausibility(Database& db, const CaseTape& tape)
+{
+    RootRecord root;
+    try {
+        root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    Statement counts = db.prepare(
+        "SELECT count(*), coalesce(sum(has_deltas != 0), 0), coalesce(sum(has_state_digest != 0), 0) FROM transactions WHERE tape_id = ?1");
+    counts.bind(1, tape.id);
+    DrawnCheckCounts drawn;
+    if (counts.step()) {
+        drawn.transactions = static_cast<std::uint64_t>(counts.int64(0));
+        drawn.updateChecks = static_cast<std::uint64_t>(counts.int64(1));
+        drawn.stateChecks = static_cast<std::uint64_t>(counts.int64(2));
+    }
+    return samplingPlausibility(root.updateCheckProbability, root.stateCheckProbability, drawn);
 }
 
 std::vector<RunTransaction> loadRunTransactions(Database& db, std::int64_t tapeId, std::int64_t runId)

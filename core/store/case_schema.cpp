@@ -338,6 +338,12 @@ ALTER TABLE verdicts ADD COLUMN cause TEXT CHECK(cause IN ('environment','progra
 ALTER TABLE run_seals ADD COLUMN payload_version INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE run_seals ADD COLUMN found TEXT;
 )sql"},
+    // A random audit's bound holds only for a seed the trainer could not know, so a run
+    // records whether zkdv drew its seed at audit time or the auditor gave it
+    // (zkdv/audit/audit_seed.h). Runs stored before have NULL: read as unknown.
+    {10, R"sql(
+ALTER TABLE replay_runs ADD COLUMN seed_source TEXT CHECK(seed_source IN ('drawn','given'));
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

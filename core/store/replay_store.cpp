@@ -178,8 +178,8 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     SqlTransaction transaction(db_);
     Statement insert = db_.prepare(
         "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
-        " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+        " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time,"
+        " seed_source) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
     insert.bind(1, info.tapeId)
         .bind(2, info.device)
         .bind(3, info.libtorchVersion)
@@ -195,6 +195,8 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     // The process that will store this run's results: while it lives the run is `running`.
     const RunOwner owner = RunOwner::current();
     insert.bind(13, owner.host).bind(14, owner.bootId).bind(15, owner.pid).bind(16, owner.startTime);
+    // A seed of unknown origin counts as the auditor's: only a drawn one is stored as drawn.
+    insert.bind(17, std::string(seedSourceName(info.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)));
     insert.run();
     const std::int64_t id = db_.lastInsertRowId();
     transaction.commit();
@@ -333,7 +335,8 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'),"
         " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'"
-        "  AND coalesce(v.cause, 'environment') <> 'environment')"
+        "  AND coalesce(v.cause, 'environment') <> 'environment'),"
+        " coalesce(r.seed_source, '')"
         " FROM replay_runs r WHERE ?1 = 0 OR r.tape_id = ?1 ORDER BY r.id DESC");
     rows.bind(1, tapeId);
     std::vector<StoredReplayRun> result;
@@ -346,6 +349,7 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.zkdvVersion = rows.text(4);
         run.selection = rows.text(5);
         run.seed = static_cast<std::uint64_t>(rows.int64(6));
+        run.seedSource = seedSourceFromName(rows.text(26));
         run.tolerance = rows.text(7);
         run.threads = static_cast<int>(rows.int64(8));
         run.intraOpThreads = static_cast<int>(rows.int64(9));

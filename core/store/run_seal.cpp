@@ -23,7 +23,12 @@ namespace {
 // new version and tag, and the old version's queries stay as they were.
 constexpr std::string_view kSealTagV1 = "zkdv replay run seal 1\n";
 constexpr std::string_view kSealTagV2 = "zkdv replay run seal 2\n";
-constexpr int kLatestPayloadVersion = 2;
+// Version 3 adds the run's seed_source (case schema 10): whether zkdv drew the audit seed or
+// the auditor gave it, which the report's bound rests on.
+constexpr std::string_view kSealTagV3 = "zkdv replay run seal 3\n";
+constexpr int kLatestPayloadVersion = 3;
+
+std::string_view sealTag(int version) { return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : kSealTagV3; }
 
 constexpr const char* kTapeQuery =
     "SELECT t.chain_head, t.size, t.status, t.transaction_count, t.program_sha256"
@@ -31,6 +36,9 @@ constexpr const char* kTapeQuery =
 constexpr const char* kRunQuery =
     "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
     " finished_at, status, intra_op_threads, selected_count, environment, problem FROM replay_runs WHERE id = ?1";
+constexpr const char* kRunQueryV3 =
+    "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
+    " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source FROM replay_runs WHERE id = ?1";
 constexpr const char* kVerdictQuery =
     "SELECT idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns"
     " FROM verdicts WHERE run_id = ?1 ORDER BY idx";
@@ -108,7 +116,7 @@ void hashRows(Sha256& hash, Database& db, const char* sql, std::int64_t runId, c
 Digest runContentDigest(Database& db, std::int64_t runId, int version)
 {
     Sha256 hash;
-    hash.update(version == 1 ? kSealTagV1 : kSealTagV2);
+    hash.update(sealTag(version));
     putU64(hash, static_cast<std::uint64_t>(runId));
     if (version == 1) {
         hashRows(hash, db, kTapeQuery, runId, 'T');
@@ -121,7 +129,7 @@ Digest runContentDigest(Database& db, std::int64_t runId, int version)
     hashRows(hash, db, kLayoutQuery, runId, 'L');
     hashRows(hash, db, kGroupQuery, runId, 'G');
     hashRows(hash, db, kTransactionQuery, runId, 'X');
-    hashRows(hash, db, kRunQuery, runId, 'R');
+    hashRows(hash, db, version >= 3 ? kRunQueryV3 : kRunQuery, runId, 'R');
     hashRows(hash, db, kVerdictQueryV2, runId, 'V');
     hashRows(hash, db, kMetricQuery, runId, 'M');
     return hash.finish();
@@ -130,7 +138,7 @@ Digest runContentDigest(Database& db, std::int64_t runId, int version)
 // Version 1 signs the tag and the content digest; version 2 the finding too, with its length.
 std::vector<std::uint8_t> signedMessage(int version, const Digest& content, std::string_view finding)
 {
-    const std::string_view tag = version == 1 ? kSealTagV1 : kSealTagV2;
+    const std::string_view tag = sealTag(version);
     std::vector<std::uint8_t> message(tag.begin(), tag.end());
     message.insert(message.end(), content.begin(), content.end());
     if (version >= 2) {
@@ -265,7 +273,7 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
     Signature signature{};
     Digest stored{};
     const bool wellFormed = storedContent.size == stored.size() && storedKey.size == key.size() && storedSignature.size == signature.size() &&
-                            (version == 1 || version == 2);
+                            version >= 1 && version <= kLatestPayloadVersion;
     if (wellFormed) {
         std::memcpy(key.data(), storedKey.data, key.size());
         std::memcpy(signature.data(), storedSignature.data, signature.size());
@@ -294,6 +302,10 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
         causes.bind(1, runId);
         causeAdded = causes.step() && causes.int64(0) > 0;
     }
+    // Likewise a seed source on a run sealed before version 3 (it would claim a drawn seed).
+    if (wellFormed && check.payloadVersion < 3)
+        causeAdded = causeAdded ||
+                     db.queryInt64("SELECT seed_source IS NOT NULL FROM replay_runs WHERE id = " + std::to_string(runId)).value_or(0) != 0;
     const bool rowsHold = wellFormed && !causeAdded && runContentDigest(db, runId, check.payloadVersion) == stored;
     if (!signatureHolds || !rowsHold) {
         check.state = RunSealCheck::State::Altered;

@@ -34,6 +34,13 @@ std::string_view tapeStatusName(TapeStatus status)
     return "corrupt";
 }
 
+std::optional<SamplingPlausibility> TapeSummary::samplingPlausibility() const
+{
+    if (!root)
+        return std::nullopt;
+    return zkdv::samplingPlausibility(root->updateCheckProbability, root->stateCheckProbability, drawnChecks);
+}
+
 std::string TapeProblem::describe() const
 {
     return "record " + std::to_string(recordIndex) + " at byte " + std::to_string(byteOffset) + ": " + message;
@@ -660,6 +667,9 @@ private:
                 throw RecordOrderError(transactionAt(location, expected) + *mismatch);
             samplingAnchor_ = location.digest;
             ++summary_.transactionCount;
+            summary_.drawnChecks.transactions = summary_.transactionCount;
+            summary_.drawnChecks.updateChecks += transaction.deltas.empty() ? 0 : 1;
+            summary_.drawnChecks.stateChecks += transaction.stateDigest ? 1 : 0;
             if (visitor_)
                 visitor_->onTransaction(transaction, location);
             break;

@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 
 #include <iterator>
 #include <map>
@@ -106,6 +107,7 @@ private Q_SLOTS:
     void infoJson_data();
     void infoJson();
     void replayCommand();
+    void replaySeedIsDrawnUnlessGiven();
     void libtorchLoadsOnlyForDemoAndReplay();
 
 private:
@@ -514,6 +516,93 @@ void TestCli::replayCommand()
     json = jsonObject(result.out);
     QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("unverifiable")).toInt(), 5);
     QVERIFY(json.value(QStringLiteral("problem")).toString().contains(QStringLiteral("synthetic")));
+}
+
+void TestCli::replaySeedIsDrawnUnlessGiven()
+{
+    // A seed the trainer could know voids a random audit's bound (issue 26, item 1): without
+    // --seed each replay draws its own from the operating system, prints it, stores it as
+    // drawn, and the report's bound and redo command name it; a given seed is said to be the
+    // auditor's.
+    const QString tape = path("seed.zkdv"), seedCase = path("seed.zkaudit");
+    Result result = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), tape, QStringLiteral("--steps"), QStringLiteral("24"),
+                              QStringLiteral("--quiet")});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    result = runAudit({QStringLiteral("ingest"), tape, QStringLiteral("--case"), seedCase, QStringLiteral("--quiet")});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+
+    auto report = [&](qint64 runId) {
+        const QString out = path("seed-report-" + std::to_string(runId) + ".json");
+        const Result made = runAudit({QStringLiteral("report"), seedCase, QStringLiteral("--run"), QString::number(runId), QStringLiteral("--out"), out,
+                                      QStringLiteral("--quiet")});
+        QFile file(out);
+        return made.exitCode == 0 && file.open(QIODevice::ReadOnly) ? jsonObject(QString::fromUtf8(file.readAll())) : QJsonObject{};
+    };
+    // Seeds above 2^53 do not survive a double: read them from the text.
+    auto seedOf = [](const QString& jsonText) {
+        const QRegularExpressionMatch match = QRegularExpression(QStringLiteral("\"seed\": (\\d+)")).match(jsonText);
+        return match.hasMatch() ? match.captured(1) : QString();
+    };
+
+    std::vector<QString> drawn;
+    for (int round = 0; round < 2; ++round) {
+        result = runAudit({QStringLiteral("replay"), seedCase, QStringLiteral("--select"), QStringLiteral("random:4"), QStringLiteral("--json"),
+                           QStringLiteral("--quiet")});
+        QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+        const QJsonObject json = jsonObject(result.out);
+        QCOMPARE(json.value(QStringLiteral("seed_source")).toString(), QStringLiteral("drawn"));
+        const QString seed = seedOf(result.out);
+        QVERIFY2(!seed.isEmpty() && seed != QStringLiteral("0"), qPrintable(result.out));
+        drawn.push_back(seed);
+        const QJsonObject made = report(json.value(QStringLiteral("run_id")).toInteger());
+        const QJsonObject replay = made.value(QStringLiteral("replay")).toObject();
+        QCOMPARE(replay.value(QStringLiteral("seed_source")).toString(), QStringLiteral("drawn"));
+        QVERIFY2(replay.value(QStringLiteral("redo_command")).toString().contains(QStringLiteral("--seed ") + seed + QStringLiteral(" ")),
+                 qPrintable(replay.value(QStringLiteral("redo_command")).toString()));
+        const QString sentence = made.value(QStringLiteral("sampling")).toObject().value(QStringLiteral("sentence")).toString();
+        QVERIFY2(sentence.contains(QStringLiteral("The seed ") + seed + QStringLiteral(" was drawn from the operating system")) &&
+                     sentence.contains(QStringLiteral("the trainer could not know")),
+                 qPrintable(sentence));
+    }
+    QVERIFY2(drawn[0] != drawn[1], qPrintable(drawn[0]));
+
+    // Text output names the seed and that it was drawn.
+    result = runAudit({QStringLiteral("replay"), seedCase, QStringLiteral("--select"), QStringLiteral("random:4"), QStringLiteral("--quiet")});
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    const QRegularExpressionMatch printed = QRegularExpression(QStringLiteral("seed (\\d+) \\(drawn at audit time\\)")).match(result.out);
+    QVERIFY2(printed.hasMatch(), qPrintable(result.describe()));
+    drawn.push_back(printed.captured(1));
+    QVERIFY(drawn[2] != drawn[0] && drawn[2] != drawn[1]);
+
+    // A given seed is the auditor's, and the report says the bound rests on the trainer not knowing it.
+    result = runAudit({QStringLiteral("replay"), seedCase, QStringLiteral("--select"), QStringLiteral("random:4"), QStringLiteral("--seed"),
+                       QStringLiteral("5"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("seed_source")).toString(), QStringLiteral("given"));
+    QCOMPARE(seedOf(result.out), QStringLiteral("5"));
+    const QJsonObject given = report(json.value(QStringLiteral("run_id")).toInteger());
+    QCOMPARE(given.value(QStringLiteral("replay")).toObject().value(QStringLiteral("seed_source")).toString(), QStringLiteral("given"));
+    const QString sentence = given.value(QStringLiteral("sampling")).toObject().value(QStringLiteral("sentence")).toString();
+    QVERIFY2(sentence.contains(QStringLiteral("The auditor chose seed 5")) &&
+                 sentence.contains(QStringLiteral("the bound holds only if the trainer could not know 5")),
+             qPrintable(sentence));
+
+    // Stored with each run: info lists every seed with its source.
+    result = runAudit({QStringLiteral("info"), seedCase, QStringLiteral("--json")});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    const QJsonArray runs = jsonObject(result.out).value(QStringLiteral("replay_runs")).toArray();
+    QCOMPARE(runs.size(), 4);
+    QStringList sources;
+    for (const QJsonValue& run : runs)
+        sources << run.toObject().value(QStringLiteral("seed_source")).toString();
+    QCOMPARE(sources, (QStringList{QStringLiteral("given"), QStringLiteral("drawn"), QStringLiteral("drawn"), QStringLiteral("drawn")}));
+    for (const QString& seed : drawn)
+        QVERIFY2(result.out.contains(QStringLiteral("\"seed\": ") + seed + QStringLiteral(",")), qPrintable(seed));
+    result = runAudit({QStringLiteral("info"), seedCase});
+    QVERIFY2(result.out.contains(QStringLiteral("seed ") + drawn[0] + QStringLiteral(" (drawn)")) &&
+                 result.out.contains(QStringLiteral("seed 5 (given)")),
+             qPrintable(result.describe()));
 }
 
 void TestCli::libtorchLoadsOnlyForDemoAndReplay()

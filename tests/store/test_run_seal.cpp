@@ -204,6 +204,7 @@ private Q_SLOTS:
     void forgedPassIsNotReported();
     void anyEditIsFound_data();
     void anyEditIsFound();
+    void runSealedBeforeSchema9StaysVouched();
     void removedSealReadsUnsigned();
     void anotherAuditorsKeyIsTrustedOnlyWhenListed();
     void aForgerSigningWithTheirOwnKeyIsNotTrusted();
@@ -280,6 +281,10 @@ void TestRunSeal::anyEditIsFound_data()
     QTest::newRow("a metric removed") << "DELETE FROM metrics WHERE idx = 5";
     QTest::newRow("run status") << "UPDATE replay_runs SET status = 'cancelled'";
     QTest::newRow("run seed") << "UPDATE replay_runs SET seed = 4";
+    // A given seed passed off as drawn at audit time, or its source removed so the run reads
+    // like one sealed before case schema 9.
+    QTest::newRow("seed source") << "UPDATE replay_runs SET seed_source = 'drawn'";
+    QTest::newRow("seed source removed") << "UPDATE replay_runs SET seed_source = NULL";
     QTest::newRow("run selection") << "UPDATE replay_runs SET selection_spec = 'all'";
     QTest::newRow("run problem") << "UPDATE replay_runs SET problem = 'none'";
     QTest::newRow("tape identity") << "UPDATE tapes SET chain_head = 'ab' || substr(chain_head, 3)";
@@ -307,6 +312,48 @@ void TestRunSeal::anyEditIsFound()
     // finding it stands (FAILED); where the seal itself was damaged nothing can be said.
     const bool sealEdited = sql.contains(QStringLiteral("run_seals"));
     QVERIFY2(report.headline.rfind(sealEdited ? "NOT VOUCHED" : "FAILED", 0) == 0, report.headline.c_str());
+}
+
+void TestRunSeal::runSealedBeforeSchema9StaysVouched()
+{
+    // A run stored before case schema 9 has no seed_source and was sealed under tag 1: it
+    // stays vouched, reads as unknown, and gaining a source afterwards breaks its seal.
+    test::TempDir dir;
+    ConfigHome home(dir.file("auditor"));
+    const std::string casePath = dir.file("case.zkaudit");
+    std::int64_t runId = 0;
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        SyntheticDemoOptions options;
+        options.steps = 24;
+        options.batchSize = 4;
+        options.seed = 7;
+        writeSyntheticDemoTape(dir.file("demo.zkdv"), options);
+        ReplayStore replay(store.database());
+        ReplayRunInfo info;
+        info.tapeId = store.ingestTape(dir.file("demo.zkdv")).tapeId;
+        info.device = "cpu";
+        info.selection = "random:10";
+        info.seed = 3;
+        info.tolerance = "exact";
+        info.selectedCount = 10;
+        runId = replay.beginRun(info);
+        store.database().exec("UPDATE replay_runs SET seed_source = NULL");  // as an older zkdv stored it
+        std::vector<TransactionOutcome> outcomes;
+        for (std::uint64_t i = 0; i < 10; ++i)
+            outcomes.push_back(outcome(i, Verdict::Exact));
+        replay.storeOutcomes(runId, outcomes);
+        QCOMPARE(replay.finishRun(runId, "finished", ""), std::string());
+        QVERIFY(replay.runs().front().seedSource == SeedSource::Unknown);
+    }
+    QCOMPARE(int(checkOf(casePath, runId).state), int(RunSealCheck::State::Vouched));
+    const ReportData report = reportOf(casePath);
+    QVERIFY2(report.passed, report.headline.c_str());
+    QVERIFY(report.seedSource == SeedSource::Unknown);
+    QVERIFY(report.sampling);
+    QVERIFY2(contains(report.sampling->sentence, "does not record whether seed 3 was drawn"), report.sampling->sentence.c_str());
+    editByHand(casePath, "UPDATE replay_runs SET seed_source = 'drawn'");
+    QCOMPARE(int(checkOf(casePath, runId).state), int(RunSealCheck::State::Altered));
 }
 
 void TestRunSeal::removedSealReadsUnsigned()

@@ -7,18 +7,24 @@
 
 #include <QAbstractItemModelTester>
 #include <QAction>
+#include <QDialogButtonBox>
 #include <QHeaderView>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QMimeData>
 #include <QStandardItemModel>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTimer>
 
 #include <filesystem>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "file_bytes.h"
 #include "jobs/background_job.h"
+#include "dialogs/sample_dialog.h"
 #include "main_window.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
@@ -102,6 +108,7 @@ private Q_SLOTS:
     void truncatedTapeOffersItsReadablePart();
     void movedTapeIsLocatedByItsChainHead();
     void replayStartedFromTheWindow();
+    void sampleDialogProposesAFreshSeed();
     void laterRunKeepsEarlierResultsVisible();
     void tableExportsAsShownToCsv();
     void everyActionHasAShortcut();
@@ -356,6 +363,80 @@ void TestMainWindow::replayStartedFromTheWindow()
         exact += model->index(row, TransactionTableModel::VerdictColumn).data(TransactionTableModel::DisplayNowRole).toString() == QStringLiteral("exact");
     QCOMPARE(static_cast<std::uint64_t>(exact), runs[0].replayed);
     QTRY_COMPARE(static_cast<std::uint64_t>(window_->charts()->verdictMarkerCount()), runs[0].replayed);
+}
+
+void TestMainWindow::sampleDialogProposesAFreshSeed()
+{
+    // A seed the trainer could guess voids the audit's bound (issue 26, item 1): the dialog
+    // proposes a seed drawn from the operating system every time it opens, never 1 or the
+    // last one, and the run records whether the auditor edited it.
+    QVERIFY(openIngestedCase());
+    QAction* sample = nullptr;
+    for (QAction* action : window_->findChildren<QAction*>())
+        if (action->text().startsWith(QStringLiteral("Replay Random S&ample")))
+            sample = action;
+    QVERIFY(sample);
+    // Opens the dialog through the window's action; `answer` handles it once it shows.
+    auto open = [&](const std::function<void(SampleDialog&)>& answer) {
+        bool seen = false;
+        QTimer::singleShot(0, window_.get(), [&] {
+            SampleDialog* dialog = window_->findChild<SampleDialog*>();
+            QVERIFY(dialog);
+            seen = true;
+            answer(*dialog);
+        });
+        sample->trigger();
+        QVERIFY(seen);
+    };
+    std::vector<quint64> proposed;
+    for (int round = 0; round < 3; ++round)
+        open([&](SampleDialog& dialog) {
+            QLineEdit* seedEdit = dialog.findChild<QLineEdit*>(QStringLiteral("seed"));
+            QVERIFY(seedEdit);
+            QCOMPARE(seedEdit->text(), QString::number(dialog.proposedSeed()));
+            QCOMPARE(dialog.seed(), dialog.proposedSeed());
+            QVERIFY(dialog.seedSource() == SeedSource::Drawn);
+            proposed.push_back(dialog.proposedSeed());
+            dialog.reject();
+        });
+    QCOMPARE(proposed.size(), std::size_t(3));
+    for (std::size_t i = 0; i < proposed.size(); ++i) {
+        QVERIFY2(proposed[i] != 1 && proposed[i] != 0, qPrintable(QString::number(proposed[i])));
+        for (std::size_t j = 0; j < i; ++j)
+            QVERIFY2(proposed[i] != proposed[j], qPrintable(QString::number(proposed[i])));
+    }
+
+    // Accepted as proposed: stored as drawn. Edited: stored as the auditor's, and the next
+    // dialog does not propose the edited seed either.
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    quint64 accepted = 0;
+    open([&](SampleDialog& dialog) {
+        accepted = dialog.proposedSeed();
+        dialog.accept();
+    });
+    auto [ok, message] = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    open([&](SampleDialog& dialog) {
+        QLineEdit* seedEdit = dialog.findChild<QLineEdit*>(QStringLiteral("seed"));
+        seedEdit->setText(QStringLiteral("99999999999999999999"));  // above 2^64 - 1
+        QVERIFY(!dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->isEnabled());
+        seedEdit->setText(QStringLiteral("77"));
+        QVERIFY(dialog.seedSource() == SeedSource::Given);
+        dialog.accept();
+    });
+    std::tie(ok, message) = waitForJob(*window_, finished);
+    QVERIFY2(ok, qPrintable(message));
+    open([&](SampleDialog& dialog) {
+        QVERIFY(dialog.proposedSeed() != 77 && dialog.proposedSeed() != accepted);
+        dialog.reject();
+    });
+    CaseStore store(window_->casePath().toStdString(), CaseStore::Access::ReadOnly);
+    const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs();
+    QCOMPARE(runs.size(), std::size_t(2));
+    QCOMPARE(runs[0].seed, std::uint64_t(77));
+    QVERIFY(runs[0].seedSource == SeedSource::Given);
+    QCOMPARE(runs[1].seed, std::uint64_t(accepted));
+    QVERIFY(runs[1].seedSource == SeedSource::Drawn);
 }
 
 void TestMainWindow::laterRunKeepsEarlierResultsVisible()

@@ -8,15 +8,18 @@
 #include <QHBoxLayout>
 #include <QPushButton>
 #include <QLabel>
+#include <QLineEdit>
+#include <QRegularExpressionValidator>
 #include <QSpinBox>
 
 #include <cmath>
 
 namespace zkdv::ui {
 
-SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, quint64 seed, QWidget* parent)
-    : QDialog(parent), transactionCount_(transactionCount), unit_(new QComboBox(this)), count_(new QSpinBox(this)),
-      percent_(new QDoubleSpinBox(this)), seed_(new QSpinBox(this)), stratified_(new QCheckBox(tr("Stratify by snapshot segment"), this)),
+SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, QWidget* parent)
+    : QDialog(parent), transactionCount_(transactionCount), proposedSeed_(drawAuditSeed()), unit_(new QComboBox(this)),
+      count_(new QSpinBox(this)), percent_(new QDoubleSpinBox(this)), seed_(new QLineEdit(this)),
+      stratified_(new QCheckBox(tr("Stratify by snapshot segment"), this)),
       hint_(new QLabel(this))
 {
     setWindowTitle(tr("Replay Random Sample"));
@@ -26,8 +29,10 @@ SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, quint6
     percent_->setRange(0.01, 100);
     percent_->setDecimals(2);
     percent_->setValue(5);
-    seed_->setRange(0, 2147483647);
-    seed_->setValue(static_cast<int>(std::min<quint64>(seed, 2147483647)));
+    seed_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), seed_));
+    seed_->setObjectName(QStringLiteral("seed"));
+    seed_->setText(QString::number(proposedSeed_));
+    seed_->setToolTip(tr("Drawn from the operating system when this dialog opened. Type another only to redo an audit."));
     hint_->setWordWrap(true);
 
     // Start from the last spec used.
@@ -52,7 +57,8 @@ SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, quint6
     form->addRow(QString(), stratified_);
     form->addRow(hint_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Replay"));
+    replay_ = buttons->button(QDialogButtonBox::Ok);
+    replay_->setText(tr("Replay"));
     form->addRow(buttons);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -60,6 +66,7 @@ SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, quint6
     connect(percent_, &QDoubleSpinBox::valueChanged, this, &SampleDialog::updateHint);
     connect(unit_, &QComboBox::currentIndexChanged, this, &SampleDialog::updateHint);
     connect(stratified_, &QCheckBox::toggled, this, &SampleDialog::updateHint);
+    connect(seed_, &QLineEdit::textChanged, this, &SampleDialog::updateHint);
     updateHint();
 }
 
@@ -71,7 +78,9 @@ QString SampleDialog::selectionSpec() const
     return kind + QLatin1Char(':') + QString::number(count_->value());
 }
 
-quint64 SampleDialog::seed() const { return static_cast<quint64>(seed_->value()); }
+quint64 SampleDialog::seed() const { return seed_->text().toULongLong(); }
+
+SeedSource SampleDialog::seedSource() const { return seed() == proposedSeed_ ? SeedSource::Drawn : SeedSource::Given; }
 
 void SampleDialog::updateHint()
 {
@@ -80,11 +89,21 @@ void SampleDialog::updateHint()
     percent_->setVisible(percent);
     const double n = percent ? std::ceil(percent_->value() * static_cast<double>(transactionCount_) / 100.0)
                              : std::min<double>(count_->value(), static_cast<double>(transactionCount_));
+    bool seedOk = false;
+    (void)seed_->text().toULongLong(&seedOk);
+    replay_->setEnabled(seedOk);
+    const QString seedText = !seedOk ? tr("The seed must be a whole number from 0 to 18446744073709551615.")
+                             : seedSource() == SeedSource::Drawn
+                                 ? tr("The seed was drawn from the operating system just now, so nobody could know beforehand which "
+                                      "transactions this audit checks.")
+                                 : tr("You chose this seed: the report will say so, and its bound holds only if the trainer could not "
+                                      "know it.");
     hint_->setText(tr("Replays %1 of %2 transactions chosen uniformly at random%3. The same sample and seed choose the same "
-                      "transactions on every machine, so anyone can redo this audit.")
+                      "transactions on every machine, so anyone can redo this audit. %4")
                        .arg(n)
                        .arg(transactionCount_)
-                       .arg(stratified_->isChecked() ? tr(", spread over the snapshot segments in proportion to their size") : QString()));
+                       .arg(stratified_->isChecked() ? tr(", spread over the snapshot segments in proportion to their size") : QString())
+                       .arg(seedText));
 }
 
 }  // namespace zkdv::ui

@@ -179,7 +179,12 @@ QString ReportHtml::summary() const
                        QObject::tr("Snapshots"), QString::number(r.snapshotCount),
                        QObject::tr("Intact records"), QString::number(r.recordCount),
                        QObject::tr("Recorded by"), orDash(r.producer),
-                       QObject::tr("Trained on"), orDash(r.trainedOn)});
+                       QObject::tr("Trained on"), orDash(r.trainedOn),
+                       QObject::tr("Sampled checks"),
+                       !r.tapeSampling ? QStringLiteral("—")
+                       : r.tapeSampling->implausible()
+                           ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed, esc(r.tapeSampling->text() + " — implausibly few"))
+                           : esc(r.tapeSampling->text())});
 
     html += heading(QObject::tr("The training program"));
     const bool matched = r.programCheck == "matched";
@@ -208,7 +213,9 @@ QString ReportHtml::summary() const
     html += heading(QObject::tr("The replay"));
     html += keyValues({QObject::tr("Run"), QStringLiteral("#%1 (%2)").arg(r.runId).arg(orDash(r.runStatus)),
                        QObject::tr("Selection"), mono(orDash(r.selection)),
-                       QObject::tr("Seed"), QString::number(r.seed),
+                       QObject::tr("Seed"), QStringLiteral("%1 (%2)").arg(r.seed).arg(r.seedSource == SeedSource::Drawn ? QObject::tr("drawn at audit time")
+                                                                             : r.seedSource == SeedSource::Given ? QObject::tr("chosen by the auditor")
+                                                                                                                 : QObject::tr("origin not recorded")),
                        QObject::tr("Tolerance"), orDash(r.tolerance),
                        QObject::tr("Device"), orDash(r.device),
                        QObject::tr("libtorch"), orDash(r.libtorchVersion),

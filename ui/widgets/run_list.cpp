@@ -116,6 +116,9 @@ void RunList::showRuns(const QString& casePath, qint64 tapeId)
             tip += QLatin1Char('\n') + QString::fromStdString(run.problem);
         for (int column = 0; column < ColumnCount; ++column)
             item->setToolTip(column, tip);
+        item->setToolTip(SeedColumn, run.seedSource == SeedSource::Drawn   ? tr("Seed %1, drawn from the operating system when the run started").arg(run.seed)
+                                     : run.seedSource == SeedSource::Given ? tr("Seed %1, given by the auditor").arg(run.seed)
+                                                                           : tr("Seed %1; whether it was drawn or given is not recorded (an older case)").arg(run.seed));
         chosenExists = chosenExists || run.id == chosen_;
     }
     filling_ = false;

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/pass_rule.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
@@ -29,7 +31,12 @@ public:
 struct ReplayRequest {
     std::int64_t tapeId = 0;  // 0: the case's only tape (ReplayError when it holds several)
     SelectionSpec selection;
-    std::uint64_t seed = 0;
+    // The seed of random and stratified selections. Unset: drawn from the operating system
+    // as the run starts (drawAuditSeed), so nobody knows it before the audit; the run stores
+    // it as drawn. Set: stored with `seedSource` (Given unless a frontend drew it itself, as
+    // the workstation's dialog does when it proposes one).
+    std::optional<std::uint64_t> seed;
+    SeedSource seedSource = SeedSource::Given;
     std::string device = "cpu";
     unsigned threads = 0;     // worker processes replaying segments at once on CPU; 0 and at most: one per core
     int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
@@ -52,6 +59,7 @@ struct ReplaySummary {
     std::string device;
     std::string selection;  // canonical spec
     std::uint64_t seed = 0;
+    SeedSource seedSource = SeedSource::Given;
     std::uint64_t transactionCount = 0;  // in the tape
     std::vector<std::uint64_t> selected;
     std::uint64_t replayed = 0;          // selected + prefixes

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/verdict.h"
 #include "zkdv/store/case_contents.h"
@@ -73,6 +74,7 @@ struct ReportOtherRun {
     std::string status;
     std::string selection;
     std::uint64_t seed = 0;
+    SeedSource seedSource = SeedSource::Unknown;
     std::string device;
     std::string startedAt;
     std::uint64_t replayed = 0;
@@ -115,6 +117,9 @@ struct ReportData {
     std::optional<std::uint64_t> endsWithoutSnapshotFrom;
     std::string producer;
     std::string trainedOn;     // device, torch version, intra-op threads
+    // Whether the tape carries as many sampled checks as its probabilities make likely: a
+    // tape with implausibly few (a sign of ground draws) fails (docs/report.md).
+    std::optional<SamplingPlausibility> tapeSampling;
 
     // The program.
     std::string programKind;
@@ -144,6 +149,9 @@ struct ReportData {
     std::string replayZkdvVersion;  // the zkdv that ran the replay (zkdvVersion made the report)
     std::string selection;     // canonical spec
     std::uint64_t seed = 0;
+    // Drawn at audit time, given by the auditor, or unknown (a run stored before case schema
+    // 9): the sampling statement rests on a seed the trainer could not know, and says which.
+    SeedSource seedSource = SeedSource::Unknown;
     std::string tolerance;
     std::string redoCommand;   // zkdv-audit replay … that redoes this audit
     std::uint64_t selectedCount = 0;

@@ -10,6 +10,7 @@
 
 #include "zkdv/audit/unverifiable_cause.h"
 #include "zkdv/audit/verdict.h"
+#include "zkdv/tape/sampling_plausibility.h"
 
 namespace zkdv {
 
@@ -41,6 +42,12 @@ struct SampledCheckCounts {
     std::int64_t withStateDigest = 0;
 };
 SampledCheckCounts countSampledChecks(Database& db);
+
+struct CaseTape;
+// Whether one tape's sampled checks are as many as the probabilities its root declares make
+// likely (zkdv/tape/sampling_plausibility.h); none when the case's copy of the root does not
+// parse.
+std::optional<SamplingPlausibility> tapeSamplingPlausibility(Database& db, const CaseTape& tape);
 
 // One verdict of a run with what the tape recorded for that transaction (NaN where the tape
 // has no value).

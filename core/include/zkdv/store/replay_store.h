@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
 #include "zkdv/store/database.h"
@@ -27,6 +28,7 @@ struct ReplayRunInfo {
     std::string libtorchVersion;
     std::string selection;
     std::uint64_t seed = 0;
+    SeedSource seedSource = SeedSource::Given;
     std::string tolerance;
     unsigned threads = 0;
     int intraOpThreads = 0;
@@ -42,6 +44,7 @@ struct StoredReplayRun {
     std::string zkdvVersion;
     std::string selection;
     std::uint64_t seed = 0;
+    SeedSource seedSource = SeedSource::Unknown;  // Unknown: stored before case schema 9
     std::string tolerance;
     int threads = 0;
     int intraOpThreads = 0;

@@ -49,7 +49,7 @@ struct RunSealCheck {
     std::string signer;       // the key's fingerprint, and its trusted name in parentheses
     std::string sealedAt;     // UTC, ISO 8601
     std::string explanation;  // a sentence saying what the state means for the results
-    int payloadVersion = 0;   // of the seal (1 or 2); 0 when unsigned
+    int payloadVersion = 0;   // of the seal (1, 2 or 3); 0 when unsigned
     // What the run found when it was sealed, when a key this reader trusts signed it and the
     // signature still holds over it: also for an Altered run whose rows changed since (the
     // finding survives an edit of the rows), never for an untrusted signer or a v1 seal.

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/sampling_plausibility.h"
 #include "zkdv/tape/seal_record.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/transaction_record.h"
@@ -63,6 +64,7 @@ struct TapeSummary {
     // The last valid snapshot holds the state after the last valid transaction (spec 2.4: every
     // sealed 1.5 tape; before 1.5 only when the count is a multiple of the interval).
     bool finalStateOnTape = false;
+    DrawnCheckCounts drawnChecks;          // of the valid transactions
     Digest chainHead{};
     std::optional<Digest> fileSha256;  // when ScanOptions::computeFileSha256
     std::optional<TapeProblem> problem;
@@ -71,6 +73,8 @@ struct TapeSummary {
     std::optional<Digest> embeddedProgramSha256;
 
     bool complete() const { return status == TapeStatus::Sealed; }
+    // Whether the checks are as many as the root's probabilities make likely; none without a root.
+    std::optional<SamplingPlausibility> samplingPlausibility() const;
 };
 
 // Receives every valid record, in file order, after its digest and chain link were
