@@ -669,9 +669,9 @@ void Recorder::seal()
     if (!d.model || !d.bridge)
         throw RecorderError("nothing to seal: prepare the model and its optimizer first");
     if (!d.brokenBy.empty())
-        throw RecorderError("an optimizer step of this recorder failed half-way (" + d.brokenBy +
+        throw RecorderError("this recorder's tape ended early (" + d.brokenBy +
                             "), so the model may not hold the state after the last recorded transaction, which a sealed tape ends with; "
-                            "the tape stays unsealed, readable up to that transaction");
+                            "the tape stays unsealed, readable up to that transaction (zkdv-audit ingest --allow-incomplete)");
     if (!d.started)
         d.start();
     // The tape ends with the final state, so the last segment's replay is compared with it

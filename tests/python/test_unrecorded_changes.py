@@ -1,7 +1,7 @@
 """Changes a tape cannot describe are refused when they are made, with what changed and what to
 do, never recorded to replay as `diverged` (docs/python.md, "Unrecorded changes"). What the
 recorder refuses before a step leaves the tape going; a change of the model's state outside the
-step ends it at the last transaction, which still replays exact."""
+step ends it at the last transaction: it stays unsealed, and its readable part replays exact."""
 
 import pytest
 import torch
@@ -34,6 +34,22 @@ def seal_and_replay(tmp_path, proof, tape, transactions):
     assert proof.statistics["transactions"] == transactions
     proof.seal()
     assert_replays_exact(tmp_path, tape, transactions)
+
+
+def end_and_replay(tmp_path, proof, tape, transactions):
+    """A tape ended by a change of the model's state stays unsealed: the model no longer holds
+    the state after its last transaction, which a sealed tape ends with (tape format 2.4). Its
+    readable part still replays exact."""
+    assert proof.statistics["transactions"] == transactions
+    with pytest.raises(RuntimeError, match=r"the tape stays unsealed, readable up to that transaction"):
+        proof.seal()
+    status, verified = audit("verify", str(tape))
+    assert status == 1 and verified["status"] == "unsealed" and verified["transactions"] == transactions, verified
+    case = tmp_path / (tape.stem + ".zkaudit")
+    status, ingested = audit("ingest", str(tape), "--case", str(case), "--allow-incomplete")
+    assert status == 0, ingested
+    status, replayed = audit("replay", str(case), "--select", "all")
+    assert replayed["replayed"] == transactions and replayed["verdicts"]["exact"] == transactions, replayed
 
 
 GRADIENT_CHANGES = {
@@ -95,7 +111,7 @@ def test_a_parameter_changed_outside_the_step_ends_the_tape(tmp_path, change, in
         step(proof, model, loss_fn, optimizer, x1, y1, between=(lambda: PARAMETER_CHANGES[change](model)) if inside else None)
     with pytest.raises(RuntimeError, match=r"^parameter model\.hidden\.weight .*" + ENDS_AT % 0):
         proof.transaction(batch=(x2, y2))
-    seal_and_replay(tmp_path, proof, tape, 1)
+    end_and_replay(tmp_path, proof, tape, 1)
 
 
 def _fill_running_mean(model):
@@ -126,7 +142,7 @@ def test_a_buffer_changed_outside_the_program_ends_the_tape(tmp_path, change, in
     with pytest.raises(RuntimeError, match=r"^buffer model\.norm\.(running_mean|running_var|num_batches_tracked) .* outside the sealed program: .*"
                        r"let only the model's forward change its buffers" + ENDS_AT % 0):
         step(proof, model, loss_fn, optimizer, x1, y1, between=(lambda: BUFFER_CHANGES[change](model)) if inside else None)
-    seal_and_replay(tmp_path, proof, tape, 1)
+    end_and_replay(tmp_path, proof, tape, 1)
 
 
 @pytest.mark.parametrize("change", ["add_", "data.mul_"])
@@ -183,7 +199,7 @@ def test_a_second_step_in_a_transaction_is_refused(tmp_path):
             raw.step()
     with pytest.raises(RuntimeError, match=ENDS_AT % 1):
         proof.transaction(batch=(x2, y2))
-    seal_and_replay(tmp_path, proof, tape, 2)
+    end_and_replay(tmp_path, proof, tape, 2)
 
 
 def test_gradients_accumulated_over_transactions_are_refused(tmp_path):
@@ -255,7 +271,7 @@ def test_a_transaction_whose_forward_moved_buffers_must_step(tmp_path):
         with proof.transaction(batch=(x1, y1)):
             optimizer.zero_grad()
             proof.backward(loss_fn(proof.forward(model, x1), y1))
-    seal_and_replay(tmp_path, proof, tape, 1)
+    end_and_replay(tmp_path, proof, tape, 1)
 
 
 def test_a_transaction_that_changed_nothing_may_end_without_a_step(tmp_path):
@@ -319,4 +335,4 @@ def test_an_optimizer_slot_changed_outside_the_step_ends_the_tape(tmp_path):
     with pytest.raises(RuntimeError, match=r"^optimizer state \S+\.momentum_buffer was changed in place between the optimizer step of "
                        r"transaction 0 and the forward of transaction 1, outside the prepared optimizer's step" + ".*" + ENDS_AT % 0):
         step(proof, model, loss_fn, optimizer, x1, y1)
-    seal_and_replay(tmp_path, proof, tape, 1)
+    end_and_replay(tmp_path, proof, tape, 1)
