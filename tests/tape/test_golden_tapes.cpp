@@ -161,7 +161,6 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
     // synthetic demo's program cannot be replayed, so each of its transactions is unverifiable.
     const bool passes = expectedVerdicts.value(QStringLiteral("diverged")).toInt() == 0 &&
                         expectedVerdicts.value(QStringLiteral("unverifiable")).toInt() == 0;
-    QVERIFY2(replay.exitCode == (passes ? 0 : 1), (replay.err + replay.out).constData());
     const QJsonObject replayed = parseObject(replay.out, "replay --json");
     QCOMPARE(replayed.value(QStringLiteral("status")).toString(), QStringLiteral("finished"));
     const QJsonObject verdicts = replayed.value(QStringLiteral("verdicts")).toObject();
@@ -175,6 +174,7 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
     const QString regime = replayed.value(QStringLiteral("numeric_regime")).toString();
     QVERIFY2(regime == QLatin1String("same-environment") || regime == QLatin1String("cross-environment"), replay.out.constData());
     if (regime == QLatin1String("same-environment")) {
+        QVERIFY2(replay.exitCode == (passes ? 0 : 1), (replay.err + replay.out).constData());
         QCOMPARE(verdicts, expectedVerdicts);
         return;
     }
@@ -186,6 +186,8 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
     for (const QJsonValue& failure : failures)
         noise += failure.toObject().value(QStringLiteral("detail")).toString().startsWith(
             QLatin1String("unverifiable across numerical environments"));
+    // An unverifiable transaction fails the replay (exit 1), for whatever reason.
+    QVERIFY2(replay.exitCode == (passes && noise == 0 ? 0 : 1), (replay.err + replay.out).constData());
     QCOMPARE(count(verdicts, "diverged"), count(expectedVerdicts, "diverged"));
     QCOMPARE(count(verdicts, "unverifiable"), count(expectedVerdicts, "unverifiable") + noise);
     QCOMPARE(count(verdicts, "exact") + count(verdicts, "within_tolerance") + noise,
