@@ -290,7 +290,8 @@ private:
             const bool module = type->is_module() && slot;
             if (kind == c10::prim::SetAttr && module && type->is_parameter(*slot))
                 refuse(node, "assigns the parameter " + name);
-            if (kind == c10::prim::GetAttr && name != "training" && step_.assigned().count({type.get(), name}) && !(module && type->is_buffer(*slot)))
+            if (kind == c10::prim::GetAttr && name != "training" && step_.assigned().count({type.get(), name}) &&
+                !(module && (type->is_buffer(*slot) || type->is_parameter(*slot))))  // a parameter's assignment is refused as such
                 refuse(node, "reads back the attribute " + name +
                                  " that it assigns, state carried from one step to the next outside the tape; register it as a buffer");
             return;
@@ -315,8 +316,9 @@ private:
                 if (!target.empty())
                     refuse(node, "writes into " + target + " in place, through its argument '" + argument.name() + "' (value %" +
                                      node->inputs()[i]->debugName() + ")");
-            } else if (!roots.state.empty() || roots.constant || roots.batch) {
-                refuse(node, "changes " + (!roots.state.empty() ? "the attribute " + *roots.state.begin() : roots.batch ? std::string("the batch list") : std::string("a constant")) +
+            } else if (!roots.state.empty() || roots.constant) {
+                // A list the step made may hold batch tensors; changing the list changes no tensor.
+                refuse(node, "changes " + (!roots.state.empty() ? "the attribute " + *roots.state.begin() : std::string("a constant")) +
                                  " in place, through its argument '" + argument.name() + "'");
             }
         }

@@ -393,7 +393,9 @@ void TestExportedGraph::resolvedSizesAreBounded()
     if (what == "expand") {
         GraphNode call;
         call.op = "aten::expand";
-        call.args = {GraphValue{GraphValue::Kind::Node}, GraphValue{GraphValue::Kind::List}};
+        call.args.resize(2);
+        call.args[0].kind = GraphValue::Kind::Node;
+        call.args[1].kind = GraphValue::Kind::List;
         for (std::int64_t extent : {65536, -1, 65536}) {
             GraphValue v;
             v.kind = GraphValue::Kind::Int;
