@@ -405,12 +405,15 @@ void TestContainedReplay::timeBudgetIsMeasuredNotClaimed()
     QVERIFY2(clock.elapsed() < 120000, std::to_string(clock.elapsed()).c_str());
 }
 
-// A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread (worker_protocol.h).
-const char* const kShellHello = "printf '\\011\\000\\000\\000\\046\\000\\000\\000"
+// A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread, numerics that name
+// no CPU (worker_protocol.h).
+const char* const kShellHello = "printf '\\011\\000\\000\\000\\273\\000\\000\\000"
                                 "\\006\\000\\000\\000\\000\\000\\000\\0001.13.0"
                                 "\\000\\000\\000\\000\\000\\000\\000\\000"
                                 "\\000\\000\\000\\000\\000\\000\\000\\000"
-                                "\\001\\000\\000\\000\\000\\000\\000\\000' >&3\n";
+                                "\\001\\000\\000\\000\\000\\000\\000\\000"
+                                "\\215\\000\\000\\000\\000\\000\\000\\000"
+                                "{\"cpu\":{\"vendor\":\"sh\",\"model\":\"sh\",\"flags\":[]},\"torch_cpu_capability\":\"sh\",\"blas\":\"\",\"mkl\":\"\",\"onednn\":\"\",\"intra_op_threads\":1,\"settings\":{}}' >&3\n";
 
 void TestContainedReplay::brokenWorkerIsUnverifiable_data()
 {

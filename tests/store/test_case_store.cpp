@@ -301,9 +301,9 @@ void TestCaseStore::ingestStoresTheTapeRow()
     QCOMPARE(row.text(11), toHex(layout.root->programSha256));
     QCOMPARE(row.text(12), std::string("synthetic"));
     QCOMPARE(row.int64(13), static_cast<std::int64_t>(layout.records.size()));
-    QCOMPARE(row.int64(13), std::int64_t(1 + 1 + 3 + 30 + 1));  // root, program, 3 snapshots, 30 transactions, seal
+    QCOMPARE(row.int64(13), std::int64_t(1 + 1 + 4 + 30 + 1));  // root, program, 4 snapshots (the last the final state), 30 transactions, seal
     QCOMPARE(row.int64(14), std::int64_t(30));
-    QCOMPARE(row.int64(15), std::int64_t(3));
+    QCOMPARE(row.int64(15), std::int64_t(4));
     QCOMPARE(row.int64(16), std::int64_t(0));
     QVERIFY2(QDateTime::fromString(QString::fromStdString(row.text(17)), Qt::ISODate).isValid(), row.text(17).c_str());
     QVERIFY2(row.text(17).back() == 'Z', row.text(17).c_str());
@@ -478,10 +478,10 @@ void TestCaseStore::ingestIndexesEveryRecord_data()
     QTest::addColumn<int>("interval");
     QTest::addColumn<double>("probability");
     QTest::addColumn<QList<int>>("expectedSnapshots");
-    QTest::newRow("30 steps, some sampled") << 30 << 12 << 0.3 << QList<int>{0, 12, 24};
+    QTest::newRow("30 steps, some sampled") << 30 << 12 << 0.3 << QList<int>{0, 12, 24, 30};  // the last: the final state (tape format 2.4)
     QTest::newRow("24 steps, final snapshot") << 24 << 12 << 0.3 << QList<int>{0, 12, 24};
-    QTest::newRow("every step sampled") << 7 << 3 << 1.0 << QList<int>{0, 3, 6};
-    QTest::newRow("nothing sampled") << 13 << 5 << 0.0 << QList<int>{0, 5, 10};
+    QTest::newRow("every step sampled") << 7 << 3 << 1.0 << QList<int>{0, 3, 6, 7};
+    QTest::newRow("nothing sampled") << 13 << 5 << 0.0 << QList<int>{0, 5, 10, 13};
 }
 
 void TestCaseStore::ingestIndexesEveryRecord()
@@ -745,7 +745,7 @@ void TestCaseStore::secondTapeIsAdded()
     Database& db = store.database();
     QCOMPARE(rows(db, "tapes"), std::int64_t(2));
     QCOMPARE(rows(db, "transactions"), std::int64_t(60));
-    QCOMPARE(rows(db, "snapshots"), std::int64_t(6));
+    QCOMPARE(rows(db, "snapshots"), std::int64_t(8));  // 0, 12, 24 and the final state, 30, of each
     for (std::int64_t id : {first.tapeId, second.tapeId}) {
         QCOMPARE(count(db, "SELECT count(*) FROM transactions WHERE tape_id = " + std::to_string(id)), std::int64_t(30));
         QCOMPARE(count(db, "SELECT count(*) FROM tensors WHERE tape_id = " + std::to_string(id)), std::int64_t(4));
@@ -1125,7 +1125,7 @@ void TestCaseStore::tapesListsIngestedTapes()
     QCOMPARE(tape.programKind, std::string("synthetic"));
     QCOMPARE(tape.snapshotInterval, 12);
     QCOMPARE(tape.transactionCount, std::uint64_t(30));
-    QCOMPARE(tape.snapshotCount, std::uint64_t(3));
+    QCOMPARE(tape.snapshotCount, std::uint64_t(4));  // 0, 12, 24 and the final state
     QCOMPARE(tape.recordCount, static_cast<std::uint64_t>(layout.records.size()));
     QVERIFY(!tape.embedded);
     QCOMPARE(tape.rootJson, layout.rootPayload);

@@ -55,8 +55,8 @@ std::int64_t count(Database& db, const std::string& sql)
 const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 19},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 16}, {"snapshots", 6},  {"payloads", 3},
-    {"replay_runs", 21}, {"verdicts", 11},    {"metrics", 16},  {"transaction_orders", 3},
-    {"run_seals", 5},   {"transaction_notes", 6},
+    {"replay_runs", 21}, {"verdicts", 12},    {"metrics", 16},  {"transaction_orders", 3},
+    {"run_seals", 7},   {"transaction_notes", 6},
 };
 
 // A case at the latest schema version, closed again.

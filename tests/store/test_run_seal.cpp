@@ -687,6 +687,10 @@ void sealVersionOne(const std::string& casePath, std::int64_t runId, const Audit
     };
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(casePath.c_str(), &db), SQLITE_OK);
+    // The run as a zkdv before case schema 9 stored it: no seed source, no causes.
+    const std::string asBefore = "UPDATE replay_runs SET seed_source = NULL WHERE id = " + std::to_string(runId) +
+                                 "; UPDATE verdicts SET cause = NULL WHERE run_id = " + std::to_string(runId);
+    QCOMPARE(sqlite3_exec(db, asBefore.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
     Sha256 hash;
     hash.update(std::string_view(tag));
     auto u64 = [&](std::uint64_t v) {
