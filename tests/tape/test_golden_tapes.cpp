@@ -187,11 +187,18 @@ void TestGoldenTapes::goldenTapeReadsAsRecorded()
         noise += failure.toObject().value(QStringLiteral("detail")).toString().startsWith(
             QLatin1String("unverifiable across numerical environments"));
     // An unverifiable transaction fails the replay (exit 1), for whatever reason.
-    QVERIFY2(replay.exitCode == (passes && noise == 0 ? 0 : 1), (replay.err + replay.out).constData());
+    QVERIFY2(replay.exitCode == (count(verdicts, "diverged") == 0 && count(verdicts, "unverifiable") == 0 ? 0 : 1),
+             (replay.err + replay.out).constData());
     QCOMPARE(count(verdicts, "diverged"), count(expectedVerdicts, "diverged"));
-    QCOMPARE(count(verdicts, "unverifiable"), count(expectedVerdicts, "unverifiable") + noise);
-    QCOMPARE(count(verdicts, "exact") + count(verdicts, "within_tolerance") + noise,
-             count(expectedVerdicts, "exact") + count(expectedVerdicts, "within_tolerance"));
+    // Every recorded pass still passes or is noise. A transaction unverifiable across torch
+    // releases (the expected file's per-release entry) may instead pass within the envelope,
+    // which judges it against the model's scale: how many do depends on the CPU.
+    QVERIFY2(count(verdicts, "unverifiable") >= noise &&
+                 count(verdicts, "unverifiable") <= count(expectedVerdicts, "unverifiable") + noise,
+             replay.out.constData());
+    QVERIFY2(count(verdicts, "exact") + count(verdicts, "within_tolerance") + noise >=
+                 count(expectedVerdicts, "exact") + count(expectedVerdicts, "within_tolerance"),
+             replay.out.constData());
 }
 
 QTEST_GUILESS_MAIN(TestGoldenTapes)
