@@ -211,7 +211,20 @@ struct Recorder::Impl {
     {
         const std::string ends = transactions == 0 ? "this tape ends before its first transaction" : "this tape ends at transaction " + std::to_string(transactions - 1);
         brokenBy = reason + "; " + ends + ": create a new proof";
+        persistRecorded();
         throw RecorderError(brokenBy);
+    }
+
+    // What was recorded before the tape ended is on disk when the training loop hears of the
+    // end, so the promised "readable up to that transaction" holds even if the process dies next.
+    void persistRecorded() noexcept
+    {
+        try {
+            background->drain();
+            writer->flush();
+        } catch (...) {
+            // A failing write was already reported to the training loop by the call that met it.
+        }
     }
 
     // Parameters, buffers and optimizer slots against the recorded marks; `contents` also reads
@@ -558,6 +571,7 @@ void Recorder::step(PreparedOptimizer& prepared)
         // Groups before the failing one may be stepped already: what the model holds now is
         // no state the tape can describe, so this recorder takes no further transactions.
         d.brokenBy = "an optimizer step of this recorder failed half-way (" + std::string(error.what()) + "); create a new proof";
+        d.persistRecorded();
         throw RecorderError(std::string(error.what()) + "; the optimizer step may have updated some parameter groups, so this tape ends here: "
                             "create a new proof");
     }
@@ -668,10 +682,12 @@ void Recorder::seal()
         return;
     if (!d.model || !d.bridge)
         throw RecorderError("nothing to seal: prepare the model and its optimizer first");
-    if (!d.brokenBy.empty())
+    if (!d.brokenBy.empty()) {
+        d.persistRecorded();
         throw RecorderError("this recorder's tape ended early (" + d.brokenBy +
                             "), so the model may not hold the state after the last recorded transaction, which a sealed tape ends with; "
                             "the tape stays unsealed, readable up to that transaction (zkdv-audit ingest --allow-incomplete)");
+    }
     if (!d.started)
         d.start();
     // The tape ends with the final state, so the last segment's replay is compared with it
