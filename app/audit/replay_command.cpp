@@ -18,7 +18,7 @@ namespace zkdv::cli {
 int runReplay(int argc, char** argv)
 {
     ArgumentParser parser(
-        "zkdv-audit replay CASE --select SPEC [--seed S] [--device DEV] [--threads N] [--intra-op-threads N] [--tolerance T] [--json]",
+        "zkdv-audit replay CASE --select SPEC [--seed S] [--device DEV] [--threads N] [--intra-op-threads N] [--kernels K] [--tolerance T] [--json]",
         "Replays chosen transactions of a tape in the case from their nearest snapshots with the\n"
         "tape's sealed program and optimizer contract, compares loss, update fingerprints,\n"
         "recorded deltas, state digests and the next snapshot, and stores verdicts and divergence\n"
@@ -40,6 +40,10 @@ int runReplay(int argc, char** argv)
     parser.addOption("intra-op-threads", "N",
                      "libtorch threads per replay worker (default: the tape's recorded count, producer.intra_op_threads, "
                      "on the CPU; libtorch's own when the tape records none, and on CUDA)");
+    parser.addOption("kernels", "K",
+                     "recorded (default): the workers run the training's kernel settings (ATEN_CPU_CAPABILITY, MKL_CBWR, "
+                     "ONEDNN_MAX_CPU_ISA, ... as the tape records them, capped at the training CPU's vector level on another CPU); "
+                     "host: as this shell has them");
     parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X,envelope=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
@@ -67,6 +71,10 @@ int runReplay(int argc, char** argv)
         // Unset, the replay draws it: a seed the trainer could know makes the audit's bound void.
         if (parser.has("seed"))
             request.seed = parser.unsignedValue("seed", 0);
+        const std::optional<KernelChoice> kernels = parseKernelChoice(parser.value("kernels", "recorded"));
+        if (!kernels)
+            throw UsageError("--kernels must be recorded or host, not " + parser.value("kernels"));
+        request.kernels = *kernels;
         request.device = parser.value("device", "cpu");
         request.threads = static_cast<unsigned>(parser.unsignedValue("threads", 0));
         request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
@@ -119,6 +127,8 @@ int runReplay(int argc, char** argv)
                         summary.status == "finished" ? "" : (" (run " + summary.status + ")").c_str());
             if (!summary.problem.empty())
                 std::printf("  %s\n", summary.problem.c_str());
+            if (summary.kernelProfile.choice == KernelChoice::Recorded && !summary.kernelProfile.variables.empty())
+                std::printf("  %s: %s\n", summary.kernelProfile.note.c_str(), summary.kernelProfile.describeVariables().c_str());
             if (!summary.regimeReason.empty())
                 std::printf("  judged by the %s regime: %s\n", summary.regime.c_str(), summary.regimeReason.c_str());
             for (const TransactionOutcome& failure : summary.firstFailures)

@@ -9,32 +9,6 @@ namespace zkdv::cli {
 
 using nlohmann::json;
 
-namespace {
-
-json checkCountJson(const CheckCountPlausibility& c)
-{
-    // A tail below a double's range is 0 in lower_tail; log10_lower_tail still says how small.
-    return {{"observed", c.observed},
-            {"probability", c.probability},
-            {"expected", c.expected},
-            {"lower_tail", c.lowerTail()},
-            {"log10_lower_tail", std::isinf(c.log10LowerTail) ? json() : json(c.log10LowerTail)}};
-}
-
-}  // namespace
-
-json samplingPlausibilityJson(const std::optional<SamplingPlausibility>& p)
-{
-    if (!p)
-        return nullptr;
-    return {{"transactions", p->transactions},
-            {"update_checks", checkCountJson(p->update)},
-            {"state_checks", checkCountJson(p->state)},
-            {"threshold", SamplingPlausibility::kImplausibleBelow},
-            {"implausible", p->implausible()},
-            {"finding", p->implausible() ? json(p->finding()) : json()}};
-}
-
 std::string samplingPlausibilityLines(const SamplingPlausibility& p)
 {
     std::string lines = "  sampled checks: " + p.text() + "\n";
@@ -101,6 +75,7 @@ nlohmann::json rootJson(const RootRecord& root)
         {"max_in_flight", root.maxInFlight},
         {"overlap", root.overlap},
         {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},
+        {"numerics", root.numerics ? json::parse(root.numerics->toJson()) : json()},
     };
 }
 

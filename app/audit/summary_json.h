@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zkdv/report/sampling_plausibility_json.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/sampling_plausibility.h"
 #include "zkdv/tape/sampling_schedule.h"
@@ -13,8 +14,6 @@
 namespace zkdv::cli {
 
 nlohmann::json summaryJson(const TapeSummary& summary);
-// The sampling plausibility object of docs/cli-json.md ("sampling_plausibility").
-nlohmann::json samplingPlausibilityJson(const std::optional<SamplingPlausibility>& plausibility);
 // The lines verify and info print about it: the counts, and the finding when there is one.
 std::string samplingPlausibilityLines(const SamplingPlausibility& plausibility);
 nlohmann::json rootJson(const RootRecord& root);

@@ -140,10 +140,11 @@ ElementComparison compareTransactionElements(CaseStore& store, const ElementComp
     segment.capture = {request.index};
 
     std::string workerPath;
+    const KernelProfile profile = kernelProfileFor(request.kernels, root.numerics, NumericEnvironment::hostCpu());
     std::vector<std::unique_ptr<worker::WorkerProcess>> started;
     try {
         workerPath = request.workerPath.empty() ? worker::findReplayWorker() : request.workerPath;
-        started.push_back(std::make_unique<worker::WorkerProcess>(workerPath));
+        started.push_back(std::make_unique<worker::WorkerProcess>(workerPath, profile));
     } catch (const Error& error) {
         throw ReplayError(error.what());
     }
@@ -202,6 +203,7 @@ ElementComparison compareTransactionElements(CaseStore& store, const ElementComp
 
     worker::WorkerPoolSetup setup;
     setup.executable = workerPath;
+    setup.profile = profile;
     setup.workers = 1;
     setup.snapshotInterval = interval;
     setup.memoryLimitBytes = job.memoryLimitBytes;

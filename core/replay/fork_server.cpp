@@ -202,12 +202,12 @@ int ForkServer::serve(int control, const std::function<int()>& workerMain)
     return 0;
 }
 
-std::shared_ptr<ForkServer> ForkServer::start(const std::string& executable)
+std::shared_ptr<ForkServer> ForkServer::start(const std::string& executable, const KernelProfile& profile)
 {
     int sockets[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
         return nullptr;
-    const pid_t pid = spawnReplayWorker(executable, {"--fork-server"}, -1, -1, sockets[1]);
+    const pid_t pid = spawnReplayWorker(executable, {"--fork-server"}, -1, -1, sockets[1], profile);
     close(sockets[1]);
     if (pid <= 0) {
         close(sockets[0]);
@@ -224,7 +224,7 @@ std::shared_ptr<ForkServer> ForkServer::start(const std::string& executable)
     return server;
 }
 
-std::shared_ptr<ForkServer> ForkServer::forExecutable(const std::string& executable)
+std::shared_ptr<ForkServer> ForkServer::forExecutable(const std::string& executable, const KernelProfile& profile)
 {
     if (const char* setting = std::getenv("ZKDV_REPLAY_FORK_SERVER"); setting && std::string(setting) == "0")
         return nullptr;
@@ -232,15 +232,16 @@ std::shared_ptr<ForkServer> ForkServer::forExecutable(const std::string& executa
     static std::map<std::string, std::shared_ptr<ForkServer>> servers;
     static std::map<std::string, bool> failed;
     std::lock_guard<std::mutex> lock(mutex);
-    if (failed[executable])
+    const std::string key = executable + '\n' + profile.key();
+    if (failed[key])
         return nullptr;
-    std::shared_ptr<ForkServer>& server = servers[executable];
+    std::shared_ptr<ForkServer>& server = servers[key];
     if (server && server->gone())
         server.reset();
     if (!server) {
-        server = start(executable);
+        server = start(executable, profile);
         if (!server)
-            failed[executable] = true;
+            failed[key] = true;
     }
     return server;
 }

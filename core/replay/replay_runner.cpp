@@ -179,13 +179,14 @@ unsigned workerCount(const ReplayRequest& request, const ReplayPlan& plan, int i
 // neither libtorch nor the program). How many is known here unless the thread count is
 // libtorch's default; then the others start after the hello.
 std::vector<std::unique_ptr<worker::WorkerProcess>> prestartWorkers(const std::string& workerPath, const ReplayRequest& request,
-                                                                     const RootRecord& root, const ReplayPlan& plan)
+                                                                     const RootRecord& root, const ReplayPlan& plan,
+                                                                     const KernelProfile& profile)
 {
     const int knownIntraOp = intraOpThreadsOf(request, root, 0);
     std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted;
     try {
         for (unsigned w = 0, n = knownIntraOp > 0 ? workerCount(request, plan, knownIntraOp) : 1; w < n; ++w)
-            prestarted.push_back(std::make_unique<worker::WorkerProcess>(workerPath));
+            prestarted.push_back(std::make_unique<worker::WorkerProcess>(workerPath, profile));
     } catch (const Error& error) {
         throw ReplayError(error.what());
     }
@@ -252,7 +253,7 @@ NumericEnvironment runNumerics(const worker::WorkerHello& hello, int intraOp)
 }
 
 ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const ReplayRequest& request, const worker::WorkerHello& hello,
-                      const std::string& device, unsigned workers, int intraOp, std::size_t selectedCount)
+                      const std::string& device, unsigned workers, int intraOp, std::size_t selectedCount, const KernelProfile& profile)
 {
     ReplayRunInfo info;
     info.tapeId = tape.id;
@@ -276,7 +277,8 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
                                                      {"tape_chain_head", tape.chainHead},
                                                      {"numerics", nlohmann::json::parse(numerics.toJson())},
                                                      {"regime", regimeName(regime.regime)},
-                                                     {"regime_reason", regime.reason}});
+                                                     {"regime_reason", regime.reason},
+                                                     {"kernel_profile", nlohmann::json::parse(profile.toJson())}});
     return info;
 }
 
@@ -411,7 +413,8 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const std::string workerPath = replayWorkerPath(request);
     worker::WorkerLog log;
     PlannedReplay planned = planSelection(replayStore, tape.id, request);
-    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted = prestartWorkers(workerPath, request, root, planned.plan);
+    const KernelProfile profile = kernelProfileFor(request.kernels, root.numerics, NumericEnvironment::hostCpu());
+    std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted = prestartWorkers(workerPath, request, root, planned.plan, profile);
 
     CheckedProgram program = checkProgram(replayStore, root, request);
     std::string& problem = program.problem;
@@ -429,7 +432,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     }
     const int intraOp = intraOpThreadsOf(request, root, hello.defaultIntraOpThreads);
     const unsigned workers = workerCount(request, planned.plan, intraOp);
-    const ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size());
+    const ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size(), profile);
 
     ReplaySummary summary;
     summary.tapeId = tape.id;
@@ -443,6 +446,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const RegimeChoice regime = chooseRegime(root.numerics, runNumerics(hello, intraOp));
     summary.regime = std::string(regimeName(regime.regime));
     summary.regimeReason = regime.reason;
+    summary.kernelProfile = profile;
     summary.runId = replayStore.beginRun(info);
     log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 
@@ -472,6 +476,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
         setup.snapshotBytes = [&records](const ReplaySegment& segment, std::uint64_t t) { return worker::segmentSnapshotBytes(records, segment, t); };
         setup.log = &log;
         setup.executable = workerPath;
+        setup.profile = profile;
         bool cancelled = false;
         try {
             setup.job = worker::encodeJob(job);

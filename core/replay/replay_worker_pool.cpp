@@ -183,7 +183,7 @@ void ReplayWorkerPool::startWorkers()
             slot.greeted = slot.number == 1;
         } else {
             try {
-                slot.process = std::make_unique<WorkerProcess>(setup_.executable);
+                slot.process = std::make_unique<WorkerProcess>(setup_.executable, setup_.profile);
             } catch (const Error& error) {
                 failUnassigned(UnverifiableCause::Environment, error.what());
                 return;

@@ -17,6 +17,7 @@
 #include "zkdv/audit/replay_plan.h"
 
 #include "zkdv/replay/replay_limits.h"
+#include "zkdv/replay/kernel_profile.h"
 #include "zkdv/replay/worker_protocol.h"
 
 namespace zkdv::worker {
@@ -35,6 +36,7 @@ std::uint64_t segmentSnapshotBytes(const RecordPlan& records, const ReplaySegmen
 
 struct WorkerPoolSetup {
     std::string executable;
+    KernelProfile profile;          // the workers' kernel settings
     std::vector<std::uint8_t> job;  // encodeJob()
     unsigned workers = 1;           // processes at once
     std::uint64_t snapshotInterval = 1;

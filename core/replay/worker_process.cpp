@@ -59,8 +59,14 @@ void closeFd(int& fd)
 
 }  // namespace
 
-pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::string>& arguments, int output, int errors, int channel)
+pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::string>& arguments, int output, int errors, int channel,
+                        const KernelProfile& profile)
 {
+    const std::vector<std::string> variables = profile.environment(environ);
+    std::vector<char*> envp;
+    for (const std::string& variable : variables)
+        envp.push_back(const_cast<char*>(variable.c_str()));
+    envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -94,7 +100,7 @@ pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::st
     argv.push_back(parent.c_str());
     argv.push_back(nullptr);
     pid_t pid = -1;
-    const int spawned = posix_spawn(&pid, executable.c_str(), &actions, &attributes, const_cast<char**>(argv.data()), environ);
+    const int spawned = posix_spawn(&pid, executable.c_str(), &actions, &attributes, const_cast<char**>(argv.data()), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     if (spawned != 0) {
@@ -104,7 +110,7 @@ pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::st
     return pid;
 }
 
-WorkerProcess::WorkerProcess(const std::string& executable) : executable_(executable)
+WorkerProcess::WorkerProcess(const std::string& executable, const KernelProfile& profile) : executable_(executable)
 {
     int sockets[2], out[2], err[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
@@ -116,7 +122,7 @@ WorkerProcess::WorkerProcess(const std::string& executable) : executable_(execut
     output_ = out[0];
     errors_ = err[0];
 
-    if (std::shared_ptr<ForkServer> server = ForkServer::forExecutable(executable)) {
+    if (std::shared_ptr<ForkServer> server = ForkServer::forExecutable(executable, profile)) {
         const pid_t forked = server->fork(childChannel, childOut, childErr);
         if (forked > 0) {
             pid_ = forked;
@@ -124,7 +130,7 @@ WorkerProcess::WorkerProcess(const std::string& executable) : executable_(execut
         }
     }
     if (!server_)
-        pid_ = spawnReplayWorker(executable, {}, childOut, childErr, childChannel);
+        pid_ = spawnReplayWorker(executable, {}, childOut, childErr, childChannel, profile);
     const int spawnErrno = errno;
     close(childChannel);
     close(childOut);

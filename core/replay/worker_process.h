@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/replay/kernel_profile.h"
+
 namespace zkdv::worker {
 
 class ForkServer;
@@ -17,14 +19,15 @@ class ForkServer;
 // Starts `executable` (the replay worker) in a process group of its own with the given
 // arguments before `--channel 3 --parent PID`, `channel` as its fd 3, `output` and `errors`
 // as its stdout and stderr (-1: /dev/null), stdin /dev/null, nothing else of this process's.
-// Returns its pid, or -1 with errno set.
-pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::string>& arguments, int output, int errors, int channel);
+// Its environment is this process's with `profile` applied. Returns its pid, or -1 with errno set.
+pid_t spawnReplayWorker(const std::string& executable, const std::vector<std::string>& arguments, int output, int errors, int channel,
+                        const KernelProfile& profile = {});
 
 class WorkerProcess {
 public:
-    // Starts `executable`, forked by its fork server when it has one (fork_server.h), else
-    // spawned; throws Error naming it when that is impossible.
-    explicit WorkerProcess(const std::string& executable);
+    // Starts `executable` under `profile`, forked by its fork server for that profile when
+    // it has one (fork_server.h), else spawned; throws Error naming it when that is impossible.
+    explicit WorkerProcess(const std::string& executable, const KernelProfile& profile = {});
     ~WorkerProcess();  // kills and reaps the process when it still runs
     WorkerProcess(const WorkerProcess&) = delete;
     WorkerProcess& operator=(const WorkerProcess&) = delete;

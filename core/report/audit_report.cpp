@@ -175,6 +175,17 @@ void readEnvironment(const StoredReplayRun& run, ReportData& report)
             report.numericRegime = environment["regime"].get<std::string>();
         if (environment.contains("regime_reason") && environment["regime_reason"].is_string())
             report.numericRegimeReason = environment["regime_reason"].get<std::string>();
+        if (environment.contains("kernel_profile") && environment["kernel_profile"].is_object()) {
+            const nlohmann::json& profile = environment["kernel_profile"];
+            if (profile.contains("choice") && profile["choice"].is_string())
+                report.kernelChoice = profile["choice"].get<std::string>();
+            std::string variables;
+            if (profile.contains("variables") && profile["variables"].is_object())
+                for (const auto& [name, value] : profile["variables"].items())
+                    if (value.is_string())
+                        variables += (variables.empty() ? "" : ", ") + name + "=" + value.get<std::string>();
+            report.kernelProfile = report.kernelChoice + (variables.empty() ? "" : " (" + variables + ")");
+        }
     } catch (const FormatError&) {
         // A damaged environment leaves these fields "not recorded"; the verdicts stand.
     }
@@ -362,7 +373,8 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     const bool severalTapes = store.tapes().size() > 1;
     report.redoCommand = "zkdv-audit replay " + shellWord(store.path()) + (severalTapes ? " --tape " + std::to_string(tape.id) : "") +
                          " --select " + shellWord(run->selection) + " --seed " + std::to_string(run->seed) + " --device " +
-                         shellWord(run->device) + " --tolerance " + shellWord(run->tolerance);
+                         shellWord(run->device) + " --tolerance " + shellWord(run->tolerance) +
+                         (report.kernelChoice == "host" ? " --kernels host" : "");
 
     for (const StoredReplayRun& other : allRuns) {
         if (other.tapeId != tape.id || other.id == run->id)

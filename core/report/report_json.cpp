@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/report/audit_report.h"
+#include "zkdv/report/sampling_plausibility_json.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
 
@@ -29,26 +30,6 @@ json optionsOf(const std::string& text)
     } catch (const FormatError&) {
     }
     return json{{"unparsed", text}};
-}
-
-json checkCountJson(const CheckCountPlausibility& c)
-{
-    return {{"observed", c.observed},
-            {"probability", number(c.probability)},
-            {"expected", number(c.expected)},
-            {"lower_tail", number(c.lowerTail())},
-            {"log10_lower_tail", number(c.log10LowerTail)}};
-}
-
-json samplingPlausibilityJson(const std::optional<SamplingPlausibility>& p)
-{
-    if (!p)
-        return nullptr;
-    return {{"transactions", p->transactions},
-            {"update_checks", checkCountJson(p->update)},
-            {"state_checks", checkCountJson(p->state)},
-            {"threshold", SamplingPlausibility::kImplausibleBelow},
-            {"implausible", p->implausible()}};
 }
 
 json comparisonJson(const ReportComparison& c, bool withTransaction)
@@ -118,6 +99,7 @@ std::string renderReportJson(const ReportData& r)
                      {"operating_system", r.operatingSystem},
                      {"numeric_regime", r.numericRegime},
                      {"numeric_regime_reason", r.numericRegimeReason},
+                     {"kernel_profile", r.kernelProfile},
                      {"zkdv_version", r.replayZkdvVersion},
                      {"selection", r.selection},
                      {"seed", r.seed},

@@ -1,6 +1,8 @@
 #include "zkdv/tape/numeric_environment.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +46,34 @@ const std::vector<std::string>& NumericEnvironment::flagNames()
                                                 "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",   "amx_bf16",
                                                 "amx_int8",    "amx_fp16"};
     return names;
+}
+
+NumericEnvironment NumericEnvironment::hostCpu()
+{
+    // The first value of each of /proc/cpuinfo's `vendor_id`, `model name` and `flags` lines.
+    NumericEnvironment environment;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, flags;
+    auto value = [&](const char* key, std::string& out) {
+        if (!out.empty() || line.rfind(key, 0) != 0)
+            return;
+        const auto colon = line.find(':');
+        if (colon == std::string::npos)
+            return;
+        out = line.substr(colon + 1);
+        out.erase(0, std::min(out.find_first_not_of(" \t"), out.size()));
+    };
+    while (std::getline(cpuinfo, line)) {
+        value("vendor_id", environment.cpuVendor);
+        value("model name", environment.cpuModel);
+        value("flags", flags);
+    }
+    std::istringstream words(flags);
+    for (std::string flag; words >> flag;)
+        if (std::find(flagNames().begin(), flagNames().end(), flag) != flagNames().end())
+            environment.cpuFlags.push_back(flag);
+    std::sort(environment.cpuFlags.begin(), environment.cpuFlags.end());
+    return environment;
 }
 
 std::string NumericEnvironment::toJson() const

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include <ATen/Parallel.h>
@@ -13,33 +12,6 @@
 namespace zkdv {
 
 namespace {
-
-// The first value of each of /proc/cpuinfo's `vendor_id`, `model name` and `flags` lines.
-void readCpu(NumericEnvironment& environment)
-{
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line, flags;
-    auto value = [&](const char* key, std::string& out) {
-        if (!out.empty() || line.rfind(key, 0) != 0)
-            return;
-        const auto colon = line.find(':');
-        if (colon == std::string::npos)
-            return;
-        out = line.substr(colon + 1);
-        out.erase(0, std::min(out.find_first_not_of(" \t"), out.size()));
-    };
-    while (std::getline(cpuinfo, line)) {
-        value("vendor_id", environment.cpuVendor);
-        value("model name", environment.cpuModel);
-        value("flags", flags);
-    }
-    std::istringstream words(flags);
-    for (std::string flag; words >> flag;)
-        if (std::find(NumericEnvironment::flagNames().begin(), NumericEnvironment::flagNames().end(), flag) !=
-            NumericEnvironment::flagNames().end())
-            environment.cpuFlags.push_back(flag);
-    std::sort(environment.cpuFlags.begin(), environment.cpuFlags.end());
-}
 
 std::string trimmed(std::string text)
 {
@@ -78,8 +50,7 @@ std::string loadedBlas()
 
 NumericEnvironment numericEnvironment()
 {
-    NumericEnvironment environment;
-    readCpu(environment);
+    NumericEnvironment environment = NumericEnvironment::hostCpu();
     // torch's own summary names the kernel level in use (ATEN_CPU_CAPABILITY caps it) and
     // the math libraries compiled in; both releases write these lines alike.
     std::istringstream config(at::show_config());

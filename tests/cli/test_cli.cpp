@@ -108,6 +108,7 @@ private Q_SLOTS:
     void infoJson();
     void replayCommand();
     void replaySeedIsDrawnUnlessGiven();
+    void replayRunsTheTrainingsKernels();
     void libtorchLoadsOnlyForDemoAndReplay();
 
 private:
@@ -603,6 +604,73 @@ void TestCli::replaySeedIsDrawnUnlessGiven()
     QVERIFY2(result.out.contains(QStringLiteral("seed ") + drawn[0] + QStringLiteral(" (drawn)")) &&
                  result.out.contains(QStringLiteral("seed 5 (given)")),
              qPrintable(result.describe()));
+}
+
+// "Another CPU" by its kernel settings: the trainer's torch ran its baseline kernels
+// (ATEN_CPU_CAPABILITY=default, as on a CPU without AVX2), the auditor's shell has none. The
+// replay's workers run the training's settings (--kernels recorded, the default), so the
+// environments are the same and every transaction is bit for bit; with the auditor's own
+// kernels (--kernels host) the run says the environments differ and judges accordingly.
+void TestCli::replayRunsTheTrainingsKernels()
+{
+    const QString tape = path("capped.zkdv"), replayCase = path("capped.zkaudit");
+    QProcessEnvironment capped = QProcessEnvironment::systemEnvironment();
+    capped.insert(QStringLiteral("ATEN_CPU_CAPABILITY"), QStringLiteral("default"));
+    QProcessEnvironment auditor = QProcessEnvironment::systemEnvironment();
+    auditor.remove(QStringLiteral("ATEN_CPU_CAPABILITY"));
+    Result result = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), tape, QStringLiteral("--steps"), QStringLiteral("12"),
+                              QStringLiteral("--quiet")},
+                             capped);
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    result = runAudit({QStringLiteral("info"), tape, QStringLiteral("--json"), QStringLiteral("--quiet")}, auditor);
+    const QJsonObject numerics = jsonObject(result.out).value(QStringLiteral("root")).toObject().value(QStringLiteral("numerics")).toObject();
+    QVERIFY2(numerics.value(QStringLiteral("settings")).toObject().value(QStringLiteral("ATEN_CPU_CAPABILITY")).toString() ==
+                 QStringLiteral("default"),
+             qPrintable(result.describe()));
+    // torch 1.13 names the baseline "NO AVX", later releases "DEFAULT".
+    const QString level = numerics.value(QStringLiteral("torch_cpu_capability")).toString();
+    QVERIFY2(level == QStringLiteral("DEFAULT") || level == QStringLiteral("NO AVX"), qPrintable(level));
+    result = runAudit({QStringLiteral("ingest"), tape, QStringLiteral("--case"), replayCase, QStringLiteral("--quiet")}, auditor);
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+
+    result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--json"),
+                       QStringLiteral("--quiet")},
+                      auditor);
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("numeric_regime")).toString(), QStringLiteral("same-environment"));
+    QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("exact")).toInt(), 12);
+    const QJsonObject profile = json.value(QStringLiteral("kernel_profile")).toObject();
+    QCOMPARE(profile.value(QStringLiteral("choice")).toString(), QStringLiteral("recorded"));
+    QCOMPARE(profile.value(QStringLiteral("variables")).toObject().value(QStringLiteral("ATEN_CPU_CAPABILITY")).toString(),
+             QStringLiteral("default"));
+
+    result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--kernels"),
+                       QStringLiteral("host"), QStringLiteral("--json"), QStringLiteral("--quiet")},
+                      auditor);
+    QVERIFY2(!result.crashed, qPrintable(result.describe()));
+    json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("kernel_profile")).toObject().value(QStringLiteral("choice")).toString(), QStringLiteral("host"));
+    QCOMPARE(json.value(QStringLiteral("numeric_regime")).toString(), QStringLiteral("cross-environment"));
+    QVERIFY2(json.value(QStringLiteral("numeric_regime_reason")).toString().contains(QStringLiteral("settings.ATEN_CPU_CAPABILITY")),
+             qPrintable(result.describe()));
+    QCOMPARE(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("diverged")).toInt(), 0);
+
+    // The report names the settings the workers ran and redoes the replay with the same choice.
+    const QString reportPath = path("capped-report.json");
+    result = runAudit({QStringLiteral("report"), replayCase, QStringLiteral("--out"), reportPath, QStringLiteral("--quiet")}, auditor);
+    QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
+    QFile reportFile(reportPath);
+    QVERIFY(reportFile.open(QIODevice::ReadOnly));
+    const QJsonObject replay = jsonObject(QString::fromUtf8(reportFile.readAll())).value(QStringLiteral("replay")).toObject();
+    QCOMPARE(replay.value(QStringLiteral("kernel_profile")).toString(), QStringLiteral("host"));
+    QVERIFY2(replay.value(QStringLiteral("redo_command")).toString().endsWith(QStringLiteral(" --kernels host")),
+             qPrintable(replay.value(QStringLiteral("redo_command")).toString()));
+
+    result = runAudit({QStringLiteral("replay"), replayCase, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--kernels"),
+                       QStringLiteral("mine")},
+                      auditor);
+    QVERIFY2(!result.crashed && result.exitCode == 2 && result.err.contains(QStringLiteral("--kernels")), qPrintable(result.describe()));
 }
 
 void TestCli::libtorchLoadsOnlyForDemoAndReplay()

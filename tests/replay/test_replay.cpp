@@ -138,13 +138,15 @@ const TensorComparison* comparisonOf(const TransactionOutcome& outcome, const st
 
 // "Another CPU" for the replay workers started while it lives: torch's CPU kernels capped at
 // their default (non-vector) level, as on a machine without AVX2, whatever this one has. The
-// workers are spawned, not forked from a server that read the setting already.
+// request runs the auditor's kernel settings (--kernels host), since by default the workers
+// run the training's; they are spawned, not forked from a server that read the setting already.
 class AnotherCpuProfile {
 public:
-    explicit AnotherCpuProfile(bool active) : active_(active)
+    AnotherCpuProfile(bool active, ReplayRequest& request) : active_(active)
     {
         if (!active_)
             return;
+        request.kernels = KernelChoice::Host;
         qputenv("ATEN_CPU_CAPABILITY", "default");
         qputenv("ZKDV_REPLAY_FORK_SERVER", "0");
     }
@@ -391,7 +393,7 @@ void TestReplay::dishonestTrainerIsFound()
     std::vector<TransactionOutcome> outcomes;
     ReplayRequest request = replayAll();
     request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
-    const AnotherCpuProfile profile(anotherCpu);
+    const AnotherCpuProfile profile(anotherCpu, request);
     const ReplaySummary summary = runReplay(store, request);
     QVERIFY(!summary.passed());
     QVERIFY(summary.diverged >= 1 || (anotherCpu && alteration == "buffer"));
@@ -533,7 +535,7 @@ void TestReplay::anotherCpuIsNoDivergence()
     std::vector<TransactionOutcome> outcomes;
     ReplayRequest request = replayAll();
     request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
-    const AnotherCpuProfile profile(true);
+    AnotherCpuProfile profile(true, request);
     const ReplaySummary summary = runReplay(store, request);
     QCOMPARE(summary.regime, std::string("cross-environment"));
     QVERIFY2(summary.regimeReason.find("settings.ATEN_CPU_CAPABILITY (none) -> \"default\"") != std::string::npos, summary.regimeReason.c_str());
@@ -566,6 +568,15 @@ void TestReplay::anotherCpuIsNoDivergence()
     qInfo("another CPU: %llu exact, %llu within tolerance, %llu unverifiable across environments, %zu comparisons passed by the envelope",
           static_cast<unsigned long long>(summary.exact), static_cast<unsigned long long>(summary.withinTolerance),
           static_cast<unsigned long long>(summary.unverifiable), envelopePasses);
+
+    // The same shell, the default kernel choice: the workers run the training's settings (the
+    // tape records none of the variable), so the auditor's cap does not reach them.
+    ReplayRequest recorded = replayAll();
+    const ReplaySummary pinned = runReplay(store, recorded);
+    QCOMPARE(pinned.kernelProfile.choice, KernelChoice::Recorded);
+    QCOMPARE(pinned.regime, std::string("same-environment"));
+    QVERIFY2(pinned.regimeReason.empty(), pinned.regimeReason.c_str());
+    QCOMPARE(pinned.exact, kSteps);
 }
 
 void TestReplay::numberSlotsReplayInTheirRecordedDtype_data()
@@ -703,7 +714,7 @@ void TestReplay::digestAfterADivergenceIsNotExcused()
     if (!tolerance.isEmpty())
         request.tolerance = Tolerance::parse(tolerance.toStdString());
     request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
-    const AnotherCpuProfile profile(anotherCpu);
+    const AnotherCpuProfile profile(anotherCpu, request);
     QCOMPARE(runReplay(store, request).regime, std::string(anotherCpu ? "cross-environment" : "same-environment"));
 
     const TransactionOutcome* altered = outcomeAt(outcomes, later);

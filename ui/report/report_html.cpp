@@ -223,6 +223,7 @@ QString ReportHtml::summary() const
                        QObject::tr("Operating system"), orDash(r.operatingSystem),
                        QObject::tr("Numerical regime"),
                        orDash(r.numericRegimeReason.empty() ? r.numericRegime : r.numericRegime + " (" + r.numericRegimeReason + ")"),
+                       QObject::tr("Kernel settings"), orDash(r.kernelProfile),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
     html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("Anyone with the tape can redo this audit, choosing the same transactions:")));

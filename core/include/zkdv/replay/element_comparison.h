@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/audit/replay_outcome.h"
+#include "zkdv/replay/kernel_profile.h"
 #include "zkdv/replay/replay_limits.h"
 #include "zkdv/util/progress.h"
 
@@ -54,6 +55,7 @@ struct ElementComparisonRequest {
     std::int64_t tapeId = 0;
     std::uint64_t index = 0;
     std::string device = "cpu";
+    KernelChoice kernels = KernelChoice::Recorded;  // as a replay's (kernel_profile.h)
     ReplayLimits limits;
     std::string workerPath;  // "": found beside the executable
     ProgressSink* progress = nullptr;  // may cancel (OperationCancelled)

@@ -20,6 +20,8 @@
 #include <optional>
 #include <string>
 
+#include "zkdv/replay/kernel_profile.h"
+
 namespace zkdv::worker {
 
 // The exit status of a forked worker that could not put its descriptors in place.
@@ -27,9 +29,10 @@ constexpr int kForkedWorkerSetupFailed = 5;
 
 class ForkServer {
 public:
-    // The running fork server of `executable`, started on first use (waiting for it to be
-    // ready); nullptr when there is none to be had: then spawn the worker.
-    static std::shared_ptr<ForkServer> forExecutable(const std::string& executable);
+    // The running fork server of `executable` under `profile` (libraries read their kernel
+    // settings as they initialise, so each profile has its own), started on first use
+    // (waiting for it to be ready); nullptr when there is none to be had: then spawn the worker.
+    static std::shared_ptr<ForkServer> forExecutable(const std::string& executable, const KernelProfile& profile = {});
 
     ~ForkServer();
     ForkServer(const ForkServer&) = delete;
@@ -53,7 +56,7 @@ public:
 
 private:
     ForkServer(pid_t pid, int control) : pid_(pid), control_(control) {}
-    static std::shared_ptr<ForkServer> start(const std::string& executable);
+    static std::shared_ptr<ForkServer> start(const std::string& executable, const KernelProfile& profile);
     // Reads one message into the state below, waiting up to `milliseconds`; false on a
     // timeout or when the server is gone.
     bool receive(int milliseconds);

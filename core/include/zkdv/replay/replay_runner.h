@@ -13,6 +13,7 @@
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
 #include "zkdv/audit/tolerance.h"
+#include "zkdv/replay/kernel_profile.h"
 #include "zkdv/replay/replay_limits.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/progress.h"
@@ -41,6 +42,8 @@ struct ReplayRequest {
     unsigned threads = 0;     // worker processes replaying segments at once on CPU; 0 and at most: one per core
     int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
     Tolerance tolerance = Tolerance::defaults();
+    // Which kernel settings the workers run (kernel_profile.h): the training's by default.
+    KernelChoice kernels = KernelChoice::Recorded;
     std::string programPath;  // a sealed program file to use when the case holds none
     // Each worker process's time and memory (docs/replay.md, "Containment").
     ReplayLimits limits;
@@ -70,6 +73,7 @@ struct ReplaySummary {
     // latter, why: the tape's numerical environment against the workers'.
     std::string regime;
     std::string regimeReason;
+    KernelProfile kernelProfile;  // what the workers ran under
     double seconds = 0;
     std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing

@@ -146,6 +146,10 @@ struct ReportData {
     // predates the regimes; the reason says which parts of the numerical environment differ.
     std::string numericRegime;
     std::string numericRegimeReason;
+    // The workers' kernel settings (docs/replay.md, "Kernel profile"): "recorded" or "host",
+    // and "recorded (ATEN_CPU_CAPABILITY=avx2, …)" with what they were; "" before profiles.
+    std::string kernelChoice;
+    std::string kernelProfile;
     std::string replayZkdvVersion;  // the zkdv that ran the replay (zkdvVersion made the report)
     std::string selection;     // canonical spec
     std::uint64_t seed = 0;

@@ -28,6 +28,10 @@ struct NumericEnvironment {
     // The ISA flags `cpuFlags` keeps (the rest of /proc/cpuinfo does not choose kernels).
     static const std::vector<std::string>& flagNames();
 
+    // This machine's CPU (vendor, model, the kept flags), the other members empty: what a
+    // process that loads no torch (a replay's parent) knows of the environment.
+    static NumericEnvironment hostCpu();
+
     std::string toJson() const;  // the root member's object, one line
     // Parses the member's object; FormatError names the member at fault, after `where`
     // ("root record: numerics").
