@@ -135,11 +135,25 @@ std::vector<at::Tensor> OptimizerBridge::stepInPlace(const std::vector<at::Tenso
 
 void OptimizerBridge::checkUnchanged(const std::vector<GroupOptions>& current) const
 {
-    bool same = current.size() == groups_.size();
-    for (std::size_t g = 0; same && g < current.size(); ++g)
-        same = contract_->normalize(current[g]) == groups_[g].options;
-    if (!same)
-        throw ContractError("prepared optimizer options changed after attestation; create a new proof for the new optimizer schedule");
+    const std::string tail = "; ZKDV records static optimizer options only (a changed learning rate is a schedule, which it cannot "
+                             "record yet): create a new proof for the new optimizer schedule";
+    if (current.size() != groups_.size())
+        throw ContractError("the prepared optimizer has " + std::to_string(current.size()) + " parameter groups, the tape recorded " +
+                            std::to_string(groups_.size()) + tail);
+    for (std::size_t g = 0; g < current.size(); ++g) {
+        const GroupOptions now = contract_->normalize(current[g]);
+        if (now == groups_[g].options)
+            continue;
+        std::string changed;
+        for (const auto& [key, value] : now.items()) {
+            const auto was = groups_[g].options.find(key);
+            if (was == groups_[g].options.end() || *was != value)
+                changed += (changed.empty() ? "" : ", ") + key + " " + (was == groups_[g].options.end() ? std::string("(none)") : was->dump()) +
+                           " -> " + value.dump();
+        }
+        throw ContractError("optimizer options of parameter group " + std::to_string(g) + " changed after the tape recorded them (" +
+                            changed + ")" + tail);
+    }
 }
 
 void packState(std::vector<SlotState>& states)

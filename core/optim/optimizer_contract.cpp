@@ -10,9 +10,18 @@ GroupOptions OptimizerContract::normalize(const GroupOptions& group) const
     for (const auto& [key, value] : group.items()) {
         if (key == "params")
             continue;
-        if (!normalized.contains(key))
+        if (!normalized.contains(key)) {
+            // torch.optim.lr_scheduler's schedulers keep their own entries in the groups.
+            for (const char* scheduled : {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"})
+                if (key == scheduled)
+                    throw ContractError(name() + ": parameter group entry \"" + key +
+                                        "\" is a learning-rate scheduler's (torch.optim.lr_scheduler adds it): ZKDV records static "
+                                        "optimizer options only and cannot record a schedule yet (docs/python.md, \"Limits of this "
+                                        "slice\"); train this proof without the scheduler, or record each constant-rate phase in a "
+                                        "proof of its own");
             throw ContractError(name() + ": \"" + key + "\" is not an option of torch.optim." + name() +
                                 "; register a custom functional optimizer contract for it");
+        }
         normalized[key] = value;
     }
     return normalized;
