@@ -1,5 +1,6 @@
 #include "zkdv/optim/optimizer_bridge.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -133,26 +134,46 @@ std::vector<at::Tensor> OptimizerBridge::stepInPlace(const std::vector<at::Tenso
     return deltas;
 }
 
-void OptimizerBridge::checkUnchanged(const std::vector<GroupOptions>& current) const
+void OptimizerBridge::takeOptions(const std::vector<GroupOptions>& current)
 {
-    const std::string tail = "; ZKDV records static optimizer options only (a changed learning rate is a schedule, which it cannot "
-                             "record yet): create a new proof for the new optimizer schedule";
+    const std::string tail = scheduled_.empty()
+        ? "; the tape records the options a scheduler moves when the optimizer has one before the first transaction "
+          "(proof.prepare(scheduler), docs/python.md), others are static: create a new proof for the new optimizer schedule"
+        : "; only the options the tape's schedule moves may change: create a new proof for the new optimizer schedule";
     if (current.size() != groups_.size())
         throw ContractError("the prepared optimizer has " + std::to_string(current.size()) + " parameter groups, the tape recorded " +
                             std::to_string(groups_.size()) + tail);
+    auto isScheduled = [&](const std::string& key) { return std::find(scheduled_.begin(), scheduled_.end(), key) != scheduled_.end(); };
+    std::vector<GroupOptions> taken(current.size());
     for (std::size_t g = 0; g < current.size(); ++g) {
-        const GroupOptions now = contract_->normalize(current[g]);
-        if (now == groups_[g].options)
-            continue;
+        taken[g] = contract_->normalize(current[g]);
         std::string changed;
-        for (const auto& [key, value] : now.items()) {
+        for (const auto& [key, value] : taken[g].items()) {
             const auto was = groups_[g].options.find(key);
+            if (isScheduled(key) && value.is_number())
+                continue;
             if (was == groups_[g].options.end() || *was != value)
                 changed += (changed.empty() ? "" : ", ") + key + " " + (was == groups_[g].options.end() ? std::string("(none)") : was->dump()) +
                            " -> " + value.dump();
         }
-        throw ContractError("optimizer options of parameter group " + std::to_string(g) + " changed after the tape recorded them (" +
-                            changed + ")" + tail);
+        if (!changed.empty())
+            throw ContractError("optimizer options of parameter group " + std::to_string(g) + " changed after the tape recorded them (" +
+                                changed + ")" + tail);
+    }
+    for (std::size_t g = 0; g < current.size(); ++g)
+        for (const std::string& key : scheduled_)
+            groups_[g].options[key] = taken[g][key];
+}
+
+void OptimizerBridge::setScheduledValue(const std::string& option, const std::vector<double>& perGroup)
+{
+    for (std::size_t g = 0; g < groups_.size() && g < perGroup.size(); ++g) {
+        GroupOptions& options = groups_[g].options;
+        // An integer stays one while the schedule leaves it (torch's arithmetic follows the
+        // type: ASGD's eta is torch.tensor(lr)); a value the scheduler computed is a float.
+        if (options[option].is_number_integer() && options[option].get<double>() == perGroup[g])
+            continue;
+        options[option] = perGroup[g];
     }
 }
 

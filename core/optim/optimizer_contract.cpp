@@ -15,10 +15,10 @@ GroupOptions OptimizerContract::normalize(const GroupOptions& group) const
             for (const char* scheduled : {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"})
                 if (key == scheduled)
                     throw ContractError(name() + ": parameter group entry \"" + key +
-                                        "\" is a learning-rate scheduler's (torch.optim.lr_scheduler adds it): ZKDV records static "
-                                        "optimizer options only and cannot record a schedule yet (docs/python.md, \"Limits of this "
-                                        "slice\"); train this proof without the scheduler, or record each constant-rate phase in a "
-                                        "proof of its own");
+                                        "\" is a learning-rate scheduler's (torch.optim.lr_scheduler adds it), and this tape declared no "
+                                        "schedule: a tape records a schedule whose scheduler exists before the first transaction "
+                                        "(proof.prepare(scheduler), docs/python.md \"Schedules\"); create the scheduler before it, "
+                                        "or record the new schedule in a proof of its own");
             throw ContractError(name() + ": \"" + key + "\" is not an option of torch.optim." + name() +
                                 "; register a custom functional optimizer contract for it");
         }

@@ -14,6 +14,8 @@
 #include "tensor_watch.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
+#include "zkdv/optim/torch_release.h"
+#include "zkdv/schedule/schedule_follower.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/snapshot_record.h"
@@ -22,6 +24,7 @@
 #include "zkdv/tape/transaction_record.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
+#include "zkdv/util/json_text.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
@@ -116,6 +119,11 @@ struct Recorder::Impl {
     std::unique_ptr<PreparedOptimizer> optimizer;
     std::unique_ptr<optim::OptimizerBridge> bridge;
     std::vector<optim::SlotState> state;
+    std::optional<OptimizerSchedule> schedule;
+    std::uint64_t scheduleEpoch = 0;
+    // The declared scheduler's schedule, followed as the auditor will: a step off it is refused
+    // before it is taken, so an honest tape never replays diverged there.
+    std::unique_ptr<schedule::ScheduleFollower> scheduleFollower;
     std::optional<SamplingSchedule> sampling;
     // The digest of the last transaction record (the root record before the first), which
     // keys the next transaction's draws (spec 5.2); set by the background writer.
@@ -309,6 +317,7 @@ struct Recorder::Impl {
             written.optionsJson = group.options.dump();
             root.optimizerGroups.push_back(std::move(written));
         }
+        root.optimizerSchedule = schedule;
         root.programKind = model->exported() ? kExportedGraphKind : "torchscript";
         root.programSha256 = program.sha256;
         root.programEmbedded = config.embedProgram;
@@ -321,7 +330,12 @@ struct Recorder::Impl {
         root.metadataJson = config.metadataJson;
         // Validate what we are about to write with the reader's own rules.
         const std::string rootJson = root.toJson();
-        RootRecord::parse(ByteSpan(std::string_view(rootJson)));
+        const RootRecord written = RootRecord::parse(ByteSpan(std::string_view(rootJson)));
+        if (written.optimizerSchedule && written.optimizerSchedule->checked()) {
+            const optim::TorchRelease release = optim::TorchRelease::ofThisLibtorch();
+            scheduleFollower = std::make_unique<schedule::ScheduleFollower>(written, release.major, release.minor);
+            scheduleFollower->startAtRoot();
+        }
 
         auto shared = std::make_shared<SealedProgram>(std::move(program));
         const bool embed = config.embedProgram;
@@ -432,6 +446,53 @@ PreparedOptimizer& Recorder::prepare(optim::ContractOptimizer& optimizer)
     impl_->bridge = std::make_unique<optim::OptimizerBridge>(contract, std::move(groups), canonical.size());
     impl_->optimizer.reset(new PreparedOptimizer(*this, optimizer));
     return *impl_->optimizer;
+}
+
+void Recorder::schedule(std::vector<std::string> options, std::string schedulerJson, std::uint64_t epoch)
+{
+    Impl& d = *impl_;
+    if (!d.bridge)
+        throw RecorderError("prepare the optimizer before its schedule");
+    if (d.started)
+        throw RecorderError("the tape's root is written: a schedule is declared before the first transaction");
+    if (options.empty())
+        throw RecorderError("a schedule moves at least one optimizer option");
+    if (epoch > tape::kMaxScheduleEpochAdvance)
+        throw RecorderError("the scheduler stepped " + std::to_string(epoch) + " times before the first transaction; the tape records at most " +
+                            std::to_string(tape::kMaxScheduleEpochAdvance) + ": create the scheduler with the proof");
+    for (const std::string& option : options)
+        for (std::size_t g = 0; g < d.bridge->groups().size(); ++g)
+            if (!d.bridge->groups()[g].options.contains(option) || !d.bridge->groups()[g].options[option].is_number())
+                throw RecorderError("the schedule moves " + option + ", but parameter group " + std::to_string(g) + " has no numeric " + option);
+    if (!schedulerJson.empty()) {
+        // The auditor recomputes the schedule from this description: one it cannot take is
+        // refused now, not found unverifiable after training.
+        const optim::TorchRelease release = optim::TorchRelease::ofThisLibtorch();
+        try {
+            const auto contract = schedule::makeScheduleContract(parseUntrustedJson(schedulerJson, "scheduler description"),
+                                                                 d.bridge->groups().size(), release.major, release.minor);
+            if (contract->options() != options)
+                throw schedule::ScheduleError(contract->kind() + " moves other options than the ones declared");
+        } catch (const Error& error) {
+            throw RecorderError(std::string("the scheduler cannot be recorded as a checked schedule: ") + error.what());
+        }
+    }
+    d.bridge->setScheduled(options);
+    d.schedule = OptimizerSchedule{std::move(options), std::move(schedulerJson), epoch};
+    d.scheduleEpoch = epoch;
+}
+
+void Recorder::setScheduleEpoch(std::uint64_t epoch)
+{
+    Impl& d = *impl_;
+    if (!d.schedule || !d.schedule->checked())
+        throw RecorderError("this tape's schedule names no scheduler whose epoch it records");
+    if (epoch < d.scheduleEpoch || epoch - d.scheduleEpoch > tape::kMaxScheduleEpochAdvance)
+        throw RecorderError("the scheduler's epoch went from " + std::to_string(d.scheduleEpoch) + " to " + std::to_string(epoch) +
+                            ": the tape records a scheduler stepped forward by scheduler.step() (at most " +
+                            std::to_string(tape::kMaxScheduleEpochAdvance) + " steps between optimizer steps), never set back or skipped by "
+                            "step(epoch)");
+    d.scheduleEpoch = epoch;
 }
 
 Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
@@ -556,7 +617,22 @@ void Recorder::step(PreparedOptimizer& prepared)
     std::vector<optim::GroupOptions> current;
     for (const optim::ParameterGroup& group : prepared.optimizer().groups())
         current.push_back(group.options);
-    d.bridge->checkUnchanged(current);
+    d.bridge->takeOptions(current);
+    schedule::ScheduledValues scheduledValues;
+    if (d.scheduleFollower) {
+        for (const std::string& option : d.schedule->options) {
+            std::vector<double> perGroup;
+            for (const optim::BoundGroup& group : d.bridge->groups())
+                perGroup.push_back(group.options[option].get<double>());  // takeOptions took numbers only
+            scheduledValues.push_back(std::move(perGroup));
+        }
+        for (const TensorComparison& comparison : d.scheduleFollower->judge(d.scheduleEpoch, scheduledValues))
+            if (!passes(comparison.verdict))
+                throw RecorderError("the optimizer options of this step are not the prepared scheduler's (" + comparison.note + ") in " +
+                                    d.current() + ": the tape declares that scheduler's schedule, and an auditor recomputing it would find "
+                                    "this step diverged, so it is refused and nothing is recorded; leave the options to the scheduler, or "
+                                    "prepare a LambdaLR for a rule of your own (its values are recorded as they are)");
+    }
 
     at::NoGradGuard noGrad;
     std::vector<at::Tensor> parameters = d.model->parameters(), detached, gradients;
@@ -575,6 +651,8 @@ void Recorder::step(PreparedOptimizer& prepared)
         throw RecorderError(std::string(error.what()) + "; the optimizer step may have updated some parameter groups, so this tape ends here: "
                             "create a new proof");
     }
+    if (d.scheduleFollower)
+        d.scheduleFollower->advance(d.scheduleEpoch, std::move(scheduledValues));
     // What the step left is what the tape describes from here on (a failing write after this
     // point is the writer's error, never a change outside the step).
     d.recordedParameters.mark(parameters);
@@ -611,7 +689,12 @@ void Recorder::step(PreparedOptimizer& prepared)
             sampledDeltas->push_back(hostCopy(delta));
     auto names = std::make_shared<std::vector<std::string>>(d.model->parameterNames());
     auto options = std::make_shared<std::vector<std::pair<std::string, std::vector<double>>>>();
-    for (const char* option : {"lr"}) {
+    std::vector<std::string> recordedOptions = {"lr"};
+    if (d.schedule)
+        for (const std::string& option : d.schedule->options)
+            if (option != "lr")
+                recordedOptions.push_back(option);
+    for (const std::string& option : recordedOptions) {
         std::vector<double> perGroup;
         for (const optim::BoundGroup& group : d.bridge->groups())
             if (group.options.contains(option) && group.options[option].is_number())
@@ -620,6 +703,8 @@ void Recorder::step(PreparedOptimizer& prepared)
             options->emplace_back(option, perGroup);
     }
     const std::uint64_t index = d.transactions;
+    const std::optional<std::uint64_t> scheduleEpoch =
+        d.schedule && d.schedule->checked() ? std::optional<std::uint64_t>(d.scheduleEpoch) : std::nullopt;
     const auto wallTime = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - d.startedAt).count());
 
@@ -638,6 +723,8 @@ void Recorder::step(PreparedOptimizer& prepared)
                             tensorBytes((*sampledDeltas)[i]));
         if (digest)
             record.setStateDigest(*digest);
+        if (scheduleEpoch)
+            record.setScheduleEpoch(*scheduleEpoch);
         SafetensorsBuilder blob = record.blob();
         std::vector<std::uint8_t> header;
         recordDigest->set_value(w.append(tape::RecordType::Transaction, blob.pieces(header)));

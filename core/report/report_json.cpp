@@ -90,7 +90,12 @@ std::string renderReportJson(const ReportData& r)
     json groups = json::array();
     for (const std::string& group : r.optimizerGroups)
         groups.push_back(optionsOf(group));
-    out["optimizer"] = {{"contract", r.optimizerContract}, {"groups", groups}};
+    json schedule = nullptr;
+    if (!r.scheduledOptions.empty())
+        schedule = {{"options", r.scheduledOptions},
+                    {"scheduler", r.schedulerKind.empty() ? json(nullptr) : json(r.schedulerKind)},
+                    {"checked", !r.schedulerKind.empty()}};
+    out["optimizer"] = {{"contract", r.optimizerContract}, {"groups", groups}, {"schedule", schedule}, {"schedule_statement", r.scheduleStatement()}};
     out["replay"] = {{"run_id", r.runId},
                      {"status", r.runStatus},
                      {"device", r.device},

@@ -1,5 +1,6 @@
 #include "zkdv/tape/root_record.h"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -95,6 +96,43 @@ std::vector<TensorSpec> specsFromJson(const json& array, const char* where)
     }
     return specs;
 }
+// optimizer.schedule (spec 3.3): a scheduled option is a number in every group, since each
+// transaction records it as one float64 per group.
+OptimizerSchedule parseSchedule(const json& schedule, const json& groups)
+{
+    if (!schedule.is_object())
+        fail("optimizer.schedule must be an object");
+    OptimizerSchedule parsed;
+    const json& options = member(schedule, "options", "optimizer.schedule");
+    if (!options.is_array() || options.empty())
+        fail("optimizer.schedule.options must be a non-empty array of option names");
+    for (const json& option : options) {
+        if (!option.is_string() || option.get<std::string>().empty())
+            fail("optimizer.schedule.options holds " + option.dump() + ", not an option name");
+        const std::string name = option.get<std::string>();
+        if (parsed.schedules(name))
+            fail("optimizer.schedule.options names \"" + name + "\" twice");
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            const json& options = groups[g]["options"];
+            if (!options.contains(name) || !options[name].is_number())
+                fail("optimizer.schedule.options names \"" + name + "\", but optimizer.groups[" + std::to_string(g) +
+                     "] has no numeric option of that name");
+        }
+        parsed.options.push_back(name);
+    }
+    const json& scheduler = member(schedule, "scheduler", "optimizer.schedule");
+    if (scheduler.is_null())
+        return parsed;
+    if (!scheduler.is_object() || !scheduler.contains("kind") || !scheduler["kind"].is_string())
+        fail("optimizer.schedule.scheduler must be null or an object with a string kind");
+    parsed.schedulerJson = scheduler.dump();
+    const json& epoch = member(schedule, "epoch", "optimizer.schedule");
+    if (!epoch.is_number_unsigned() || epoch.get<std::uint64_t>() > tape::kMaxScheduleEpochAdvance)
+        fail("optimizer.schedule.epoch is " + epoch.dump() + "; it must be an integer from 0 to " + std::to_string(tape::kMaxScheduleEpochAdvance));
+    parsed.epoch = epoch.get<std::uint64_t>();
+    return parsed;
+}
+
 }  // namespace
 
 std::int64_t TensorSpec::elementCount() const
@@ -106,6 +144,11 @@ std::int64_t TensorSpec::elementCount() const
 }
 
 std::uint64_t TensorSpec::byteSize() const { return static_cast<std::uint64_t>(elementCount()) * dtypeSize(dtype); }
+
+bool OptimizerSchedule::schedules(const std::string& option) const
+{
+    return std::find(options.begin(), options.end(), option) != options.end();
+}
 
 int RootRecord::parameterIndex(const std::string& name) const
 {
@@ -138,6 +181,14 @@ std::string RootRecord::toJson() const
     };
     if (!samplingGenerator.empty())
         root["sampling"]["generator"] = samplingGenerator;
+    if (optimizerSchedule) {
+        json schedule = {{"options", optimizerSchedule->options}, {"scheduler", nullptr}};
+        if (optimizerSchedule->checked()) {
+            schedule["scheduler"] = parseUntrustedJson(optimizerSchedule->schedulerJson, "optimizer schedule");
+            schedule["epoch"] = optimizerSchedule->epoch;
+        }
+        root["optimizer"]["schedule"] = std::move(schedule);
+    }
     if (numerics)
         root["numerics"] = json::parse(numerics->toJson());
     return root.dump();
@@ -209,6 +260,9 @@ RootRecord RootRecord::parse(ByteSpan payload)
     if (covered.size() != record.parameters.size())
         fail("optimizer groups cover " + std::to_string(covered.size()) + " of the " + std::to_string(record.parameters.size()) +
              " layout parameters; they must cover all of them");
+    // Before 1.6 every option is static, whatever the root holds (an unknown member then).
+    if (auto schedule = optimizer.find("schedule"); schedule != optimizer.end() && record.formatMinor >= tape::kScheduleMinor)
+        record.optimizerSchedule = parseSchedule(*schedule, groups);
 
     const json& program = member(root, "program", "root");
     record.programKind = stringMember(program, "kind", "program");

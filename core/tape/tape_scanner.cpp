@@ -14,7 +14,7 @@
 
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/sampling_schedule.h"
-#include "zkdv/tape/static_optimizer_options.h"
+#include "zkdv/tape/recorded_optimizer_options.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/crc32.h"
 #include "zkdv/util/huge_page_allocator.h"
@@ -620,7 +620,7 @@ private:
             summary_.root = root_;
             sampling_.emplace(*root_);
             samplingAnchor_ = location.digest;
-            staticOptions_.emplace(*root_);
+            optimizerOptions_.emplace(*root_);
             if (visitor_)
                 visitor_->onRoot(*root_, location);
             break;
@@ -663,7 +663,7 @@ private:
                                        std::to_string(expected) + ", not a multiple of the interval " +
                                        std::to_string(root_->snapshotInterval) + "): only the seal may follow a final snapshot");
             checkSampledChecks(transaction, location);
-            if (std::optional<std::string> mismatch = staticOptions_->mismatch(transaction))
+            if (std::optional<std::string> mismatch = optimizerOptions_->violation(transaction))
                 throw RecordOrderError(transactionAt(location, expected) + *mismatch);
             samplingAnchor_ = location.digest;
             ++summary_.transactionCount;
@@ -816,7 +816,7 @@ private:
     TransactionRecord transaction_;
     std::optional<SamplingSchedule> sampling_;
     Digest samplingAnchor_{};  // the digest the next transaction's draws are keyed by (1.3)
-    std::optional<StaticOptimizerOptions> staticOptions_;
+    std::optional<RecordedOptimizerOptions> optimizerOptions_;
     bool sealed_ = false;
     bool stopped_ = false;
     // Where the frame walk stands; it runs a batch ahead of the in-order checks.

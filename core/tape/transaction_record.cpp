@@ -50,6 +50,19 @@ std::optional<double> TransactionRecord::optimizerValue(const std::string& optio
     return std::nullopt;
 }
 
+std::vector<double> TransactionRecord::optimizerGroupValues(const std::string& option) const
+{
+    for (const TensorView* tensor : optimizerValues)
+        if (tensor->name.size() == option.size() + 10 && tensor->name.compare(10, std::string::npos, option) == 0) {
+            // The parser checked the shape: one F64 per group.
+            std::vector<double> values(tensor->data.size / sizeof(double));
+            if (!values.empty())
+                std::memcpy(values.data(), tensor->data.data, values.size() * sizeof(double));
+            return values;
+        }
+    return {};
+}
+
 double TransactionRecord::updateNorm() const
 {
     double sum = 0.0;
@@ -70,6 +83,7 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     if (view.metadataValue("zkdv.record") != "transaction")
         fail("metadata \"zkdv.record\" must be \"transaction\", found \"" + std::string(view.metadataValue("zkdv.record")) + "\"");
     record.stateDigest.reset();
+    record.scheduleEpoch.reset();
     record.loss = 0.0;
     record.lossTensor = nullptr;
     record.batch.clear();
@@ -82,6 +96,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
         if (!record.stateDigest)
             fail("metadata \"state_digest\" must be 64 hex digits");
     }
+    if (root.formatMinor >= tape::kScheduleMinor && !view.metadataValue("schedule_epoch").empty())
+        record.scheduleEpoch = decimalMetadata(view, "schedule_epoch");
 
     const std::size_t parameterCount = root.parameters.size();
     const std::size_t groupCount = root.optimizerGroups.size();
@@ -153,6 +169,8 @@ TransactionRecordBuilder::TransactionRecordBuilder(std::uint64_t index, std::uin
 
 void TransactionRecordBuilder::setStateDigest(const Digest& digest) { stateDigest_ = digest; }
 
+void TransactionRecordBuilder::setScheduleEpoch(std::uint64_t epoch) { scheduleEpoch_ = epoch; }
+
 void TransactionRecordBuilder::setLoss(DType dtype, ByteSpan scalar) { loss_ = Tensor{"loss", dtype, {}, scalar}; }
 
 void TransactionRecordBuilder::addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data)
@@ -186,6 +204,8 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
     blob.setMetadata("wall_time_ns", std::to_string(wallTimeNs_));
     if (stateDigest_)
         blob.setMetadata("state_digest", toHex(*stateDigest_));
+    if (scheduleEpoch_)
+        blob.setMetadata("schedule_epoch", std::to_string(*scheduleEpoch_));
     blob.add(loss_->name, loss_->dtype, loss_->shape, loss_->data);
     for (const Tensor& tensor : batch_)
         blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);

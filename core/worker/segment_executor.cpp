@@ -24,6 +24,7 @@
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
+#include "zkdv/schedule/schedule_follower.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
@@ -200,6 +201,25 @@ public:
             unverifiable(UnverifiableCause::TapeMalformed, "snapshot " + std::to_string(segment.snapshot) + " cannot be loaded: " + error.what());
             return;
         }
+        if (schedule_) {
+            // The schedule steps from the values the transaction before the segment recorded.
+            bool reading = true;
+            try {
+                if (segment.snapshot == 0) {
+                    schedule_->startAtRoot();
+                } else {
+                    const ByteSpan before = records.transaction(segment.snapshot - 1);
+                    reading = false;
+                    const SafetensorsView view = SafetensorsView::parse(before);
+                    schedule_->startAfter(TransactionRecord::parse(view, root_));
+                }
+            } catch (const std::exception& error) {
+                unverifiable(reading ? UnverifiableCause::Environment : UnverifiableCause::TapeMalformed,
+                             "transaction " + std::to_string(segment.snapshot - 1) + ", whose scheduled values the segment's schedule steps from, " +
+                                 (reading ? "cannot be read: " : "cannot be loaded: ") + error.what());
+                return;
+            }
+        }
         segmentWorst_ = Verdict::Exact;
         firstDiverged_.reset();
         segmentUpdate_ = 0.0;
@@ -338,6 +358,10 @@ private:
             groups.push_back(std::move(bound));
         }
         bridge_ = std::make_unique<optim::OptimizerBridge>(contract, std::move(groups), parameters_.size());
+        if (root_.optimizerSchedule) {
+            bridge_->setScheduled(root_.optimizerSchedule->options);
+            schedule_ = std::make_unique<schedule::ScheduleFollower>(root_, release->major, release->minor);
+        }
         // Where and how the contract keeps each slot (torch keeps Adam's step on the CPU even
         // for CUDA parameters): snapshot slots are checked against it and placed the same way.
         at::NoGradGuard noGrad;
@@ -451,6 +475,14 @@ private:
             batch.push_back(tensorFromView(*tensor).to(device_));
         for (at::Tensor& parameter : parameters_)
             parameter.mutable_grad() = at::Tensor();
+        if (schedule_) {
+            // The step runs with the values the transaction recorded; the schedule says
+            // whether those are the declared schedule's.
+            for (const std::string& option : bridge_->scheduled())
+                bridge_->setScheduledValue(option, record.optimizerGroupValues(option));
+            for (TensorComparison& comparison : schedule_->follow(record))
+                outcome.comparisons.push_back(std::move(comparison));
+        }
         std::vector<at::Tensor> buffersBefore;
         if (crossEnvironment())
             for (const at::Tensor& buffer : buffers_)
@@ -789,6 +821,7 @@ private:
     std::vector<at::Tensor> buffers_;
     std::vector<std::size_t> groupOf_;
     std::unique_ptr<optim::OptimizerBridge> bridge_;
+    std::unique_ptr<schedule::ScheduleFollower> schedule_;  // when the root schedules options
     struct SlotSpec {
         c10::Device device;
         at::ScalarType type;

@@ -77,6 +77,7 @@ private Q_SLOTS:
     void groupsMustCoverTheModelExactly();
     void bindByIdentityRefusesForeignTensors();
     void optionsChangedAfterSealingAreRefused();
+    void scheduledOptionsAreTakenOthersRefused();
     void sharedRefusals_data();
     void sharedRefusals();
     void statePackingSharesContiguousBuffers();
@@ -236,11 +237,29 @@ void TestOptimizerBridge::bindByIdentityRefusesForeignTensors()
 void TestOptimizerBridge::optionsChangedAfterSealingAreRefused()
 {
     OptimizerBridge bridge = sgdBridge(0.1);
-    bridge.checkUnchanged({{{"lr", 0.1}, {"momentum", 0.9}}, {{"lr", 0.05}, {"momentum", 0.5}}});
+    bridge.takeOptions({{{"lr", 0.1}, {"momentum", 0.9}}, {{"lr", 0.05}, {"momentum", 0.5}}});
     // Spelling out a default is no change.
-    bridge.checkUnchanged({{{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", false}}, {{"lr", 0.05}, {"momentum", 0.5}}});
-    QString message = contractErrorOf([&] { bridge.checkUnchanged({{{"lr", 0.01}, {"momentum", 0.9}}, {{"lr", 0.05}, {"momentum", 0.5}}}); });
+    bridge.takeOptions({{{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", false}}, {{"lr", 0.05}, {"momentum", 0.5}}});
+    QString message = contractErrorOf([&] { bridge.takeOptions({{{"lr", 0.01}, {"momentum", 0.9}}, {{"lr", 0.05}, {"momentum", 0.5}}}); });
+    QVERIFY2(message.contains(QStringLiteral("(lr 0.1 -> 0.01)")), qPrintable(message));
     QVERIFY2(message.contains(QStringLiteral("create a new proof for the new optimizer schedule")), qPrintable(message));
+}
+
+void TestOptimizerBridge::scheduledOptionsAreTakenOthersRefused()
+{
+    OptimizerBridge bridge = sgdBridge(0.1);
+    bridge.setScheduled({"lr"});
+    bridge.takeOptions({{{"lr", 0.025}, {"momentum", 0.9}}, {{"lr", 0.5}, {"momentum", 0.5}}});
+    QCOMPARE(bridge.groups()[0].options["lr"].get<double>(), 0.025);
+    QCOMPARE(bridge.groups()[1].options["lr"].get<double>(), 0.5);
+    // A scheduled lr changes nothing else: momentum is still static.
+    QString message = contractErrorOf([&] { bridge.takeOptions({{{"lr", 0.02}, {"momentum", 0.8}}, {{"lr", 0.5}, {"momentum", 0.5}}}); });
+    QVERIFY2(message.contains(QStringLiteral("(momentum 0.9 -> 0.8)")), qPrintable(message));
+    QCOMPARE(bridge.groups()[0].options["lr"].get<double>(), 0.025);  // a refused change takes nothing
+    // The replay's values: a value equal to an integer option keeps the integer.
+    bridge.setScheduledValue("lr", {1.0, 0.25});
+    QCOMPARE(bridge.groups()[0].options["lr"].get<double>(), 1.0);
+    QCOMPARE(bridge.groups()[1].options["lr"].get<double>(), 0.25);
 }
 
 void TestOptimizerBridge::sharedRefusals_data()

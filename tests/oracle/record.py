@@ -4,7 +4,8 @@ loop with the real torch.optim optimizer and a scripted model with training_step
 in the same format as the C++ recorder, so the test suite holds tapes made by real PyTorch.
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
-                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5]
+                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5|6]
+                          [--scheduler JSON]
                           [--number-dtype I64|F64|F32]
 """
 
@@ -159,12 +160,20 @@ def main():
     parser.add_argument("--interval", type=int, default=12)
     parser.add_argument("--update-check", type=float, default=0.25)
     parser.add_argument("--state-check", type=float, default=0.25)
-    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5), default=5,
+    parser.add_argument("--scheduler", default=None,
+                        help='a torch.optim.lr_scheduler to step after every step, {"kind": "StepLR", "arguments": {...}}: '
+                             'written as a format 1.6 schedule (spec 3.3); implies --format-minor 6')
+    parser.add_argument("--forge-lr", type=int, default=None, metavar="STEP",
+                        help="a dishonest trainer: step STEP with three times the scheduler's lr (recorded as used), then "
+                             "restore it; the updates replay exact, only the schedule check can tell")
+    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6), default=5,
                         help="5: the tape ends with its final state (default); 3: chain-bound draws, no final snapshot "
                              "unless the step count is a multiple of the interval; 2: the seed-chosen draws of format 1.2")
     parser.add_argument("--number-dtype", choices=sorted(NUMBER_DTYPES), default="I64",
                         help="dtype of optimizer slots torch keeps as Python numbers")
     args = parser.parse_args()
+    if args.scheduler:
+        args.format_minor = 6
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -178,7 +187,12 @@ def main():
         options["momentum"] = 0.9
     optimizer = getattr(torch.optim, args.optimizer)(model.parameters(), **options)
     names = [n for n, _ in model.named_parameters()]
-    group = {k: (list(v) if isinstance(v, tuple) else v) for k, v in optimizer.param_groups[0].items() if k != "params"}
+    scheduler = None
+    if args.scheduler:
+        described = json.loads(args.scheduler)
+        scheduler = getattr(torch.optim.lr_scheduler, described["kind"])(optimizer, **described["arguments"])
+    # A scheduler's own entries (initial_lr) are its state, which the root's schedule describes.
+    group = {k: (list(v) if isinstance(v, tuple) else v) for k, v in optimizer.param_groups[0].items() if k not in ("params", "initial_lr")}
 
     root = {
         "prover": "whitebox-torch",
@@ -198,6 +212,12 @@ def main():
         "overlap": "unchecked",
         "metadata": {"producer": "real torch.optim", "optimizer": args.optimizer},
     }
+    if scheduler is not None:
+        root["optimizer"]["schedule"] = {
+            "options": ["lr"],
+            "scheduler": {"kind": described["kind"], "arguments": described["arguments"], "base": {"lr": list(scheduler.base_lrs)}},
+            "epoch": scheduler.last_epoch,
+        }
     tape = TapeWriter(args.out, args.format_minor)
     anchor = tape.append("root", json.dumps(root).encode())
     tape.append("program", program)
@@ -219,6 +239,10 @@ def main():
         before = [p.detach().clone() for p in model.parameters()]
         loss = model.training_step([x, y])
         loss.backward()
+        forged = step == args.forge_lr
+        if forged:
+            for group in optimizer.param_groups:
+                group["lr"] *= 3.0
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)  # fresh gradients, as the replay computes them
         deltas = [p.detach() - b for p, b in zip(model.parameters(), before)]
@@ -231,9 +255,16 @@ def main():
         if update_check:
             tensors += [("delta/" + n, d) for n, d in zip(names, deltas)]
         metadata = {"zkdv.record": "transaction", "index": str(step), "wall_time_ns": str(time.monotonic_ns() - started)}
+        if scheduler is not None:
+            metadata["schedule_epoch"] = str(scheduler.last_epoch)
         if state_check:
             metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names, args.number_dtype))
         anchor = tape.append("transaction", blob(tensors, metadata))
+        if forged:
+            for group in optimizer.param_groups:
+                group["lr"] /= 3.0
+        if scheduler is not None:
+            scheduler.step()
         first_loss = loss.item() if first_loss is None else first_loss
         last_loss = loss.item()
     # From 1.5 on the tape ends with the final state whatever the count (spec 2.4); before, only

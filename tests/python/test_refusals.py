@@ -87,31 +87,6 @@ def test_options_changed_after_sealing_name_the_option(tmp_path):
     proof.close()
 
 
-@pytest.mark.parametrize("scheduler_first", [False, True], ids=["scheduler after prepare", "scheduler before prepare"])
-def test_a_learning_rate_scheduler_is_refused_saying_so(tmp_path, scheduler_first):
-    # torch's schedulers write their own entries ("initial_lr") into the groups; the refusal
-    # says a schedule is what cannot be recorded, not that an option is unknown.
-    message = r'"initial_lr" is a learning-rate scheduler\'s \(torch.optim.lr_scheduler adds it\)'
-    model = fresh_mlp()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    proof = zkdv.torch.ZKDV(tmp_path / "scheduled.zkdv")
-    if scheduler_first:
-        torch.optim.lr_scheduler.StepLR(optimizer, step_size=2)
-        with pytest.raises(RuntimeError, match=message):
-            proof.prepare(model, torch.nn.CrossEntropyLoss(), optimizer)
-        proof.close()
-        return
-    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), optimizer)
-    torch.optim.lr_scheduler.StepLR(optimizer, step_size=2)
-    x, y = next(batches(1))
-    with proof.transaction(batch=(x, y)):
-        proof.backward(loss_fn(proof.forward(model, x), y))
-        with pytest.raises(RuntimeError, match=message):
-            optimizer.step()
-    assert proof.statistics["transactions"] == 0
-    proof.close()
-
-
 def test_a_loss_the_program_did_not_compute_is_refused(tmp_path):
     proof, model, loss_fn, optimizer = prepared(tmp_path)
     x, y = next(batches(1))

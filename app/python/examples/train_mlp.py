@@ -17,10 +17,14 @@ data = [(torch.randn(32, 8), torch.randint(0, 3, (32,))) for _ in range(40)]
 config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.2, update_check_probability=0.2))
 with zkdv.torch.ZKDV(sys.argv[1], config) as proof:
     model, loss_fn, optimizer = proof.prepare(model, loss_fn, optimizer)
+    # A prepared scheduler: each step's learning rate is recorded, and the auditor checks it
+    # against the cosine schedule (docs/python.md, "Learning-rate schedules").
+    scheduler = proof.prepare(torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=len(data)))
     for x, y in data:
         with proof.transaction(batch=(x, y)):
             optimizer.zero_grad()
             loss = loss_fn(proof.forward(model, x), y)
             proof.backward(loss)
             optimizer.step()
+        scheduler.step()
 print("%s: %d steps, final loss %.4f" % (sys.argv[1], len(data), loss.item()))

@@ -17,7 +17,9 @@
 
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
+#include "zkdv/optim/torch_release.h"
 #include "zkdv/recorder/recorder.h"
+#include "zkdv/schedule/schedule_contract.h"
 #include "zkdv/util/sha256.h"
 
 namespace py = pybind11;
@@ -199,6 +201,12 @@ public:
         optimizer_ = std::move(optimizer);  // the recorder keeps a reference to it
     }
 
+    void schedule(std::vector<std::string> options, std::string schedulerJson, std::uint64_t epoch)
+    {
+        recorder_->schedule(std::move(options), std::move(schedulerJson), epoch);
+    }
+    void setScheduleEpoch(std::uint64_t epoch) { recorder_->setScheduleEpoch(epoch); }
+
     void begin(std::vector<at::Tensor> batch) { open_.emplace(recorder_->transaction(std::move(batch))); }
 
     // Raises when the transaction changed the state the tape describes (the recorder's message).
@@ -279,6 +287,25 @@ PYBIND11_MODULE(_native, m)
 {
     m.doc() = "The ZKDV C++ recorder, bound for zkdv.torch";
     m.def("builtin_contract_names", &zkdv::optim::builtinContractNames, "the torch.optim classes the built-in contracts reproduce");
+    m.def("schedule_kinds", &zkdv::schedule::scheduleKinds, "the torch.optim.lr_scheduler classes the schedule contracts reproduce");
+    // The values a schedule contract gives at epochs 0 .. epochs-1, each step from the one
+    // before (as the auditor chains them): values[epoch][option][group]. The oracle test
+    // compares them with real torch's.
+    m.def(
+        "schedule_values",
+        [](const std::string& description, std::size_t groups, const std::string& torchVersion, std::uint64_t epochs) {
+            const auto release = zkdv::optim::TorchRelease::parse(torchVersion);
+            if (!release)
+                throw zkdv::schedule::ScheduleError("\"" + torchVersion + "\" is not a torch release");
+            const auto contract =
+                zkdv::schedule::makeScheduleContract(nlohmann::json::parse(description), groups, release->major, release->minor);
+            std::vector<zkdv::schedule::ScheduledValues> values;
+            zkdv::schedule::ScheduledValues current = contract->base();
+            for (std::uint64_t epoch = 0; epoch < epochs; ++epoch)
+                values.push_back(current = contract->step(epoch, current));
+            return values;
+        },
+        py::arg("description"), py::arg("groups"), py::arg("torch_version"), py::arg("epochs"));
     py::class_<NativeOptimizer, std::shared_ptr<NativeOptimizer>>(m, "ContractOptimizer")
         .def(py::init<const std::string&, const std::vector<std::pair<std::vector<at::Tensor>, std::string>>&>(), py::arg("name"),
              py::arg("groups"))
@@ -305,6 +332,8 @@ PYBIND11_MODULE(_native, m)
              py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"))
         .def("prepare_model", &NativeRecorder::prepareModel)
         .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
+        .def("schedule", &NativeRecorder::schedule, py::arg("options"), py::arg("scheduler_json"), py::arg("epoch"))
+        .def("set_schedule_epoch", &NativeRecorder::setScheduleEpoch)
         .def("begin", &NativeRecorder::begin)
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)

@@ -14,7 +14,12 @@ def _value(value):
     return value
 
 
-def group_options_json(group) -> str:
-    """The options of one param_groups entry, without its parameters."""
+# What torch.optim.lr_scheduler's schedulers keep in the groups beside the optimizer's options
+# (their base values): the scheduler's state, which the tape's schedule describes, not options.
+SCHEDULER_ENTRIES = frozenset(("initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"))
 
-    return json.dumps({name: _value(value) for name, value in group.items() if name != "params"})
+
+def group_options_json(group, skip=frozenset()) -> str:
+    """The options of one param_groups entry, without its parameters and the entries in `skip`."""
+
+    return json.dumps({name: _value(value) for name, value in group.items() if name != "params" and name not in skip})

@@ -7,7 +7,7 @@ import torch
 
 from zkdv import _native
 from zkdv.torch.optimizers import ContractAdapter, OptimizerContract
-from zkdv.torch.options import group_options_json
+from zkdv.torch.options import SCHEDULER_ENTRIES, group_options_json
 
 
 class PreparedOptimizer(torch.optim.Optimizer):
@@ -26,7 +26,9 @@ class PreparedOptimizer(torch.optim.Optimizer):
             )
         self.proof = proof
         self.optimizer = optimizer
-        groups = [(list(group["params"]), group_options_json(group)) for group in optimizer.param_groups]
+        # A scheduler made before proof.prepare() left its entries in the groups already.
+        skip = SCHEDULER_ENTRIES if proof._scheduler is not None or _has_scheduler(optimizer) else frozenset()
+        groups = [(list(group["params"]), group_options_json(group, skip)) for group in optimizer.param_groups]
         if contract is None:
             self.native = _native.ContractOptimizer(type(optimizer).__name__, groups)
         else:
@@ -64,7 +66,8 @@ class PreparedOptimizer(torch.optim.Optimizer):
         # not those it last saw: encoding them costs more than comparing.
         keys = [_options_key(group) for group in self.optimizer.param_groups]
         if keys != self._sent_options or any(key is None for key in keys):
-            self.native.set_options([group_options_json(group) for group in self.optimizer.param_groups])
+            skip = self.proof._scheduler_entries()
+            self.native.set_options([group_options_json(group, skip) for group in self.optimizer.param_groups])
             self._sent_options = keys
         self.proof._step(self)
         return None
@@ -93,6 +96,10 @@ class PreparedOptimizer(torch.optim.Optimizer):
             self.optimizer.state[parameter] = {
                 name: (value.item() if name in self._number_slots else value) for name, value in slots.items()
             }
+
+
+def _has_scheduler(optimizer) -> bool:
+    return any("initial_lr" in group for group in optimizer.param_groups)
 
 
 def _started(state) -> bool:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import warnings
 from typing import Any, Dict, Optional
 
 import torch
@@ -9,8 +10,9 @@ import torch
 from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
-from zkdv.torch import export_program, program
+from zkdv.torch import export_program, program, schedules
 from zkdv.torch.optimizers import OptimizerContract
+from zkdv.torch.options import SCHEDULER_ENTRIES
 from zkdv.torch.prepared import PreparedOptimizer
 from zkdv.torch.transaction import EagerTransaction, current_transaction
 
@@ -58,6 +60,9 @@ class ZKDV:
         self._seal_error: Optional[str] = None
         self._model_bound = False
         self._contracts: Dict[type, OptimizerContract] = {}
+        self._scheduler: Any = None        # the prepared lr scheduler, if any
+        self._schedule_checked = False     # the tape's schedule names it, so each step records its epoch
+        self._schedule_declared = False    # the root schedules lr (checked or as recorded)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -106,6 +111,9 @@ class ZKDV:
     def _prepare(self, value: Any) -> Any:
         if isinstance(value, PreparedOptimizer):
             return value
+        if _is_scheduler(value):
+            self._prepare_scheduler(value)
+            return value
         if isinstance(value, torch.optim.Optimizer):
             if self._optimizer is not None:
                 raise RuntimeError("this proof already prepared an optimizer; a tape records one optimizer")
@@ -123,6 +131,48 @@ class ZKDV:
             self._model = value
             return value
         return value
+
+    def _prepare_scheduler(self, scheduler: Any) -> None:
+        if self._scheduler is not None and self._scheduler is not scheduler:
+            raise RuntimeError("this proof already prepared a learning-rate scheduler; a tape records one schedule")
+        if self._program is not None:
+            raise RuntimeError(
+                "prepare the learning-rate scheduler before the first transaction: the tape's root, written then, declares the schedule"
+            )
+        if self._optimizer is None or scheduler.optimizer not in (self._optimizer, self._optimizer.optimizer):
+            raise RuntimeError(
+                "proof.prepare(scheduler) takes a scheduler of the optimizer this proof prepared: prepare the optimizer first, "
+                "then create the scheduler on it (or on the optimizer you prepared)"
+            )
+        self._scheduler = scheduler
+
+    def _scheduler_entries(self) -> frozenset:
+        """The group entries that are the scheduler's, not the optimizer's (left out of its options)."""
+
+        return SCHEDULER_ENTRIES if self._schedule_declared else frozenset()
+
+    def _declare_schedule(self) -> None:
+        # Called once, when the root is about to be written: from then on lr is scheduled or static.
+        groups = self._optimizer.param_groups
+        if self._scheduler is not None:
+            description = schedules.describe(self._scheduler)
+            if description is not None:
+                self._native.schedule(["lr"], json.dumps(description), schedules.epoch(self._scheduler))
+                self._schedule_checked = True
+            else:
+                # LambdaLR and other user code, ReduceLROnPlateau (its metric is not on the tape).
+                self._native.schedule(["lr"], "", 0)
+        elif any("initial_lr" in group for group in groups):
+            warnings.warn(
+                "the prepared optimizer has a learning-rate scheduler that was not prepared: the tape records the learning rates "
+                "it sets as recorded, and the auditor cannot check them against a schedule; pass it through proof.prepare(scheduler) "
+                "before the first transaction to have them checked",
+                stacklevel=4,
+            )
+            self._native.schedule(["lr"], "", 0)
+        else:
+            return
+        self._schedule_declared = True
 
     def register_functional_optimizer(self, optimizer_type: type, contract: OptimizerContract) -> None:
         """Register a proof-local custom functional optimizer contract.
@@ -217,6 +267,7 @@ class ZKDV:
             self._native.prepare_model(scripted._c)
         self._model_bound = True
         self._native.prepare_optimizer(self._optimizer.native)
+        self._declare_schedule()
         self._program = scripted
         self._extra_inputs = extra_inputs
         self._parameters = tuple(self._native.parameters())
@@ -264,12 +315,20 @@ class ZKDV:
     def _step(self, optimizer: PreparedOptimizer) -> None:
         if self._optimizer is not optimizer:
             raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
+        if self._schedule_checked:
+            self._native.set_schedule_epoch(schedules.epoch(self._scheduler))
         try:
             self._native.step()
         finally:
             # Also when the step failed (a full disk met after the update): optimizer.state
             # then shows the state the model's parameters were stepped with, never an older one.
             optimizer._adopt(self._parameters, self._native.state())
+
+
+def _is_scheduler(value: Any) -> bool:
+    lr_scheduler = torch.optim.lr_scheduler
+    base = getattr(lr_scheduler, "LRScheduler", None) or lr_scheduler._LRScheduler
+    return isinstance(value, (base, lr_scheduler.ReduceLROnPlateau))
 
 
 def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> None:

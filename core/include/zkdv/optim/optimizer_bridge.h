@@ -54,14 +54,24 @@ public:
     std::vector<at::Tensor> stepInPlace(const std::vector<at::Tensor>& parameters, std::vector<SlotState>& state,
                                         const std::vector<at::Tensor>& gradients) const;
 
-    // Refuses options that differ from those the bridge was sealed with
-    // ("create a new proof for the new optimizer schedule").
-    void checkUnchanged(const std::vector<GroupOptions>& current) const;
+    // Options a schedule moves (tape format 1.6, section 3.3): they may change between steps,
+    // and each step uses their current values. Every other option is static.
+    void setScheduled(std::vector<std::string> options) { scheduled_ = std::move(options); }
+    const std::vector<std::string>& scheduled() const { return scheduled_; }
+
+    // Takes the scheduled options' values from `current` for the next steps, and refuses
+    // static options that differ from those the bridge was sealed with, naming the option and
+    // both values ("create a new proof for the new optimizer options").
+    void takeOptions(const std::vector<GroupOptions>& current);
+    // A scheduled option's value in each group for the next steps (the replay's, from a
+    // transaction record).
+    void setScheduledValue(const std::string& option, const std::vector<double>& perGroup);
 
 private:
     std::shared_ptr<const OptimizerContract> contract_;
     std::vector<BoundGroup> groups_;
     std::size_t parameterCount_;
+    std::vector<std::string> scheduled_;
 };
 
 // Rebinds state tensors with equal slot name, shape, dtype and device (and at least two

@@ -150,6 +150,14 @@ public:
     // Resolves the optimizer's contract and binds its groups to the prepared model's order.
     PreparedOptimizer& prepare(optim::ContractOptimizer& optimizer);
 
+    // The prepared optimizer's schedule (tape format 1.6, section 3.3), before the first
+    // transaction: `options` may change from step to step, and every transaction records their
+    // values; `schedulerJson` describes the scheduler an auditor recomputes them with ({"kind",
+    // "arguments", "base"}; empty: the values are as recorded, checked against no schedule), and
+    // `epoch` is its last_epoch now.
+    void schedule(std::vector<std::string> options, std::string schedulerJson, std::uint64_t epoch);
+    // The scheduler's last_epoch at the next optimizer step; it never goes back.
+    void setScheduleEpoch(std::uint64_t epoch);
     // Opens a transaction for `batch` (nested transactions are refused). The first one
     // seals the program and writes the root record and the first snapshot.
     Transaction transaction(std::vector<at::Tensor> batch, OverlapPolicy overlap = OverlapPolicy::Unchecked);

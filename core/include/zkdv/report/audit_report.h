@@ -134,6 +134,11 @@ struct ReportData {
     std::vector<std::string> layout;    // "conv1.weight F32 [8, 1, 3, 3]"
     std::string optimizerContract;
     std::vector<std::string> optimizerGroups;  // options JSON per group
+    // The root's optimizer.schedule (tape format 1.6): the scheduled options, and the kind of
+    // the scheduler the replay checks them against ("" when they are as recorded).
+    std::vector<std::string> scheduledOptions;  // empty: every option static
+    std::string schedulerKind;
+    std::string scheduleStatement() const;  // "static", "lr: StepLR schedule, checked at every replayed step", …
 
     // The replay run the report is about.
     std::int64_t runId = 0;

@@ -25,7 +25,20 @@ struct TensorSpec {
 
 struct OptimizerGroup {
     std::vector<std::string> parameters;
-    std::string optionsJson;  // the group's static options as a JSON object
+    std::string optionsJson;  // the group's options as a JSON object (scheduled ones: their values when the root was written)
+};
+
+// Root member optimizer.schedule (since 1.6, spec 3.3): which numeric options may change from
+// one transaction to the next, and the scheduler that changes them.
+struct OptimizerSchedule {
+    std::vector<std::string> options;  // scheduled options; every transaction records their values
+    // The scheduler the auditor recomputes the values with ({"kind", "arguments", "base"}), as
+    // JSON; empty when the values are as recorded, checked against no schedule.
+    std::string schedulerJson;
+    std::uint64_t epoch = 0;  // the scheduler's last_epoch when the root was written
+
+    bool checked() const { return !schedulerJson.empty(); }
+    bool schedules(const std::string& option) const;
 };
 
 struct RootRecord {
@@ -49,6 +62,7 @@ struct RootRecord {
 
     std::string optimizerContract;
     std::vector<OptimizerGroup> optimizerGroups;
+    std::optional<OptimizerSchedule> optimizerSchedule;  // absent: every option is static
 
     std::string programKind = "torchscript";
     Digest programSha256{};

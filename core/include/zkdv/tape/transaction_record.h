@@ -19,6 +19,9 @@ struct TransactionRecord {
     std::uint64_t index = 0;
     std::uint64_t wallTimeNs = 0;
     std::optional<Digest> stateDigest;
+    // The scheduler's last_epoch at this step (metadata "schedule_epoch", since 1.6): present
+    // exactly when the root's schedule names a scheduler (spec 3.3).
+    std::optional<std::uint64_t> scheduleEpoch;
     double loss = 0.0;  // the loss widened to double (exact for every floating dtype)
     const TensorView* lossTensor = nullptr;
     std::vector<const TensorView*> batch;
@@ -29,6 +32,8 @@ struct TransactionRecord {
 
     // The first group's value of `option` ("lr"), if recorded.
     std::optional<double> optimizerValue(const std::string& option) const;
+    // Every group's value of `option`, or empty when the record holds none.
+    std::vector<double> optimizerGroupValues(const std::string& option) const;
     double updateNorm() const;  // L2 norm over all parameters' updates
 
     // Checks the payload against the spec and the tape's root (layout sizes, delta shapes
@@ -43,6 +48,7 @@ class TransactionRecordBuilder {
 public:
     TransactionRecordBuilder(std::uint64_t index, std::uint64_t wallTimeNs);
     void setStateDigest(const Digest& digest);
+    void setScheduleEpoch(std::uint64_t epoch);
     // Tensor bytes are referenced, not copied; keep them alive until the record is written.
     void setLoss(DType dtype, ByteSpan scalar);
     void addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
@@ -63,6 +69,7 @@ private:
     std::uint64_t index_;
     std::uint64_t wallTimeNs_;
     std::optional<Digest> stateDigest_;
+    std::optional<std::uint64_t> scheduleEpoch_;
     std::optional<Tensor> loss_;
     std::vector<Tensor> batch_;
     std::vector<std::pair<std::string, std::vector<double>>> optimizerValues_;

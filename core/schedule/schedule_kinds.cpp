@@ -1,0 +1,63 @@
+// The schedule contracts by torch class name (zkdv/schedule/schedule_contract.h).
+
+#include <functional>
+#include <map>
+
+#include "lr_schedule.h"
+
+namespace zkdv::schedule {
+
+namespace {
+
+struct Kind {
+    std::set<std::string> arguments;
+    std::function<std::unique_ptr<ScheduleContract>(const ScheduleArguments&)> make;
+};
+
+const std::map<std::string, Kind>& kinds()
+{
+    static const std::map<std::string, Kind> table = {
+        {"StepLR", {{"step_size", "gamma"}, makeStepLR}},
+        {"MultiStepLR", {{"milestones", "gamma"}, makeMultiStepLR}},
+        {"ExponentialLR", {{"gamma"}, makeExponentialLR}},
+        {"ConstantLR", {{"factor", "total_iters"}, makeConstantLR}},
+        {"LinearLR", {{"start_factor", "end_factor", "total_iters"}, makeLinearLR}},
+        {"PolynomialLR", {{"total_iters", "power"}, makePolynomialLR}},
+        {"CosineAnnealingLR", {{"T_max", "eta_min"}, makeCosineAnnealingLR}},
+        {"CosineAnnealingWarmRestarts", {{"T_0", "T_mult", "eta_min"}, makeCosineAnnealingWarmRestarts}},
+    };
+    return table;
+}
+
+}  // namespace
+
+std::vector<std::string> scheduleKinds()
+{
+    std::vector<std::string> names;
+    for (const auto& [name, kind] : kinds())
+        names.push_back(name);
+    return names;
+}
+
+std::unique_ptr<ScheduleContract> makeScheduleContract(const nlohmann::json& scheduler, std::size_t groups, int torchMajor, int torchMinor)
+{
+    if (!scheduler.is_object() || !scheduler.contains("kind") || !scheduler["kind"].is_string())
+        throw ScheduleError("a scheduler description is an object with a string kind");
+    const std::string kind = scheduler["kind"].get<std::string>();
+    const auto it = kinds().find(kind);
+    if (it == kinds().end()) {
+        std::string known;
+        for (const std::string& name : scheduleKinds())
+            known += (known.empty() ? "" : ", ") + name;
+        throw ScheduleError("no schedule contract for " + kind + " (the contracts reproduce " + known + ")");
+    }
+    // The step rules ported are those of torch 1.13 through 2.x, unchanged for a scheduler
+    // stepped once per call (docs/schedules.md); an older torch's are not proven.
+    if (torchMajor < 1 || (torchMajor == 1 && torchMinor < 13))
+        throw ScheduleError("no schedule contracts for torch " + std::to_string(torchMajor) + "." + std::to_string(torchMinor) +
+                            " (they reproduce torch 1.13 and later)");
+    const ScheduleArguments arguments(scheduler, it->second.arguments, groups);
+    return it->second.make(arguments);
+}
+
+}  // namespace zkdv::schedule

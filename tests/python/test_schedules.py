@@ -1,0 +1,234 @@
+"""Learning-rate schedules through zkdv.torch (tape format 1.6, section 3.3): a prepared
+torch.optim.lr_scheduler scheduler's values are recorded per transaction, the replay steps with
+them, and the auditor recomputes them with the schedule contracts; a value off the schedule is
+diverged at its transaction, naming the option."""
+
+import json
+import warnings
+
+import pytest
+import torch
+
+import zkdv.torch
+from conftest import audit, batches, fresh_mlp
+from tape_edit import _records
+
+SCHEDULERS = {
+    "step": lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=4, gamma=0.5),
+    "multistep": lambda o: torch.optim.lr_scheduler.MultiStepLR(o, milestones=[3, 7, 7], gamma=0.3),
+    "exponential": lambda o: torch.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+    "cosine": lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=1e-4),
+    "linear_warmup": lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=5),
+    "constant": lambda o: torch.optim.lr_scheduler.ConstantLR(o, factor=0.25, total_iters=6),
+    "polynomial": lambda o: torch.optim.lr_scheduler.PolynomialLR(o, total_iters=12, power=2.0),
+    "warm_restarts": lambda o: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=2, eta_min=1e-3),
+}
+
+STEPS = 26
+
+
+def two_groups(model, lr=0.02):
+    # No weight decay on biases, as real loops do: two groups with their own lr.
+    weights = [p for n, p in model.named_parameters() if n.endswith("weight")]
+    biases = [p for n, p in model.named_parameters() if n.endswith("bias")]
+    return torch.optim.AdamW([{"params": weights, "weight_decay": 0.01}, {"params": biases, "weight_decay": 0.0, "lr": lr * 2}], lr=lr)
+
+
+def root_of(tape):
+    for kind, _, payload in _records(open(tape, "rb").read()):
+        if kind == 1:
+            return json.loads(payload)
+    raise AssertionError("no root record")
+
+
+def record(tape, make_scheduler, prepare_scheduler=True, steps=STEPS):
+    """The ordinary scheduled loop; returns the learning rates each step used."""
+    model = fresh_mlp()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    used = []
+    with zkdv.torch.ZKDV(tape, replay_snapshot_interval=6) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, loss_fn, two_groups(model))
+        scheduler = make_scheduler(optimizer)
+        if prepare_scheduler:
+            scheduler = proof.prepare(scheduler)
+        for step, (x, y) in enumerate(batches(steps)):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                proof.backward(loss_fn(proof.forward(model, x), y))
+                used.append([group["lr"] for group in optimizer.param_groups])
+                optimizer.step()
+            scheduler.step()
+    return model, used
+
+
+def train_plain(make_scheduler, steps=STEPS):
+    model = fresh_mlp()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    optimizer = two_groups(model)
+    scheduler = make_scheduler(optimizer)
+    for x, y in batches(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()
+    return model
+
+
+def replay(tmp_path, tape):
+    case = tmp_path / (tape.stem + ".zkaudit")
+    status, ingested = audit("ingest", str(tape), "--case", str(case))
+    assert status == 0, ingested
+    return audit("replay", str(case), "--select", "all")
+
+
+@pytest.mark.parametrize("kind", sorted(SCHEDULERS))
+def test_a_prepared_schedule_trains_as_torch_and_replays_exact(tmp_path, kind):
+    tape = tmp_path / (kind + ".zkdv")
+    model, used = record(tape, SCHEDULERS[kind])
+    plain = train_plain(SCHEDULERS[kind])
+    for (name, recorded), trained in zip(model.named_parameters(), plain.parameters()):
+        assert torch.equal(recorded.detach(), trained.detach()), name
+    assert len({tuple(lrs) for lrs in used}) > 1, "the schedule changed no learning rate: the test proves nothing"
+
+    root = root_of(tape)
+    assert root["format"]["minor"] >= 6
+    schedule = root["optimizer"]["schedule"]
+    assert schedule["options"] == ["lr"]
+    assert schedule["scheduler"]["kind"] == type(SCHEDULERS[kind](torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1))).__name__
+    assert "initial_lr" not in root["optimizer"]["groups"][0]["options"]
+
+    status, replayed = replay(tmp_path, tape)
+    assert status == 0 and replayed["passed"], replayed
+    assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
+
+
+def test_a_step_off_the_prepared_schedule_is_refused_before_it_is_taken(tmp_path):
+    """An honest loop that moves a rate by hand under a prepared StepLR would replay diverged
+    there: the recorder refuses that step (nothing recorded, the tape goes on)."""
+    tape = tmp_path / "meddled.zkdv"
+    refused = []
+
+    def meddle(step, optimizer):
+        if step == 9:
+            optimizer.param_groups[1]["lr"] *= 3.0
+
+    model = fresh_mlp()
+    with zkdv.torch.ZKDV(tape, replay_snapshot_interval=6) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), two_groups(model))
+        scheduler = proof.prepare(SCHEDULERS["step"](optimizer))
+        for step, (x, y) in enumerate(batches(12)):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                proof.backward(loss_fn(proof.forward(model, x), y))
+                meddle(step, optimizer)
+                try:
+                    optimizer.step()
+                except RuntimeError as error:
+                    refused.append((step, str(error)))
+                    optimizer.param_groups[1]["lr"] /= 3.0
+            scheduler.step()
+        assert proof.statistics["transactions"] == 11
+    assert [step for step, _ in refused] == [9], refused
+    assert "not the prepared scheduler's" in refused[0][1] and "group 1 lr" in refused[0][1], refused[0][1]
+    status, replayed = replay(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == 11, replayed
+
+
+def independent_tape(tmp_path, name, *options):
+    """A tape of tests/oracle/record.py, which writes format 1.6 from the spec alone, with real
+    torch.optim and torch's own scheduler, without zkdv."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tape = tmp_path / name
+    script = Path(__file__).resolve().parents[1] / "oracle" / "record.py"
+    subprocess.run([sys.executable, str(script), str(tape), "--optimizer", "SGD", "--steps", "14", "--interval", "4", *options],
+                   check=True, capture_output=True, timeout=300)
+    return tape
+
+
+STEP_LR = json.dumps({"kind": "StepLR", "arguments": {"step_size": 3, "gamma": 0.5}})
+
+
+def test_a_forged_rate_is_diverged_at_its_transaction_naming_the_option(tmp_path):
+    """A dishonest trainer steps transaction 6 with three times StepLR's rate and records the
+    rate it used: every update replays exact, and only the schedule check can see it."""
+    tape = independent_tape(tmp_path, "forged.zkdv", "--scheduler", STEP_LR, "--forge-lr", "6")
+    status, verified = audit("verify", str(tape))
+    assert status == 0 and verified["status"] == "sealed", verified
+    status, replayed = replay(tmp_path, tape)
+    assert status == 1 and not replayed["passed"], replayed
+    failures = replayed["first_failures"]
+    assert failures[0]["index"] == 6 and failures[0]["verdict"] == "diverged", failures
+    assert "optimizer/lr schedule" in failures[0]["detail"] and "StepLR schedule gives" in failures[0]["detail"], failures[0]
+    # Only the forged step and the one after it, which steps from the forged rate, depart.
+    assert replayed["verdicts"]["diverged"] == 2 and replayed["verdicts"]["exact"] == 12, replayed["verdicts"]
+
+
+@pytest.mark.parametrize("how", ["lambda", "unprepared"])
+def test_a_schedule_the_auditor_cannot_recompute_replays_as_recorded(tmp_path, how):
+    tape = tmp_path / (how + ".zkdv")
+    make = (lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda epoch: 1.0 / (1 + epoch))) if how == "lambda" else SCHEDULERS["cosine"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, used = record(tape, make, prepare_scheduler=(how == "lambda"))
+    said = [str(w.message) for w in caught if "not prepared" in str(w.message)]
+    assert bool(said) == (how == "unprepared"), said
+    assert len({tuple(lrs) for lrs in used}) > 1
+    schedule = root_of(tape)["optimizer"]["schedule"]
+    assert schedule["options"] == ["lr"] and schedule["scheduler"] is None, schedule
+    status, replayed = replay(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == STEPS, replayed
+
+
+def test_a_scheduler_made_before_the_optimizer_was_prepared_records_as_recorded(tmp_path):
+    model = fresh_mlp()
+    raw = two_groups(model)
+    scheduler = torch.optim.lr_scheduler.StepLR(raw, step_size=3, gamma=0.5)
+    tape = tmp_path / "early.zkdv"
+    with pytest.warns(UserWarning, match="not prepared"):
+        with zkdv.torch.ZKDV(tape, replay_snapshot_interval=6) as proof:
+            model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), raw)
+            for x, y in batches(8):
+                with proof.transaction(batch=(x, y)):
+                    optimizer.zero_grad()
+                    proof.backward(loss_fn(proof.forward(model, x), y))
+                    optimizer.step()
+                scheduler.step()
+    assert root_of(tape)["optimizer"]["schedule"]["scheduler"] is None
+    status, replayed = replay(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == 8, replayed
+
+
+def test_a_scheduler_made_after_the_first_transaction_is_refused_when_it_changes_lr(tmp_path):
+    model = fresh_mlp()
+    proof = zkdv.torch.ZKDV(tmp_path / "late.zkdv")
+    model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), two_groups(model))
+    data = batches(3)
+    x, y = next(data)
+    with proof.transaction(batch=(x, y)):
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        optimizer.step()
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.5)
+    with pytest.raises(RuntimeError, match="before the first transaction"):
+        proof.prepare(scheduler)
+    scheduler.step()
+    x, y = next(data)
+    with proof.transaction(batch=(x, y)):
+        optimizer.zero_grad()
+        proof.backward(loss_fn(proof.forward(model, x), y))
+        with pytest.raises(RuntimeError, match="learning-rate scheduler"):
+            optimizer.step()
+    assert proof.statistics["transactions"] == 1
+    proof.close()
+
+
+def test_the_independent_writer_s_scheduled_tape_replays_exact(tmp_path):
+    tape = independent_tape(tmp_path, "independent.zkdv", "--scheduler", STEP_LR)
+    schedule = root_of(tape)["optimizer"]["schedule"]
+    assert schedule["scheduler"]["kind"] == "StepLR" and root_of(tape)["format"]["minor"] == 6
+    status, verified = audit("verify", str(tape))
+    assert status == 0 and verified["status"] == "sealed", verified
+    status, replayed = replay(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed
