@@ -1,6 +1,12 @@
 #pragma once
 // The base of the learning-rate schedules: each moves `lr` only, group by group, from the
 // group's current value (torch's chainable get_lr()). Private to core/schedule.
+//
+// Every port keeps the order of torch's Python expression: Python floats are IEEE doubles and
+// evaluate left to right (`a * b / c` is `(a * b) / c`), so the same operations in the same
+// order round alike. The folder is compiled with -ffp-contract=off (core/CMakeLists.txt): a
+// compiler that fuses a * b + c into one multiply-add (the default of GCC for targets that
+// have one, such as aarch64) would round once where Python rounds twice.
 
 #include "schedule_arguments.h"
 
@@ -8,8 +14,8 @@ namespace zkdv::schedule {
 
 class LrSchedule : public ScheduleContract {
 public:
-    LrSchedule(std::string kind, std::vector<double> baseLr, bool mathLibrary)
-        : kind_(std::move(kind)), baseLr_(std::move(baseLr)), mathLibrary_(mathLibrary)
+    LrSchedule(const ScheduleArguments& arguments, bool mathLibrary)
+        : kind_(arguments.kind()), baseLr_(arguments.baseLr()), mathLibrary_(mathLibrary)
     {
     }
 
@@ -17,17 +23,13 @@ public:
     std::vector<std::string> options() const override { return {"lr"}; }
     ScheduledValues base() const override { return {baseLr_}; }
     bool usesMathLibrary() const override { return mathLibrary_; }
-    ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override
-    {
-        ScheduledValues next = current;
-        for (std::size_t g = 0; g < next.at(0).size(); ++g)
-            next[0][g] = lr(epoch, next[0][g], g < baseLr_.size() ? baseLr_[g] : 0.0);
-        return next;
-    }
+    ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override;
 
 protected:
     // What step number `epoch` sets a group's lr to, from `current`; `base` is its base_lr.
     virtual double lr(std::uint64_t epoch, double current, double base) const = 0;
+    // "StepLR at epoch 7", for the errors of a step torch cannot take.
+    std::string where(std::uint64_t epoch) const { return kind_ + " at epoch " + std::to_string(epoch); }
 
 private:
     std::string kind_;
@@ -35,7 +37,7 @@ private:
     bool mathLibrary_;
 };
 
-// The contracts of each kind, from their description; in the kind's own file.
+// The contracts of each kind, from their description; each in the kind's own file.
 std::unique_ptr<ScheduleContract> makeStepLR(const ScheduleArguments& arguments);
 std::unique_ptr<ScheduleContract> makeMultiStepLR(const ScheduleArguments& arguments);
 std::unique_ptr<ScheduleContract> makeExponentialLR(const ScheduleArguments& arguments);

@@ -1,15 +1,16 @@
 #pragma once
-// Reading a scheduler description's arguments as torch's constructors take them, refusing
-// what they refuse, and Python's arithmetic where a port needs it. Private to core/schedule.
+// A scheduler description's arguments read as torch's constructors take them: each one named,
+// none missing, none unknown (a misspelt argument must not pass silently), each of the type
+// torch's arithmetic needs. Private to core/schedule.
 
 #include <cstdint>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "python_number.h"
 #include "zkdv/schedule/schedule_contract.h"
 
 namespace zkdv::schedule {
@@ -17,27 +18,33 @@ namespace zkdv::schedule {
 class ScheduleArguments {
 public:
     // `scheduler` is {"kind", "arguments", "base"}; `known` the kind's argument names, every one
-    // required (a writer spells out torch's defaults) and no other accepted.
-    ScheduleArguments(const nlohmann::json& scheduler, std::set<std::string> known, std::size_t groups);
+    // required (a writer spells out torch's defaults) and no other accepted. Checks base.lr:
+    // one finite number per group.
+    ScheduleArguments(const nlohmann::json& scheduler, const std::set<std::string>& known, std::size_t groups, int torchMajor,
+                      int torchMinor);
 
-    double number(const std::string& name) const;             // a finite number
-    std::int64_t integer(const std::string& name) const;      // an integer (not a bool)
-    std::vector<std::int64_t> integers(const std::string& name) const;  // an array of integers
-    bool isInteger(const std::string& name) const;
+    PythonNumber number(const std::string& name) const;                // an int or a finite float
+    double real(const std::string& name) const { return number(name).asDouble(); }
+    std::int64_t integer(const std::string& name) const;               // a JSON integer
+    std::vector<PythonNumber> numbers(const std::string& name) const;  // an array of numbers
+
+    const std::string& kind() const { return kind_; }
     const std::vector<double>& baseLr() const { return baseLr_; }
+    std::size_t groups() const { return baseLr_.size(); }
+    bool torchBefore(int major, int minor) const { return torchMajor_ < major || (torchMajor_ == major && torchMinor_ < minor); }
 
-    // A ScheduleError naming the argument: "StepLR: arguments.step_size must be …".
+    // A ScheduleError naming the argument: "StepLR: arguments.step_size must be …, not 0".
     [[noreturn]] void refuse(const std::string& name, const std::string& must) const;
 
 private:
-    const nlohmann::json& member(const std::string& name) const;
+    const nlohmann::json& member(const std::string& name) const { return arguments_.at(name); }
+    PythonNumber numberOf(const nlohmann::json& value, const std::string& name, const std::string& must) const;
 
     std::string kind_;
     nlohmann::json arguments_;
     std::vector<double> baseLr_;
+    int torchMajor_;
+    int torchMinor_;
 };
-
-// Python's a % b for doubles: the result has the sign of b (0 when b divides a).
-double pythonModulo(double a, double b);
 
 }  // namespace zkdv::schedule

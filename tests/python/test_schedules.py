@@ -232,3 +232,31 @@ def test_the_independent_writer_s_scheduled_tape_replays_exact(tmp_path):
     assert status == 0 and verified["status"] == "sealed", verified
     status, replayed = replay(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed
+
+
+def test_gradients_zeroed_in_place_train_as_torch_and_replay_exact(tmp_path):
+    """zero_grad(set_to_none=False) keeps zero tensors that the next backward accumulates
+    into; with two parameter groups and a schedule, the tape still replays exact."""
+    model = fresh_mlp()
+    plain_model = fresh_mlp()
+    plain_optimizer = two_groups(plain_model)
+    plain_scheduler = SCHEDULERS["exponential"](plain_optimizer)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    tape = tmp_path / "zeros.zkdv"
+    with zkdv.torch.ZKDV(tape, replay_snapshot_interval=6) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, loss_fn, two_groups(model))
+        scheduler = proof.prepare(SCHEDULERS["exponential"](optimizer))
+        for x, y in batches(10):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad(set_to_none=False)
+                proof.backward(loss_fn(proof.forward(model, x), y))
+                optimizer.step()
+            scheduler.step()
+            plain_optimizer.zero_grad(set_to_none=False)
+            loss_fn(plain_model(x), y).backward()
+            plain_optimizer.step()
+            plain_scheduler.step()
+    for recorded, trained in zip(model.parameters(), plain_model.parameters()):
+        assert torch.equal(recorded.detach(), trained.detach())
+    status, replayed = replay(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == 10, replayed

@@ -2,13 +2,15 @@
 1.6, section 3.3; docs/schedules.md): the kinds whose step rule the auditor's schedule
 contracts reproduce, with their constructor arguments and base rates."""
 
+import math
 from typing import Any, Optional
 
 import torch
 
 _lr_scheduler = torch.optim.lr_scheduler
 
-# Kind -> the scheduler attributes that hold its constructor arguments, by argument name.
+# Kind -> the scheduler attributes that hold its constructor arguments, named as the
+# constructor names them (torch keeps each under the argument's own name).
 _ARGUMENTS = {
     "StepLR": ("step_size", "gamma"),
     "MultiStepLR": ("milestones", "gamma"),
@@ -21,33 +23,71 @@ _ARGUMENTS = {
 }
 
 
+def _number(scheduler, what, value):
+    # Python's True is the int 1 to torch's arithmetic; JSON would make it a boolean.
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise RuntimeError(
+        "%s's %s is %r; the tape describes a scheduler by finite plain numbers, so prepare one built from them"
+        % (type(scheduler).__name__, what, value)
+    )
+
+
 def _value(scheduler, name):
     value = getattr(scheduler, name)
     if name == "milestones":
-        # torch keeps a Counter; a milestone listed twice decays twice.
-        return sorted(value.elements())
-    if isinstance(value, torch.Tensor) or not isinstance(value, (int, float)):
+        # torch keeps a Counter: a milestone listed twice decays twice, written out twice.
+        if any(not isinstance(count, int) or count <= 0 for count in value.values()):
+            raise RuntimeError("%s's milestones Counter %r holds a count that is not a positive integer" % (type(scheduler).__name__, value))
+        return sorted(_number(scheduler, "milestone", milestone) for milestone in value.elements())
+    return _number(scheduler, name, value)
+
+
+def _check_fresh(scheduler, kind):
+    # A scheduler made fresh (last_epoch=-1) and stepped with step() alone has taken one step
+    # per epoch: its constructor's and one for each after. One made to resume (last_epoch >= 0)
+    # or stepped with step(epoch) took its rates from elsewhere (the groups' loaded values,
+    # torch's closed form), which the contract, stepping from base, does not reproduce.
+    if getattr(scheduler, "_step_count", None) != scheduler.last_epoch + 1:
         raise RuntimeError(
-            "%s's %s is %r; the tape describes a scheduler by numbers, so prepare one built from plain numbers"
-            % (type(scheduler).__name__, name, value)
+            "the prepared %s is at last_epoch %d after %r steps: it was made to resume (last_epoch given to its "
+            "constructor) or stepped with step(epoch), and the auditor recomputes only a scheduler made with "
+            "last_epoch=-1 and stepped with step()" % (kind, scheduler.last_epoch, getattr(scheduler, "_step_count", None))
         )
-    return value
+    if kind == "CosineAnnealingWarmRestarts":
+        cur, length = scheduler.last_epoch, scheduler.T_0
+        if scheduler.T_mult == 1:
+            cur %= length
+        else:
+            while cur >= length:
+                cur, length = cur - length, length * scheduler.T_mult
+        if (scheduler.T_cur, scheduler.T_i) != (cur, length):
+            raise RuntimeError(
+                "the prepared CosineAnnealingWarmRestarts has T_cur %r and T_i %r where stepping with step() from its "
+                "construction gives %d and %d at last_epoch %d: it was stepped with step(epoch) or its state was changed"
+                % (scheduler.T_cur, scheduler.T_i, cur, length, scheduler.last_epoch)
+            )
 
 
 def describe(scheduler: Any) -> Optional[dict]:
     """The root's description of `scheduler`, or None when it is of no kind the auditor can
     recompute (LambdaLR, ReduceLROnPlateau, a subclass, …): its rates are then recorded as they
-    are."""
+    are. Raises RuntimeError for a scheduler of a supported kind in a state the description
+    cannot hold."""
 
     kind = type(scheduler).__name__
     if kind not in _ARGUMENTS or type(scheduler) is not getattr(_lr_scheduler, kind, None):
         return None
-    if epoch(scheduler) < 0:
-        raise RuntimeError("the prepared %s has not taken its first step (last_epoch %d)" % (kind, scheduler.last_epoch))
+    epoch(scheduler)
+    _check_fresh(scheduler, kind)
     base = []
     for rate in scheduler.base_lrs:
-        if isinstance(rate, torch.Tensor) or not isinstance(rate, (int, float)):
-            raise RuntimeError("the prepared %s's base learning rate is %r; the tape records rates as numbers" % (kind, rate))
+        if isinstance(rate, (torch.Tensor, bool)) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
+            raise RuntimeError("the prepared %s's base learning rate is %r; the tape records rates as finite numbers" % (kind, rate))
         base.append(rate)
     return {"kind": kind, "arguments": {name: _value(scheduler, name) for name in _ARGUMENTS[kind]}, "base": {"lr": base}}
 
@@ -56,6 +96,10 @@ def epoch(scheduler: Any) -> int:
     """The scheduler's step count since construction (torch's last_epoch)."""
 
     value = scheduler.last_epoch
-    if not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, int):
         raise RuntimeError("the prepared %s's epoch is %r, not a step count: step it with scheduler.step()" % (type(scheduler).__name__, value))
+    if value < 0:
+        raise RuntimeError(
+            "the prepared %s has not taken its first step (last_epoch %d): its constructor takes step 0" % (type(scheduler).__name__, value)
+        )
     return value

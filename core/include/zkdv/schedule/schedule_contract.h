@@ -38,6 +38,9 @@ public:
     // the groups held before it: torch's chainable get_lr() reads each group's current value.
     // Epoch 0 is the step the scheduler's constructor takes, from the base values
     // (base_lrs, torch's initial_lr) the description holds.
+    // Throws ScheduleError where torch's step itself raises (a division by zero, an overflowing
+    // power: no torch run can have recorded that step, so no value may pass for it), and for
+    // `current` of another shape than base().
     virtual ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const = 0;
     // The values before epoch 0: the description's base values.
     virtual ScheduledValues base() const = 0;
