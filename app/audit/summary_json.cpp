@@ -49,6 +49,20 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     return out;
 }
 
+// The root's optimizer.schedule as the spec writes it (section 3.3), null when every option is static.
+nlohmann::json scheduleJson(const RootRecord& root)
+{
+    if (!root.optimizerSchedule)
+        return nullptr;
+    const OptimizerSchedule& schedule = *root.optimizerSchedule;
+    json out = {{"options", schedule.options}, {"scheduler", nullptr}};
+    if (schedule.checked()) {
+        out["scheduler"] = parseUntrustedJson(schedule.schedulerJson, "optimizer schedule");
+        out["epoch"] = schedule.epoch;
+    }
+    return out;
+}
+
 nlohmann::json rootJson(const RootRecord& root)
 {
     auto specs = [](const std::vector<TensorSpec>& list) {
@@ -68,7 +82,7 @@ nlohmann::json rootJson(const RootRecord& root)
           {"device", root.device},
           {"intra_op_threads", root.intraOpThreads > 0 ? json(root.intraOpThreads) : json()}}},
         {"model", {{"parameters", specs(root.parameters)}, {"buffers", specs(root.buffers)}}},
-        {"optimizer", {{"contract", root.optimizerContract}, {"groups", groups}}},
+        {"optimizer", {{"contract", root.optimizerContract}, {"groups", groups}, {"schedule", scheduleJson(root)}}},
         {"program", {{"kind", root.programKind}, {"sha256", toHex(root.programSha256)}, {"embedded", root.programEmbedded}, {"entry", root.programEntry}}},
         {"replay_snapshot_interval", root.snapshotInterval},
         {"sampling", {{"state_check_probability", root.stateCheckProbability}, {"update_check_probability", root.updateCheckProbability}, {"seed", root.samplingSeed}, {"generator", root.samplingGenerator.empty() ? json() : json(root.samplingGenerator)}}},

@@ -1,7 +1,8 @@
 """Oracle: every schedule contract (core/schedule/, docs/schedules.md) against real torch,
 bit for bit, on this lane's torch: the rates torch's scheduler sets after construction and
 after each of 300 steps, and the contract's, each step applied to the one before as the
-auditor chains them."""
+auditor chains them. Int and float arguments both, since torch's arithmetic follows the
+difference (an int step_size takes an integer modulo, a float one a float modulo)."""
 
 import json
 import struct
@@ -17,20 +18,37 @@ S = torch.optim.lr_scheduler
 CASES = {
     "StepLR int": lambda o: S.StepLR(o, step_size=7, gamma=0.3),
     "StepLR every step": lambda o: S.StepLR(o, step_size=1, gamma=0.97),
+    "StepLR float step_size": lambda o: S.StepLR(o, step_size=2.5, gamma=0.9),
+    "StepLR negative step_size": lambda o: S.StepLR(o, step_size=-3, gamma=0.95),
+    "StepLR int gamma": lambda o: S.StepLR(o, step_size=40, gamma=2),
     "MultiStepLR repeated": lambda o: S.MultiStepLR(o, milestones=[5, 40, 40, 120], gamma=0.7),
+    "MultiStepLR thrice": lambda o: S.MultiStepLR(o, milestones=[9, 9, 9, 200], gamma=0.3),
     "MultiStepLR at 0": lambda o: S.MultiStepLR(o, milestones=[0, 3], gamma=0.5),
+    "MultiStepLR float milestones": lambda o: S.MultiStepLR(o, milestones=[4.0, 7.5, 4, 250], gamma=0.6),
+    "MultiStepLR int gamma": lambda o: S.MultiStepLR(o, milestones=[10, 10, 10, 77], gamma=3),
     "ExponentialLR": lambda o: S.ExponentialLR(o, gamma=0.99),
+    "ExponentialLR growing": lambda o: S.ExponentialLR(o, gamma=1.01),
     "ConstantLR": lambda o: S.ConstantLR(o, factor=1.0 / 3.0, total_iters=17),
+    "ConstantLR float total_iters": lambda o: S.ConstantLR(o, factor=0.7, total_iters=8.0),
+    "ConstantLR never restored": lambda o: S.ConstantLR(o, factor=0.25, total_iters=8.5),
     "LinearLR warmup": lambda o: S.LinearLR(o, start_factor=0.01, end_factor=1.0, total_iters=50),
     "LinearLR decay": lambda o: S.LinearLR(o, start_factor=1.0, end_factor=0.1, total_iters=250),
+    "LinearLR int arguments": lambda o: S.LinearLR(o, start_factor=1, end_factor=0, total_iters=120),
+    "LinearLR float total_iters": lambda o: S.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=33.5),
+    "LinearLR default": lambda o: S.LinearLR(o),
     "PolynomialLR": lambda o: S.PolynomialLR(o, total_iters=200, power=1.7),
     "PolynomialLR int power": lambda o: S.PolynomialLR(o, total_iters=90, power=2),
+    "PolynomialLR float total_iters": lambda o: S.PolynomialLR(o, total_iters=120.5, power=0.5),
+    "PolynomialLR default": lambda o: S.PolynomialLR(o, total_iters=150),
     "CosineAnnealingLR": lambda o: S.CosineAnnealingLR(o, T_max=60, eta_min=1e-5),
     "CosineAnnealingLR odd": lambda o: S.CosineAnnealingLR(o, T_max=7),
+    "CosineAnnealingLR half cycles": lambda o: S.CosineAnnealingLR(o, T_max=5, eta_min=0.002),
     "CosineAnnealingLR float T_max": lambda o: S.CosineAnnealingLR(o, T_max=12.5, eta_min=0.001),
+    "CosineAnnealingLR integral float T_max": lambda o: S.CosineAnnealingLR(o, T_max=20.0, eta_min=0),
     "CosineAnnealingWarmRestarts": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=10, T_mult=2, eta_min=1e-4),
     "CosineAnnealingWarmRestarts T_mult 1": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=13),
     "CosineAnnealingWarmRestarts T_mult 3": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=3),
+    "CosineAnnealingWarmRestarts T_0 1": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=1, T_mult=2, eta_min=0.01),
 }
 
 STEPS = 300
@@ -40,10 +58,14 @@ def bits(value):
     return struct.pack("<d", float(value))
 
 
-def torch_rates(make):
+def optimizer_of_two_groups():
     weights = torch.zeros(3, requires_grad=True)
     bias = torch.zeros(1, requires_grad=True)
-    optimizer = torch.optim.SGD([{"params": [weights]}, {"params": [bias], "lr": 0.037}], lr=0.1)
+    return torch.optim.SGD([{"params": [weights]}, {"params": [bias], "lr": 0.037}], lr=0.1)
+
+
+def torch_rates(make):
+    optimizer = optimizer_of_two_groups()
     scheduler = make(optimizer)
     rates = [[group["lr"] for group in optimizer.param_groups]]
     for _ in range(STEPS):
@@ -53,22 +75,41 @@ def torch_rates(make):
     return scheduler, rates
 
 
+def contract_rates(scheduler, epochs):
+    return _native.schedule_values(json.dumps(schedules.describe(scheduler)), len(scheduler.base_lrs), torch.__version__, epochs)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_contract_gives_torch_s_rates_bit_for_bit(case):
     scheduler, expected = torch_rates(CASES[case])
     description = schedules.describe(scheduler)
-    assert description is not None
+    assert description is not None and description["kind"] == type(scheduler).__name__
     # describe() reads the scheduler after its steps; its arguments do not change.
-    values = _native.schedule_values(json.dumps(description), 2, torch.__version__, STEPS + 1)
+    values = contract_rates(scheduler, STEPS + 1)
     assert len(values) == STEPS + 1
     for epoch, (want, got) in enumerate(zip(expected, values)):
-        assert [bits(v) for v in got[0]] == [bits(v) for v in want], (case, epoch, got[0], want)
+        assert len(got) == 1, "lr is the one option"
+        assert [bits(v) for v in got[0]] == [bits(v) for v in want], (case, epoch, [v.hex() for v in got[0]], [float(v).hex() for v in want])
     assert len({tuple(r) for r in expected}) > 1, "the case moves no rate: it proves nothing"
+    assert schedules.epoch(scheduler) == STEPS
+
+
+def test_describe_keeps_the_int_or_float_of_each_argument_and_the_repeated_milestones():
+    optimizer = optimizer_of_two_groups()
+    assert schedules.describe(S.MultiStepLR(optimizer, milestones=[40, 5, 40.0, 7.5], gamma=1)) == {
+        "kind": "MultiStepLR",
+        "arguments": {"milestones": [5, 7.5, 40, 40], "gamma": 1},
+        "base": {"lr": [0.1, 0.037]},
+    }
+    description = schedules.describe(S.StepLR(optimizer_of_two_groups(), step_size=2.5, gamma=True))
+    assert description["arguments"] == {"step_size": 2.5, "gamma": 1}
+    assert isinstance(description["arguments"]["gamma"], int) and not isinstance(description["arguments"]["gamma"], bool)
 
 
 def test_describe_leaves_user_code_and_subclasses_to_be_recorded_as_they_are():
     optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     assert schedules.describe(S.LambdaLR(optimizer, lambda epoch: 0.9 ** epoch)) is None
+    assert schedules.describe(S.MultiplicativeLR(torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), lambda epoch: 0.9)) is None
 
     class MyStep(S.StepLR):
         pass
@@ -76,20 +117,91 @@ def test_describe_leaves_user_code_and_subclasses_to_be_recorded_as_they_are():
     assert schedules.describe(MyStep(torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), step_size=2)) is None
 
 
+def test_describe_refuses_a_scheduler_the_contract_would_not_reproduce():
+    optimizer = optimizer_of_two_groups()
+    S.StepLR(optimizer, step_size=3)  # leaves initial_lr in the groups, as a checkpoint would
+    resumed = S.StepLR(optimizer, step_size=3, last_epoch=4)
+    with pytest.raises(RuntimeError, match="made to resume"):
+        schedules.describe(resumed)
+
+    # CosineAnnealingWarmRestarts keeps T_cur and T_i, which step(epoch) sets: a whole epoch
+    # puts them where counting steps would (its rates are then the contract's), a fraction not.
+    warm = S.CosineAnnealingWarmRestarts(optimizer_of_two_groups(), T_0=5, T_mult=2)
+    warm.step(12)
+    assert schedules.describe(warm) is not None
+    warm.step(12.5)
+    with pytest.raises(RuntimeError, match="T_cur 7.5 and T_i 10 where stepping with step\\(\\) from its construction gives 7 and 10"):
+        schedules.describe(warm)
+
+    unstepped = S.ExponentialLR(optimizer_of_two_groups(), gamma=0.5)
+    unstepped.last_epoch = -1
+    with pytest.raises(RuntimeError, match="has not taken its first step"):
+        schedules.epoch(unstepped)
+
+
+def _linear_start_zero_is_taken():
+    try:
+        S.LinearLR(optimizer_of_two_groups(), start_factor=0.0, total_iters=0)
+        return True
+    except ValueError:
+        return False
+
+
+def test_linear_lr_start_factor_zero_is_taken_exactly_where_this_torch_takes_it():
+    description = {"kind": "LinearLR", "arguments": {"start_factor": 0.0, "end_factor": 1.0, "total_iters": 0}, "base": {"lr": [0.1, 0.037]}}
+    if _linear_start_zero_is_taken():  # torch 1.13
+        scheduler, expected = torch_rates(lambda o: S.LinearLR(o, start_factor=0.0, end_factor=1.0, total_iters=0))
+        values = contract_rates(scheduler, STEPS + 1)
+        assert [[bits(v) for v in got[0]] for got in values] == [[bits(v) for v in want] for want in expected]
+        # With total_iters > 0 torch's step 1 divides by zero: no value passes for it.
+        bad = dict(description, arguments=dict(description["arguments"], total_iters=5))
+        with pytest.raises(RuntimeError, match="LinearLR at epoch 1: torch's step divides by zero"):
+            _native.schedule_values(json.dumps(bad), 2, torch.__version__, 3)
+    else:
+        with pytest.raises(RuntimeError, match="arguments.start_factor must be greater than 0"):
+            _native.schedule_values(json.dumps(description), 2, torch.__version__, 3)
+
+
+def test_a_step_torch_cannot_take_has_no_value():
+    description = {"kind": "ConstantLR", "arguments": {"factor": 0.0, "total_iters": 4}, "base": {"lr": [0.1]}}
+    assert len(_native.schedule_values(json.dumps(description), 1, torch.__version__, 4)) == 4
+    with pytest.raises(RuntimeError, match="ConstantLR at epoch 4: torch's step divides by zero"):
+        _native.schedule_values(json.dumps(description), 1, torch.__version__, 5)
+
+
 @pytest.mark.parametrize(
     "description, expected",
     [
-        ({"kind": "NoSuchLR", "arguments": {}, "base": {"lr": [0.1]}}, "no schedule contract for NoSuchLR"),
+        ({"kind": "NoSuchLR", "arguments": {}, "base": {"lr": [0.1]}}, "kind NoSuchLR: no schedule contract for it .*StepLR"),
+        ({"kind": 3, "arguments": {}, "base": {"lr": [0.1]}}, "kind must be a string"),
+        ({"kind": "StepLR", "arguments": {"step_size": 2, "gamma": 0.1}, "base": {"lr": [0.1]}, "epoch": 0}, "member epoch is none of"),
         ({"kind": "StepLR", "arguments": {"step_size": 2}, "base": {"lr": [0.1]}}, "arguments.gamma is missing"),
         ({"kind": "StepLR", "arguments": {"step_size": 2, "gamma": 0.1, "gama": 1}, "base": {"lr": [0.1]}}, "arguments.gama is not an argument"),
-        ({"kind": "StepLR", "arguments": {"step_size": 0, "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.step_size must be a positive integer"),
-        ({"kind": "StepLR", "arguments": {"step_size": 2.5, "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.step_size must be an integer"),
-        ({"kind": "LinearLR", "arguments": {"start_factor": 0, "end_factor": 1, "total_iters": 5}, "base": {"lr": [0.1]}},
-         "arguments.start_factor must be greater than 0"),
+        ({"kind": "StepLR", "arguments": {"step_size": 0, "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.step_size must be a non-zero number"),
+        ({"kind": "StepLR", "arguments": {"step_size": True, "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.step_size must be a finite number"),
+        ({"kind": "StepLR", "arguments": {"step_size": 2 ** 60, "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.step_size must be .*2\\*\\*53"),
+        ({"kind": "MultiStepLR", "arguments": {"milestones": 3, "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.milestones must be an array"),
+        ({"kind": "MultiStepLR", "arguments": {"milestones": [3, "4"], "gamma": 0.1}, "base": {"lr": [0.1]}}, "arguments.milestones must be an array"),
+        ({"kind": "ConstantLR", "arguments": {"factor": 1.5, "total_iters": 5}, "base": {"lr": [0.1]}}, "arguments.factor must be between 0 and 1"),
+        ({"kind": "LinearLR", "arguments": {"start_factor": 0.5, "end_factor": -0.1, "total_iters": 5}, "base": {"lr": [0.1]}},
+         "arguments.end_factor must be between 0 and 1"),
+        ({"kind": "LinearLR", "arguments": {"start_factor": 1.1, "end_factor": 1, "total_iters": 5}, "base": {"lr": [0.1]}}, "arguments.start_factor must be"),
+        ({"kind": "CosineAnnealingLR", "arguments": {"T_max": 0, "eta_min": 0}, "base": {"lr": [0.1]}}, "arguments.T_max must be a non-zero number"),
+        ({"kind": "CosineAnnealingWarmRestarts", "arguments": {"T_0": 10.0, "T_mult": 1, "eta_min": 0}, "base": {"lr": [0.1]}}, "arguments.T_0 must be an integer"),
+        ({"kind": "CosineAnnealingWarmRestarts", "arguments": {"T_0": 10, "T_mult": 0, "eta_min": 0}, "base": {"lr": [0.1]}}, "arguments.T_mult must be an integer of at least 1"),
         ({"kind": "ExponentialLR", "arguments": {"gamma": 0.5}, "base": {"lr": [0.1, 0.2]}}, "base.lr holds 2 rates for 1 parameter groups"),
+        ({"kind": "ExponentialLR", "arguments": {"gamma": 0.5}, "base": {"lr": ["0.1"]}}, "base.lr\\[0\\] is \"0.1\", not a finite number"),
+        ({"kind": "ExponentialLR", "arguments": {"gamma": 0.5}, "base": {"lr": [0.1], "momentum": [0.9]}}, "base.momentum is not an option"),
+        ({"kind": "ExponentialLR", "arguments": {"gamma": 0.5}}, "needs base.lr"),
         ({"kind": "ExponentialLR", "arguments": {"gamma": "half"}, "base": {"lr": [0.1]}}, "arguments.gamma must be a finite number"),
     ],
 )
 def test_a_description_the_contracts_cannot_take_is_refused_naming_the_member(description, expected):
     with pytest.raises(RuntimeError, match=expected):
         _native.schedule_values(json.dumps(description), 1, torch.__version__, 3)
+
+
+def test_a_non_finite_base_is_refused():
+    # json.dumps writes NaN, which no JSON reader takes: the description is refused either way.
+    with pytest.raises(RuntimeError):
+        _native.schedule_values('{"kind": "ExponentialLR", "arguments": {"gamma": 0.5}, "base": {"lr": [1e999]}}', 1, torch.__version__, 3)

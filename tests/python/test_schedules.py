@@ -230,6 +230,8 @@ def test_the_independent_writer_s_scheduled_tape_replays_exact(tmp_path):
     assert schedule["scheduler"]["kind"] == "StepLR" and root_of(tape)["format"]["minor"] == 6
     status, verified = audit("verify", str(tape))
     assert status == 0 and verified["status"] == "sealed", verified
+    status, info = audit("info", str(tape))
+    assert status == 0 and info["root"]["optimizer"]["schedule"] == schedule, info["root"]["optimizer"]
     status, replayed = replay(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed
 

@@ -52,7 +52,9 @@ def _check_fresh(scheduler, kind):
     # per epoch: its constructor's and one for each after. One made to resume (last_epoch >= 0)
     # or stepped with step(epoch) took its rates from elsewhere (the groups' loaded values,
     # torch's closed form), which the contract, stepping from base, does not reproduce.
-    if getattr(scheduler, "_step_count", None) != scheduler.last_epoch + 1:
+    # CosineAnnealingWarmRestarts is the exception: its step() counts no _step_count, and its
+    # rates follow from T_cur and T_i alone, checked below.
+    if kind != "CosineAnnealingWarmRestarts" and getattr(scheduler, "_step_count", None) != scheduler.last_epoch + 1:
         raise RuntimeError(
             "the prepared %s is at last_epoch %d after %r steps: it was made to resume (last_epoch given to its "
             "constructor) or stepped with step(epoch), and the auditor recomputes only a scheduler made with "

@@ -1,0 +1,296 @@
+// The schedule contracts' own properties: every refusal names the member at fault, the steps
+// fall where torch's do (a StepLR decays exactly at multiples of step_size, a repeated
+// MultiStepLR milestone decays once per listing, warm restarts come at T_0, T_0 + T_0 * T_mult),
+// a step torch cannot take has no value, and any epoch costs no more than a few operations.
+// Their bits against torch's are the Python oracle's (tests/python/test_schedule_oracle.py).
+
+#include <QElapsedTimer>
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "zkdv/schedule/schedule_contract.h"
+
+using namespace zkdv::schedule;
+
+namespace {
+
+std::unique_ptr<ScheduleContract> contract(const std::string& kind, const nlohmann::json& arguments, std::vector<double> base = {0.1, 0.02},
+                                           int major = 2, int minor = 15)
+{
+    const std::size_t groups = base.size();
+    return makeScheduleContract({{"kind", kind}, {"arguments", arguments}, {"base", {{"lr", base}}}}, groups, major, minor);
+}
+
+// The rates after steps 0 .. last, each from the one before, as the auditor chains them.
+std::vector<ScheduledValues> chain(const ScheduleContract& c, std::uint64_t last)
+{
+    std::vector<ScheduledValues> values;
+    ScheduledValues current = c.base();
+    for (std::uint64_t e = 0; e <= last; ++e)
+        values.push_back(current = c.step(e, current));
+    return values;
+}
+
+std::string refusal(const nlohmann::json& description, std::size_t groups = 1, int major = 2, int minor = 15)
+{
+    try {
+        makeScheduleContract(description, groups, major, minor);
+    } catch (const ScheduleError& error) {
+        return error.what();
+    }
+    return "(accepted)";
+}
+
+nlohmann::json described(const std::string& kind, const nlohmann::json& arguments)
+{
+    return {{"kind", kind}, {"arguments", arguments}, {"base", {{"lr", {0.1}}}}};
+}
+
+}  // namespace
+
+class TestScheduleContract : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void everyRefusalNamesTheMember_data()
+    {
+        QTest::addColumn<QString>("description");
+        QTest::addColumn<int>("minor");
+        QTest::addColumn<QString>("member");
+        auto row = [](const char* name, const nlohmann::json& description, const char* member, int minor = 15) {
+            QTest::newRow(name) << QString::fromStdString(description.dump()) << minor << QString::fromUtf8(member);
+        };
+        row("not an object", nlohmann::json::array(), "kind");
+        row("an unknown top-level member", {{"kind", "StepLR"}, {"arguments", {{"step_size", 2}, {"gamma", 0.1}}}, {"base", {{"lr", {0.1}}}}, {"epoch", 3}},
+            "member epoch");
+        row("a kind that is no string", {{"kind", 7}}, "kind");
+        row("an unknown kind", described("WarmupLR", nlohmann::json::object()), "kind WarmupLR");
+        row("no arguments", {{"kind", "ExponentialLR"}, {"base", {{"lr", {0.1}}}}}, "arguments");
+        row("a missing argument", described("StepLR", {{"step_size", 3}}), "arguments.gamma");
+        row("a misspelt argument", described("StepLR", {{"step_size", 3}, {"gamma", 0.1}, {"gama", 0.1}}), "arguments.gama");
+        row("verbose is not an argument", described("ExponentialLR", {{"gamma", 0.9}, {"verbose", false}}), "arguments.verbose");
+        row("last_epoch is not an argument", described("ExponentialLR", {{"gamma", 0.9}, {"last_epoch", -1}}), "arguments.last_epoch");
+        row("a string gamma", described("ExponentialLR", {{"gamma", "0.9"}}), "arguments.gamma");
+        row("a boolean gamma", described("ExponentialLR", {{"gamma", true}}), "arguments.gamma");
+        row("a null gamma", described("ExponentialLR", {{"gamma", nullptr}}), "arguments.gamma");
+        row("a huge integer", described("StepLR", {{"step_size", 9007199254740993LL}, {"gamma", 0.1}}), "arguments.step_size");
+        row("a huge unsigned integer", described("StepLR", {{"step_size", 18446744073709551615ULL}, {"gamma", 0.1}}), "arguments.step_size");
+        row("step_size 0", described("StepLR", {{"step_size", 0}, {"gamma", 0.1}}), "arguments.step_size");
+        row("step_size 0.0", described("StepLR", {{"step_size", 0.0}, {"gamma", 0.1}}), "arguments.step_size");
+        row("milestones not an array", described("MultiStepLR", {{"milestones", 3}, {"gamma", 0.1}}), "arguments.milestones");
+        row("a milestone not a number", described("MultiStepLR", {{"milestones", {3, nullptr}}, {"gamma", 0.1}}), "arguments.milestones");
+        row("factor above 1", described("ConstantLR", {{"factor", 1.01}, {"total_iters", 5}}), "arguments.factor");
+        row("factor below 0", described("ConstantLR", {{"factor", -0.5}, {"total_iters", 5}}), "arguments.factor");
+        row("a string total_iters", described("ConstantLR", {{"factor", 0.5}, {"total_iters", "5"}}), "arguments.total_iters");
+        row("start_factor 0 on torch 2", described("LinearLR", {{"start_factor", 0.0}, {"end_factor", 1.0}, {"total_iters", 5}}), "arguments.start_factor");
+        row("start_factor above 1", described("LinearLR", {{"start_factor", 1.5}, {"end_factor", 1.0}, {"total_iters", 5}}), "arguments.start_factor");
+        row("start_factor below 0 on torch 1.13", described("LinearLR", {{"start_factor", -0.1}, {"end_factor", 1.0}, {"total_iters", 5}}),
+            "arguments.start_factor", 13);
+        row("end_factor above 1", described("LinearLR", {{"start_factor", 0.5}, {"end_factor", 2}, {"total_iters", 5}}), "arguments.end_factor");
+        row("a missing power", described("PolynomialLR", {{"total_iters", 5}}), "arguments.power");
+        row("T_max 0", described("CosineAnnealingLR", {{"T_max", 0}, {"eta_min", 0}}), "arguments.T_max");
+        row("an infinite eta_min", described("CosineAnnealingLR", {{"T_max", 10}, {"eta_min", INFINITY}}), "arguments.eta_min");
+        row("T_0 a float", described("CosineAnnealingWarmRestarts", {{"T_0", 10.0}, {"T_mult", 1}, {"eta_min", 0}}), "arguments.T_0");
+        row("T_0 0", described("CosineAnnealingWarmRestarts", {{"T_0", 0}, {"T_mult", 1}, {"eta_min", 0}}), "arguments.T_0");
+        row("T_mult 0", described("CosineAnnealingWarmRestarts", {{"T_0", 10}, {"T_mult", 0}, {"eta_min", 0}}), "arguments.T_mult");
+        row("T_mult a float", described("CosineAnnealingWarmRestarts", {{"T_0", 10}, {"T_mult", 2.0}, {"eta_min", 0}}), "arguments.T_mult");
+        row("no base", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}}, "base.lr");
+        row("base.lr not an array", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}, {"base", {{"lr", 0.1}}}}, "base.lr");
+        row("base.lr of two groups", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}, {"base", {{"lr", {0.1, 0.2}}}}}, "base.lr");
+        row("a non-finite base", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}, {"base", {{"lr", {NAN}}}}}, "base.lr[0]");
+        row("a base of another option", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}, {"base", {{"lr", {0.1}}, {"momentum", {0.9}}}}},
+            "base.momentum");
+        row("torch 1.12", described("ExponentialLR", {{"gamma", 0.9}}), "torch 1.12", 12);
+    }
+
+    void everyRefusalNamesTheMember()
+    {
+        QFETCH(QString, description);
+        QFETCH(int, minor);
+        QFETCH(QString, member);
+        const int major = minor == 15 ? 2 : 1;
+        const QString message = QString::fromStdString(refusal(nlohmann::json::parse(description.toStdString()), 1, major, minor));
+        QVERIFY2(message != QLatin1String("(accepted)"), qPrintable(description));
+        QVERIFY2(message.contains(member), qPrintable(message));
+    }
+
+    void anUnknownKindListsTheKnownOnes()
+    {
+        const std::string message = refusal(described("WarmupLR", nlohmann::json::object()));
+        for (const std::string& kind : scheduleKinds())
+            QVERIFY2(message.find(kind) != std::string::npos, message.c_str());
+        QCOMPARE(scheduleKinds().size(), std::size_t(8));
+    }
+
+    void everyKindMovesLrAlone()
+    {
+        const auto c = contract("ExponentialLR", {{"gamma", 0.5}});
+        QCOMPARE(c->kind(), std::string("ExponentialLR"));
+        QCOMPARE(c->options(), std::vector<std::string>{"lr"});
+        QCOMPARE(c->base(), (ScheduledValues{{0.1, 0.02}}));
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, c->step(1, ScheduledValues{{0.1}}));
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, c->step(1, ScheduledValues{}));
+    }
+
+    void stepLrDecaysExactlyAtMultiplesOfStepSize()
+    {
+        for (const nlohmann::json& stepSize : {nlohmann::json(7), nlohmann::json(-7), nlohmann::json(7.0)}) {
+            const auto values = chain(*contract("StepLR", {{"step_size", stepSize}, {"gamma", 0.5}}), 100);
+            QCOMPARE(values[0], (ScheduledValues{{0.1, 0.02}}));
+            for (std::uint64_t e = 1; e <= 100; ++e) {
+                const bool decays = e % 7 == 0;
+                QVERIFY2((values[e][0][0] != values[e - 1][0][0]) == decays, qPrintable(QString::number(e)));
+                if (decays)
+                    QCOMPARE(values[e][0][1], values[e - 1][0][1] * 0.5);
+            }
+        }
+        // A float step_size takes Python's float modulo: 2.5 divides 5, 10, … and no other epoch.
+        const auto values = chain(*contract("StepLR", {{"step_size", 2.5}, {"gamma", 0.5}}), 20);
+        for (std::uint64_t e = 1; e <= 20; ++e)
+            QCOMPARE(values[e][0][0] != values[e - 1][0][0], e % 5 == 0);
+    }
+
+    void aRepeatedMilestoneDecaysOncePerListing()
+    {
+        const auto values = chain(*contract("MultiStepLR", {{"milestones", {8, 3, 3, 5.0, 6.5}}, {"gamma", 0.5}}), 10);
+        QCOMPARE(values[2][0][0], 0.1);
+        QCOMPARE(values[3][0][0], 0.1 * std::pow(0.5, 2.0));  // listed twice: gamma ** 2, once
+        QCOMPARE(values[4][0][0], values[3][0][0]);
+        QCOMPARE(values[5][0][0], values[3][0][0] * 0.5);     // 5.0 is the Counter key 5
+        QCOMPARE(values[7][0][0], values[5][0][0]);           // 6.5 is no epoch
+        QCOMPARE(values[8][0][0], values[5][0][0] * 0.5);
+        // 2 and 2.0 are one key; an int gamma's power is Python's exact int power.
+        const auto merged = chain(*contract("MultiStepLR", {{"milestones", {2, 2.0, 2}}, {"gamma", 3}}), 2);
+        QCOMPARE(merged[2][0][0], 0.1 * 27.0);
+        // A milestone at 0 decays the constructor's step.
+        QCOMPARE(chain(*contract("MultiStepLR", {{"milestones", {0}}, {"gamma", 0.5}}), 0)[0][0][0], 0.05);
+        QVERIFY(contract("MultiStepLR", {{"milestones", {3, 3}}, {"gamma", 0.5}})->usesMathLibrary());
+        QVERIFY(!contract("MultiStepLR", {{"milestones", {3, 4}}, {"gamma", 0.5}})->usesMathLibrary());
+    }
+
+    void warmRestartsComeAtT0AndT0PlusT0TimesTMult()
+    {
+        const auto c = contract("CosineAnnealingWarmRestarts", {{"T_0", 5}, {"T_mult", 2}, {"eta_min", 0.001}});
+        const auto values = chain(*c, 80);
+        for (std::uint64_t e = 0; e <= 80; ++e) {
+            const bool restart = e == 0 || e == 5 || e == 15 || e == 35 || e == 75;
+            QVERIFY2((values[e][0][0] == 0.1) == restart, qPrintable(QString::number(e)));
+            QVERIFY(values[e][0][0] > 0.001 && values[e][0][0] <= 0.1);
+        }
+        QVERIFY(values[14][0][0] < values[13][0][0]);  // the second cycle is 10 long
+        const auto flat = chain(*contract("CosineAnnealingWarmRestarts", {{"T_0", 4}, {"T_mult", 1}, {"eta_min", 0}}), 12);
+        for (std::uint64_t e = 0; e <= 12; ++e)
+            QCOMPARE(flat[e][0][0], flat[e % 4][0][0]);
+    }
+
+    void theConstructorsStepScalesOnlyWhereTorchsDoes()
+    {
+        auto first = [](const std::string& kind, const nlohmann::json& arguments) { return chain(*contract(kind, arguments), 0)[0][0][0]; };
+        QCOMPARE(first("ConstantLR", {{"factor", 0.5}, {"total_iters", 3}}), 0.05);
+        QCOMPARE(first("LinearLR", {{"start_factor", 0.25}, {"end_factor", 1.0}, {"total_iters", 3}}), 0.025);
+        QCOMPARE(first("ExponentialLR", {{"gamma", 0.5}}), 0.1);
+        QCOMPARE(first("PolynomialLR", {{"total_iters", 3}, {"power", 2.0}}), 0.1);
+        QCOMPARE(first("CosineAnnealingLR", {{"T_max", 3}, {"eta_min", 0.0}}), 0.1);
+        QCOMPARE(first("StepLR", {{"step_size", 1}, {"gamma", 0.5}}), 0.1);
+    }
+
+    void constantLrRestoresAtTotalItersOnly()
+    {
+        const auto values = chain(*contract("ConstantLR", {{"factor", 0.5}, {"total_iters", 4}}), 8);
+        for (std::uint64_t e = 1; e <= 8; ++e)
+            QCOMPARE(values[e][0][0] != values[e - 1][0][0], e == 4);
+        QCOMPARE(values[4][0][0], 0.05 * (1.0 / 0.5));
+        // A fractional total_iters is never an epoch: the factor stays.
+        const auto kept = chain(*contract("ConstantLR", {{"factor", 0.5}, {"total_iters", 4.5}}), 8);
+        QCOMPARE(kept[8][0][0], 0.05);
+    }
+
+    void aStepTorchCannotTakeHasNoValue()
+    {
+        // ConstantLR(factor=0): torch's step at total_iters computes 1.0 / 0.
+        const auto constant = contract("ConstantLR", {{"factor", 0.0}, {"total_iters", 3}});
+        const auto values = chain(*constant, 2);
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, constant->step(3, values[2]));
+        // LinearLR(start_factor=0), which torch 1.13 takes: step 1 divides by zero.
+        const auto linear = contract("LinearLR", {{"start_factor", 0.0}, {"end_factor", 1.0}, {"total_iters", 3}}, {0.1}, 1, 13);
+        const ScheduledValues zero = linear->step(0, linear->base());
+        QCOMPARE(zero[0][0], 0.0);
+        try {
+            linear->step(1, zero);
+            QFAIL("a division by zero passed");
+        } catch (const ScheduleError& error) {
+            QVERIFY2(std::string(error.what()).find("LinearLR at epoch 1") != std::string::npos, error.what());
+        }
+        // total_iters 0: torch never reaches the division.
+        const auto untouched = contract("LinearLR", {{"start_factor", 0.0}, {"end_factor", 1.0}, {"total_iters", 0}}, {0.1}, 1, 13);
+        QCOMPARE(chain(*untouched, 5)[5][0][0], 0.0);
+        // PolynomialLR with a negative power: 0.0 ** -1 at total_iters.
+        const auto polynomial = contract("PolynomialLR", {{"total_iters", 2}, {"power", -1.0}});
+        const auto before = chain(*polynomial, 1);
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, polynomial->step(2, before[1]));
+    }
+
+    void cosineAnnealingTakesTheHalfCycleBranchWherePythonsModuloIsZero()
+    {
+        // (e - 1 - T_max) % (2 T_max) == 0 at e = T_max + 1, 3 T_max + 1, …: there the rate rises
+        // by (base - eta_min)(1 - cos(pi / T_max)) / 2 from eta_min, never dividing by 1 + cos(pi).
+        const auto values = chain(*contract("CosineAnnealingLR", {{"T_max", 4}, {"eta_min", 0.0}}, {0.1}), 13);
+        for (std::uint64_t e : {5, 13})
+            QCOMPARE(values[e][0][0], values[e - 1][0][0] + 0.1 * (1.0 - std::cos(3.141592653589793 / 4.0)) / 2.0);
+        for (double v : {values[4][0][0], values[12][0][0]})
+            QVERIFY(std::abs(v) < 1e-15);
+        QVERIFY(values[8][0][0] > 0.0999);
+    }
+
+    void anyEpochReturnsAtOnce()
+    {
+        const std::vector<std::pair<std::string, nlohmann::json>> kinds = {
+            {"StepLR", {{"step_size", 3}, {"gamma", 0.5}}},
+            {"StepLR", {{"step_size", 2.5}, {"gamma", 0.5}}},
+            {"MultiStepLR", {{"milestones", {1000000000, 1000000000, 5}}, {"gamma", 0.5}}},
+            {"ExponentialLR", {{"gamma", 0.5}}},
+            {"ConstantLR", {{"factor", 0.5}, {"total_iters", 1000000000}}},
+            {"LinearLR", {{"start_factor", 0.5}, {"end_factor", 1.0}, {"total_iters", 2000000000}}},
+            {"PolynomialLR", {{"total_iters", 2000000000}, {"power", 2.0}}},
+            {"CosineAnnealingLR", {{"T_max", 7}, {"eta_min", 0.0}}},
+            {"CosineAnnealingLR", {{"T_max", 7.5}, {"eta_min", 0.0}}},
+            {"CosineAnnealingWarmRestarts", {{"T_0", 1}, {"T_mult", 2}, {"eta_min", 0.0}}},
+            {"CosineAnnealingWarmRestarts", {{"T_0", 3}, {"T_mult", 1}, {"eta_min", 0.0}}},
+        };
+        for (const auto& [kind, arguments] : kinds) {
+            const auto c = contract(kind, arguments);
+            QElapsedTimer timer;
+            timer.start();
+            for (std::uint64_t epoch : {std::uint64_t(1000000000), std::uint64_t(10000000), std::uint64_t(1) << 62, ~std::uint64_t(0)}) {
+                const ScheduledValues next = c->step(epoch, ScheduledValues{{0.05, 0.01}});
+                QVERIFY(std::isfinite(next[0][0]) && std::isfinite(next[0][1]));
+            }
+            // A loop over the epochs would take seconds; a step is a few operations.
+            QVERIFY2(timer.elapsed() < 100, kind.c_str());
+        }
+    }
+
+    void warmRestartsAtAHugeEpochStayInTheCycle()
+    {
+        // T_i passes 2^64 in the cycle that holds epoch 2^64 - 1 when T_0 = 3, T_mult = 3.
+        const auto c = contract("CosineAnnealingWarmRestarts", {{"T_0", 3}, {"T_mult", 3}, {"eta_min", 0.0}}, {0.1});
+        const double value = c->step(~std::uint64_t(0), c->base())[0][0];
+        QVERIFY(value >= 0.0 && value <= 0.1);
+    }
+
+    void theMathLibraryIsNamedWhereAStepCallsIt()
+    {
+        QVERIFY(contract("CosineAnnealingLR", {{"T_max", 7}, {"eta_min", 0.0}})->usesMathLibrary());
+        QVERIFY(contract("CosineAnnealingWarmRestarts", {{"T_0", 7}, {"T_mult", 1}, {"eta_min", 0.0}})->usesMathLibrary());
+        QVERIFY(contract("PolynomialLR", {{"total_iters", 7}, {"power", 2}})->usesMathLibrary());
+        QVERIFY(!contract("PolynomialLR", {{"total_iters", 7}, {"power", 1.0}})->usesMathLibrary());
+        QVERIFY(!contract("StepLR", {{"step_size", 7}, {"gamma", 0.5}})->usesMathLibrary());
+        QVERIFY(!contract("LinearLR", {{"start_factor", 0.5}, {"end_factor", 1.0}, {"total_iters", 5}})->usesMathLibrary());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestScheduleContract)
+#include "test_schedule_contract.moc"
