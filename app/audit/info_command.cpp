@@ -15,6 +15,7 @@
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/tape/schedule_statement.h"
 #include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
@@ -54,16 +55,10 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     std::printf("optimizer  %s\n", root.optimizerContract.c_str());
     for (std::size_t g = 0; g < root.optimizerGroups.size(); ++g)
         std::printf("  group %zu: %zu parameters, %s\n", g, root.optimizerGroups[g].parameters.size(), root.optimizerGroups[g].optionsJson.c_str());
-    if (root.optimizerSchedule) {
-        std::string options;
-        for (const std::string& option : root.optimizerSchedule->options)
-            options += (options.empty() ? "" : ", ") + option;
-        if (root.optimizerSchedule->checked())
-            std::printf("  scheduled: %s by %s (epoch %llu when the tape began); the replay checks them\n", options.c_str(),
-                        root.optimizerSchedule->schedulerJson.c_str(), static_cast<unsigned long long>(root.optimizerSchedule->epoch));
-        else
-            std::printf("  scheduled: %s as recorded, not checked against a schedule\n", options.c_str());
-    }
+    std::printf("  schedule: %s\n", scheduleStatement(root).c_str());
+    if (root.optimizerSchedule && root.optimizerSchedule->checked())
+        std::printf("  scheduler: %s, at epoch %llu when the tape began\n", root.optimizerSchedule->schedulerJson.c_str(),
+                    static_cast<unsigned long long>(root.optimizerSchedule->epoch));
     std::printf("model      %zu parameters, %zu buffers\n", root.parameters.size(), root.buffers.size());
     for (const TensorSpec& spec : root.parameters)
         std::printf("  parameter %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());

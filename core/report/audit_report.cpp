@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_conclusion.h"
+#include "zkdv/tape/schedule_statement.h"
 #include "zkdv/audit/selection.h"
 #include "zkdv/graph/exported_graph.h"
 #include "zkdv/report/audit_report.h"
@@ -156,33 +157,14 @@ void readTrainingSide(const CaseTape& tape, ReportData& report)
                                                     : std::string(", intra-op threads not recorded"));
         if (report.producer.empty())
             report.producer = root.producerName + " " + root.producerVersion;
-        if (root.optimizerSchedule) {
+        if (root.optimizerSchedule)
             report.scheduledOptions = root.optimizerSchedule->options;
-            if (root.optimizerSchedule->checked()) {
-                const auto scheduler = nlohmann::json::parse(root.optimizerSchedule->schedulerJson);
-                report.schedulerKind = scheduler["kind"].get<std::string>();  // the root parser checked it is a string
-            }
-        }
+        report.schedulerKind = schedulerKind(root);
+        report.scheduleStatement = scheduleStatement(root);
     } catch (const FormatError& error) {
         report.trainedOn = std::string("unreadable: the case's ") + error.what();
     }
 }
-
-}  // namespace
-
-std::string ReportData::scheduleStatement() const
-{
-    if (scheduledOptions.empty())
-        return "static: every optimizer option is the root's for the whole tape";
-    std::string options;
-    for (const std::string& option : scheduledOptions)
-        options += (options.empty() ? "" : ", ") + option;
-    if (schedulerKind.empty())
-        return options + " as recorded, not checked against a schedule";
-    return options + " scheduled by " + schedulerKind + ", checked against its schedule at every replayed transaction";
-}
-
-namespace {
 
 void readEnvironment(const StoredReplayRun& run, ReportData& report)
 {

@@ -95,7 +95,7 @@ std::string renderReportJson(const ReportData& r)
         schedule = {{"options", r.scheduledOptions},
                     {"scheduler", r.schedulerKind.empty() ? json(nullptr) : json(r.schedulerKind)},
                     {"checked", !r.schedulerKind.empty()}};
-    out["optimizer"] = {{"contract", r.optimizerContract}, {"groups", groups}, {"schedule", schedule}, {"schedule_statement", r.scheduleStatement()}};
+    out["optimizer"] = {{"contract", r.optimizerContract}, {"groups", groups}, {"schedule", schedule}, {"schedule_statement", r.scheduleStatement}};
     out["replay"] = {{"run_id", r.runId},
                      {"status", r.runStatus},
                      {"device", r.device},

@@ -28,7 +28,7 @@ protected:
     {
         if (epoch == 0)
             return current;
-        const std::string at = where(epoch);
+        const StepPlace at = where(epoch);
         const double tMax = tMax_.asDouble();
         if (atHalfCycle(epoch, at))
             return current + (base - etaMin_) * (1.0 - std::cos(pythonDivide(kPythonPi, tMax, at))) / 2.0;
@@ -40,7 +40,7 @@ protected:
 private:
     // Python's (last_epoch - 1 - T_max) % (2 * T_max) == 0: in integers for an int T_max (exact
     // for every epoch), in doubles for a float one (the int last_epoch - 1 converted first).
-    bool atHalfCycle(std::uint64_t epoch, const std::string& at) const
+    bool atHalfCycle(std::uint64_t epoch, StepPlace at) const
     {
         if (tMax_.isInteger()) {
             const __int128 t = tMax_.asInteger();

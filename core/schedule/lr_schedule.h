@@ -8,6 +8,7 @@
 // compiler that fuses a * b + c into one multiply-add (the default of GCC for targets that
 // have one, such as aarch64) would round once where Python rounds twice.
 
+#include "python_arithmetic.h"
 #include "schedule_arguments.h"
 
 namespace zkdv::schedule {
@@ -28,8 +29,8 @@ public:
 protected:
     // What step number `epoch` sets a group's lr to, from `current`; `base` is its base_lr.
     virtual double lr(std::uint64_t epoch, double current, double base) const = 0;
-    // "StepLR at epoch 7", for the errors of a step torch cannot take.
-    std::string where(std::uint64_t epoch) const { return kind_ + " at epoch " + std::to_string(epoch); }
+    // The step, for the errors of a step torch cannot take.
+    StepPlace where(std::uint64_t epoch) const { return StepPlace{kind_, epoch}; }
 
 private:
     std::string kind_;

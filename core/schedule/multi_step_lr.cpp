@@ -34,7 +34,11 @@ protected:
     }
 
 private:
-    static bool isEpoch(const PythonNumber& n) { return n.asDouble() >= 0.0 && std::floor(n.asDouble()) == n.asDouble(); }
+    static bool isEpoch(const PythonNumber& n)
+    {
+        const double v = n.asDouble();
+        return v >= 0.0 && v < 18446744073709551616.0 && std::floor(v) == v;
+    }
 
     // Only a milestone listed more than once raises a float gamma to a power other than 1,
     // which every C library computes exactly.

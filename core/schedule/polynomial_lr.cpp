@@ -23,7 +23,7 @@ protected:
             return current;
         // Python's int / int is the correctly rounded quotient, which a double division of
         // the two (exact below 2^53, where the arguments are bounded) is too.
-        const std::string at = where(epoch);
+        const StepPlace at = where(epoch);
         const double total = totalIters_.asDouble();
         const double ratio = pythonDivide(1.0 - pythonDivide(static_cast<double>(epoch), total, at),
                                           1.0 - pythonDivide(static_cast<double>(epoch - 1), total, at), at);

@@ -74,6 +74,17 @@ def train_plain(make_scheduler, steps=STEPS):
     return model
 
 
+def report_of(tmp_path, tape):
+    """The JSON report of the tape's newest replay run (after replay())."""
+    import subprocess
+
+    from conftest import AUDIT
+
+    out = tmp_path / (tape.stem + ".report.json")
+    subprocess.run([AUDIT, "report", str(tmp_path / (tape.stem + ".zkaudit")), "--out", str(out), "--quiet"], check=True, timeout=300)
+    return json.loads(out.read_text())
+
+
 def replay(tmp_path, tape):
     case = tmp_path / (tape.stem + ".zkaudit")
     status, ingested = audit("ingest", str(tape), "--case", str(case))
@@ -100,6 +111,9 @@ def test_a_prepared_schedule_trains_as_torch_and_replays_exact(tmp_path, kind):
     status, replayed = replay(tmp_path, tape)
     assert status == 0 and replayed["passed"], replayed
     assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
+    report = report_of(tmp_path, tape)
+    assert report["optimizer"]["schedule"] == {"options": ["lr"], "scheduler": schedule["scheduler"]["kind"], "checked": True}, report["optimizer"]
+    assert "checked against its schedule" in report["optimizer"]["schedule_statement"]
 
 
 def test_a_step_off_the_prepared_schedule_is_refused_before_it_is_taken(tmp_path):
@@ -180,6 +194,9 @@ def test_a_schedule_the_auditor_cannot_recompute_replays_as_recorded(tmp_path, h
     assert schedule["options"] == ["lr"] and schedule["scheduler"] is None, schedule
     status, replayed = replay(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == STEPS, replayed
+    report = report_of(tmp_path, tape)
+    assert report["optimizer"]["schedule"] == {"options": ["lr"], "scheduler": None, "checked": False}, report["optimizer"]
+    assert report["optimizer"]["schedule_statement"] == "lr as recorded, not checked against a schedule"
 
 
 def test_a_scheduler_made_before_the_optimizer_was_prepared_records_as_recorded(tmp_path):

@@ -209,7 +209,7 @@ QString ReportHtml::summary() const
                        QObject::tr("Layout"), layout.isEmpty() ? QStringLiteral("—") : mono(layout),
                        QObject::tr("Optimizer contract"), orDash(r.optimizerContract),
                        QObject::tr("Options"), groups.isEmpty() ? QStringLiteral("—") : groups,
-                       QObject::tr("Schedule"), esc(QString::fromStdString(r.scheduleStatement()))});
+                       QObject::tr("Schedule"), orDash(r.scheduleStatement)});
 
     html += heading(QObject::tr("The replay"));
     html += keyValues({QObject::tr("Run"), QStringLiteral("#%1 (%2)").arg(r.runId).arg(orDash(r.runStatus)),

@@ -13,6 +13,7 @@
 
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/schedule_statement.h"
 
 namespace zkdv::ui {
 
@@ -164,6 +165,7 @@ bool CaseOverview::showCase(const QString& casePath)
             for (std::size_t g = 0; g < root.optimizerGroups.size(); ++g)
                 add(optimizer, tr("Group %1 (%2 parameters)").arg(g).arg(root.optimizerGroups[g].parameters.size()),
                     QString::fromStdString(root.optimizerGroups[g].optionsJson));
+            add(optimizer, tr("Schedule"), QString::fromStdString(scheduleStatement(root)));
             add(top, tr("Sampling"), tr("update checks %1, state checks %2, seed %3")
                                          .arg(root.updateCheckProbability)
                                          .arg(root.stateCheckProbability)

@@ -138,7 +138,7 @@ struct ReportData {
     // the scheduler the replay checks them against ("" when they are as recorded).
     std::vector<std::string> scheduledOptions;  // empty: every option static
     std::string schedulerKind;
-    std::string scheduleStatement() const;  // "static", "lr: StepLR schedule, checked at every replayed step", …
+    std::string scheduleStatement;  // zkdv/tape/schedule_statement.h
 
     // The replay run the report is about.
     std::int64_t runId = 0;
