@@ -74,8 +74,14 @@ void ScheduleFollower::startAtRoot()
     if (!contract_)
         return;
     current_ = contract_->base();
-    for (std::uint64_t epoch = 0; epoch <= rootEpoch_; ++epoch)
-        current_ = contract_->step(epoch, current_);
+    try {
+        for (std::uint64_t epoch = 0; epoch <= rootEpoch_; ++epoch)
+            current_ = contract_->step(epoch, current_);
+    } catch (const ScheduleError& error) {
+        // Torch's own step raises there, so no run of it reached the root's epoch.
+        unavailable_ = std::string("the schedule cannot reach the root's epoch ") + std::to_string(rootEpoch_) + ": " + error.what();
+        contract_.reset();
+    }
 }
 
 void ScheduleFollower::startAfter(const TransactionRecord& previous)
@@ -126,8 +132,18 @@ std::vector<TensorComparison> ScheduleFollower::judge(std::uint64_t epoch, const
     }
     // The reader bounds how far one transaction's epoch moves past the last one's.
     ScheduledValues expected = current_;
-    for (std::uint64_t e = epoch_ + 1; e <= epoch; ++e)
-        expected = contract_->step(e, expected);
+    try {
+        for (std::uint64_t e = epoch_ + 1; e <= epoch; ++e)
+            expected = contract_->step(e, expected);
+    } catch (const ScheduleError& error) {
+        // Where torch's own step raises (a division by zero, an overflow) no honest run
+        // recorded a value: whatever the transaction holds is not the schedule's.
+        for (const std::string& option : options_)
+            comparisons.push_back(TensorComparison{"optimizer/" + option, "schedule", Verdict::Diverged, {},
+                                                   "the " + contract_->kind() + " schedule has no value at scheduler epoch " +
+                                                       std::to_string(epoch) + " (torch's step raises there: " + error.what() + ")"});
+        return comparisons;
+    }
     const std::uint64_t steps = epoch - epoch_;
     const std::uint64_t allowedUlps =
         contract_->usesMathLibrary() ? std::min(kMathLibraryMostUlps, kMathLibraryUlpsPerStep * std::max<std::uint64_t>(steps, 1)) : 0;

@@ -228,6 +228,20 @@ private Q_SLOTS:
         QCOMPARE(judged(4, {0.025, 0.15}, 5).verdict, Verdict::Exact);
     }
 
+    void aValueWhereTorchsStepRaisesIsDiverged()
+    {
+        // ConstantLR(factor=0) divides by zero at total_iters, where torch raises: no honest
+        // run recorded a rate there.
+        const RootRecord root = reparsed(scheduledRoot(R"({"kind":"ConstantLR","arguments":{"factor":0.0,"total_iters":2},"base":{"lr":[0.1,0.2]}})"));
+        schedule::ScheduleFollower follower(root, 2, 15);
+        QCOMPARE(follower.kind(), std::string("ConstantLR"));
+        follower.startAtRoot();
+        QCOMPARE(follower.follow(transaction(root, 0, {{"lr", {0.0, 0.0}}}, 0)->record).at(0).verdict, Verdict::Exact);
+        const TensorComparison raised = follower.follow(transaction(root, 1, {{"lr", {0.1, 0.2}}}, 2)->record).at(0);
+        QCOMPARE(raised.verdict, Verdict::Diverged);
+        QVERIFY2(raised.note.find("torch's step raises there") != std::string::npos, raised.note.c_str());
+    }
+
     void aSegmentStartsFromTheTransactionBeforeIt()
     {
         const RootRecord root = reparsed(scheduledRoot());

@@ -17,7 +17,7 @@ model = fresh_mlp()
 weights = [p for n, p in model.named_parameters() if n.endswith("weight")]
 biases = [p for n, p in model.named_parameters() if n.endswith("bias")]
 optimizer = torch.optim.AdamW([{"params": weights, "weight_decay": 0.01}, {"params": biases, "weight_decay": 0.0}], lr=0.01)
-config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.4, update_check_probability=0.4, seed=17),
+config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.0, update_check_probability=0.4, seed=17),
                          metadata={"golden": sys.argv[1].rsplit("/", 1)[-1]})
 loss_fn = torch.nn.CrossEntropyLoss()
 with zkdv.torch.ZKDV(sys.argv[1], config, replay_snapshot_interval=6) as proof:
