@@ -8,9 +8,11 @@ usage: bench_schedule_check.py [--steps N] [--rounds R]
 """
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -18,18 +20,17 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import tape_edit  # noqa: E402
+
 AUDIT = os.environ["ZKDV_AUDIT"]
 
 
 def as_recorded(source, target):
     """The tape with its root's scheduler replaced by null and every schedule_epoch dropped,
     re-chained: the same rates, recorded but checked against nothing."""
-    sys.path.insert(0, str(HERE))
-    import tape_edit
-
     data = open(source, "rb").read()
     out = bytearray(data[:tape_edit.HEADER])
-    import hashlib
     previous = hashlib.sha256(data[:tape_edit.HEADER]).digest()
     for kind, flags, payload in tape_edit._records(data):
         if kind == 1:
@@ -37,12 +38,12 @@ def as_recorded(source, target):
             root["optimizer"]["schedule"] = {"options": ["lr"], "scheduler": None}
             payload = json.dumps(root).encode()
         elif kind == tape_edit.TRANSACTION:
-            (length,) = __import__("struct").unpack_from("<Q", payload, 0)
+            (length,) = struct.unpack_from("<Q", payload, 0)
             header = json.loads(payload[8:8 + length])
             header["__metadata__"].pop("schedule_epoch")
             text = json.dumps(header).encode()
             text += b" " * ((8 - (8 + len(text)) % 8) % 8)
-            payload = __import__("struct").pack("<Q", len(text)) + text + payload[8 + length:]
+            payload = struct.pack("<Q", len(text)) + text + payload[8 + length:]
         elif kind == tape_edit.SEAL:
             seal = json.loads(payload)
             seal["chain_head"] = previous.hex()
