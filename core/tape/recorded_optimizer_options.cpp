@@ -60,12 +60,13 @@ const RecordedOptimizerOptions::Option* RecordedOptimizerOptions::find(std::stri
 std::optional<std::string> RecordedOptimizerOptions::violation(const TransactionRecord& transaction)
 {
     bool lrSeen = false;
-    std::size_t scheduledSeen = 0;
+    std::vector<bool> seen(options_.size(), false);
     for (const TensorView* tensor : transaction.optimizerValues) {
         const std::string_view name = std::string_view(tensor->name).substr(kPrefixLength);
         lrSeen = lrSeen || name == "lr";
         const Option* option = find(name);
-        scheduledSeen += option && option->scheduled ? 1 : 0;
+        if (option)
+            seen[static_cast<std::size_t>(option - options_.data())] = true;
         // The parser checked the shape: one F64 per group.
         const std::size_t groups = static_cast<std::size_t>(tensor->shape[0]);
         for (std::size_t g = 0; g < groups; ++g) {
@@ -88,9 +89,9 @@ std::optional<std::string> RecordedOptimizerOptions::violation(const Transaction
     if (lrRequired_ && !lrSeen)
         return "optimizer/lr missing: every optimizer group has a numeric lr (group 0: " + number(*find("lr")->perGroup[0]) +
                "), which each transaction records";
-    for (const Option& option : options_)
-        if (option.scheduled && scheduledSeen-- == 0)
-            return "optimizer/" + option.name + " missing: the root schedules " + option.name + ", so each transaction records its values";
+    for (std::size_t i = 0; i < options_.size(); ++i)
+        if (options_[i].scheduled && !seen[i])
+            return "optimizer/" + options_[i].name + " missing: the root schedules " + options_[i].name + ", so each transaction records its values";
     if (epochRecorded_ != transaction.scheduleEpoch.has_value())
         return epochRecorded_ ? std::string("schedule_epoch missing: the root's schedule names a scheduler, whose epoch each transaction records")
                               : std::string("schedule_epoch present, but the root's schedule names no scheduler");
