@@ -14,6 +14,7 @@
 #include "tensor_watch.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
+#include "zkdv/optim/gradient_clipping.h"
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/schedule/schedule_follower.h"
 #include "zkdv/tape/root_record.h"
@@ -143,6 +144,10 @@ struct Recorder::Impl {
     TensorWatch recordedParameters, recordedBuffers, recordedSlots, forwardBuffers, forwardBatch, backwardGradients;
     std::vector<at::Tensor> batch;
     at::Tensor loss;
+    // The open transaction's gradient transforms, in order, and their total norms (host copies;
+    // undefined for clip_grad_value_).
+    std::vector<GradientTransform> gradientTransforms;
+    std::vector<at::Tensor> totalNorms;
     std::chrono::steady_clock::time_point startedAt;
 
     std::uint64_t transactions = 0;
@@ -517,6 +522,8 @@ Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
     d.backwardRecorded = false;
     d.batch = std::move(batch);
     d.loss = at::Tensor();
+    d.gradientTransforms.clear();
+    d.totalNorms.clear();
     d.startedAt = std::chrono::steady_clock::now();
     return Transaction(this);
 }
@@ -585,6 +592,69 @@ void Recorder::backward(const std::function<void()>& differentiate)
     d.backwardRecorded = true;
 }
 
+at::Tensor Recorder::clipGradNorm(double maxNorm, double normType, bool errorIfNonfinite, std::optional<bool> foreach)
+{
+    GradientTransform transform;
+    transform.kind = GradientTransform::Kind::ClipNorm;
+    transform.maxNorm = maxNorm;
+    transform.normType = normType;
+    transform.errorIfNonfinite = errorIfNonfinite;
+    transform.foreach = foreach;
+    return transformGradients(transform);
+}
+
+void Recorder::clipGradValue(double clipValue, std::optional<bool> foreach)
+{
+    GradientTransform transform;
+    transform.kind = GradientTransform::Kind::ClipValue;
+    transform.clipValue = clipValue;
+    transform.foreach = foreach;
+    transformGradients(transform);
+}
+
+at::Tensor Recorder::transformGradients(GradientTransform transform)
+{
+    Impl& d = *impl_;
+    const char* name = transform.kind == GradientTransform::Kind::ClipNorm ? "clip_grad_norm_" : "clip_grad_value_";
+    if (!d.open)
+        throw RecorderError(std::string("proof.") + name + "() records a change of the gradients inside a transaction; outside one, call torch.nn.utils." +
+                            name + " itself");
+    if (d.committed)
+        throw RecorderError(std::string("proof.") + name + "() after optimizer.step() in " + d.current() +
+                            ": the step took the gradients already; clip between proof.backward() and optimizer.step()");
+    if (!d.backwardRecorded)
+        throw RecorderError(std::string("proof.") + name + "() before proof.backward() in " + d.current() +
+                            ": there are no gradients of the recorded loss to clip yet; clip between proof.backward() and optimizer.step()");
+    const std::string problem = gradientTransformProblem(transform);
+    if (!problem.empty())
+        throw RecorderError(std::string("proof.") + name + "(): " + problem);
+    if (d.gradientTransforms.size() >= kMaxGradientTransforms)
+        throw RecorderError("a transaction records at most " + std::to_string(kMaxGradientTransforms) + " gradient transforms; " + d.current() +
+                            " already holds that many");
+    d.requireGradients();
+    if (auto change = d.backwardGradients.firstChange(d.gradients(), true))
+        throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how + " before proof." + name +
+                            "() in " + d.current() + ", outside the recorded step: the replay clips the gradients the sealed program computes (" +
+                            kDivergedOtherwise + "); leave the gradients as proof.backward() left them");
+    const optim::TorchRelease release = optim::TorchRelease::ofThisLibtorch();
+    const std::vector<at::Tensor> gradients = d.gradients();
+    transform.foreach = optim::resolveForeach(transform.foreach, gradients, release);
+    at::Tensor total;
+    try {
+        total = optim::applyGradientTransform(transform, gradients, release);
+    } catch (const RecorderError&) {
+        throw;
+    } catch (const std::exception& error) {
+        // torch raises before it scales anything (a non-finite norm under error_if_nonfinite):
+        // the gradients are as the backward left them and the transaction goes on.
+        throw RecorderError(std::string(error.what()) + " in " + d.current());
+    }
+    d.backwardGradients.mark(d.gradients());
+    d.gradientTransforms.push_back(transform);
+    d.totalNorms.push_back(total.defined() ? hostCopy(total) : at::Tensor());
+    return total;
+}
+
 void Recorder::step(PreparedOptimizer& prepared)
 {
     Impl& d = *impl_;
@@ -603,8 +673,8 @@ void Recorder::step(PreparedOptimizer& prepared)
         throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how +
                             " between proof.backward() and optimizer.step() in " + d.current() +
                             " (gradient clipping, or another change of .grad): the replay steps with the gradients the sealed program computes (" +
-                            kDivergedOtherwise + "), so this step is refused and nothing is recorded; clipping as part of the step is not "
-                            "supported yet: leave the gradients as proof.backward() left them");
+                            kDivergedOtherwise + "), so this step is refused and nothing is recorded; clip with proof.clip_grad_norm_() or "
+                            "proof.clip_grad_value_(), which the tape records, and otherwise leave the gradients as proof.backward() left them");
     if (auto change = d.forwardBatch.firstChange(d.batch, true))
         throw RecorderError("batch tensor " + std::to_string(change->index) + " " + change->how + " after proof.forward() in " + d.current() +
                             ": the tape would record another batch than the one the step trained on (" + kDivergedOtherwise +
@@ -702,6 +772,10 @@ void Recorder::step(PreparedOptimizer& prepared)
         if (perGroup.size() == d.bridge->groups().size())
             options->emplace_back(option, perGroup);
     }
+    auto transforms = std::make_shared<std::vector<GradientTransform>>(std::move(d.gradientTransforms));
+    auto totalNorms = std::make_shared<std::vector<at::Tensor>>(std::move(d.totalNorms));
+    d.gradientTransforms.clear();
+    d.totalNorms.clear();
     const std::uint64_t index = d.transactions;
     const std::optional<std::uint64_t> scheduleEpoch =
         d.schedule && d.schedule->checked() ? std::optional<std::uint64_t>(d.scheduleEpoch) : std::nullopt;
@@ -725,6 +799,13 @@ void Recorder::step(PreparedOptimizer& prepared)
             record.setStateDigest(*digest);
         if (scheduleEpoch)
             record.setScheduleEpoch(*scheduleEpoch);
+        for (std::size_t k = 0; k < transforms->size(); ++k) {
+            const at::Tensor& total = (*totalNorms)[k];
+            if (total.defined())
+                record.addGradientTransform((*transforms)[k], dtypeOf(total.scalar_type()), tensorBytes(total));
+            else
+                record.addGradientTransform((*transforms)[k]);
+        }
         SafetensorsBuilder blob = record.blob();
         std::vector<std::uint8_t> header;
         recordDigest->set_value(w.append(tape::RecordType::Transaction, blob.pieces(header)));

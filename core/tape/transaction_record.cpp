@@ -88,6 +88,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     record.lossTensor = nullptr;
     record.batch.clear();
     record.optimizerValues.clear();
+    record.gradientTransforms.clear();
+    record.totalNorms.clear();
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -98,6 +100,15 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     }
     if (root.formatMinor >= tape::kScheduleMinor && !view.metadataValue("schedule_epoch").empty())
         record.scheduleEpoch = decimalMetadata(view, "schedule_epoch");
+    const bool transformsKnown = root.formatMinor >= tape::kGradientTransformMinor;
+    if (transformsKnown && !view.metadataValue("gradient_transforms").empty()) {
+        try {
+            record.gradientTransforms = parseGradientTransforms(view.metadataValue("gradient_transforms"));
+        } catch (const FormatError& error) {
+            fail(error.what());
+        }
+        record.totalNorms.assign(record.gradientTransforms.size(), nullptr);
+    }
 
     const std::size_t parameterCount = root.parameters.size();
     const std::size_t groupCount = root.optimizerGroups.size();
@@ -142,6 +153,21 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
                 fail(name + ": dtype and shape must match the layout parameter");
             deltas[static_cast<std::size_t>(position)] = &tensor;
             ++deltaCount;
+        } else if (transformsKnown && startsWith(name, "gradients/total_norm/")) {
+            std::size_t position = 0;
+            std::string_view digits(name.data() + 21, name.size() - 21);
+            auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), position);
+            if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || (digits.size() > 1 && digits[0] == '0'))
+                fail(name + ": total norms are named gradients/total_norm/<transform number>");
+            if (position >= record.gradientTransforms.size())
+                fail(name + ": the transaction records no gradient transform " + std::to_string(position) + " (metadata \"gradient_transforms\" lists " +
+                     std::to_string(record.gradientTransforms.size()) + ")");
+            if (record.gradientTransforms[position].kind != GradientTransform::Kind::ClipNorm)
+                fail(name + ": gradient transform " + std::to_string(position) + " is " + record.gradientTransforms[position].describe() +
+                     ", which has no total norm");
+            if (!isFloatingPoint(tensor.dtype) || !tensor.shape.empty())
+                fail(name + ": expected a floating-point scalar of shape []");
+            record.totalNorms[position] = &tensor;
         } else if (!tolerateUnknown) {
             fail("unexpected tensor \"" + name + "\"");
         }
@@ -160,6 +186,10 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
              " parameters; a sampled update check records all of them");
     if (!deltaCount)
         deltas.clear();
+    for (std::size_t i = 0; i < record.gradientTransforms.size(); ++i)
+        if (record.gradientTransforms[i].kind == GradientTransform::Kind::ClipNorm && !record.totalNorms[i])
+            fail("missing tensor \"" + totalNormTensorName(i) + "\" (the total norm of gradient transform " + std::to_string(i) + ", " +
+                 record.gradientTransforms[i].describe() + ")");
 }
 
 TransactionRecordBuilder::TransactionRecordBuilder(std::uint64_t index, std::uint64_t wallTimeNs)
@@ -194,6 +224,13 @@ void TransactionRecordBuilder::addDelta(const std::string& parameter, DType dtyp
     deltas_.push_back(Tensor{"delta/" + parameter, dtype, std::move(shape), data});
 }
 
+void TransactionRecordBuilder::addGradientTransform(const GradientTransform& transform, DType dtype, ByteSpan totalNorm)
+{
+    if (transform.kind == GradientTransform::Kind::ClipNorm)
+        totalNorms_.push_back(Tensor{totalNormTensorName(transforms_.size()), dtype, {}, totalNorm});
+    transforms_.push_back(transform);
+}
+
 SafetensorsBuilder TransactionRecordBuilder::blob() const
 {
     if (!loss_)
@@ -206,6 +243,8 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.setMetadata("state_digest", toHex(*stateDigest_));
     if (scheduleEpoch_)
         blob.setMetadata("schedule_epoch", std::to_string(*scheduleEpoch_));
+    if (!transforms_.empty())
+        blob.setMetadata("gradient_transforms", gradientTransformsJson(transforms_));
     blob.add(loss_->name, loss_->dtype, loss_->shape, loss_->data);
     for (const Tensor& tensor : batch_)
         blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
@@ -213,6 +252,8 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.add(name, DType::F64, {static_cast<std::int64_t>(values.size())}, ByteSpan(values.data(), values.size() * sizeof(double)));
     blob.add("update/l2", DType::F64, {static_cast<std::int64_t>(l2_.size())}, ByteSpan(l2_.data(), l2_.size() * sizeof(double)));
     blob.add("update/max_abs", DType::F64, {static_cast<std::int64_t>(maxAbs_.size())}, ByteSpan(maxAbs_.data(), maxAbs_.size() * sizeof(double)));
+    for (const Tensor& tensor : totalNorms_)
+        blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
     for (const Tensor& tensor : deltas_)
         blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
     return blob;

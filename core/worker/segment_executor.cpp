@@ -20,6 +20,7 @@
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/numeric_regime.h"
 #include "zkdv/optim/contract_registry.h"
+#include "zkdv/optim/gradient_clipping.h"
 #include "zkdv/optim/optimizer_bridge.h"
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/program/graph_interpreter.h"
@@ -272,6 +273,8 @@ public:
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
             conclude(outcome);
             excuseNoiseGradients(outcome);
+            if (outcome.verdict == Verdict::Diverged && !transformsNote_.empty())
+                outcome.detail += "; the step re-applied the gradient transforms the transaction records: " + transformsNote_;
             segmentWorst_ = worse(segmentWorst_, outcome.verdict);
             if (outcome.verdict == Verdict::Diverged && !firstDiverged_)
                 firstDiverged_ = outcome.index;
@@ -336,6 +339,7 @@ private:
         const auto release = optim::TorchRelease::parse(root_.torchVersion);
         if (!release)
             throw ReplayEnvironmentError("the tape names torch \"" + root_.torchVersion + "\", not a torch release the optimizer contracts know");
+        recordingRelease_ = *release;
         std::shared_ptr<const optim::OptimizerContract> contract;
         try {
             contract = optim::ContractRegistry(*release).resolve(root_.optimizerContract);
@@ -492,6 +496,7 @@ private:
         judgeAcrossEnvironments(outcome.comparisons.back(), record.lossTensor->dtype, [&] { return differenceNorm(*record.lossTensor, loss); },
                                 std::sqrt(squaredNorm(loss)), "the loss");
         torch::autograd::backward({loss});
+        applyGradientTransforms(record, outcome);
         if (crossEnvironment()) {
             // A buffer's drift across the segment is measured against how far the program moved
             // all of them, step by step (BatchNorm's running statistics, for one).
@@ -544,6 +549,47 @@ private:
 
         if (record.stateDigest)
             outcome.comparisons.push_back(compareStateDigest(*record.stateDigest, outcome));
+    }
+
+    // The transaction's clipping, as the recording torch applied it (spec 5.1), and each total
+    // norm it computed against the recorded one. Where torch would have raised (a non-finite
+    // norm under error_if_nonfinite) the recorded step cannot have happened: the throw makes
+    // the transaction diverged.
+    void applyGradientTransforms(const TransactionRecord& record, TransactionOutcome& outcome)
+    {
+        transformsNote_.clear();
+        if (record.gradientTransforms.empty())
+            return;
+        for (const GradientTransform& transform : record.gradientTransforms)
+            transformsNote_ += (transformsNote_.empty() ? "" : ", then ") + transform.describe();
+        std::vector<at::Tensor> gradients;
+        for (const at::Tensor& parameter : parameters_)
+            gradients.push_back(parameter.grad());
+        for (std::size_t k = 0; k < record.gradientTransforms.size(); ++k) {
+            const GradientTransform& transform = record.gradientTransforms[k];
+            const at::Tensor total = optim::applyGradientTransform(transform, gradients, recordingRelease_);
+            if (!total.defined())
+                continue;
+            outcome.comparisons.push_back(compareTensor("gradients", "total_norm/" + std::to_string(k), *record.totalNorms[k], total, tolerance_));
+            judgeAcrossEnvironments(outcome.comparisons.back(), record.totalNorms[k]->dtype,
+                                    [&] { return differenceNorm(*record.totalNorms[k], total); }, std::sqrt(squaredNorm(total)),
+                                    "the total norm");
+            TensorComparison& comparison = outcome.comparisons.back();
+            if (comparison.verdict != Verdict::Exact && comparison.note.empty())
+                comparison.note = transform.describe() + ": total norm " + scalarText(*record.totalNorms[k]) + " recorded, " +
+                                  scalarText(total) + " replayed";
+        }
+    }
+
+    static std::string scalarText(const TensorView& view)
+    {
+        return scalarText(tensorFromView(view));
+    }
+    static std::string scalarText(const at::Tensor& tensor)
+    {
+        char text[40];
+        std::snprintf(text, sizeof text, "%.9g", hostContiguous(tensor).to(at::kDouble).item<double>());
+        return text;
     }
 
     // Both values of a compared delta, for the element comparison; bounded in bytes per outcome.
@@ -821,6 +867,8 @@ private:
     std::vector<at::Tensor> buffers_;
     std::vector<std::size_t> groupOf_;
     std::unique_ptr<optim::OptimizerBridge> bridge_;
+    optim::TorchRelease recordingRelease_;
+    std::string transformsNote_;  // the replayed transaction's gradient transforms, for its detail
     std::unique_ptr<schedule::ScheduleFollower> schedule_;  // when the root schedules options
     struct SlotSpec {
         c10::Device device;

@@ -4,8 +4,8 @@ loop with the real torch.optim optimizer and a scripted model with training_step
 in the same format as the C++ recorder, so the test suite holds tapes made by real PyTorch.
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
-                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5|6]
-                          [--scheduler JSON]
+                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5|6|7]
+                          [--scheduler JSON] [--clip-grad-norm MAX] [--clip-grad-value V] [--forge-clip STEP]
                           [--number-dtype I64|F64|F32]
 """
 
@@ -166,14 +166,24 @@ def main():
     parser.add_argument("--forge-lr", type=int, default=None, metavar="STEP",
                         help="a dishonest trainer: step STEP with three times the scheduler's lr (recorded as used), then "
                              "restore it; the updates replay exact, only the schedule check can tell")
-    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6), default=5,
+    parser.add_argument("--clip-grad-norm", type=float, default=None, metavar="MAX_NORM",
+                        help="clip every step's gradients with torch.nn.utils.clip_grad_norm_(max_norm) and record it as a "
+                             "format 1.7 gradient transform (spec 5.1); implies --format-minor 7")
+    parser.add_argument("--clip-grad-value", type=float, default=None, metavar="CLIP_VALUE",
+                        help="clamp every step's gradients with torch.nn.utils.clip_grad_value_ (after --clip-grad-norm, if "
+                             "both); implies --format-minor 7")
+    parser.add_argument("--forge-clip", type=int, default=None, metavar="STEP",
+                        help="a dishonest trainer: step STEP with gradients clipped at half the recorded max_norm")
+    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6, 7), default=5,
                         help="5: the tape ends with its final state (default); 3: chain-bound draws, no final snapshot "
                              "unless the step count is a multiple of the interval; 2: the seed-chosen draws of format 1.2")
     parser.add_argument("--number-dtype", choices=sorted(NUMBER_DTYPES), default="I64",
                         help="dtype of optimizer slots torch keeps as Python numbers")
     args = parser.parse_args()
     if args.scheduler:
-        args.format_minor = 6
+        args.format_minor = max(args.format_minor, 6)
+    if args.clip_grad_norm is not None or args.clip_grad_value is not None:
+        args.format_minor = 7
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -239,6 +249,18 @@ def main():
         before = [p.detach().clone() for p in model.parameters()]
         loss = model.training_step([x, y])
         loss.backward()
+        transforms, total_norms = [], []
+        # torch 2.x resolves foreach=None to its foreach kernels on CPU; 1.13 has no such argument.
+        foreach = True if int(torch.__version__.split(".")[0]) >= 2 else None
+        if args.clip_grad_norm is not None:
+            applied = args.clip_grad_norm / 2 if step == args.forge_clip else args.clip_grad_norm
+            total = torch.nn.utils.clip_grad_norm_(model.parameters(), applied)
+            transforms.append({"kind": "clip_grad_norm", "max_norm": args.clip_grad_norm, "norm_type": 2.0,
+                               "error_if_nonfinite": False, "foreach": foreach})
+            total_norms.append(("gradients/total_norm/0", total.detach()))
+        if args.clip_grad_value is not None:
+            torch.nn.utils.clip_grad_value_(model.parameters(), args.clip_grad_value)
+            transforms.append({"kind": "clip_grad_value", "clip_value": args.clip_grad_value, "foreach": foreach})
         forged = step == args.forge_lr
         if forged:
             for group in optimizer.param_groups:
@@ -252,11 +274,14 @@ def main():
         tensors.append(("optimizer/lr", torch.tensor([float(optimizer.param_groups[0]["lr"])], dtype=torch.float64)))
         tensors.append(("update/l2", torch.tensor([d.double().norm().item() for d in deltas], dtype=torch.float64)))
         tensors.append(("update/max_abs", torch.tensor([d.abs().max().double().item() for d in deltas], dtype=torch.float64)))
+        tensors += total_norms
         if update_check:
             tensors += [("delta/" + n, d) for n, d in zip(names, deltas)]
         metadata = {"zkdv.record": "transaction", "index": str(step), "wall_time_ns": str(time.monotonic_ns() - started)}
         if scheduler is not None:
             metadata["schedule_epoch"] = str(scheduler.last_epoch)
+        if transforms:
+            metadata["gradient_transforms"] = json.dumps(transforms)
         if state_check:
             metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names, args.number_dtype))
         anchor = tape.append("transaction", blob(tensors, metadata))

@@ -41,8 +41,36 @@ def _scaled_loss(payload, factor):
     return bytes(edited)
 
 
+def scaled_scalar(payload, name, factor):
+    """The transaction blob with its F32 scalar tensor `name` multiplied by factor."""
+    (header_length,) = struct.unpack_from("<Q", payload, 0)
+    header = json.loads(payload[8:8 + header_length])
+    start, end = header[name]["data_offsets"]
+    assert header[name]["dtype"] == "F32" and end - start == 4, header[name]
+    at = 8 + header_length + start
+    (value,) = struct.unpack_from("<f", payload, at)
+    edited = bytearray(payload)
+    struct.pack_into("<f", edited, at, value * factor)
+    return bytes(edited)
+
+
+def edited_metadata(payload, edit):
+    """The blob with its __metadata__ passed through edit(dict) (the tensors' bytes unchanged)."""
+    (header_length,) = struct.unpack_from("<Q", payload, 0)
+    header = json.loads(payload[8:8 + header_length])
+    edit(header["__metadata__"])
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + payload[8 + header_length:]
+
+
 def rechain_with_scaled_loss(source, target, transaction, factor=0.5):
     """Writes `target`: `source` with transaction number `transaction`'s loss scaled."""
+    rechain_with_edit(source, target, transaction, lambda payload: _scaled_loss(payload, factor))
+
+
+def rechain_with_edit(source, target, transaction, edit):
+    """Writes `target`: `source` with transaction number `transaction`'s blob passed through edit."""
     data = open(source, "rb").read()
     out = bytearray(data[:HEADER])
     previous = hashlib.sha256(data[:HEADER]).digest()
@@ -50,7 +78,7 @@ def rechain_with_scaled_loss(source, target, transaction, factor=0.5):
     for kind, flags, payload in _records(data):
         if kind == TRANSACTION:
             if seen == transaction:
-                payload = _scaled_loss(payload, factor)
+                payload = edit(payload)
             seen += 1
         if kind == SEAL:
             seal = json.loads(payload)

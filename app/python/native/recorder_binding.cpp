@@ -17,6 +17,7 @@
 
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
+#include "zkdv/optim/gradient_clipping.h"
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/recorder/recorder.h"
 #include "zkdv/schedule/schedule_contract.h"
@@ -226,6 +227,12 @@ public:
     }
     bool committed() const { return open_ && open_->committed(); }
 
+    at::Tensor clipGradNorm(double maxNorm, double normType, bool errorIfNonfinite, std::optional<bool> foreach)
+    {
+        return recorder_->clipGradNorm(maxNorm, normType, errorIfNonfinite, foreach);
+    }
+    void clipGradValue(double clipValue, std::optional<bool> foreach) { recorder_->clipGradValue(clipValue, foreach); }
+
     at::Tensor forward(const torch::jit::Module& program) { return recorder_->forward(program); }
 
     void step()
@@ -306,6 +313,33 @@ PYBIND11_MODULE(_native, m)
             return values;
         },
         py::arg("description"), py::arg("groups"), py::arg("torch_version"), py::arg("epochs"));
+    // The recorder's and the replay's clipping, applied to `gradients` in place as the torch
+    // release `torch_version` would (its foreach resolved as that release does): the oracle
+    // test compares it with torch.nn.utils' own. Returns clip_grad_norm's total norm.
+    m.def(
+        "gradient_transform",
+        [](const std::vector<at::Tensor>& gradients, const std::string& kind, double value, double normType, bool errorIfNonfinite,
+           std::optional<bool> foreach, const std::string& torchVersion) {
+            const auto release = zkdv::optim::TorchRelease::parse(torchVersion);
+            if (!release)
+                throw zkdv::Error("\"" + torchVersion + "\" is not a torch release");
+            zkdv::GradientTransform transform;
+            if (kind == "clip_grad_norm") {
+                transform.kind = zkdv::GradientTransform::Kind::ClipNorm;
+                transform.maxNorm = value;
+                transform.normType = normType;
+                transform.errorIfNonfinite = errorIfNonfinite;
+            } else if (kind == "clip_grad_value") {
+                transform.kind = zkdv::GradientTransform::Kind::ClipValue;
+                transform.clipValue = value;
+            } else {
+                throw zkdv::Error("unknown gradient transform kind \"" + kind + "\"");
+            }
+            transform.foreach = zkdv::optim::resolveForeach(foreach, gradients, *release);
+            return zkdv::optim::applyGradientTransform(transform, gradients, *release);
+        },
+        py::arg("gradients"), py::arg("kind"), py::arg("value"), py::arg("norm_type") = 2.0, py::arg("error_if_nonfinite") = false,
+        py::arg("foreach") = py::none(), py::arg("torch_version"));
     py::class_<NativeOptimizer, std::shared_ptr<NativeOptimizer>>(m, "ContractOptimizer")
         .def(py::init<const std::string&, const std::vector<std::pair<std::vector<at::Tensor>, std::string>>&>(), py::arg("name"),
              py::arg("groups"))
@@ -339,6 +373,10 @@ PYBIND11_MODULE(_native, m)
         .def("committed", &NativeRecorder::committed)
         .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())
         .def("backward", &NativeRecorder::backward)
+        .def("clip_grad_norm", &NativeRecorder::clipGradNorm, py::arg("max_norm"), py::arg("norm_type"), py::arg("error_if_nonfinite"),
+             py::arg("foreach"), py::call_guard<py::gil_scoped_release>())
+        .def("clip_grad_value", &NativeRecorder::clipGradValue, py::arg("clip_value"), py::arg("foreach"),
+             py::call_guard<py::gil_scoped_release>())
         .def("prepare_exported", &NativeRecorder::prepareExported)
         .def("forward_exported", &NativeRecorder::forwardExported, py::call_guard<py::gil_scoped_release>())
         .def("step", &NativeRecorder::step, py::call_guard<py::gil_scoped_release>())

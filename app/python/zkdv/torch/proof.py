@@ -312,6 +312,54 @@ class ZKDV:
             )
         self._native.backward(lambda: torch.autograd.backward(recorded, gradient))
 
+    def clip_grad_norm_(
+        self, parameters: Any, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: Optional[bool] = None
+    ) -> torch.Tensor:
+        """torch.nn.utils.clip_grad_norm_, recorded: inside a transaction the tape holds it and the replay re-applies it.
+
+        Call it where the loop called torch's, between proof.backward() and optimizer.step(),
+        on every prepared parameter (model.parameters()); it returns the total norm, as torch's
+        does. Outside a transaction it is torch's own call.
+        """
+
+        transaction = current_transaction()
+        if transaction is None or transaction.proof is not self:
+            if foreach is None:
+                return torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite)
+            return torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach=foreach)
+        self._require_every_parameter(parameters, "clip_grad_norm_")
+        return self._native.clip_grad_norm(float(max_norm), float(norm_type), bool(error_if_nonfinite), _foreach(foreach))
+
+    def clip_grad_value_(self, parameters: Any, clip_value: float, foreach: Optional[bool] = None) -> None:
+        """torch.nn.utils.clip_grad_value_, recorded (see clip_grad_norm_)."""
+
+        transaction = current_transaction()
+        if transaction is None or transaction.proof is not self:
+            if foreach is None:
+                torch.nn.utils.clip_grad_value_(parameters, clip_value)
+            else:
+                torch.nn.utils.clip_grad_value_(parameters, clip_value, foreach=foreach)
+            return
+        self._require_every_parameter(parameters, "clip_grad_value_")
+        self._native.clip_grad_value(float(clip_value), _foreach(foreach))
+
+    def _require_every_parameter(self, parameters: Any, call: str) -> None:
+        # The tape records one transform of all the step's gradients, which the replay applies
+        # to every parameter it trains; a subset would be clipped there as a whole.
+        given = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+        prepared = {_tensor_key(p) for p in self._parameters}
+        keys = {_tensor_key(p) for p in given if isinstance(p, torch.Tensor)}
+        if len(keys) != len(given) or keys != prepared:
+            missing = len(prepared - keys)
+            raise RuntimeError(
+                "proof.%s() clips the gradients of every prepared parameter together (pass model.parameters()): the tape records one "
+                "transform of the whole step's gradients, which the replay applies to all of them, but %s" % (
+                    call,
+                    ("%d of the %d prepared parameters are missing" % (missing, len(prepared))) if missing else
+                    "it received tensors that are not prepared parameters",
+                )
+            )
+
     def _step(self, optimizer: PreparedOptimizer) -> None:
         if self._optimizer is not optimizer:
             raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
@@ -341,6 +389,14 @@ def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> Non
             + ", ".join(evaluating[:5]) + (" and others are" if len(evaluating) > 5 else (" is" if len(evaluating) == 1 else " are"))
             + " in eval mode; call model.train() before the first transaction"
         )
+
+
+def _tensor_key(tensor: torch.Tensor) -> tuple:
+    return (tensor.data_ptr(), tuple(tensor.shape), tensor.dtype)
+
+
+def _foreach(foreach: Optional[bool]) -> Optional[bool]:
+    return None if foreach is None else bool(foreach)
 
 
 def _same_value(loss: torch.Tensor, recorded: torch.Tensor) -> bool:

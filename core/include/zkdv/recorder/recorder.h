@@ -15,6 +15,7 @@
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
+#include "zkdv/tape/gradient_transform.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/sha256.h"
@@ -172,6 +173,12 @@ public:
     void backward(const at::Tensor& loss);
     // The same checks around a frontend's own autograd call (Python's torch.autograd.backward).
     void backward(const std::function<void()>& differentiate);
+    // Between backward() and the optimizer step: torch.nn.utils.clip_grad_norm_ or
+    // clip_grad_value_ over every prepared parameter's gradient, applied here and recorded in the
+    // transaction (tape format 1.7, section 5.1), so the replay applies it too. `foreach` unset
+    // resolves as torch does. clipGradNorm returns the total norm, as torch's does.
+    at::Tensor clipGradNorm(double maxNorm, double normType = 2.0, bool errorIfNonfinite = false, std::optional<bool> foreach = std::nullopt);
+    void clipGradValue(double clipValue, std::optional<bool> foreach = std::nullopt);
 
     // Waits for every pending record, then writes the seal. Throws the first write error.
     void seal();
@@ -186,6 +193,7 @@ private:
     friend class Transaction;
     struct Impl;
     void step(PreparedOptimizer& optimizer);
+    at::Tensor transformGradients(GradientTransform transform);
     // Ends the open transaction; what it changed outside the tape, if anything (empty: nothing).
     std::string endTransaction();
     std::unique_ptr<Impl> impl_;

@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 6;
+inline constexpr std::uint16_t kMinorVersion = 7;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 // From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
@@ -20,6 +20,8 @@ inline constexpr std::uint16_t kScheduleMinor = 6;
 // the one before, may count (spec 3.3): an auditor recomputes every one of them, so a hostile
 // tape must not make it count to 2^64.
 inline constexpr std::uint64_t kMaxScheduleEpochAdvance = std::uint64_t(1) << 20;
+// From this minor version on, a transaction may record gradient transforms (spec 5.1).
+inline constexpr std::uint16_t kGradientTransformMinor = 7;
 inline constexpr std::size_t kFileHeaderSize = 16;
 inline constexpr std::size_t kFrameHeaderSize = 56;
 inline constexpr std::size_t kDigestSize = 32;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/tape/gradient_transform.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/util/sha256.h"
 
@@ -29,6 +30,11 @@ struct TransactionRecord {
     std::vector<double> updateL2;                    // per layout parameter
     std::vector<double> updateMaxAbs;                // per layout parameter
     std::vector<const TensorView*> deltas;           // per layout parameter, or empty
+    // What the step did to the gradients before the optimizer used them (metadata
+    // "gradient_transforms", since 1.7, section 5.1), in order, and for each clip_grad_norm_
+    // the total norm it computed ("gradients/total_norm/<k>"; nullptr for other kinds).
+    std::vector<GradientTransform> gradientTransforms;
+    std::vector<const TensorView*> totalNorms;
 
     // The first group's value of `option` ("lr"), if recorded.
     std::optional<double> optimizerValue(const std::string& option) const;
@@ -55,6 +61,9 @@ public:
     void setOptimizerValue(const std::string& option, const std::vector<double>& perGroup);
     void setUpdateFingerprints(std::vector<double> l2, std::vector<double> maxAbs);
     void addDelta(const std::string& parameter, DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
+    // A gradient transform the step applied, in order; `totalNorm` is clip_grad_norm_'s result
+    // (a scalar of `dtype`), empty for other kinds.
+    void addGradientTransform(const GradientTransform& transform, DType dtype = DType::F32, ByteSpan totalNorm = {});
 
     // The record's payload, tensors in the spec's order; valid while this builder lives.
     SafetensorsBuilder blob() const;
@@ -75,6 +84,8 @@ private:
     std::vector<std::pair<std::string, std::vector<double>>> optimizerValues_;
     std::vector<double> l2_, maxAbs_;
     std::vector<Tensor> deltas_;
+    std::vector<GradientTransform> transforms_;
+    std::vector<Tensor> totalNorms_;
 };
 
 }  // namespace zkdv
