@@ -15,6 +15,7 @@
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/tape/gradient_transform_summary.h"
 #include "zkdv/tape/schedule_statement.h"
 #include "zkdv/util/json_text.h"
 
@@ -35,11 +36,16 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     TerminalProgress progress(!quiet);
     ScanOptions options;
     options.progress = &progress;
-    TapeSummary summary = scanTape(path, nullptr, options);
+    GradientTransformSummary gradients;
+    TapeSummary summary = scanTape(path, &gradients, options);
     progress.finish();
     if (json) {
         nlohmann::json out = {{"kind", "tape"}, {"tape", summaryJson(summary)}};
         out["root"] = summary.root ? rootJson(*summary.root) : nlohmann::json(nullptr);
+        nlohmann::json uses = nlohmann::json::array();
+        for (const GradientTransformUse& use : gradients.uses())
+            uses.push_back({{"transforms", use.transforms}, {"transactions", use.transactions}, {"first", use.first}, {"last", use.last}});
+        out["gradient_transforms"] = {{"uses", uses}, {"other_transactions", gradients.others()}};
         std::printf("%s\n", toJsonText(out, 2).c_str());
         return kExitOk;
     }
@@ -59,6 +65,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     if (root.optimizerSchedule && root.optimizerSchedule->checked())
         std::printf("  scheduler: %s, at epoch %llu when the tape began\n", root.optimizerSchedule->schedulerJson.c_str(),
                     static_cast<unsigned long long>(root.optimizerSchedule->epoch));
+    std::printf("gradients  %s\n", gradients.text(summary.transactionCount).c_str());
     std::printf("model      %zu parameters, %zu buffers\n", root.parameters.size(), root.buffers.size());
     for (const TensorSpec& spec : root.parameters)
         std::printf("  parameter %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());

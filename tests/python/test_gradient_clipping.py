@@ -188,6 +188,13 @@ def test_a_clipped_loop_trains_as_torch_and_replays_exact(tmp_path, by_value):
         assert [t["kind"] for t in transforms[1:]] == (["clip_grad_value"] if by_value else [])
         assert "gradients/total_norm/0" in header and "gradients/total_norm/1" not in header
 
+    status, info = audit("info", str(tape))
+    assert status == 0, info
+    uses = info["gradient_transforms"]["uses"]
+    assert len(uses) == 1 and uses[0]["transactions"] == STEPS and (uses[0]["first"], uses[0]["last"]) == (0, STEPS - 1), uses
+    assert uses[0]["transforms"].startswith("clip_grad_norm_(max_norm=0.5, norm_type=2"), uses
+    assert ("then clip_grad_value_(clip_value=0.05" in uses[0]["transforms"]) == by_value, uses
+
     status, replayed = replay(tmp_path, tape)
     assert status == 0 and replayed["passed"], replayed
     assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]

@@ -17,6 +17,7 @@
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/optim/contract_optimizer.h"
+#include "zkdv/optim/torch_release.h"
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/recorder/recorder.h"
 #include "zkdv/store/case_store.h"
@@ -152,6 +153,7 @@ private Q_SLOTS:
     void optimizerStepFailingHalfWayEndsTheTape();
     void gradientChangedBeforeTheStepIsRefused_data();
     void gradientChangedBeforeTheStepIsRefused();
+    void clippedGradientsAreRecorded();
     void parameterChangedOutsideTheStepEndsTheTape_data();
     void parameterChangedOutsideTheStepEndsTheTape();
     void bufferChangedOutsideTheProgramEndsTheTape();
@@ -563,6 +565,58 @@ void TestRecorder::gradientChangedBeforeTheStepIsRefused()
     const TapeSummary summary = scanTape(path);
     QCOMPARE(summary.status, TapeStatus::Unsealed);
     QCOMPARE(summary.transactionCount, std::uint64_t(1));
+}
+
+void TestRecorder::clippedGradientsAreRecorded()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    const std::string path = dir_.file("clipped.zkdv");
+    std::vector<double> totals;
+    {
+        Recorder recorder(path);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        QVERIFY(errorOf([&] { recorder.clipGradNorm(1.0); }).contains(QStringLiteral("inside a transaction")));
+        for (int i = 0; i < 3; ++i) {
+            OpenStep open(recorder, model);
+            const at::Tensor total = recorder.clipGradNorm(1e-3, 2.0);
+            totals.push_back(total.item<double>());
+            // Scaled to max_norm / (total + 1e-6): just under 1e-3 for a larger norm.
+            std::vector<at::Tensor> clipped;
+            for (const at::Tensor& p : parametersOf(model))
+                clipped.push_back(p.grad().flatten());
+            const double after = at::cat(clipped).norm().item<double>();
+            QVERIFY2(totals.back() > 1e-3 && after < 1e-3 && after > 0.99e-3, qPrintable(QString::number(after)));
+            recorder.clipGradValue(1e-4);
+            QVERIFY(errorOf([&] { recorder.clipGradNorm(1.0, -1.0); }).contains(QStringLiteral("norm_type must be a positive number")));
+            prepared.step();
+            optimizer.zeroGrad();
+        }
+        recorder.seal();
+    }
+    struct Transforms : TapeVisitor {
+        std::vector<std::vector<GradientTransform>> recorded;
+        std::vector<double> totals;
+        void onTransaction(const TransactionRecord& record, const RecordLocation&) override
+        {
+            recorded.push_back(record.gradientTransforms);
+            float total = 0;
+            std::memcpy(&total, record.totalNorms.at(0)->data.data, sizeof total);
+            totals.push_back(total);
+        }
+    } seen;
+    const TapeSummary summary = scanTape(path, &seen);
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
+    QCOMPARE(seen.recorded.size(), std::size_t(3));
+    for (std::size_t i = 0; i < 3; ++i) {
+        QCOMPARE(seen.recorded[i].size(), std::size_t(2));
+        QVERIFY(seen.recorded[i][0].kind == GradientTransform::Kind::ClipNorm && seen.recorded[i][0].maxNorm == 1e-3);
+        QVERIFY(seen.recorded[i][1].kind == GradientTransform::Kind::ClipValue && seen.recorded[i][1].clipValue == 1e-4);
+        // torch 2.x resolves foreach to its CPU kernels; 1.13 has no foreach argument.
+        QCOMPARE(seen.recorded[i][0].foreach.has_value(), optim::TorchRelease::ofThisLibtorch().major >= 2);
+        QCOMPARE(seen.totals[i], totals[i]);
+    }
 }
 
 void TestRecorder::parameterChangedOutsideTheStepEndsTheTape_data()

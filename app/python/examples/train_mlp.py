@@ -25,6 +25,8 @@ with zkdv.torch.ZKDV(sys.argv[1], config) as proof:
             optimizer.zero_grad()
             loss = loss_fn(proof.forward(model, x), y)
             proof.backward(loss)
+            # Clipping inside the step: recorded, and re-applied by the replay (tape format 1.7).
+            proof.clip_grad_norm_(model.parameters(), max_norm=1.0)
             optimizer.step()
         scheduler.step()
 print("%s: %d steps, final loss %.4f" % (sys.argv[1], len(data), loss.item()))

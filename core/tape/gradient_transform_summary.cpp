@@ -1,0 +1,41 @@
+#include "zkdv/tape/gradient_transform_summary.h"
+
+#include "zkdv/tape/transaction_record.h"
+
+namespace zkdv {
+
+void GradientTransformSummary::onTransaction(const TransactionRecord& record, const RecordLocation&)
+{
+    std::string transforms;
+    for (const GradientTransform& transform : record.gradientTransforms)
+        transforms += (transforms.empty() ? "" : ", then ") + transform.describe();
+    for (GradientTransformUse& use : uses_)
+        if (use.transforms == transforms) {
+            ++use.transactions;
+            use.last = record.index;
+            return;
+        }
+    if (uses_.size() == kMaxUses) {
+        ++others_;
+        return;
+    }
+    uses_.push_back({transforms, 1, record.index, record.index});
+}
+
+std::string GradientTransformSummary::text(std::uint64_t transactionCount) const
+{
+    if (uses_.empty() || (uses_.size() == 1 && uses_.front().transforms.empty()))
+        return "as the backward left them (no gradient transform recorded)";
+    std::string text;
+    for (const GradientTransformUse& use : uses_) {
+        text += text.empty() ? "" : "; ";
+        text += use.transforms.empty() ? std::string("none") : use.transforms;
+        text += " in " + std::to_string(use.transactions) + " of " + std::to_string(transactionCount) + " transactions (" +
+                std::to_string(use.first) + (use.first == use.last ? "" : "–" + std::to_string(use.last)) + ")";
+    }
+    if (others_)
+        text += "; " + std::to_string(others_) + " transactions with other transforms";
+    return text;
+}
+
+}  // namespace zkdv
