@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string>
 
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include "zkdv/util/error.h"

@@ -23,6 +23,7 @@
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/scaled_loss.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/util/json_text.h"
@@ -135,15 +136,19 @@ struct Recorder::Impl {
 
     bool open = false;
     bool committed = false;
-    bool forwardRan = false;          // the sealed program ran in the open transaction
-    bool backwardRecorded = false;    // and its loss was differentiated through backward()
+    // The open transaction's micro-batches (one, or several whose gradients accumulate: spec
+    // 5.4), how many the sealed program ran on and how many of their losses were differentiated.
+    std::vector<std::vector<at::Tensor>> microBatches;
+    std::size_t forwards = 0;
+    std::size_t backwards = 0;
+    std::vector<at::Tensor> losses;   // the sealed program's loss of each micro-batch that ran
+    std::vector<LossScale> scales;    // how each differentiated loss was scaled
     // Marks of what the tape describes, taken where the transaction defines them (docs/recorder.md,
     // "Unrecorded changes"): parameters, buffers and optimizer slots as the last step (or the first
     // snapshot) left them; buffers as the program left them; the batch as the program read it; the
     // gradients as the recorded backward left them.
     TensorWatch recordedParameters, recordedBuffers, recordedSlots, forwardBuffers, forwardBatch, backwardGradients;
-    std::vector<at::Tensor> batch;
-    at::Tensor loss;
+    std::vector<at::Tensor> batch;  // the micro-batch the next (or last) forward runs on
     // The open transaction's gradient transforms, in order, and their total norms (host copies;
     // undefined for clip_grad_value_).
     std::vector<GradientTransform> gradientTransforms;
@@ -276,20 +281,51 @@ struct Recorder::Impl {
     {
         if (!open)
             throw RecorderError("forward() runs inside a transaction; open one with transaction(batch)");
-        if (forwardRan)
-            throw RecorderError("proof.forward() runs the sealed program once per transaction, and " + current() +
-                                " already ran it: a second run would change the buffers twice where the replay changes them once");
+        if (forwards == microBatches.size())
+            throw RecorderError(microBatches.size() == 1
+                                    ? "proof.forward() runs the sealed program once per transaction, and " + current() +
+                                          " already ran it: a second run would change the buffers twice where the replay changes them once "
+                                          "(for gradient accumulation, give the transaction a list of micro-batches)"
+                                    : "proof.forward() runs the sealed program once per micro-batch, and " + current() + " already ran all " +
+                                          std::to_string(microBatches.size()) + " of its micro-batches");
+        if (forwards > backwards)
+            throw RecorderError("proof.forward() on micro-batch " + std::to_string(forwards) + " of " + current() + " before proof.backward() of micro-batch " +
+                                std::to_string(forwards - 1) + ": the replay differentiates each micro-batch's loss before the next forward");
         refuseAutocast(transactions);
         requireGradients();
-        checkRecordedState(false, "between " + lastRecorded() + " and the forward of " + current());
-        forwardBatch.mark(batch);
+        if (forwards == 0) {
+            checkRecordedState(false, "between " + lastRecorded() + " and the forward of " + current());
+            std::vector<at::Tensor> all;
+            for (const std::vector<at::Tensor>& micro : microBatches)
+                all.insert(all.end(), micro.begin(), micro.end());
+            forwardBatch.mark(all);
+        } else {
+            // The buffers are the previous forward's; parameters and slots still the last step's.
+            const std::string where = "between the forwards of micro-batches " + std::to_string(forwards - 1) + " and " + std::to_string(forwards) +
+                                      " of " + current();
+            checkRecordedState(false, where, false);
+            if (auto change = forwardBuffers.firstChange(model->buffers(), true))
+                endTape("buffer " + model->bufferNames()[change->index] + " " + change->how + " " + where +
+                        ", outside the sealed program: the tape cannot describe it, and " + kDivergedOtherwise +
+                        "; let only the model's forward change its buffers");
+        }
+        batch = microBatches[forwards];
     }
 
-    void afterForward()
+    void afterForward(const at::Tensor& loss)
     {
         forwardBuffers.mark(model->buffers());
-        forwardRan = true;
-        backwardRecorded = false;
+        losses.push_back(loss.detach());
+        ++forwards;
+    }
+
+    // Every micro-batch's tensors, in order (what the batch watch marked).
+    std::vector<at::Tensor> allBatchTensors() const
+    {
+        std::vector<at::Tensor> all;
+        for (const std::vector<at::Tensor>& micro : microBatches)
+            all.insert(all.end(), micro.begin(), micro.end());
+        return all;
     }
 
     void start()
@@ -500,7 +536,14 @@ void Recorder::setScheduleEpoch(std::uint64_t epoch)
     d.scheduleEpoch = epoch;
 }
 
-Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
+Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy overlap)
+{
+    std::vector<std::vector<at::Tensor>> one;
+    one.push_back(std::move(batch));
+    return transaction(std::move(one), overlap);
+}
+
+Transaction Recorder::transaction(std::vector<std::vector<at::Tensor>> microBatches, OverlapPolicy)
 {
     Impl& d = *impl_;
     if (d.open)
@@ -511,17 +554,25 @@ Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy)
         throw RecorderError(d.brokenBy);
     if (!d.model || !d.bridge)
         throw RecorderError("prepare the model and its optimizer before the first transaction");
-    for (const at::Tensor& tensor : batch)
-        if (!tensor.defined())
-            throw RecorderError("a transaction's batch holds an undefined tensor");
+    if (microBatches.empty() || microBatches.size() > kMaxMicroBatches)
+        throw RecorderError("a transaction holds 1 to " + std::to_string(kMaxMicroBatches) + " micro-batches, not " + std::to_string(microBatches.size()));
+    for (const std::vector<at::Tensor>& micro : microBatches) {
+        if (micro.size() != microBatches.front().size())
+            throw RecorderError("every micro-batch of a transaction holds as many tensors as the first: the sealed step takes batches of one form");
+        for (const at::Tensor& tensor : micro)
+            if (!tensor.defined())
+                throw RecorderError("a transaction's batch holds an undefined tensor");
+    }
     if (!d.started)
         d.start();
     d.open = true;
     d.committed = false;
-    d.forwardRan = false;
-    d.backwardRecorded = false;
-    d.batch = std::move(batch);
-    d.loss = at::Tensor();
+    d.microBatches = std::move(microBatches);
+    d.forwards = 0;
+    d.backwards = 0;
+    d.losses.clear();
+    d.scales.clear();
+    d.batch = d.microBatches.front();
     d.gradientTransforms.clear();
     d.totalNorms.clear();
     d.startedAt = std::chrono::steady_clock::now();
@@ -538,8 +589,7 @@ at::Tensor Recorder::forward(const torch::jit::Module& model)
     for (const at::Tensor& tensor : d.batch)
         batch.push_back(tensor);
     at::Tensor loss = runTrainingStep(d.model->module(), batch);
-    d.loss = loss.detach();
-    d.afterForward();
+    d.afterForward(loss);
     return loss;
 }
 
@@ -558,38 +608,53 @@ std::vector<at::Tensor> Recorder::forwardExported()
         throw RecorderError("forwardExported() runs an exported-graph step; prepare one with prepare(ExportedModel)");
     d.beforeForward();
     std::vector<at::Tensor> outputs = d.model->interpreter_->run(d.batch);
-    d.loss = outputs.front().detach();
-    d.afterForward();
+    d.afterForward(outputs.front());
     return outputs;
 }
 
-void Recorder::backward(const at::Tensor& loss)
+void Recorder::backward(const at::Tensor& loss, LossScale scale)
 {
-    backward([&loss] { torch::autograd::backward({loss}); });
+    backward([&loss, &scale] { torch::autograd::backward({scaledLoss(loss, scale)}); }, scale);
 }
 
-void Recorder::backward(const std::function<void()>& differentiate)
+void Recorder::backward(const std::function<void()>& differentiate, LossScale scale)
 {
     Impl& d = *impl_;
     if (!d.open) {
         differentiate();
         return;
     }
-    if (!d.forwardRan)
+    if (d.forwards == 0)
         throw RecorderError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)");
+    if (d.backwards == d.forwards)
+        throw RecorderError("proof.backward() twice for micro-batch " + std::to_string(d.forwards - 1) + " of " + d.current() +
+                            " (its loss was differentiated already): the replay differentiates each micro-batch's loss once" +
+                            (d.forwards < d.microBatches.size() ? std::string("; run proof.forward() on the next micro-batch first") : std::string()));
+    const std::string problem = lossScaleProblem(scale);
+    if (!problem.empty())
+        throw RecorderError("proof.backward(): " + problem);
     d.requireGradients();
-    // The replay computes every transaction's gradients from zero.
     const std::vector<at::Tensor> gradients = d.gradients();
-    for (std::size_t i = 0; i < gradients.size(); ++i)
-        if (gradients[i].defined() &&
-            at::count_nonzero(gradients[i].is_sparse() ? gradients[i]._values() : gradients[i]).item<std::int64_t>() != 0)
-            throw RecorderError("the gradient of parameter " + d.model->parameterNames()[i] + " is not zero before proof.backward() in " + d.current() +
-                                (d.backwardRecorded ? " (its loss was differentiated already)" : " (gradients accumulated over earlier transactions?)") +
-                                ": the replay computes every transaction's gradients from zero, so its step would differ (" + kDivergedOtherwise +
-                                "); call optimizer.zero_grad() before proof.backward(), and step in every transaction");
+    if (d.backwards == 0) {
+        // The replay computes every transaction's gradients from zero.
+        for (std::size_t i = 0; i < gradients.size(); ++i)
+            if (gradients[i].defined() &&
+                at::count_nonzero(gradients[i].is_sparse() ? gradients[i]._values() : gradients[i]).item<std::int64_t>() != 0)
+                throw RecorderError("the gradient of parameter " + d.model->parameterNames()[i] + " is not zero before proof.backward() in " + d.current() +
+                                    " (gradients accumulated over earlier transactions?): the replay computes every transaction's gradients from "
+                                    "zero, so its step would differ (" + kDivergedOtherwise + "); call optimizer.zero_grad() before proof.backward(), "
+                                    "step in every transaction, and accumulate over micro-batches inside one transaction");
+    } else if (auto change = d.backwardGradients.firstChange(gradients, true)) {
+        // Later micro-batches add to what the earlier ones left.
+        throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how +
+                            " between the backward passes of micro-batches " + std::to_string(d.backwards - 1) + " and " + std::to_string(d.backwards) +
+                            " of " + d.current() + ": the replay accumulates the gradients the sealed program computes (" + kDivergedOtherwise +
+                            "); leave them as proof.backward() left them");
+    }
     differentiate();
     d.backwardGradients.mark(d.gradients());
-    d.backwardRecorded = true;
+    d.scales.push_back(scale);
+    ++d.backwards;
 }
 
 at::Tensor Recorder::clipGradNorm(double maxNorm, double normType, bool errorIfNonfinite, std::optional<bool> foreach)
@@ -622,9 +687,12 @@ at::Tensor Recorder::transformGradients(GradientTransform transform)
     if (d.committed)
         throw RecorderError(std::string("proof.") + name + "() after optimizer.step() in " + d.current() +
                             ": the step took the gradients already; clip between proof.backward() and optimizer.step()");
-    if (!d.backwardRecorded)
+    if (d.backwards == 0)
         throw RecorderError(std::string("proof.") + name + "() before proof.backward() in " + d.current() +
                             ": there are no gradients of the recorded loss to clip yet; clip between proof.backward() and optimizer.step()");
+    if (d.backwards < d.microBatches.size())
+        throw RecorderError(std::string("proof.") + name + "() after " + std::to_string(d.backwards) + " of the " + std::to_string(d.microBatches.size()) +
+                            " micro-batches of " + d.current() + ": clip the accumulated gradients, after the last micro-batch's proof.backward()");
     const std::string problem = gradientTransformProblem(transform);
     if (!problem.empty())
         throw RecorderError(std::string("proof.") + name + "(): " + problem);
@@ -662,12 +730,16 @@ void Recorder::step(PreparedOptimizer& prepared)
         throw RecorderError("optimizer.step() on a prepared optimizer must run inside a transaction");
     if (d.committed)
         throw RecorderError("a transaction holds one optimizer step; open a new transaction for the next");
-    if (!d.loss.defined())
+    if (d.forwards == 0)
         throw RecorderError("no loss in this transaction: compute it with forward() so the recorded loss is the one trained on");
-    if (!d.backwardRecorded)
+    if (d.backwards == 0)
         throw RecorderError("no recorded backward in " + d.current() +
                             ": differentiate the loss with proof.backward(loss) between proof.forward() and optimizer.step(), so that the step "
                             "applies the gradients the replay computes");
+    if (d.backwards < d.microBatches.size())
+        throw RecorderError("optimizer.step() after " + std::to_string(d.backwards) + " of the " + std::to_string(d.microBatches.size()) +
+                            " micro-batches of " + d.current() + ": the tape records every micro-batch the transaction was given, and the replay "
+                            "accumulates all of them; run proof.forward() and proof.backward() on each before the step");
     d.requireGradients();
     if (auto change = d.backwardGradients.firstChange(d.gradients(), true))
         throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how +
@@ -675,7 +747,7 @@ void Recorder::step(PreparedOptimizer& prepared)
                             " (gradient clipping, or another change of .grad): the replay steps with the gradients the sealed program computes (" +
                             kDivergedOtherwise + "), so this step is refused and nothing is recorded; clip with proof.clip_grad_norm_() or "
                             "proof.clip_grad_value_(), which the tape records, and otherwise leave the gradients as proof.backward() left them");
-    if (auto change = d.forwardBatch.firstChange(d.batch, true))
+    if (auto change = d.forwardBatch.firstChange(d.allBatchTensors(), true))
         throw RecorderError("batch tensor " + std::to_string(change->index) + " " + change->how + " after proof.forward() in " + d.current() +
                             ": the tape would record another batch than the one the step trained on (" + kDivergedOtherwise +
                             "), so this step is refused; change a batch before its transaction, or pass a copy");
@@ -749,10 +821,14 @@ void Recorder::step(PreparedOptimizer& prepared)
         digest = state.finish();
     }
 
-    auto batch = std::make_shared<std::vector<at::Tensor>>();
-    for (const at::Tensor& tensor : d.batch)
-        batch->push_back(hostCopy(tensor));
-    auto loss = std::make_shared<at::Tensor>(hostCopy(d.loss));
+    auto micro = std::make_shared<std::vector<std::pair<at::Tensor, std::vector<at::Tensor>>>>();
+    for (std::size_t m = 0; m < d.microBatches.size(); ++m) {
+        std::vector<at::Tensor> batch;
+        for (const at::Tensor& tensor : d.microBatches[m])
+            batch.push_back(hostCopy(tensor));
+        micro->emplace_back(hostCopy(d.losses[m]), std::move(batch));
+    }
+    auto scales = std::make_shared<std::vector<LossScale>>(d.scales);
     auto sampledDeltas = std::make_shared<std::vector<at::Tensor>>();
     if (updateCheck)
         for (const at::Tensor& delta : deltas)
@@ -786,9 +862,12 @@ void Recorder::step(PreparedOptimizer& prepared)
     d.samplingAnchor = recordDigest->get_future().share();
     d.background->submit([=](TapeWriter& w) {
         TransactionRecordBuilder record(index, wallTime);
-        record.setLoss(dtypeOf(loss->scalar_type()), tensorBytes(*loss));
-        for (const at::Tensor& tensor : *batch)
-            record.addBatchTensor(dtypeOf(tensor.scalar_type()), shapeOf(tensor), tensorBytes(tensor));
+        for (std::size_t m = 0; m < micro->size(); ++m) {
+            const auto& [loss, batch] = (*micro)[m];
+            record.addMicroBatch(dtypeOf(loss.scalar_type()), tensorBytes(loss), (*scales)[m]);
+            for (const at::Tensor& tensor : batch)
+                record.addBatchTensor(dtypeOf(tensor.scalar_type()), shapeOf(tensor), tensorBytes(tensor));
+        }
         for (const auto& [option, values] : *options)
             record.setOptimizerValue(option, values);
         record.setUpdateFingerprints(*l2, *maxAbs);
@@ -824,7 +903,8 @@ std::string Recorder::endTransaction()
         ++d.aborted;
     d.open = false;
     d.batch.clear();
-    d.loss = at::Tensor();
+    d.microBatches.clear();
+    d.losses.clear();
     if (!d.brokenBy.empty() || !d.started)
         return {};
     // A transaction that leaves the state other than the tape says ends the tape: a raw

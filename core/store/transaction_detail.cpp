@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "zkdv/tape/record_reader.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/safetensors.h"
+#include "zkdv/tape/scalar_value.h"
 #include "zkdv/tape/transaction_record.h"
 #include "zkdv/util/sha256.h"
 
@@ -83,11 +85,21 @@ void readRecord(CaseStore& store, const CaseTape& tape, const RecordRef& ref, Tr
         }
         for (std::size_t p = 0; p < record.deltas.size() && p < root.parameters.size(); ++p)
             detail.deltas.push_back(describe(*record.deltas[p], root.parameters[p].name));
+        for (std::size_t k = 0; k < record.gradientTransforms.size(); ++k) {
+            std::string line = record.gradientTransforms[k].describe();
+            if (record.totalNorms[k]) {
+                char total[40];
+                std::snprintf(total, sizeof total, "%.9g", scalarToDouble(record.totalNorms[k]->dtype, record.totalNorms[k]->data.data));
+                line += std::string(": total norm ") + total;
+            }
+            detail.gradientTransforms.push_back(std::move(line));
+        }
     } catch (const Error& error) {
         detail.recordProblem = error.what();
         detail.batch.clear();
         detail.optimizerValues.clear();
         detail.deltas.clear();
+        detail.gradientTransforms.clear();
     }
 }
 

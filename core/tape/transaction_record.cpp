@@ -1,5 +1,6 @@
 #include "zkdv/tape/transaction_record.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -27,6 +28,20 @@ std::uint64_t decimalMetadata(const SafetensorsView& view, std::string_view key)
 bool startsWith(std::string_view text, std::string_view prefix)
 {
     return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+void placeBatchTensor(const TensorView& tensor, std::string_view digits, const char* form, std::vector<const TensorView*>& batch)
+{
+    std::size_t position = 0;
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), position);
+    if (digits.empty() || error != std::errc() || end != digits.data() + digits.size())
+        fail(tensor.name + ": batch tensors are named " + form);
+    // A hostile name must not make the reader allocate: a batch has at most as many tensors as the record.
+    if (position >= 65536)
+        fail(tensor.name + ": a batch holds at most 65536 tensors");
+    if (batch.size() <= position)
+        batch.resize(position + 1, nullptr);
+    batch[position] = &tensor;
 }
 
 void float64Vector(const TensorView& tensor, std::size_t expected, std::vector<double>& values)
@@ -90,6 +105,7 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     record.optimizerValues.clear();
     record.gradientTransforms.clear();
     record.totalNorms.clear();
+    record.microBatches.clear();
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -109,6 +125,25 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
         }
         record.totalNorms.assign(record.gradientTransforms.size(), nullptr);
     }
+    std::size_t microCount = 1;
+    if (transformsKnown && !view.metadataValue("micro_batches").empty()) {
+        const std::uint64_t count = decimalMetadata(view, "micro_batches");
+        if (count < 2 || count > kMaxMicroBatches)
+            fail("metadata \"micro_batches\" is " + std::to_string(count) + "; a transaction of several micro-batches holds 2 to " +
+                 std::to_string(kMaxMicroBatches));
+        microCount = static_cast<std::size_t>(count);
+    }
+    const bool micro = microCount > 1;
+    record.microBatches.resize(microCount);
+    if (transformsKnown && !view.metadataValue("loss_scales").empty()) {
+        try {
+            const std::vector<LossScale> scales = parseLossScales(view.metadataValue("loss_scales"), microCount);
+            for (std::size_t m = 0; m < microCount; ++m)
+                record.microBatches[m].scale = scales[m];
+        } catch (const FormatError& error) {
+            fail(error.what());
+        }
+    }
 
     const std::size_t parameterCount = root.parameters.size();
     const std::size_t groupCount = root.optimizerGroups.size();
@@ -122,20 +157,32 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
 
     for (const TensorView& tensor : view.tensors()) {
         const std::string& name = tensor.name;
-        if (name == "loss") {
+        if (name == "loss" && !micro) {
             if (!isFloatingPoint(tensor.dtype) || !tensor.shape.empty())
                 fail("loss: expected a floating-point scalar of shape []");
-            record.lossTensor = &tensor;
-            record.loss = scalarToDouble(tensor.dtype, tensor.data.data);
-        } else if (startsWith(name, "batch/")) {
-            std::size_t position = 0;
-            std::string_view digits(name.data() + 6, name.size() - 6);
-            auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), position);
-            if (digits.empty() || error != std::errc() || end != digits.data() + digits.size())
-                fail(name + ": batch tensors are named batch/<number>");
-            if (record.batch.size() <= position)
-                record.batch.resize(position + 1, nullptr);
-            record.batch[position] = &tensor;
+            record.microBatches[0].loss = &tensor;
+        } else if (startsWith(name, "batch/") && !micro) {
+            placeBatchTensor(tensor, std::string_view(name).substr(6), "batch/<number>", record.microBatches[0].batch);
+        } else if (micro && startsWith(name, "micro/")) {
+            // micro/<m>/loss, micro/<m>/batch/<i>
+            const std::string_view rest = std::string_view(name).substr(6);
+            const std::size_t slash = rest.find('/');
+            std::size_t m = 0;
+            const std::string_view digits = rest.substr(0, slash);
+            auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), m);
+            if (slash == std::string_view::npos || digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
+                (digits.size() > 1 && digits[0] == '0') || m >= microCount)
+                fail(name + ": micro-batch tensors are named micro/<m>/loss and micro/<m>/batch/<i>, m below " + std::to_string(microCount));
+            const std::string_view what = rest.substr(slash + 1);
+            if (what == "loss") {
+                if (!isFloatingPoint(tensor.dtype) || !tensor.shape.empty())
+                    fail(name + ": expected a floating-point scalar of shape []");
+                record.microBatches[m].loss = &tensor;
+            } else if (startsWith(what, "batch/")) {
+                placeBatchTensor(tensor, what.substr(6), "micro/<m>/batch/<number>", record.microBatches[m].batch);
+            } else {
+                fail("unexpected tensor \"" + name + "\"");
+            }
         } else if (startsWith(name, "optimizer/")) {
             if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || static_cast<std::size_t>(tensor.shape[0]) != groupCount)
                 fail(name + ": expected F64 [" + std::to_string(groupCount) + "] (one value per optimizer group)");
@@ -172,15 +219,29 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
             fail("unexpected tensor \"" + name + "\"");
         }
     }
-    if (!record.lossTensor)
-        fail("missing tensor \"loss\"");
+    for (std::size_t m = 0; m < microCount; ++m) {
+        MicroBatch& step = record.microBatches[m];
+        const std::string prefix = micro ? "micro/" + std::to_string(m) + "/" : std::string();
+        if (!step.loss)
+            fail("missing tensor \"" + prefix + "loss\"");
+        for (std::size_t i = 0; i < step.batch.size(); ++i)
+            if (!step.batch[i])
+                fail("batch tensors must be numbered without gaps; " + prefix + "batch/" + std::to_string(i) + " is missing");
+        if (m > 0 && step.batch.size() != record.microBatches[0].batch.size())
+            fail("micro-batch " + std::to_string(m) + " holds " + std::to_string(step.batch.size()) + " batch tensors, micro-batch 0 " +
+                 std::to_string(record.microBatches[0].batch.size()) + "; the sealed step takes batches of one form");
+    }
+    record.lossTensor = record.microBatches[0].loss;
+    record.loss = 0.0;
+    for (const MicroBatch& step : record.microBatches) {
+        const double loss = scalarToDouble(step.loss->dtype, step.loss->data.data);
+        record.loss += microCount == 1 ? loss : step.scale.apply(loss);
+        record.batch.insert(record.batch.end(), step.batch.begin(), step.batch.end());
+    }
     if (!l2 || !maxAbs)
         fail("missing tensor \"" + std::string(l2 ? "update/max_abs" : "update/l2") + "\"");
     float64Vector(*l2, parameterCount, record.updateL2);
     float64Vector(*maxAbs, parameterCount, record.updateMaxAbs);
-    for (std::size_t i = 0; i < record.batch.size(); ++i)
-        if (!record.batch[i])
-            fail("batch tensors must be numbered without gaps; batch/" + std::to_string(i) + " is missing");
     if (deltaCount != 0 && deltaCount != parameterCount)
         fail("deltas recorded for " + std::to_string(deltaCount) + " of " + std::to_string(parameterCount) +
              " parameters; a sampled update check records all of them");
@@ -201,11 +262,32 @@ void TransactionRecordBuilder::setStateDigest(const Digest& digest) { stateDiges
 
 void TransactionRecordBuilder::setScheduleEpoch(std::uint64_t epoch) { scheduleEpoch_ = epoch; }
 
-void TransactionRecordBuilder::setLoss(DType dtype, ByteSpan scalar) { loss_ = Tensor{"loss", dtype, {}, scalar}; }
+void TransactionRecordBuilder::setLoss(DType dtype, ByteSpan scalar)
+{
+    if (micro_.empty())
+        micro_.push_back(Micro{Tensor{"loss", dtype, {}, scalar}, {}, {}});
+    else
+        micro_.front().loss = Tensor{"loss", dtype, {}, scalar};
+}
+
+void TransactionRecordBuilder::addMicroBatch(DType lossDtype, ByteSpan loss, LossScale scale)
+{
+    micro_.push_back(Micro{Tensor{"loss", lossDtype, {}, loss}, {}, scale});
+}
+
+void TransactionRecordBuilder::setLossScale(LossScale scale)
+{
+    if (micro_.empty())
+        throw Error("transaction " + std::to_string(index_) + ": a loss scale before its loss");
+    micro_.front().scale = scale;
+}
 
 void TransactionRecordBuilder::addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data)
 {
-    batch_.push_back(Tensor{"batch/" + std::to_string(batch_.size()), dtype, std::move(shape), data});
+    if (micro_.empty())
+        throw Error("transaction " + std::to_string(index_) + ": a batch tensor before its loss");
+    std::vector<Tensor>& batch = micro_.back().batch;
+    batch.push_back(Tensor{std::to_string(batch.size()), dtype, std::move(shape), data});
 }
 
 void TransactionRecordBuilder::setOptimizerValue(const std::string& option, const std::vector<double>& perGroup)
@@ -233,7 +315,7 @@ void TransactionRecordBuilder::addGradientTransform(const GradientTransform& tra
 
 SafetensorsBuilder TransactionRecordBuilder::blob() const
 {
-    if (!loss_)
+    if (micro_.empty())
         throw Error("transaction " + std::to_string(index_) + " has no loss");
     SafetensorsBuilder blob;
     blob.setMetadata("zkdv.record", "transaction");
@@ -245,9 +327,22 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.setMetadata("schedule_epoch", std::to_string(*scheduleEpoch_));
     if (!transforms_.empty())
         blob.setMetadata("gradient_transforms", gradientTransformsJson(transforms_));
-    blob.add(loss_->name, loss_->dtype, loss_->shape, loss_->data);
-    for (const Tensor& tensor : batch_)
-        blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
+    const bool micro = micro_.size() > 1;
+    if (micro)
+        blob.setMetadata("micro_batches", std::to_string(micro_.size()));
+    std::vector<LossScale> scales;
+    for (const Micro& step : micro_)
+        scales.push_back(step.scale);
+    if (std::any_of(scales.begin(), scales.end(), [](const LossScale& s) { return s.op != LossScale::Op::None; }))
+        blob.setMetadata("loss_scales", lossScalesJson(scales));
+    for (std::size_t m = 0; m < micro_.size(); ++m) {
+        // Names are built here, where the record's layout is decided; SafetensorsBuilder keeps them.
+        const std::string prefix = micro ? "micro/" + std::to_string(m) + "/" : std::string();
+        const Micro& step = micro_[m];
+        blob.add(prefix + "loss", step.loss.dtype, step.loss.shape, step.loss.data);
+        for (const Tensor& tensor : step.batch)
+            blob.add(prefix + "batch/" + tensor.name, tensor.dtype, tensor.shape, tensor.data);
+    }
     for (const auto& [name, values] : optimizerValues_)
         blob.add(name, DType::F64, {static_cast<std::int64_t>(values.size())}, ByteSpan(values.data(), values.size() * sizeof(double)));
     blob.add("update/l2", DType::F64, {static_cast<std::int64_t>(l2_.size())}, ByteSpan(l2_.data(), l2_.size() * sizeof(double)));

@@ -30,6 +30,7 @@
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/scaled_loss.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 
@@ -474,9 +475,6 @@ private:
         if (record.index != outcome.index)
             throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index));
 
-        c10::List<at::Tensor> batch;
-        for (const TensorView* tensor : record.batch)
-            batch.push_back(tensorFromView(*tensor).to(device_));
         for (at::Tensor& parameter : parameters_)
             parameter.mutable_grad() = at::Tensor();
         if (schedule_) {
@@ -491,11 +489,20 @@ private:
         if (crossEnvironment())
             for (const at::Tensor& buffer : buffers_)
                 buffersBefore.push_back(buffer.is_floating_point() ? buffer.detach().clone() : at::Tensor());
-        at::Tensor loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
-        outcome.comparisons.push_back(compareTensor("loss", "loss", *record.lossTensor, loss, tolerance_));
-        judgeAcrossEnvironments(outcome.comparisons.back(), record.lossTensor->dtype, [&] { return differenceNorm(*record.lossTensor, loss); },
-                                std::sqrt(squaredNorm(loss)), "the loss");
-        torch::autograd::backward({loss});
+        // One forward and backward pass per micro-batch, in the recorded order; the gradients
+        // accumulate as they did in the training loop (spec 5.4).
+        for (std::size_t m = 0; m < record.microBatches.size(); ++m) {
+            const MicroBatch& micro = record.microBatches[m];
+            c10::List<at::Tensor> batch;
+            for (const TensorView* tensor : micro.batch)
+                batch.push_back(tensorFromView(*tensor).to(device_));
+            at::Tensor loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
+            const std::string name = record.microBatches.size() == 1 ? std::string("loss") : "micro-batch " + std::to_string(m);
+            outcome.comparisons.push_back(compareTensor(name, "loss", *micro.loss, loss, tolerance_));
+            judgeAcrossEnvironments(outcome.comparisons.back(), micro.loss->dtype, [&] { return differenceNorm(*micro.loss, loss); },
+                                    std::sqrt(squaredNorm(loss)), "the loss");
+            torch::autograd::backward({scaledLoss(loss, micro.scale)});
+        }
         applyGradientTransforms(record, outcome);
         if (crossEnvironment()) {
             // A buffer's drift across the segment is measured against how far the program moved

@@ -69,6 +69,7 @@ private Q_SLOTS:
     void cleanup();
     void treeShowsWhatTheCaseHoldsForAReplayedTransaction();
     void treeSaysWhatTheRunDidNotReplay();
+    void gradientTransformsAreShownAsRecorded();
     void noteEditedInThePaneShowsInTheTableAndTheFilter();
     void coreComparisonNamesTheTamperedElementFirst();
     void compareElementsRunsInTheBackgroundAndShowsTheWorstElement();
@@ -154,6 +155,8 @@ void TestTransactionDetail::treeShowsWhatTheCaseHoldsForAReplayedTransaction()
         QCOMPARE(batch->child(int(i))->child(0)->text(1), QString::fromStdString(detail.batch[i].sha256));
     }
     QCOMPARE(child(recorded, QStringLiteral("Loss"))->text(1).section(QLatin1Char(' '), 0, 0), QString::number(detail.loss, 'g', 17));
+    QVERIFY(detail.gradientTransforms.empty());
+    QVERIFY(child(recorded, QStringLiteral("Gradient transforms"))->text(1).startsWith(QStringLiteral("none")));
 
     // Fingerprints: one per parameter, as recorded; the replayed ones are not in the case, and it says so.
     QTreeWidgetItem* fingerprints = topLevel(tree, QStringLiteral("Update fingerprints"));
@@ -180,6 +183,21 @@ void TestTransactionDetail::treeShowsWhatTheCaseHoldsForAReplayedTransaction()
     QVERIFY2(delta->text(1).startsWith(QStringLiteral("diverged")), qPrintable(delta->text(1)));
     QCOMPARE(child(delta, QStringLiteral("Bit for bit"))->text(1), QStringLiteral("no"));
     QVERIFY(child(comparisons, QStringLiteral("loss"))->text(1).startsWith(QStringLiteral("exact")));
+}
+
+void TestTransactionDetail::gradientTransformsAreShownAsRecorded()
+{
+    // The golden clipped tape (format 1.7): every step clipped by norm, then by value.
+    const std::string path = dir_.file("clipped.zkaudit");
+    CaseStore store(path, CaseStore::Access::ReadWrite);
+    const std::int64_t tape = store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/mlp-clipped-adamw-1.7.zkdv").tapeId;
+    const TransactionDetail detail = loadTransactionDetail(store, tape, 3);
+    QVERIFY2(detail.recordProblem.empty(), detail.recordProblem.c_str());
+    QCOMPARE(detail.gradientTransforms.size(), std::size_t(2));
+    const QString norm = QString::fromStdString(detail.gradientTransforms[0]);
+    QVERIFY2(norm.startsWith(QStringLiteral("clip_grad_norm_(max_norm=0.5, norm_type=2")) && norm.contains(QStringLiteral("): total norm ")),
+             qPrintable(norm));
+    QCOMPARE(QString::fromStdString(detail.gradientTransforms[1]), QStringLiteral("clip_grad_value_(clip_value=0.05)"));
 }
 
 void TestTransactionDetail::treeSaysWhatTheRunDidNotReplay()

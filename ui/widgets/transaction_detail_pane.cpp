@@ -310,6 +310,12 @@ void TransactionDetailPane::fill(const TransactionDetail& d)
                 values << QString::number(v, 'g', 17);
             add(options, text(option), values.join(QStringLiteral(", ")));
         }
+        QTreeWidgetItem* transforms =
+            add(recorded, tr("Gradient transforms"),
+                d.gradientTransforms.empty() ? tr("none: the optimizer stepped with the gradients of the backward pass")
+                                             : tr("%n applied before the step, in order", nullptr, static_cast<int>(d.gradientTransforms.size())));
+        for (std::size_t k = 0; k < d.gradientTransforms.size(); ++k)
+            add(transforms, QString::number(k), text(d.gradientTransforms[k]));
     }
 
     QTreeWidgetItem* fingerprints = add(tree_->invisibleRootItem(), tr("Update fingerprints"),

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -208,7 +209,8 @@ public:
     }
     void setScheduleEpoch(std::uint64_t epoch) { recorder_->setScheduleEpoch(epoch); }
 
-    void begin(std::vector<at::Tensor> batch) { open_.emplace(recorder_->transaction(std::move(batch))); }
+    // One micro-batch, or several accumulated into one step (tape format 1.7, section 5.4).
+    void begin(std::vector<std::vector<at::Tensor>> microBatches) { open_.emplace(recorder_->transaction(std::move(microBatches))); }
 
     // Raises when the transaction changed the state the tape describes (the recorder's message).
     void end()
@@ -221,9 +223,20 @@ public:
     }
 
     // Python's own autograd call, inside the recorder's checks of the gradients.
-    void backward(const py::function& differentiate)
+    // `scale`: how zkdv.torch scaled the loss it differentiates, ("div" | "mul", number,
+    // whether the loop's number was an int), or None.
+    void backward(const py::function& differentiate, const std::optional<std::tuple<std::string, double, bool>>& scale)
     {
-        recorder_->backward([&differentiate] { differentiate(); });
+        zkdv::LossScale loss;
+        if (scale) {
+            const auto& [op, by, integral] = *scale;
+            if (op != "div" && op != "mul")
+                throw zkdv::RecorderError("a loss scale is \"div\" or \"mul\", not \"" + op + "\"");
+            loss.op = op == "div" ? zkdv::LossScale::Op::Divide : zkdv::LossScale::Op::Multiply;
+            loss.by = by;
+            loss.integral = integral;
+        }
+        recorder_->backward([&differentiate] { differentiate(); }, loss);
     }
     bool committed() const { return open_ && open_->committed(); }
 
@@ -372,7 +385,7 @@ PYBIND11_MODULE(_native, m)
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)
         .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())
-        .def("backward", &NativeRecorder::backward)
+        .def("backward", &NativeRecorder::backward, py::arg("differentiate"), py::arg("scale") = py::none())
         .def("clip_grad_norm", &NativeRecorder::clipGradNorm, py::arg("max_norm"), py::arg("norm_type"), py::arg("error_if_nonfinite"),
              py::arg("foreach"), py::call_guard<py::gil_scoped_release>())
         .def("clip_grad_value", &NativeRecorder::clipGradValue, py::arg("clip_value"), py::arg("foreach"),

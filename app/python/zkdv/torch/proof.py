@@ -199,7 +199,12 @@ class ZKDV:
     # ------------------------------------------------------------------ transactions
 
     def transaction(self, *, batch: Any, overlap: Any = None) -> EagerTransaction:
-        """Begin an eager transaction before the model forward mutates state."""
+        """Begin an eager transaction before the model forward mutates state.
+
+        `batch` is `(inputs, targets, *extra)`, or a list of such micro-batches for gradient
+        accumulation: one optimizer step over all of them, each through proof.forward() and
+        proof.backward() in order (the loss scaled as the loop writes it, e.g. `loss / 4`).
+        """
 
         if overlap is None:
             overlap = overlap_policy.UNCHECKED
@@ -207,12 +212,15 @@ class ZKDV:
 
     def _open_transaction(self, transaction: EagerTransaction) -> None:
         batch = transaction.batch
-        if not 2 <= len(batch) <= 2 + program.MAX_EXTRA_INPUTS or not all(isinstance(value, torch.Tensor) for value in batch):
-            raise RuntimeError(
-                "a ZKDV Torch transaction's batch is (inputs, targets) or (inputs, targets, extra, ...) with up to %d "
-                "extra model inputs, all tensors: the sealed step is loss(model(inputs, *extra), targets) "
-                "(docs/python.md)" % program.MAX_EXTRA_INPUTS
-            )
+        for micro in transaction.micro_batches:
+            if not 2 <= len(micro) <= 2 + program.MAX_EXTRA_INPUTS or not all(isinstance(value, torch.Tensor) for value in micro):
+                raise RuntimeError(
+                    "a ZKDV Torch transaction's batch is (inputs, targets) or (inputs, targets, extra, ...) with up to %d "
+                    "extra model inputs, all tensors, or a list of such micro-batches: the sealed step is "
+                    "loss(model(inputs, *extra), targets) (docs/python.md)" % program.MAX_EXTRA_INPUTS
+                )
+            if len(micro) != len(batch):
+                raise RuntimeError("every micro-batch of a transaction has the same form: %d tensors, not %d" % (len(batch), len(micro)))
         if self._program is None:
             self._seal_program_once(len(batch) - 2, batch)
         elif len(batch) - 2 != self._extra_inputs:
@@ -220,7 +228,7 @@ class ZKDV:
                 "this proof sealed a step whose batch holds %d tensors, not %d: every transaction's batch has the same "
                 "form" % (2 + self._extra_inputs, len(batch))
             )
-        self._native.begin(list(batch))
+        self._native.begin([list(micro) for micro in transaction.micro_batches])
 
     def _close_transaction(self, transaction: EagerTransaction, failing: bool) -> None:
         transaction.loss = None
@@ -280,19 +288,26 @@ class ZKDV:
         transaction = current_transaction()
         if transaction is None or transaction.proof is not self:
             return model(*args, **kwargs)
-        expected = (transaction.batch[0],) + transaction.batch[2:]
+        # The next micro-batch's (the recorder refuses a forward past the last one).
+        micro = transaction.micro_batches[min(transaction.forwards, len(transaction.micro_batches) - 1)]
+        expected = (micro[0],) + micro[2:]
         if kwargs or len(args) != len(expected) or any(a is not b for a, b in zip(args, expected)):
             raise RuntimeError(
                 "inside a ZKDV Torch transaction proof.forward(model, inputs, *extra) takes the batch's inputs "
                 "(its first tensor) and its extra tensors (after the targets), and nothing else: the sealed step "
                 "is loss(model(inputs, *extra), targets)"
+                + ("; with micro-batches, those of the next one, in order (micro-batch %d)" % transaction.forwards
+                   if len(transaction.micro_batches) > 1 else "")
             )
         if self._program is export_program.EXPORTED:
-            transaction.loss, output = self._native.forward_exported()
-            return output
-        transaction.loss = self._native.forward(self._program._c)
-        output = self._program.output
-        self._program.output = None  # the program holds no tensor between steps
+            loss, output = self._native.forward_exported()
+        else:
+            loss = self._native.forward(self._program._c)
+            output = self._program.output
+            self._program.output = None  # the program holds no tensor between steps
+        transaction.loss = loss
+        transaction.batch = micro
+        transaction.forwards += 1
         return output
 
     def backward(self, loss: torch.Tensor, gradient: Any = None) -> None:
@@ -305,12 +320,20 @@ class ZKDV:
         recorded = transaction.loss
         if recorded is None:
             raise RuntimeError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)")
+        scale = None
+        differentiated = recorded
         if loss is not recorded and not _same_value(loss, recorded):
-            raise RuntimeError(
-                "proof.backward() received a loss the sealed program did not compute: the tape records "
-                "loss(model(inputs), targets) with the prepared loss module; anything added to it is not replayed"
-            )
-        self._native.backward(lambda: torch.autograd.backward(recorded, gradient))
+            scale = _loss_scale(loss, recorded)
+            if scale is None:
+                raise RuntimeError(
+                    "proof.backward() received a loss the sealed program did not compute: the tape records "
+                    "loss(model(inputs), targets) with the prepared loss module, divided or multiplied by a number "
+                    "(loss / accumulation_steps) at most; anything added to it is not replayed"
+                )
+            op, by, integral = scale
+            by = int(by) if integral else by
+            differentiated = recorded / by if op == "div" else recorded * by
+        self._native.backward(lambda: torch.autograd.backward(differentiated, gradient), scale)
 
     def clip_grad_norm_(
         self, parameters: Any, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: Optional[bool] = None
@@ -389,6 +412,27 @@ def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> Non
             + ", ".join(evaluating[:5]) + (" and others are" if len(evaluating) > 5 else (" is" if len(evaluating) == 1 else " are"))
             + " in eval mode; call model.train() before the first transaction"
         )
+
+
+def _loss_scale(loss: Any, recorded: torch.Tensor) -> Optional[tuple]:
+    """("div" | "mul", number, integral) when `loss` is the recorded loss divided or multiplied
+    by a Python number, bit for bit as torch computes it; None otherwise."""
+
+    node = getattr(loss, "grad_fn", None)
+    name = type(node).__name__
+    if not name.startswith(("DivBackward", "MulBackward")):
+        return None
+    other = getattr(node, "_saved_other", None)
+    # A Python number is wrapped as a 0-dim int64 or float64 tensor that needs no gradient.
+    if not isinstance(other, torch.Tensor) or other.dim() != 0 or other.requires_grad or other.dtype not in (torch.int64, torch.float64):
+        return None
+    integral = other.dtype == torch.int64
+    by = int(other.item()) if integral else float(other.item())
+    op = "div" if name.startswith("Div") else "mul"
+    if op == "div" and by == 0:
+        return None
+    candidate = recorded.detach() / by if op == "div" else recorded.detach() * by
+    return (op, float(by), integral) if _same_value(loss, candidate) else None
 
 
 def _tensor_key(tensor: torch.Tensor) -> tuple:

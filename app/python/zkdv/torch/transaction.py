@@ -27,9 +27,16 @@ class EagerTransaction:
         if overlap is not overlap_policy.UNCHECKED:
             raise ValueError("the only overlap policy is zkdv.overlap.UNCHECKED")
         self.proof = proof
-        self.batch = tuple(batch)
+        # A list of batches is gradient accumulation: one step over several micro-batches, each
+        # through proof.forward() and proof.backward() in order (docs/python.md).
+        if isinstance(batch, list) and batch and all(isinstance(micro, (tuple, list)) for micro in batch):
+            self.micro_batches = tuple(tuple(micro) for micro in batch)
+        else:
+            self.micro_batches = (tuple(batch),)
+        self.batch = self.micro_batches[0]  # the micro-batch of the next (or last) forward
+        self.forwards = 0
         self.overlap = overlap
-        self.loss = None  # the sealed program's loss, once proof.forward() ran
+        self.loss = None  # the sealed program's loss of the last forward
         proof._open_transaction(self)
         self._token = _CURRENT.set(self)
 

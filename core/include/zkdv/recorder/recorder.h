@@ -16,6 +16,7 @@
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
 #include "zkdv/tape/gradient_transform.h"
+#include "zkdv/tape/loss_scale.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/sha256.h"
@@ -162,17 +163,23 @@ public:
     // Opens a transaction for `batch` (nested transactions are refused). The first one
     // seals the program and writes the root record and the first snapshot.
     Transaction transaction(std::vector<at::Tensor> batch, OverlapPolicy overlap = OverlapPolicy::Unchecked);
-    // Runs the prepared model's training_step on the open transaction's batch; refuses a
-    // model that was not prepared ("pass it through prepare() first").
+    // Gradient accumulation (tape format 1.7, section 5.4): one optimizer step over several
+    // micro-batches, each run through forward() and backward() in order before the step.
+    Transaction transaction(std::vector<std::vector<at::Tensor>> microBatches, OverlapPolicy overlap = OverlapPolicy::Unchecked);
+    // Runs the prepared model's training_step on the open transaction's batch (its next
+    // micro-batch); refuses a model that was not prepared ("pass it through prepare() first").
     at::Tensor forward(const torch::jit::Module& model);
     // Runs the prepared exported-graph step on the open transaction's batch: its loss, then its
     // further outputs (the model's output).
     std::vector<at::Tensor> forwardExported();
-    // Differentiates the loss inside a transaction, refusing gradients left from before (the
-    // replay starts from zero) and marking the gradients the step must then apply unchanged.
-    void backward(const at::Tensor& loss);
-    // The same checks around a frontend's own autograd call (Python's torch.autograd.backward).
-    void backward(const std::function<void()>& differentiate);
+    // Differentiates the loss inside a transaction, scaled as `scale` says (accumulation's
+    // `loss / micro-batches`), refusing gradients left from before (the replay starts from
+    // zero; later micro-batches add to the earlier ones') and marking the gradients the step
+    // must then apply unchanged.
+    void backward(const at::Tensor& loss, LossScale scale = {});
+    // The same checks around a frontend's own autograd call (Python's torch.autograd.backward
+    // of the loss scaled by `scale`).
+    void backward(const std::function<void()>& differentiate, LossScale scale = {});
     // Between backward() and the optimizer step: torch.nn.utils.clip_grad_norm_ or
     // clip_grad_value_ over every prepared parameter's gradient, applied here and recorded in the
     // transaction (tape format 1.7, section 5.1), so the replay applies it too. `foreach` unset

@@ -54,6 +54,9 @@ struct TransactionDetail {
     std::vector<RecordedTensor> batch;
     std::vector<std::pair<std::string, std::vector<double>>> optimizerValues;  // option, per group
     std::vector<RecordedTensor> deltas;
+    // The step's gradient transforms (tape format 1.7), as torch's calls, each clip_grad_norm_
+    // with the total norm it recorded: "clip_grad_norm_(max_norm=1, norm_type=2): total norm 3.25".
+    std::vector<std::string> gradientTransforms;
 
     // The shown run (0: none replayed this tape), its verdict of the transaction (nullopt:
     // the run did not replay it) and every comparison it stored for it.

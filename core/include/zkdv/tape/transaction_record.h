@@ -8,12 +8,24 @@
 #include <vector>
 
 #include "zkdv/tape/gradient_transform.h"
+#include "zkdv/tape/loss_scale.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/util/sha256.h"
 
 namespace zkdv {
 
 struct RootRecord;
+
+// The most micro-batches one transaction may hold (spec 5.4): a replay runs every one of them.
+inline constexpr std::size_t kMaxMicroBatches = 1024;
+
+// One forward and backward pass of a step (spec 5.4): the batch it ran on, the loss the sealed
+// program computed from it, and how the loop scaled that loss before differentiating it.
+struct MicroBatch {
+    const TensorView* loss = nullptr;
+    std::vector<const TensorView*> batch;
+    LossScale scale;
+};
 
 // Tensors point into the payload they were parsed from.
 struct TransactionRecord {
@@ -23,9 +35,14 @@ struct TransactionRecord {
     // The scheduler's last_epoch at this step (metadata "schedule_epoch", since 1.6): present
     // exactly when the root's schedule names a scheduler (spec 3.3).
     std::optional<std::uint64_t> scheduleEpoch;
-    double loss = 0.0;  // the loss widened to double (exact for every floating dtype)
-    const TensorView* lossTensor = nullptr;
-    std::vector<const TensorView*> batch;
+    // The loss widened to double (exact for every floating dtype); with several micro-batches
+    // the sum of their scaled losses (their mean, for losses divided by their number).
+    double loss = 0.0;
+    const TensorView* lossTensor = nullptr;    // the first micro-batch's
+    std::vector<const TensorView*> batch;      // every micro-batch's tensors, in order
+    // The step's forward and backward passes, in order: one, or since 1.7 several, whose
+    // gradients accumulate before the optimizer step (gradient accumulation).
+    std::vector<MicroBatch> microBatches;
     std::vector<const TensorView*> optimizerValues;  // "optimizer/<option>", F64 [groups]
     std::vector<double> updateL2;                    // per layout parameter
     std::vector<double> updateMaxAbs;                // per layout parameter
@@ -58,6 +75,11 @@ public:
     // Tensor bytes are referenced, not copied; keep them alive until the record is written.
     void setLoss(DType dtype, ByteSpan scalar);
     void addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
+    // Another forward and backward pass (spec 5.4): its loss, then its batch with addBatchTensor.
+    // The first call after setLoss starts the second micro-batch.
+    void addMicroBatch(DType lossDtype, ByteSpan loss, LossScale scale = {});
+    // How the first (or only) micro-batch's loss was scaled.
+    void setLossScale(LossScale scale);
     void setOptimizerValue(const std::string& option, const std::vector<double>& perGroup);
     void setUpdateFingerprints(std::vector<double> l2, std::vector<double> maxAbs);
     void addDelta(const std::string& parameter, DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
@@ -79,8 +101,12 @@ private:
     std::uint64_t wallTimeNs_;
     std::optional<Digest> stateDigest_;
     std::optional<std::uint64_t> scheduleEpoch_;
-    std::optional<Tensor> loss_;
-    std::vector<Tensor> batch_;
+    struct Micro {
+        Tensor loss;
+        std::vector<Tensor> batch;
+        LossScale scale;
+    };
+    std::vector<Micro> micro_;
     std::vector<std::pair<std::string, std::vector<double>>> optimizerValues_;
     std::vector<double> l2_, maxAbs_;
     std::vector<Tensor> deltas_;
