@@ -5,7 +5,7 @@ in the same format as the C++ recorder, so the test suite holds tapes made by re
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
                           [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5|6|7]
-                          [--scheduler JSON] [--clip-grad-norm MAX] [--clip-grad-value V] [--forge-clip STEP]
+                          [--scheduler JSON] [--clip-grad-norm MAX] [--clip-grad-value V] [--forge-clip STEP] [--accumulate M]
                           [--number-dtype I64|F64|F32]
 """
 
@@ -172,6 +172,9 @@ def main():
     parser.add_argument("--clip-grad-value", type=float, default=None, metavar="CLIP_VALUE",
                         help="clamp every step's gradients with torch.nn.utils.clip_grad_value_ (after --clip-grad-norm, if "
                              "both); implies --format-minor 7")
+    parser.add_argument("--accumulate", type=int, default=None, metavar="M",
+                        help="gradient accumulation: every step runs M micro-batches, each loss divided by M before its "
+                             "backward, recorded as format 1.7 micro-batches (spec 5.4); implies --format-minor 7")
     parser.add_argument("--forge-clip", type=int, default=None, metavar="STEP",
                         help="a dishonest trainer: step STEP with gradients clipped at half the recorded max_norm")
     parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6, 7), default=5,
@@ -182,7 +185,7 @@ def main():
     args = parser.parse_args()
     if args.scheduler:
         args.format_minor = max(args.format_minor, 6)
-    if args.clip_grad_norm is not None or args.clip_grad_value is not None:
+    if args.clip_grad_norm is not None or args.clip_grad_value is not None or args.accumulate:
         args.format_minor = 7
 
     torch.manual_seed(args.seed)
@@ -244,11 +247,16 @@ def main():
         if step % args.interval == 0:
             snapshot(step)
         started = time.monotonic_ns()
-        y = torch.randint(0, 3, (16,), generator=generator)
-        x = centers[y] + torch.randn(16, 6, generator=generator)
+        micro = []
+        for _ in range(args.accumulate or 1):
+            y = torch.randint(0, 3, (16,), generator=generator)
+            micro.append((centers[y] + torch.randn(16, 6, generator=generator), y))
         before = [p.detach().clone() for p in model.parameters()]
-        loss = model.training_step([x, y])
-        loss.backward()
+        losses = []
+        for x, y in micro:
+            loss = model.training_step([x, y])
+            losses.append(loss.detach())
+            (loss / args.accumulate if args.accumulate else loss).backward()
         transforms, total_norms = [], []
         # torch 2.x resolves foreach=None to its foreach kernels on CPU; 1.13 has no such argument.
         foreach = True if int(torch.__version__.split(".")[0]) >= 2 else None
@@ -270,7 +278,12 @@ def main():
         deltas = [p.detach() - b for p, b in zip(model.parameters(), before)]
         draws = seed_stream if args.format_minor < 3 else chain_bound_generator(args.seed, anchor)
         update_check, state_check = sampled_checks(draws, args.update_check, args.state_check)
-        tensors = [("loss", loss.detach()), ("batch/0", x), ("batch/1", y)]
+        if args.accumulate:
+            tensors = []
+            for m, ((x, y), micro_loss) in enumerate(zip(micro, losses)):
+                tensors += [("micro/%d/loss" % m, micro_loss), ("micro/%d/batch/0" % m, x), ("micro/%d/batch/1" % m, y)]
+        else:
+            tensors = [("loss", loss.detach()), ("batch/0", x), ("batch/1", y)]
         tensors.append(("optimizer/lr", torch.tensor([float(optimizer.param_groups[0]["lr"])], dtype=torch.float64)))
         tensors.append(("update/l2", torch.tensor([d.double().norm().item() for d in deltas], dtype=torch.float64)))
         tensors.append(("update/max_abs", torch.tensor([d.abs().max().double().item() for d in deltas], dtype=torch.float64)))
@@ -282,6 +295,9 @@ def main():
             metadata["schedule_epoch"] = str(scheduler.last_epoch)
         if transforms:
             metadata["gradient_transforms"] = json.dumps(transforms)
+        if args.accumulate:
+            metadata["micro_batches"] = str(args.accumulate)
+            metadata["loss_scales"] = json.dumps([{"op": "div", "by": args.accumulate}] * args.accumulate)
         if state_check:
             metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names, args.number_dtype))
         anchor = tape.append("transaction", blob(tensors, metadata))
@@ -290,8 +306,8 @@ def main():
                 group["lr"] /= 3.0
         if scheduler is not None:
             scheduler.step()
-        first_loss = loss.item() if first_loss is None else first_loss
-        last_loss = loss.item()
+        first_loss = losses[0].item() if first_loss is None else first_loss
+        last_loss = losses[-1].item()
     # From 1.5 on the tape ends with the final state whatever the count (spec 2.4); before, only
     # a count on the interval put a snapshot there.
     if args.steps % args.interval == 0 or args.format_minor >= 5:
