@@ -1,8 +1,9 @@
-"""Writes the golden clipped tape (README.md): the MLP of tests/python/conftest.py through
-zkdv.torch with AdamW in two parameter groups, every step's gradients clipped with
-proof.clip_grad_norm_(0.5) and then proof.clip_grad_value_(0.05) (tape format 1.7, gradient
-transforms). Run once, in the tree root:
-PYTHONPATH=build/python /usr/bin/python3 tests/data/golden/record_clipped_mlp.py OUT."""
+"""Writes the golden accumulated, clipped tape (README.md): the MLP of tests/python/conftest.py
+through zkdv.torch with AdamW in two parameter groups, every step accumulated over 3
+micro-batches (each loss / 3) and its gradients clipped with proof.clip_grad_norm_(0.5), then
+proof.clip_grad_value_(0.05) (tape format 1.7: micro-batches, loss scales, gradient transforms).
+Run once, in the tree root:
+PYTHONPATH=build/python /usr/bin/python3 tests/data/golden/record_accumulated_mlp.py OUT."""
 
 import sys
 
@@ -23,10 +24,13 @@ config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probabi
 loss_fn = torch.nn.CrossEntropyLoss()
 with zkdv.torch.ZKDV(sys.argv[1], config, replay_snapshot_interval=6) as proof:
     model, loss_fn, optimizer = proof.prepare(model, loss_fn, optimizer)
-    for x, y in batches(14):
-        with proof.transaction(batch=(x, y)):
+    data = list(batches(14 * 3))
+    for step in range(14):
+        micro = data[3 * step:3 * step + 3]
+        with proof.transaction(batch=micro):
             optimizer.zero_grad()
-            proof.backward(loss_fn(proof.forward(model, x), y))
+            for x, y in micro:
+                proof.backward(loss_fn(proof.forward(model, x), y) / 3)
             proof.clip_grad_norm_(model.parameters(), 0.5)
             proof.clip_grad_value_(model.parameters(), 0.05)
             optimizer.step()
