@@ -65,20 +65,28 @@ FOREACH = [None, False, True] if TORCH2 else [None]
 @pytest.mark.parametrize("max_norm", [0.05, 1e6])
 def test_clip_grad_norm_is_torchs_bit_for_bit(max_norm, norm_type, dtype, foreach):
     grads = gradients(dtype, seed=(int(norm_type * 7) if math.isfinite(norm_type) else 5) % 97 + 3, scale=2.0)
-    try:
-        expected_total, expected = torch_clip("clip_grad_norm", grads, max_norm, norm_type, False, foreach)
-    except RuntimeError as refusal:
-        # torch 1.13's inf norm takes max() of each gradient, which an empty one has not.
-        with pytest.raises(RuntimeError):
-            zkdv_clip("clip_grad_norm", grads, max_norm, norm_type, False, foreach)
-        assert not TORCH2 and math.isinf(norm_type), refusal
-        return
+    if math.isinf(norm_type):
+        grads = [g for g in grads if g.numel()]  # no inf norm of an empty gradient: the next test
+    expected_total, expected = torch_clip("clip_grad_norm", grads, max_norm, norm_type, False, foreach)
     total, clipped = zkdv_clip("clip_grad_norm", grads, max_norm, norm_type, False, foreach)
     assert same_bits(total, expected_total), (total, expected_total)
     for i, (ours, theirs) in enumerate(zip(clipped, expected)):
         assert same_bits(ours, theirs), (i, ours, theirs)
     if max_norm < 1:
         assert any(not same_bits(c, g) for c, g in zip(clipped, grads) if c.numel()), "nothing was clipped: the case proves nothing"
+
+
+@pytest.mark.parametrize("foreach", FOREACH)
+def test_an_empty_gradient_has_no_inf_norm_in_torch_or_here(foreach):
+    """The inf norm of an empty tensor has no identity: torch refuses it (1.13's max(), 2.x's
+    norm kernels), and so does the port, before anything is scaled."""
+    grads = gradients(torch.float32, seed=8)
+    with pytest.raises(RuntimeError):
+        torch_clip("clip_grad_norm", grads, 1.0, math.inf, False, foreach)
+    kept = [g.clone() for g in grads]
+    with pytest.raises(RuntimeError):
+        _native.gradient_transform(kept, "clip_grad_norm", 1.0, math.inf, False, foreach, torch.__version__)
+    assert all(same_bits(a, b) for a, b in zip(kept, grads))
 
 
 @pytest.mark.parametrize("foreach", FOREACH)
