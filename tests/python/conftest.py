@@ -155,6 +155,27 @@ def audit(*arguments):
     return done.returncode, output
 
 
+def replay_all(tmp_path, tape):
+    """Ingests `tape` into a case of its own and replays every transaction: (exit status, JSON)."""
+    case = tmp_path / (tape.stem + ".zkaudit")
+    status, ingested = audit("ingest", str(tape), "--case", str(case))
+    assert status == 0, ingested
+    return audit("replay", str(case), "--select", "all")
+
+
+def independent_tape(tmp_path, name, *options, steps=14, interval=6):
+    """A tape of tests/oracle/record.py, which writes the format from the spec alone with real
+    torch.optim, torch's own schedulers, clipping and accumulation, and no zkdv (SGD)."""
+    import sys
+    from pathlib import Path
+
+    tape = tmp_path / name
+    script = Path(__file__).resolve().parents[1] / "oracle" / "record.py"
+    subprocess.run([sys.executable, str(script), str(tape), "--optimizer", "SGD", "--steps", str(steps), "--interval", str(interval), *options],
+                   check=True, capture_output=True, timeout=300)
+    return tape
+
+
 def assert_replays_exact(tmp_path, tape, steps):
     status, verified = audit("verify", str(tape))
     assert status == 0 and verified["status"] == "sealed", verified

@@ -5,15 +5,12 @@ replays exact, and a forged micro-batch (order, contents, scale) is diverged at 
 
 import json
 import struct
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import zkdv.torch
-from conftest import audit, batches, fresh_mlp
+from conftest import audit, batches, fresh_mlp, independent_tape, replay_all
 from tape_edit import _records, edited_metadata, rechain_with_edit
 
 STEPS = 10
@@ -72,11 +69,6 @@ def train_plain(scale, clip=None, schedule=False):
     return model
 
 
-def replay(tmp_path, tape):
-    case = tmp_path / (tape.stem + ".zkaudit")
-    status, ingested = audit("ingest", str(tape), "--case", str(case))
-    assert status == 0, ingested
-    return audit("replay", str(case), "--select", "all")
 
 
 def header_of(payload):
@@ -106,7 +98,7 @@ def test_an_accumulating_loop_trains_as_torch_and_replays_exact(tmp_path, scale)
     assert scales == [expected] * MICRO, scales
     if scale == "div_int":
         assert isinstance(scales[0]["by"], int)
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["passed"], replayed
     assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
 
@@ -118,7 +110,7 @@ def test_the_real_loop_trains_as_torch_and_replays_exact(tmp_path):
     plain = train_plain(SCALES["div_int"], clip=1.0, schedule=True)
     for (name, recorded), trained in zip(model.named_parameters(), plain.parameters()):
         assert torch.equal(recorded.detach(), trained.detach()), name
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == STEPS, replayed
 
 
@@ -150,22 +142,15 @@ def test_what_the_replay_cannot_accumulate_is_refused(tmp_path):
                 proof.backward(loss_fn(proof.forward(model, x), y) / 4)
             optimizer.step()
         assert proof.statistics["transactions"] == 1
-    status, replayed = replay(tmp_path, tmp_path / "refused.zkdv")
+    status, replayed = replay_all(tmp_path, tmp_path / "refused.zkdv")
     assert status == 0 and replayed["verdicts"]["exact"] == 1, replayed
 
 
-def independent_tape(tmp_path, name, *options):
-    """A tape of tests/oracle/record.py, written from the spec alone: torch's own accumulation."""
-    tape = tmp_path / name
-    script = Path(__file__).resolve().parents[1] / "oracle" / "record.py"
-    subprocess.run([sys.executable, str(script), str(tape), "--optimizer", "SGD", "--steps", "12", "--interval", "6", *options],
-                   check=True, capture_output=True, timeout=300)
-    return tape
 
 
 def test_an_independent_writers_accumulating_tape_replays_exact(tmp_path):
-    tape = independent_tape(tmp_path, "independent.zkdv", "--accumulate", "3", "--clip-grad-norm", "0.3")
-    status, replayed = replay(tmp_path, tape)
+    tape = independent_tape(tmp_path, "independent.zkdv", "--accumulate", "3", "--clip-grad-norm", "0.3", steps=12)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 12, replayed
 
 
@@ -211,13 +196,13 @@ def halved_scale(metadata):
 @pytest.mark.parametrize("edit", ["order", "contents", "scale"])
 def test_a_forged_micro_batch_is_diverged_at_its_transaction(tmp_path, edit):
     # No sampled checks: the edit changes every later chain-bound draw, which a forger would have to match.
-    honest = independent_tape(tmp_path, "honest.zkdv", "--accumulate", "3", "--update-check", "0", "--state-check", "0")
+    honest = independent_tape(tmp_path, "honest.zkdv", "--accumulate", "3", "--update-check", "0", "--state-check", "0", steps=12)
     forged = tmp_path / ("forged-" + edit + ".zkdv")
     edits = {"order": swap_micro, "contents": scaled_batch, "scale": lambda payload: edited_metadata(payload, halved_scale)}
     rechain_with_edit(honest, forged, 5, edits[edit])
     status, verified = audit("verify", str(forged))
     assert status == 0 and verified["status"] == "sealed", verified
-    status, replayed = replay(tmp_path, forged)
+    status, replayed = replay_all(tmp_path, forged)
     assert status == 1 and not replayed["passed"], replayed
     first = replayed["first_failures"][0]
     assert first["index"] == 5 and first["verdict"] == "diverged", replayed["first_failures"]

@@ -5,16 +5,13 @@ same loop without zkdv and replays exact, a forged clip is diverged at its trans
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import zkdv.torch
 from zkdv import _native
-from conftest import audit, batches, fresh_mlp
+from conftest import audit, batches, fresh_mlp, independent_tape, replay_all
 from tape_edit import _records, edited_metadata, rechain_with_edit, scaled_scalar
 
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
@@ -170,11 +167,6 @@ def transactions_of(tape):
     return found
 
 
-def replay(tmp_path, tape):
-    case = tmp_path / (tape.stem + ".zkaudit")
-    status, ingested = audit("ingest", str(tape), "--case", str(case))
-    assert status == 0, ingested
-    return audit("replay", str(case), "--select", "all")
 
 
 @pytest.mark.parametrize("by_value", [False, True], ids=["norm", "norm+value"])
@@ -203,7 +195,7 @@ def test_a_clipped_loop_trains_as_torch_and_replays_exact(tmp_path, by_value):
     assert uses[0]["transforms"].startswith("clip_grad_norm_(max_norm=0.5, norm_type=2"), uses
     assert ("then clip_grad_value_(clip_value=0.05" in uses[0]["transforms"]) == by_value, uses
 
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["passed"], replayed
     assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
 
@@ -241,18 +233,11 @@ def test_an_unrecorded_clip_is_refused_naming_the_recorded_one(tmp_path):
     assert float(proof.clip_grad_norm_(model.parameters(), 1e-4)) > 1e-4
 
 
-def independent_tape(tmp_path, name, *options):
-    """A tape of tests/oracle/record.py, written from the spec alone with torch's own clip."""
-    tape = tmp_path / name
-    script = Path(__file__).resolve().parents[1] / "oracle" / "record.py"
-    subprocess.run([sys.executable, str(script), str(tape), "--optimizer", "SGD", "--steps", "14", "--interval", "6", *options],
-                   check=True, capture_output=True, timeout=300)
-    return tape
 
 
 def test_an_independent_writers_clipped_tape_replays_exact(tmp_path):
     tape = independent_tape(tmp_path, "independent.zkdv", "--clip-grad-norm", "0.2", "--clip-grad-value", "0.02")
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed
 
 
@@ -269,7 +254,7 @@ def test_a_step_clipped_otherwise_than_recorded_is_diverged_there(tmp_path):
     """A dishonest trainer clips step 8 at half the max_norm it records: the total norm (taken
     before clipping) replays exact, the update does not."""
     tape = independent_tape(tmp_path, "forged.zkdv", "--clip-grad-norm", "0.2", "--forge-clip", "8")
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 1
     assert_diverged_from(replayed, 8, "clip_grad_norm_(max_norm=0.2")
 
@@ -301,6 +286,6 @@ def test_an_edited_clip_rechained_is_caught_at_its_transaction(tmp_path, edit):
         assert "gradients/total_norm/0: the transaction records no gradient transform 0" in verified["problem"]["message"], verified
         return
     assert status == 0 and verified["status"] == "sealed", verified
-    status, replayed = replay(tmp_path, forged)
+    status, replayed = replay_all(tmp_path, forged)
     assert status == 1
     assert_diverged_from(replayed, 4, *(["gradients total_norm/0"] if edit == "total_norm" else ["clip_grad_norm_(max_norm=2"]))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import zkdv.torch
-from conftest import audit, batches, fresh_mlp
+from conftest import audit, batches, fresh_mlp, independent_tape, replay_all
 from tape_edit import _records
 
 SCHEDULERS = {
@@ -85,11 +85,6 @@ def report_of(tmp_path, tape):
     return json.loads(out.read_text())
 
 
-def replay(tmp_path, tape):
-    case = tmp_path / (tape.stem + ".zkaudit")
-    status, ingested = audit("ingest", str(tape), "--case", str(case))
-    assert status == 0, ingested
-    return audit("replay", str(case), "--select", "all")
 
 
 @pytest.mark.parametrize("kind", sorted(SCHEDULERS))
@@ -108,7 +103,7 @@ def test_a_prepared_schedule_trains_as_torch_and_replays_exact(tmp_path, kind):
     assert schedule["scheduler"]["kind"] == type(SCHEDULERS[kind](torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1))).__name__
     assert "initial_lr" not in root["optimizer"]["groups"][0]["options"]
 
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["passed"], replayed
     assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
     report = report_of(tmp_path, tape)
@@ -144,22 +139,10 @@ def test_a_step_off_the_prepared_schedule_is_refused_before_it_is_taken(tmp_path
         assert proof.statistics["transactions"] == 11
     assert [step for step, _ in refused] == [9], refused
     assert "not the prepared scheduler's" in refused[0][1] and "group 1 lr" in refused[0][1], refused[0][1]
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 11, replayed
 
 
-def independent_tape(tmp_path, name, *options):
-    """A tape of tests/oracle/record.py, which writes format 1.6 from the spec alone, with real
-    torch.optim and torch's own scheduler, without zkdv."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    tape = tmp_path / name
-    script = Path(__file__).resolve().parents[1] / "oracle" / "record.py"
-    subprocess.run([sys.executable, str(script), str(tape), "--optimizer", "SGD", "--steps", "14", "--interval", "4", *options],
-                   check=True, capture_output=True, timeout=300)
-    return tape
 
 
 STEP_LR = json.dumps({"kind": "StepLR", "arguments": {"step_size": 3, "gamma": 0.5}})
@@ -168,10 +151,10 @@ STEP_LR = json.dumps({"kind": "StepLR", "arguments": {"step_size": 3, "gamma": 0
 def test_a_forged_rate_is_diverged_at_its_transaction_naming_the_option(tmp_path):
     """A dishonest trainer steps transaction 6 with three times StepLR's rate and records the
     rate it used: every update replays exact, and only the schedule check can see it."""
-    tape = independent_tape(tmp_path, "forged.zkdv", "--scheduler", STEP_LR, "--forge-lr", "6")
+    tape = independent_tape(tmp_path, "forged.zkdv", "--scheduler", STEP_LR, "--forge-lr", "6", interval=4)
     status, verified = audit("verify", str(tape))
     assert status == 0 and verified["status"] == "sealed", verified
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 1 and not replayed["passed"], replayed
     failures = replayed["first_failures"]
     assert failures[0]["index"] == 6 and failures[0]["verdict"] == "diverged", failures
@@ -192,7 +175,7 @@ def test_a_schedule_the_auditor_cannot_recompute_replays_as_recorded(tmp_path, h
     assert len({tuple(lrs) for lrs in used}) > 1
     schedule = root_of(tape)["optimizer"]["schedule"]
     assert schedule["options"] == ["lr"] and schedule["scheduler"] is None, schedule
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == STEPS, replayed
     report = report_of(tmp_path, tape)
     assert report["optimizer"]["schedule"] == {"options": ["lr"], "scheduler": None, "checked": False}, report["optimizer"]
@@ -214,7 +197,7 @@ def test_a_scheduler_made_before_the_optimizer_was_prepared_records_as_recorded(
                     optimizer.step()
                 scheduler.step()
     assert root_of(tape)["optimizer"]["schedule"]["scheduler"] is None
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 8, replayed
 
 
@@ -242,14 +225,14 @@ def test_a_scheduler_made_after_the_first_transaction_is_refused_when_it_changes
 
 
 def test_the_independent_writer_s_scheduled_tape_replays_exact(tmp_path):
-    tape = independent_tape(tmp_path, "independent.zkdv", "--scheduler", STEP_LR)
+    tape = independent_tape(tmp_path, "independent.zkdv", "--scheduler", STEP_LR, interval=4)
     schedule = root_of(tape)["optimizer"]["schedule"]
     assert schedule["scheduler"]["kind"] == "StepLR" and root_of(tape)["format"]["minor"] == 6
     status, verified = audit("verify", str(tape))
     assert status == 0 and verified["status"] == "sealed", verified
     status, info = audit("info", str(tape))
     assert status == 0 and info["root"]["optimizer"]["schedule"] == schedule, info["root"]["optimizer"]
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed
 
 
@@ -277,5 +260,5 @@ def test_gradients_zeroed_in_place_train_as_torch_and_replay_exact(tmp_path):
             plain_scheduler.step()
     for recorded, trained in zip(model.parameters(), plain_model.parameters()):
         assert torch.equal(recorded.detach(), trained.detach())
-    status, replayed = replay(tmp_path, tape)
+    status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 10, replayed
