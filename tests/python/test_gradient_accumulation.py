@@ -9,6 +9,7 @@ import struct
 import pytest
 import torch
 
+import zkdv
 import zkdv.torch
 from conftest import audit, batches, fresh_mlp, independent_tape, replay_all
 from tape_edit import _records, edited_metadata, rechain_with_edit
@@ -34,9 +35,12 @@ def micro_batches(steps=STEPS):
     return [data[MICRO * s:MICRO * (s + 1)] for s in range(steps)]
 
 
-def record(tape, scale, clip=None, schedule=False):
+HAS_EXPORT = hasattr(torch, "export") and int(torch.__version__.split(".")[0]) >= 2
+
+
+def record(tape, scale, clip=None, schedule=False, program="torchscript"):
     model = fresh_mlp()
-    with zkdv.torch.ZKDV(tape, replay_snapshot_interval=4) as proof:
+    with zkdv.torch.ZKDV(tape, zkdv.ZKDVConfig(program=program), replay_snapshot_interval=4) as proof:
         model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), two_groups(model))
         scheduler = proof.prepare(torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=STEPS)) if schedule else None
         for micro in micro_batches():
@@ -103,10 +107,16 @@ def test_an_accumulating_loop_trains_as_torch_and_replays_exact(tmp_path, scale)
     assert replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
 
 
-def test_the_real_loop_trains_as_torch_and_replays_exact(tmp_path):
-    """AdamW in two groups, a cosine schedule, accumulation over 4 micro-batches, clipping at 1.0."""
+@pytest.mark.parametrize("program", ["torchscript", "exported-graph"])
+def test_the_real_loop_trains_as_torch_and_replays_exact(tmp_path, program):
+    """AdamW in two groups, a cosine schedule, accumulation over 4 micro-batches, clipping at 1.0,
+    with either program kind (the exported graph runs once per micro-batch too)."""
     tape = tmp_path / "real.zkdv"
-    model = record(tape, SCALES["div_int"], clip=1.0, schedule=True)
+    if program == "exported-graph" and not HAS_EXPORT:
+        with pytest.raises(RuntimeError, match=r"needs torch 2\.x with torch\.export"):
+            record(tape, SCALES["div_int"], program=program)
+        return
+    model = record(tape, SCALES["div_int"], clip=1.0, schedule=True, program=program)
     plain = train_plain(SCALES["div_int"], clip=1.0, schedule=True)
     for (name, recorded), trained in zip(model.named_parameters(), plain.parameters()):
         assert torch.equal(recorded.detach(), trained.detach()), name
