@@ -5,7 +5,6 @@
 #include <future>
 
 #include <ATen/core/grad_mode.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -23,6 +22,7 @@
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/autocast_scope.h"
 #include "zkdv/tensor/scaled_loss.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
@@ -47,18 +47,6 @@ struct CanonicalState {
 // What a replay of an unrecorded change would call it, said once for every refusal.
 constexpr const char* kDivergedOtherwise = "a replay would find the transaction diverged, as if tampered with";
 
-// Autocast changes the dtype every operator of the step runs in, and the replay runs the
-// sealed program without it. Autocast is on for a device when its dispatch key is not
-// excluded in this thread (both torch lanes keep that convention).
-void refuseAutocast(std::uint64_t transaction)
-{
-    for (const auto& [key, device] : {std::pair{c10::DispatchKey::AutocastCPU, "cpu"}, std::pair{c10::DispatchKey::AutocastCUDA, "cuda"},
-                                      std::pair{c10::DispatchKey::AutocastXPU, "xpu"}})
-        if (!c10::impl::tls_is_dispatch_key_excluded(key))
-            throw RecorderError(std::string("autocast is not recorded yet; transaction ") + std::to_string(transaction) + " runs its forward under torch.autocast(\"" +
-                                device + "\"), which the replay would not apply (" + kDivergedOtherwise +
-                                "): run proof.forward() outside autocast, or cast the model and the batch to the dtype you want before the first transaction");
-}
 
 }  // namespace
 
@@ -143,6 +131,7 @@ struct Recorder::Impl {
     std::size_t backwards = 0;
     std::vector<at::Tensor> losses;   // the sealed program's loss of each micro-batch that ran
     std::vector<LossScale> scales;    // how each differentiated loss was scaled
+    AutocastSetting autocast;         // what the transaction's forwards ran under
     // Marks of what the tape describes, taken where the transaction defines them (docs/recorder.md,
     // "Unrecorded changes"): parameters, buffers and optimizer slots as the last step (or the first
     // snapshot) left them; buffers as the program left them; the batch as the program read it; the
@@ -291,7 +280,18 @@ struct Recorder::Impl {
         if (forwards > backwards)
             throw RecorderError("proof.forward() on micro-batch " + std::to_string(forwards) + " of " + current() + " before proof.backward() of micro-batch " +
                                 std::to_string(forwards - 1) + ": the replay differentiates each micro-batch's loss before the next forward");
-        refuseAutocast(transactions);
+        // The forward's autocast is recorded and the replay runs it again (spec 5.5); one
+        // setting for all of a transaction's forwards.
+        const AutocastSetting setting = currentAutocast();
+        const std::string problem = autocastProblem(setting);
+        if (!problem.empty())
+            throw RecorderError(problem + "; " + current() + " runs its forward under it, which the replay would not apply (" + kDivergedOtherwise +
+                                "): run proof.forward() under torch.autocast(\"cpu\") or (\"cuda\") with bfloat16 or float16, or without autocast");
+        if (forwards > 0 && setting != autocast)
+            throw RecorderError("micro-batch " + std::to_string(forwards) + " of " + current() + " runs its forward " +
+                                (setting.empty() ? std::string("without autocast") : "under " + describeAutocast(setting)) + ", micro-batch 0 " +
+                                (autocast.empty() ? std::string("without") : "under " + describeAutocast(autocast)) +
+                                ": a transaction records one autocast for all its forwards");
         requireGradients();
         if (forwards == 0) {
             checkRecordedState(false, "between " + lastRecorded() + " and the forward of " + current());
@@ -310,6 +310,8 @@ struct Recorder::Impl {
                         "; let only the model's forward change its buffers");
         }
         batch = microBatches[forwards];
+        if (forwards == 0)
+            autocast = setting;
     }
 
     void afterForward(const at::Tensor& loss)
@@ -829,6 +831,7 @@ void Recorder::step(PreparedOptimizer& prepared)
         micro->emplace_back(hostCopy(d.losses[m]), std::move(batch));
     }
     auto scales = std::make_shared<std::vector<LossScale>>(d.scales);
+    auto autocast = std::make_shared<AutocastSetting>(d.autocast);
     auto sampledDeltas = std::make_shared<std::vector<at::Tensor>>();
     if (updateCheck)
         for (const at::Tensor& delta : deltas)
@@ -862,6 +865,7 @@ void Recorder::step(PreparedOptimizer& prepared)
     d.samplingAnchor = recordDigest->get_future().share();
     d.background->submit([=](TapeWriter& w) {
         TransactionRecordBuilder record(index, wallTime);
+        record.setAutocast(*autocast);
         for (std::size_t m = 0; m < micro->size(); ++m) {
             const auto& [loss, batch] = (*micro)[m];
             record.addMicroBatch(dtypeOf(loss.scalar_type()), tensorBytes(loss), (*scales)[m]);

@@ -106,6 +106,7 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     record.gradientTransforms.clear();
     record.totalNorms.clear();
     record.microBatches.clear();
+    record.autocast.clear();
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -124,6 +125,13 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
             fail(error.what());
         }
         record.totalNorms.assign(record.gradientTransforms.size(), nullptr);
+    }
+    if (transformsKnown && !view.metadataValue("autocast").empty()) {
+        try {
+            record.autocast = parseAutocast(view.metadataValue("autocast"));
+        } catch (const FormatError& error) {
+            fail(error.what());
+        }
     }
     std::size_t microCount = 1;
     if (transformsKnown && !view.metadataValue("micro_batches").empty()) {
@@ -282,6 +290,8 @@ void TransactionRecordBuilder::setLossScale(LossScale scale)
     micro_.front().scale = scale;
 }
 
+void TransactionRecordBuilder::setAutocast(AutocastSetting setting) { autocast_ = std::move(setting); }
+
 void TransactionRecordBuilder::addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data)
 {
     if (micro_.empty())
@@ -327,6 +337,8 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.setMetadata("schedule_epoch", std::to_string(*scheduleEpoch_));
     if (!transforms_.empty())
         blob.setMetadata("gradient_transforms", gradientTransformsJson(transforms_));
+    if (!autocast_.empty())
+        blob.setMetadata("autocast", autocastJson(autocast_));
     const bool micro = micro_.size() > 1;
     if (micro)
         blob.setMetadata("micro_batches", std::to_string(micro_.size()));

@@ -30,6 +30,7 @@
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/tensor/autocast_scope.h"
 #include "zkdv/tensor/scaled_loss.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
@@ -496,7 +497,11 @@ private:
             c10::List<at::Tensor> batch;
             for (const TensorView* tensor : micro.batch)
                 batch.push_back(tensorFromView(*tensor).to(device_));
-            at::Tensor loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
+            at::Tensor loss;
+            {
+                const AutocastScope autocast(record.autocast);  // the forward's, as recorded; the backward runs outside
+                loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
+            }
             const std::string name = record.microBatches.size() == 1 ? std::string("loss") : "micro-batch " + std::to_string(m);
             outcome.comparisons.push_back(compareTensor(name, "loss", *micro.loss, loss, tolerance_));
             judgeAcrossEnvironments(outcome.comparisons.back(), micro.loss->dtype, [&] { return differenceNorm(*micro.loss, loss); },

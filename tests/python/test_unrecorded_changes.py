@@ -212,7 +212,8 @@ def test_gradients_accumulated_over_transactions_are_refused(tmp_path):
         loss = loss_fn(proof.forward(model, x1), y1)
         with pytest.raises(RuntimeError, match=r"^the gradient of parameter model\.hidden\.weight is not zero before proof\.backward\(\) in "
                            r"transaction 1 \(gradients accumulated over earlier transactions\?\): the replay computes every transaction's "
-                           r"gradients from zero.*call optimizer\.zero_grad\(\) before proof\.backward\(\), and step in every transaction$"):
+                           r"gradients from zero.*call optimizer\.zero_grad\(\) before proof\.backward\(\), step in every transaction, and accumulate "
+                           r"over micro-batches inside one transaction$"):
             proof.backward(loss)
     # Zeros (zero_grad(set_to_none=False)) are what the replay starts from: accepted.
     with proof.transaction(batch=(x2, y2)):
@@ -228,8 +229,8 @@ def test_a_second_backward_in_a_transaction_is_refused(tmp_path):
     with proof.transaction(batch=(x, y)):
         loss = loss_fn(proof.forward(model, x), y)
         proof.backward(loss)
-        with pytest.raises(RuntimeError, match=r"^the gradient of parameter model\.hidden\.weight is not zero before proof\.backward\(\) in "
-                           r"transaction 0 \(its loss was differentiated already\)"):
+        with pytest.raises(RuntimeError, match=r"^proof\.backward\(\) twice for micro-batch 0 of transaction 0 \(its loss was differentiated "
+                           r"already\): the replay differentiates each micro-batch's loss once$"):
             proof.backward(loss)
         optimizer.step()
     assert proof.statistics["transactions"] == 1
@@ -246,17 +247,20 @@ def test_a_backward_outside_proof_backward_is_refused_at_the_step(tmp_path):
     proof.close()
 
 
-def test_autocast_around_the_forward_is_refused(tmp_path):
+def test_autocast_changed_between_micro_batches_is_refused(tmp_path):
+    """Autocast is recorded (test_mixed_precision.py), one setting per transaction."""
     tape = tmp_path / "autocast.zkdv"
     proof, model, loss_fn, optimizer = prepared(tape)
-    (x0, y0), = batches(1)
-    with proof.transaction(batch=(x0, y0)):
+    (x0, y0), (x1, y1) = batches(2)
+    with proof.transaction(batch=[(x0, y0), (x1, y1)]):
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            with pytest.raises(RuntimeError, match=r"^autocast is not recorded yet; transaction 0 runs its forward under "
-                               r"torch\.autocast\(\"cpu\"\), which the replay would not apply"):
-                proof.forward(model, x0)
-        # The refused call ran nothing: the same transaction goes on outside autocast.
-        proof.backward(loss_fn(proof.forward(model, x0), y0))
+            proof.backward(loss_fn(proof.forward(model, x0), y0) / 2)
+        with pytest.raises(RuntimeError, match=r"^micro-batch 1 of transaction 0 runs its forward without autocast, micro-batch 0 under "
+                           r"torch\.autocast\(\"cpu\", dtype=torch\.bfloat16\)"):
+            proof.forward(model, x1)
+        # The refused call ran nothing: the same transaction goes on under the same autocast.
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            proof.backward(loss_fn(proof.forward(model, x1), y1) / 2)
         optimizer.step()
     seal_and_replay(tmp_path, proof, tape, 1)
 

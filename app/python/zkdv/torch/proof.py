@@ -328,7 +328,8 @@ class ZKDV:
                 raise RuntimeError(
                     "proof.backward() received a loss the sealed program did not compute: the tape records "
                     "loss(model(inputs), targets) with the prepared loss module, divided or multiplied by a number "
-                    "(loss / accumulation_steps) at most; anything added to it is not replayed"
+                    "(loss / accumulation_steps) at most; anything added to it is not replayed (nor is torch.amp.GradScaler's "
+                    "tensor scale yet)"
                 )
             op, by, integral = scale
             by = int(by) if integral else by

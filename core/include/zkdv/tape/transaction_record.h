@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/tape/autocast_setting.h"
 #include "zkdv/tape/gradient_transform.h"
 #include "zkdv/tape/loss_scale.h"
 #include "zkdv/tape/safetensors.h"
@@ -43,6 +44,8 @@ struct TransactionRecord {
     // The step's forward and backward passes, in order: one, or since 1.7 several, whose
     // gradients accumulate before the optimizer step (gradient accumulation).
     std::vector<MicroBatch> microBatches;
+    // The autocast every forward pass ran under (metadata "autocast", since 1.7, section 5.5).
+    AutocastSetting autocast;
     std::vector<const TensorView*> optimizerValues;  // "optimizer/<option>", F64 [groups]
     std::vector<double> updateL2;                    // per layout parameter
     std::vector<double> updateMaxAbs;                // per layout parameter
@@ -80,6 +83,7 @@ public:
     void addMicroBatch(DType lossDtype, ByteSpan loss, LossScale scale = {});
     // How the first (or only) micro-batch's loss was scaled.
     void setLossScale(LossScale scale);
+    void setAutocast(AutocastSetting setting);
     void setOptimizerValue(const std::string& option, const std::vector<double>& perGroup);
     void setUpdateFingerprints(std::vector<double> l2, std::vector<double> maxAbs);
     void addDelta(const std::string& parameter, DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
@@ -107,6 +111,7 @@ private:
         LossScale scale;
     };
     std::vector<Micro> micro_;
+    AutocastSetting autocast_;
     std::vector<std::pair<std::string, std::vector<double>>> optimizerValues_;
     std::vector<double> l2_, maxAbs_;
     std::vector<Tensor> deltas_;
