@@ -190,7 +190,7 @@ void TestTransactionDetail::gradientTransformsAreShownAsRecorded()
     // The golden clipped tape (format 1.7): every step clipped by norm, then by value.
     const std::string path = dir_.file("clipped.zkaudit");
     CaseStore store(path, CaseStore::Access::ReadWrite);
-    const std::int64_t tape = store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/mlp-accumulated-clipped-adamw-1.7.zkdv").tapeId;
+    const std::int64_t tape = store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/mlp-bf16-accumulated-clipped-adamw-1.7.zkdv").tapeId;
     const TransactionDetail detail = loadTransactionDetail(store, tape, 3);
     QVERIFY2(detail.recordProblem.empty(), detail.recordProblem.c_str());
     QCOMPARE(detail.gradientTransforms.size(), std::size_t(2));

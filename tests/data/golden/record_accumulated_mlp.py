@@ -1,7 +1,9 @@
-"""Writes the golden accumulated, clipped tape (README.md): the MLP of tests/python/conftest.py
-through zkdv.torch with AdamW in two parameter groups, every step accumulated over 3
-micro-batches (each loss / 3) and its gradients clipped with proof.clip_grad_norm_(0.5), then
-proof.clip_grad_value_(0.05) (tape format 1.7: micro-batches, loss scales, gradient transforms).
+"""Writes the golden bfloat16, accumulated, clipped tape (README.md): the MLP of
+tests/python/conftest.py through zkdv.torch with AdamW in two parameter groups, every step
+accumulated over 3 micro-batches whose forwards run under torch.autocast("cpu",
+dtype=torch.bfloat16) (each loss / 3), its gradients clipped with proof.clip_grad_norm_(0.5),
+then proof.clip_grad_value_(0.05) (tape format 1.7: micro-batches, loss scales, autocast,
+gradient transforms).
 Run once, in the tree root:
 PYTHONPATH=build/python /usr/bin/python3 tests/data/golden/record_accumulated_mlp.py OUT."""
 
@@ -30,7 +32,9 @@ with zkdv.torch.ZKDV(sys.argv[1], config, replay_snapshot_interval=6) as proof:
         with proof.transaction(batch=micro):
             optimizer.zero_grad()
             for x, y in micro:
-                proof.backward(loss_fn(proof.forward(model, x), y) / 3)
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    loss = loss_fn(proof.forward(model, x), y)
+                proof.backward(loss / 3)
             proof.clip_grad_norm_(model.parameters(), 0.5)
             proof.clip_grad_value_(model.parameters(), 0.05)
             optimizer.step()
