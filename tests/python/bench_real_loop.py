@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Per-step time of a real training loop — a small Transformer, AdamW in two parameter groups
 (no weight decay on biases and norms), a cosine learning-rate schedule, gradient accumulation
-over 4 micro-batches and gradient clipping at 1.0 — recorded through zkdv.torch against the same loop in plain PyTorch, alternating step
+over 4 micro-batches, gradient clipping at 1.0 and, with --autocast, bfloat16 autocast — recorded through zkdv.torch against the same loop in plain PyTorch, alternating step
 by step in one process as bench_overhead.py does (its timing, its rounds). Issue 27's target
 is an overhead of at most 10 %; docs/performance.md ("A real loop") has the figures.
 
-usage: bench_real_loop.py [--steps N] [--rounds R] [--threads T] [--width W] [--layers L] [--micro M] [--target PERCENT]
+usage: bench_real_loop.py [--steps N] [--rounds R] [--threads T] [--width W] [--layers L] [--micro M] [--autocast] [--target PERCENT]
 
 Exit status 1 when the median overhead exceeds --target (default: report only)."""
 
@@ -17,6 +17,8 @@ import sys
 import tempfile
 
 import torch
+
+import contextlib
 
 import zkdv
 import zkdv.torch
@@ -58,6 +60,11 @@ def groups(model):
     return torch.optim.AdamW([{"params": decayed, "weight_decay": 0.01}, {"params": plain, "weight_decay": 0.0}], lr=3e-3)
 
 
+# bfloat16 autocast around the forwards (--autocast); torch 1.13 cannot run a Transformer
+# layer under it, so it is off unless asked.
+AUTOCAST = [contextlib.nullcontext]
+
+
 class PlainLoop:
     def __init__(self, steps, width, layers):
         torch.manual_seed(1)
@@ -69,7 +76,9 @@ class PlainLoop:
     def step(self, micro, _unused=None):
         self.optimizer.zero_grad()
         for x, y in micro:
-            (self.loss_fn(self.model(x), y) / len(micro)).backward()
+            with AUTOCAST[0]():
+                loss = self.loss_fn(self.model(x), y)
+            (loss / len(micro)).backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), MAX_NORM)
         self.optimizer.step()
         self.scheduler.step()
@@ -89,7 +98,9 @@ class RecordedLoop:
         with proof.transaction(batch=micro):
             self.optimizer.zero_grad()
             for x, y in micro:
-                proof.backward(self.loss_fn(proof.forward(self.model, x), y) / len(micro))
+                with AUTOCAST[0]():
+                    loss = self.loss_fn(proof.forward(self.model, x), y)
+                proof.backward(loss / len(micro))
             proof.clip_grad_norm_(self.model.parameters(), MAX_NORM)
             self.optimizer.step()
         self.scheduler.step()
@@ -103,9 +114,12 @@ def main():
     parser.add_argument("--width", type=int, default=64, help="the Transformer's model width (4 heads, feed-forward 4x)")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--micro", type=int, default=4, help="micro-batches per optimizer step")
+    parser.add_argument("--autocast", action="store_true", help="run the forwards under torch.autocast(\"cpu\", dtype=torch.bfloat16)")
     parser.add_argument("--target", type=float, default=None, help="fail when the median overhead exceeds this percentage")
     arguments = parser.parse_args()
     torch.set_num_threads(arguments.threads)
+    if arguments.autocast:
+        AUTOCAST[0] = lambda: torch.autocast("cpu", dtype=torch.bfloat16)
     data = sequence_batches(arguments.steps * arguments.micro)
     # bench_overhead's timing calls loop.step(x, y): here x is a step's micro-batches.
     batches = [(data[i:i + arguments.micro], None) for i in range(0, len(data), arguments.micro)]
@@ -127,6 +141,7 @@ def main():
         "width": arguments.width,
         "layers": arguments.layers,
         "micro_batches": arguments.micro,
+        "autocast": arguments.autocast,
         "parameters": sum(p.numel() for p in SmallTransformer(arguments.width, arguments.layers).parameters()),
         "steps_per_round": arguments.steps,
         "rounds": arguments.rounds,
