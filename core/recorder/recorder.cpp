@@ -295,10 +295,7 @@ struct Recorder::Impl {
         requireGradients();
         if (forwards == 0) {
             checkRecordedState(false, "between " + lastRecorded() + " and the forward of " + current());
-            std::vector<at::Tensor> all;
-            for (const std::vector<at::Tensor>& micro : microBatches)
-                all.insert(all.end(), micro.begin(), micro.end());
-            forwardBatch.mark(all);
+            forwardBatch.mark(allBatchTensors());
         } else {
             // The buffers are the previous forward's; parameters and slots still the last step's.
             const std::string where = "between the forwards of micro-batches " + std::to_string(forwards - 1) + " and " + std::to_string(forwards) +
