@@ -27,6 +27,12 @@ protected:
         return current * pythonDivide(1.0, factor_, where(epoch));
     }
 
+    // base * (factor + (0 >= total_iters) * (1 - factor)); False * (1 - factor) is 0.0.
+    double restartLr(double base) const override
+    {
+        return base * (totalIters_.asDouble() <= 0.0 ? factor_ + (1.0 - factor_) : factor_ + 0.0);
+    }
+
 private:
     double factor_;
     PythonNumber totalIters_;
@@ -34,6 +40,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeConstantLR(const ScheduleArguments& a) { return std::make_unique<ConstantLR>(a); }
+std::unique_ptr<LrSchedule> makeConstantLR(const ScheduleArguments& a) { return std::make_unique<ConstantLR>(a); }
 
 }  // namespace zkdv::schedule

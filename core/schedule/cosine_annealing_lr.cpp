@@ -37,6 +37,13 @@ protected:
         return pythonDivide(1.0 + std::cos(now), 1.0 + std::cos(before), at) * (current - etaMin_) + etaMin_;
     }
 
+    // eta_min + (base - eta_min) * (1 + cos(pi * 0 / T_max)) / 2, which need not round back to base.
+    double restartLr(double base) const override
+    {
+        const double angle = pythonDivide(kPythonPi * 0.0, tMax_.asDouble(), where(0));
+        return etaMin_ + (base - etaMin_) * (1.0 + std::cos(angle)) / 2.0;
+    }
+
 private:
     // Python's (last_epoch - 1 - T_max) % (2 * T_max) == 0: in integers for an int T_max (exact
     // for every epoch), in doubles for a float one (the int last_epoch - 1 converted first).
@@ -55,6 +62,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeCosineAnnealingLR(const ScheduleArguments& a) { return std::make_unique<CosineAnnealingLR>(a); }
+std::unique_ptr<LrSchedule> makeCosineAnnealingLR(const ScheduleArguments& a) { return std::make_unique<CosineAnnealingLR>(a); }
 
 }  // namespace zkdv::schedule

@@ -42,6 +42,10 @@ protected:
         return etaMin_ + (base - etaMin_) * (1.0 + std::cos(angle)) / 2.0;
     }
 
+    // Torch 1.13's step(0) sets T_cur 0 and T_i T_0; 2.x's _update_lr(0) reads T_cur, which is
+    // 0 in a scheduler that has not been stepped before its milestone: epoch 0's rate either way.
+    double restartLr(double base) const override { return lr(0, base, base); }
+
 private:
     std::int64_t t0_;
     std::int64_t tMult_;
@@ -50,7 +54,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeCosineAnnealingWarmRestarts(const ScheduleArguments& a)
+std::unique_ptr<LrSchedule> makeCosineAnnealingWarmRestarts(const ScheduleArguments& a)
 {
     return std::make_unique<CosineAnnealingWarmRestarts>(a);
 }

@@ -15,12 +15,15 @@ public:
 protected:
     double lr(std::uint64_t epoch, double current, double) const override { return epoch == 0 ? current : current * gamma_; }
 
+    // base * gamma ** 0.
+    double restartLr(double base) const override { return base; }
+
 private:
     double gamma_;
 };
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeExponentialLR(const ScheduleArguments& a) { return std::make_unique<ExponentialLR>(a); }
+std::unique_ptr<LrSchedule> makeExponentialLR(const ScheduleArguments& a) { return std::make_unique<ExponentialLR>(a); }
 
 }  // namespace zkdv::schedule

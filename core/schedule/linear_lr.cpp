@@ -37,6 +37,16 @@ protected:
         return current * (1.0 + pythonDivide(span, denominator, where(epoch)));
     }
 
+    // base * (start + (end - start) * min(total_iters, 0) / total_iters): Python's min keeps
+    // total_iters unless 0 is smaller, and (end - start) * 0 / total_iters is a zero.
+    double restartLr(double base) const override
+    {
+        if (totalIters_.asDouble() > 0.0)
+            return base * (start_ + 0.0);
+        const double total = totalIters_.asDouble();
+        return base * (start_ + pythonDivide((end_ - start_) * total, total, where(0)));
+    }
+
 private:
     double start_, end_;
     PythonNumber totalIters_;
@@ -44,6 +54,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeLinearLR(const ScheduleArguments& a) { return std::make_unique<LinearLR>(a); }
+std::unique_ptr<LrSchedule> makeLinearLR(const ScheduleArguments& a) { return std::make_unique<LinearLR>(a); }
 
 }  // namespace zkdv::schedule

@@ -26,9 +26,14 @@ public:
     bool usesMathLibrary() const override { return mathLibrary_; }
     ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override;
 
-protected:
     // What step number `epoch` sets a group's lr to, from `current`; `base` is its base_lr.
     virtual double lr(std::uint64_t epoch, double current, double base) const = 0;
+    // What a step given the epoch 0 sets a group's lr to: torch's closed form
+    // (_get_closed_form_lr) at last_epoch 0, from the base alone. SequentialLR restarts the
+    // scheduler that takes over at a milestone so (torch 1.13: step(0); 2.x: _update_lr(0)).
+    virtual double restartLr(double base) const = 0;
+
+protected:
     // The step, for the errors of a step torch cannot take.
     StepPlace where(std::uint64_t epoch) const { return StepPlace{kind_, epoch}; }
 
@@ -39,13 +44,21 @@ private:
 };
 
 // The contracts of each kind, from their description; each in the kind's own file.
-std::unique_ptr<ScheduleContract> makeStepLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makeMultiStepLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makeExponentialLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makeConstantLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makeLinearLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makePolynomialLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makeCosineAnnealingLR(const ScheduleArguments& arguments);
-std::unique_ptr<ScheduleContract> makeCosineAnnealingWarmRestarts(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeStepLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeMultiStepLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeExponentialLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeConstantLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeLinearLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makePolynomialLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeCosineAnnealingLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeCosineAnnealingWarmRestarts(const ScheduleArguments& arguments);
+// The composites of other schedulers (arguments.schedulers, leaf kinds only).
+std::unique_ptr<LrSchedule> makeSequentialLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeChainedScheduler(const ScheduleArguments& arguments);
+
+// The scheduler one element of a composite's arguments.schedulers describes ({"kind",
+// "arguments"}, sharing the composite's base); a composite is refused there (torch's
+// composites step their children in ways that nest differently across releases).
+std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::size_t index, const ScheduleArguments& parent);
 
 }  // namespace zkdv::schedule

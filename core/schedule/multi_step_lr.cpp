@@ -17,9 +17,12 @@ class MultiStepLR : public LrSchedule {
 public:
     explicit MultiStepLR(const ScheduleArguments& a) : LrSchedule(a, usesPow(a)), gamma_(a.number("gamma"))
     {
-        for (const PythonNumber& milestone : a.numbers("milestones"))
+        for (const PythonNumber& milestone : a.numbers("milestones")) {
             if (isEpoch(milestone))
                 ++counts_[static_cast<std::uint64_t>(milestone.asDouble())];
+            if (milestone.asDouble() <= 0.0)
+                ++atOrBelowZero_;
+        }
         // A negative or fractional milestone is a Counter key no last_epoch ever equals; 2 and
         // 2.0 are one key, as in Python.
     }
@@ -31,6 +34,13 @@ protected:
         if (it == counts_.end())
             return current;
         return current * factor(it->second, epoch);
+    }
+
+    // base * gamma ** bisect_right(sorted milestones, 0): every milestone at or below 0 counts,
+    // a negative or fractional one too.
+    double restartLr(double base) const override
+    {
+        return atOrBelowZero_ == 0 ? base : base * factor(atOrBelowZero_, 0);
     }
 
 private:
@@ -75,10 +85,11 @@ private:
 
     PythonNumber gamma_;
     std::map<std::uint64_t, std::uint64_t> counts_;
+    std::uint64_t atOrBelowZero_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeMultiStepLR(const ScheduleArguments& a) { return std::make_unique<MultiStepLR>(a); }
+std::unique_ptr<LrSchedule> makeMultiStepLR(const ScheduleArguments& a) { return std::make_unique<MultiStepLR>(a); }
 
 }  // namespace zkdv::schedule

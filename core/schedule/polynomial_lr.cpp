@@ -30,6 +30,15 @@ protected:
         return current * pythonPower(ratio, power_, at);
     }
 
+    // base * (1.0 - min(total_iters, 0) / total_iters) ** power.
+    double restartLr(double base) const override
+    {
+        const StepPlace at = where(0);
+        const double total = totalIters_.asDouble();
+        const double least = total > 0.0 ? 0.0 : total;
+        return base * pythonPower(1.0 - pythonDivide(least, total, at), power_, at);
+    }
+
 private:
     PythonNumber totalIters_;
     double power_;
@@ -37,6 +46,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makePolynomialLR(const ScheduleArguments& a) { return std::make_unique<PolynomialLR>(a); }
+std::unique_ptr<LrSchedule> makePolynomialLR(const ScheduleArguments& a) { return std::make_unique<PolynomialLR>(a); }
 
 }  // namespace zkdv::schedule

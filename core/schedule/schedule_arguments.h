@@ -32,6 +32,10 @@ public:
     const std::vector<double>& baseLr() const { return baseLr_; }
     std::size_t groups() const { return baseLr_.size(); }
     bool torchBefore(int major, int minor) const { return torchMajor_ < major || (torchMajor_ == major && torchMinor_ < minor); }
+    int torchMajor() const { return torchMajor_; }
+    int torchMinor() const { return torchMinor_; }
+    // The argument as written, for a composite's arguments.schedulers.
+    const nlohmann::json& json(const std::string& name) const { return member(name); }
 
     // A ScheduleError naming the argument: "StepLR: arguments.step_size must be …, not 0".
     [[noreturn]] void refuse(const std::string& name, const std::string& must) const;

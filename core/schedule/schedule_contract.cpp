@@ -11,7 +11,8 @@ namespace {
 
 struct Kind {
     std::set<std::string> arguments;
-    std::function<std::unique_ptr<ScheduleContract>(const ScheduleArguments&)> make;
+    std::function<std::unique_ptr<LrSchedule>(const ScheduleArguments&)> make;
+    bool composite = false;  // made of other schedulers (arguments.schedulers)
 };
 
 const std::map<std::string, Kind>& kinds()
@@ -25,6 +26,8 @@ const std::map<std::string, Kind>& kinds()
         {"PolynomialLR", {{"total_iters", "power"}, makePolynomialLR}},
         {"CosineAnnealingLR", {{"T_max", "eta_min"}, makeCosineAnnealingLR}},
         {"CosineAnnealingWarmRestarts", {{"T_0", "T_mult", "eta_min"}, makeCosineAnnealingWarmRestarts}},
+        {"SequentialLR", {{"schedulers", "milestones"}, makeSequentialLR, true}},
+        {"ChainedScheduler", {{"schedulers"}, makeChainedScheduler, true}},
     };
     return table;
 }
@@ -38,6 +41,32 @@ std::string joined(const std::vector<std::string>& names)
 }
 
 }  // namespace
+
+std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::size_t index, const ScheduleArguments& parent)
+{
+    const std::string where = parent.kind() + ": arguments.schedulers[" + std::to_string(index) + "]";
+    if (!child.is_object() || !child.contains("kind") || !child["kind"].is_string() || !child.contains("arguments"))
+        throw ScheduleError(where + " must be a scheduler description {\"kind\", \"arguments\"}, not " + child.dump());
+    for (const auto& [name, value] : child.items())
+        if (name != "kind" && name != "arguments")
+            throw ScheduleError(where + ": member " + name + " is none of kind and arguments (the schedulers share the composite's base)");
+    const std::string kind = child["kind"].get<std::string>();
+    const auto it = kinds().find(kind);
+    if (it == kinds().end() || it->second.composite) {
+        std::vector<std::string> leaves;
+        for (const auto& [name, k] : kinds())
+            if (!k.composite)
+                leaves.push_back(name);
+        throw ScheduleError(where + ": kind " + kind + " is not one of " + joined(leaves) + " (a composite holds schedulers of those kinds)");
+    }
+    nlohmann::json description = {{"kind", kind}, {"arguments", child["arguments"]}, {"base", {{"lr", parent.baseLr()}}}};
+    try {
+        const ScheduleArguments arguments(description, it->second.arguments, parent.groups(), parent.torchMajor(), parent.torchMinor());
+        return it->second.make(arguments);
+    } catch (const ScheduleError& error) {
+        throw ScheduleError(where + ": " + error.what());
+    }
+}
 
 std::vector<std::string> scheduleKinds()
 {

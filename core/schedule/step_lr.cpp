@@ -27,6 +27,9 @@ protected:
         return current * gamma_;
     }
 
+    // base * gamma ** (0 // step_size): any power 0 is 1.
+    double restartLr(double base) const override { return base; }
+
 private:
     bool divides(std::uint64_t epoch) const
     {
@@ -42,6 +45,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ScheduleContract> makeStepLR(const ScheduleArguments& a) { return std::make_unique<StepLR>(a); }
+std::unique_ptr<LrSchedule> makeStepLR(const ScheduleArguments& a) { return std::make_unique<StepLR>(a); }
 
 }  // namespace zkdv::schedule

@@ -150,6 +150,26 @@ def state_digest(tensors):
     return h.hexdigest()
 
 
+def make_scheduler(optimizer, described):
+    """torch's scheduler from the spec's description (docs/schedules.md); a composite's
+    schedulers are made first, on the same optimizer, as a training loop makes them."""
+    arguments = dict(described["arguments"])
+    S = torch.optim.lr_scheduler
+    if described["kind"] == "SequentialLR":
+        children = [make_scheduler(optimizer, child) for child in arguments.pop("schedulers")]
+        return S.SequentialLR(optimizer, children, **arguments)
+    if described["kind"] == "ChainedScheduler":
+        return S.ChainedScheduler([make_scheduler(optimizer, child) for child in arguments.pop("schedulers")])
+    return getattr(S, described["kind"])(optimizer, **arguments)
+
+
+def scheduler_epoch(scheduler):
+    # A ChainedScheduler keeps no last_epoch of its own: its schedulers step together.
+    if isinstance(scheduler, torch.optim.lr_scheduler.ChainedScheduler):
+        return scheduler._schedulers[0].last_epoch
+    return scheduler.last_epoch
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -203,7 +223,7 @@ def main():
     scheduler = None
     if args.scheduler:
         described = json.loads(args.scheduler)
-        scheduler = getattr(torch.optim.lr_scheduler, described["kind"])(optimizer, **described["arguments"])
+        scheduler = make_scheduler(optimizer, described)
     # A scheduler's own entries (initial_lr) are its state, which the root's schedule describes.
     group = {k: (list(v) if isinstance(v, tuple) else v) for k, v in optimizer.param_groups[0].items() if k not in ("params", "initial_lr")}
 
@@ -228,8 +248,9 @@ def main():
     if scheduler is not None:
         root["optimizer"]["schedule"] = {
             "options": ["lr"],
-            "scheduler": {"kind": described["kind"], "arguments": described["arguments"], "base": {"lr": list(scheduler.base_lrs)}},
-            "epoch": scheduler.last_epoch,
+            "scheduler": {"kind": described["kind"], "arguments": described["arguments"],
+                          "base": {"lr": [group["initial_lr"] for group in optimizer.param_groups]}},
+            "epoch": scheduler_epoch(scheduler),
         }
     tape = TapeWriter(args.out, args.format_minor)
     anchor = tape.append("root", json.dumps(root).encode())
@@ -292,7 +313,7 @@ def main():
             tensors += [("delta/" + n, d) for n, d in zip(names, deltas)]
         metadata = {"zkdv.record": "transaction", "index": str(step), "wall_time_ns": str(time.monotonic_ns() - started)}
         if scheduler is not None:
-            metadata["schedule_epoch"] = str(scheduler.last_epoch)
+            metadata["schedule_epoch"] = str(scheduler_epoch(scheduler))
         if transforms:
             metadata["gradient_transforms"] = json.dumps(transforms)
         if args.accumulate:

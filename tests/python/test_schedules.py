@@ -22,6 +22,12 @@ SCHEDULERS = {
     "constant": lambda o: torch.optim.lr_scheduler.ConstantLR(o, factor=0.25, total_iters=6),
     "polynomial": lambda o: torch.optim.lr_scheduler.PolynomialLR(o, total_iters=12, power=2.0),
     "warm_restarts": lambda o: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=2, eta_min=1e-3),
+    # The usual warm-up then cosine decay, and a warm-up chained with a decay.
+    "sequential_warmup_cosine": lambda o: torch.optim.lr_scheduler.SequentialLR(
+        o, [torch.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=5),
+            torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=21, eta_min=1e-4)], milestones=[5]),
+    "chained_warmup_exponential": lambda o: torch.optim.lr_scheduler.ChainedScheduler(
+        [torch.optim.lr_scheduler.LinearLR(o, start_factor=0.2, total_iters=4), torch.optim.lr_scheduler.ExponentialLR(o, gamma=0.93)]),
 }
 
 STEPS = 26
@@ -101,6 +107,7 @@ def test_a_prepared_schedule_trains_as_torch_and_replays_exact(tmp_path, kind):
     schedule = root["optimizer"]["schedule"]
     assert schedule["options"] == ["lr"]
     assert schedule["scheduler"]["kind"] == type(SCHEDULERS[kind](torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1))).__name__
+    assert schedule["scheduler"]["base"]["lr"] == [0.02, 0.04]
     assert "initial_lr" not in root["optimizer"]["groups"][0]["options"]
 
     status, replayed = replay_all(tmp_path, tape)
@@ -161,6 +168,52 @@ def test_a_forged_rate_is_diverged_at_its_transaction_naming_the_option(tmp_path
     assert "optimizer/lr schedule" in failures[0]["detail"] and "StepLR schedule gives" in failures[0]["detail"], failures[0]
     # Only the forged step and the one after it, which steps from the forged rate, depart.
     assert replayed["verdicts"]["diverged"] == 2 and replayed["verdicts"]["exact"] == 12, replayed["verdicts"]
+
+
+WARMUP_COSINE = json.dumps({"kind": "SequentialLR", "arguments": {
+    "schedulers": [{"kind": "LinearLR", "arguments": {"start_factor": 0.25, "end_factor": 1.0, "total_iters": 4}},
+                   {"kind": "CosineAnnealingLR", "arguments": {"T_max": 10, "eta_min": 0.0}}],
+    "milestones": [4]}})
+
+
+@pytest.mark.parametrize("forged", [2, 4, 9])
+def test_a_forged_rate_under_a_sequential_schedule_is_diverged_where_it_was_forged(tmp_path, forged):
+    """In the warm-up (2), at the milestone, where the cosine takes over from the base (4), and
+    in the decay (9): each is the transaction that departs."""
+    tape = independent_tape(tmp_path, "forged-%d.zkdv" % forged, "--scheduler", WARMUP_COSINE, "--forge-lr", str(forged), interval=4)
+    status, replayed = replay_all(tmp_path, tape)
+    assert status == 1 and not replayed["passed"], replayed
+    failure = replayed["first_failures"][0]
+    assert failure["index"] == forged and failure["verdict"] == "diverged", replayed["first_failures"]
+    assert "optimizer/lr schedule" in failure["detail"] and "SequentialLR schedule gives" in failure["detail"], failure
+
+
+def test_the_independent_writer_s_sequential_tape_replays_exact(tmp_path):
+    tape = independent_tape(tmp_path, "sequential.zkdv", "--scheduler", WARMUP_COSINE, interval=4)
+    status, replayed = replay_all(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed
+
+
+def test_a_composite_holding_user_code_records_as_recorded():
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    S = torch.optim.lr_scheduler
+    assert zkdv.torch.schedules.describe(S.SequentialLR(optimizer, [S.LinearLR(optimizer), S.LambdaLR(optimizer, lambda e: 0.5)], milestones=[3])) is None
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    assert zkdv.torch.schedules.describe(S.ChainedScheduler([S.ExponentialLR(optimizer, 0.9), S.MultiplicativeLR(optimizer, lambda e: 0.9)])) is None
+
+
+def test_a_sequential_schedule_whose_schedulers_were_stepped_alone_is_refused():
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    S = torch.optim.lr_scheduler
+    warmup, decay = S.LinearLR(optimizer, total_iters=3), S.ExponentialLR(optimizer, gamma=0.9)
+    sequence = S.SequentialLR(optimizer, [warmup, decay], milestones=[3])
+    for _ in range(5):
+        optimizer.step()
+        sequence.step()
+    assert zkdv.torch.schedules.describe(sequence)["arguments"]["milestones"] == [3]
+    decay.step()
+    with pytest.raises(RuntimeError, match="its scheduler 1 \\(ExponentialLR\\) should stand at 2, not 3"):
+        zkdv.torch.schedules.describe(sequence)
 
 
 @pytest.mark.parametrize("how", ["lambda", "unprepared"])

@@ -104,6 +104,25 @@ private Q_SLOTS:
         row("a base of another option", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}, {"base", {{"lr", {0.1}}, {"momentum", {0.9}}}}},
             "base.momentum");
         row("torch 1.12", described("ExponentialLR", {{"gamma", 0.9}}), "torch 1.12", 12);
+        const nlohmann::json warmup = {{"kind", "LinearLR"}, {"arguments", {{"start_factor", 0.1}, {"end_factor", 1.0}, {"total_iters", 5}}}};
+        const nlohmann::json decay = {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}};
+        row("schedulers not an array", described("SequentialLR", {{"schedulers", warmup}, {"milestones", {5}}}), "arguments.schedulers");
+        row("no schedulers", described("ChainedScheduler", {{"schedulers", nlohmann::json::array()}}), "arguments.schedulers");
+        row("seventeen schedulers", described("ChainedScheduler", {{"schedulers", std::vector<nlohmann::json>(17, decay)}}), "arguments.schedulers");
+        row("a milestone too few", described("SequentialLR", {{"schedulers", {warmup, decay}}, {"milestones", nlohmann::json::array()}}),
+            "arguments.milestones");
+        row("milestone 0", described("SequentialLR", {{"schedulers", {warmup, decay}}, {"milestones", {0}}}), "arguments.milestones");
+        row("a float milestone", described("SequentialLR", {{"schedulers", {warmup, decay}}, {"milestones", {5.0}}}), "arguments.milestones");
+        row("milestones out of order", described("SequentialLR", {{"schedulers", {warmup, decay, decay}}, {"milestones", {9, 5}}}),
+            "arguments.milestones");
+        row("a child of an unknown kind", described("ChainedScheduler", {{"schedulers", {decay, {{"kind", "LambdaLR"}, {"arguments", {}}}}}}),
+            "arguments.schedulers[1]: kind LambdaLR");
+        row("a composite child", described("ChainedScheduler", {{"schedulers", {described("ChainedScheduler", {{"schedulers", {decay}}})}}}),
+            "arguments.schedulers[0]");
+        row("a child with its own base", described("SequentialLR", {{"schedulers", {described("ExponentialLR", {{"gamma", 0.9}})}}, {"milestones", nlohmann::json::array()}}),
+            "arguments.schedulers[0]: member base");
+        row("a child's bad argument", described("SequentialLR", {{"schedulers", {warmup, {{"kind", "StepLR"}, {"arguments", {{"step_size", 0}, {"gamma", 0.5}}}}}}, {"milestones", {5}}}),
+            "SequentialLR: arguments.schedulers[1]: StepLR: arguments.step_size");
     }
 
     void everyRefusalNamesTheMember()
@@ -122,7 +141,42 @@ private Q_SLOTS:
         const std::string message = refusal(described("WarmupLR", nlohmann::json::object()));
         for (const std::string& kind : scheduleKinds())
             QVERIFY2(message.find(kind) != std::string::npos, message.c_str());
-        QCOMPARE(scheduleKinds().size(), std::size_t(8));
+        QCOMPARE(scheduleKinds().size(), std::size_t(10));
+    }
+
+    void sequentialLrHandsOverAtItsMilestonesFromTheBase()
+    {
+        // ExponentialLR for epochs 0-3, then CosineAnnealingLR restarted at its closed form
+        // (eta_min + (base - eta_min)), then StepLR from 8 on with its own epochs counted from 0.
+        const nlohmann::json exponential = {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.5}}}};
+        const nlohmann::json cosine = {{"kind", "CosineAnnealingLR"}, {"arguments", {{"T_max", 10}, {"eta_min", 0.003}}}};
+        const nlohmann::json step = {{"kind", "StepLR"}, {"arguments", {{"step_size", 2}, {"gamma", 0.1}}}};
+        const auto c = contract("SequentialLR", {{"schedulers", {exponential, cosine, step}}, {"milestones", {4, 8}}});
+        QVERIFY(c->usesMathLibrary());
+        const std::vector<ScheduledValues> v = chain(*c, 12);
+        QCOMPARE(v[0][0][0], 0.1);
+        QCOMPARE(v[3][0][0], 0.1 * 0.5 * 0.5 * 0.5);
+        QCOMPARE(v[4][0][0], 0.003 + (0.1 - 0.003) * (1 + std::cos(0.0)) / 2);
+        QCOMPARE(v[4][0][1], 0.003 + (0.02 - 0.003) * (1 + std::cos(0.0)) / 2);
+        QVERIFY(v[5][0][0] < v[4][0][0]);
+        QCOMPARE(v[8][0][0], 0.1);  // StepLR's closed form at 0 is the base
+        QCOMPARE(v[9][0][0], 0.1);
+        QCOMPARE(v[10][0][0], 0.1 * 0.1);
+        QCOMPARE(v[11][0][0], v[10][0][0]);
+        QCOMPARE(v[12][0][0], 0.1 * 0.1 * 0.1);
+    }
+
+    void chainedSchedulerStepsEachInTurn()
+    {
+        const nlohmann::json constant = {{"kind", "ConstantLR"}, {"arguments", {{"factor", 0.5}, {"total_iters", 3}}}};
+        const nlohmann::json exponential = {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}};
+        const auto c = contract("ChainedScheduler", {{"schedulers", {constant, exponential}}});
+        QVERIFY(!c->usesMathLibrary());
+        const std::vector<ScheduledValues> v = chain(*c, 4);
+        QCOMPARE(v[0][0][0], 0.1 * 0.5);
+        QCOMPARE(v[1][0][0], 0.1 * 0.5 * 0.9);
+        QCOMPARE(v[3][0][0], 0.1 * 0.5 * 0.9 * 0.9 * (1.0 / 0.5) * 0.9);
+        QCOMPARE(v[4][0][0], v[3][0][0] * 0.9);
     }
 
     void everyKindMovesLrAlone()

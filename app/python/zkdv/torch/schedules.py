@@ -61,43 +61,129 @@ def _check_fresh(scheduler, kind):
             "last_epoch=-1 and stepped with step()" % (kind, scheduler.last_epoch, getattr(scheduler, "_step_count", None))
         )
     if kind == "CosineAnnealingWarmRestarts":
-        cur, length = scheduler.last_epoch, scheduler.T_0
-        if scheduler.T_mult == 1:
-            cur %= length
-        else:
-            while cur >= length:
-                cur, length = cur - length, length * scheduler.T_mult
-        if (scheduler.T_cur, scheduler.T_i) != (cur, length):
-            raise RuntimeError(
-                "the prepared CosineAnnealingWarmRestarts has T_cur %r and T_i %r where stepping with step() from its "
-                "construction gives %d and %d at last_epoch %d: it was stepped with step(epoch) or its state was changed"
-                % (scheduler.T_cur, scheduler.T_i, cur, length, scheduler.last_epoch)
-            )
+        _check_warm_restarts(scheduler, scheduler.last_epoch)
 
 
-def describe(scheduler: Any) -> Optional[dict]:
-    """The root's description of `scheduler`, or None when it is of no kind the auditor can
-    recompute (LambdaLR, ReduceLROnPlateau, a subclass, …): its rates are then recorded as they
-    are. Raises RuntimeError for a scheduler of a supported kind in a state the description
-    cannot hold."""
-
+def _leaf_kind(scheduler) -> Optional[str]:
     kind = type(scheduler).__name__
     if kind not in _ARGUMENTS or type(scheduler) is not getattr(_lr_scheduler, kind, None):
         return None
-    epoch(scheduler)
-    _check_fresh(scheduler, kind)
+    return kind
+
+
+def _base(scheduler, kind):
     base = []
     for rate in scheduler.base_lrs:
         if isinstance(rate, (torch.Tensor, bool)) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
             raise RuntimeError("the prepared %s's base learning rate is %r; the tape records rates as finite numbers" % (kind, rate))
         base.append(rate)
-    return {"kind": kind, "arguments": {name: _value(scheduler, name) for name in _ARGUMENTS[kind]}, "base": {"lr": base}}
+    return base
+
+
+def _child(scheduler, kind):
+    return {"kind": kind, "arguments": {name: _value(scheduler, name) for name in _ARGUMENTS[kind]}}
+
+
+def _children(composite) -> Optional[list]:
+    """The leaf schedulers of a SequentialLR or ChainedScheduler, or None when one is of no kind
+    the contracts take, appears twice, or has other base rates than the first (its rates are
+    then recorded as they are)."""
+
+    children = list(getattr(composite, "_schedulers", None) or [])
+    if not children or len(children) > 16 or len({id(child) for child in children}) != len(children):
+        return None
+    if any(_leaf_kind(child) is None for child in children):
+        return None
+    if any(list(child.base_lrs) != list(children[0].base_lrs) for child in children):
+        return None
+    return children
+
+
+def _check_sequence(scheduler, children, milestones):
+    # After e steps of a SequentialLR made fresh, scheduler 0 has run epochs 0 … min(e,
+    # m0 - 1); scheduler k took over at milestone m(k-1) with its epoch 0 and has run up to
+    # min(e, m(k) - 1) - m(k-1), or, before its milestone, stands where SequentialLR's
+    # constructor put it (last_epoch -1).
+    e = scheduler.last_epoch
+    bounds = [0] + milestones + [None]
+    for k, child in enumerate(children):
+        start, end = bounds[k], bounds[k + 1]
+        want = -1 if e < start else (e if end is None else min(e, end - 1)) - start
+        if child.last_epoch != want:
+            raise RuntimeError(
+                "the prepared SequentialLR is at last_epoch %d, where its scheduler %d (%s) should stand at %d, not %r: "
+                "it was made to resume, stepped with step(epoch), or its schedulers were stepped on their own, and the "
+                "auditor recomputes only a SequentialLR made with last_epoch=-1 and stepped with step()"
+                % (e, k, type(child).__name__, want, child.last_epoch)
+            )
+        if isinstance(child, _lr_scheduler.CosineAnnealingWarmRestarts):
+            _check_warm_restarts(child, max(want, 0))
+
+
+def _check_warm_restarts(scheduler, steps):
+    cur, length = steps, scheduler.T_0
+    if scheduler.T_mult == 1:
+        cur %= length
+    else:
+        while cur >= length:
+            cur, length = cur - length, length * scheduler.T_mult
+    if (scheduler.T_cur, scheduler.T_i) != (cur, length):
+        raise RuntimeError(
+            "the prepared CosineAnnealingWarmRestarts has T_cur %r and T_i %r where stepping with step() from its "
+            "construction gives %d and %d at last_epoch %d: it was stepped with step(epoch) or its state was changed"
+            % (scheduler.T_cur, scheduler.T_i, cur, length, steps)
+        )
+
+
+def describe(scheduler: Any) -> Optional[dict]:
+    """The root's description of `scheduler`, or None when it is of no kind the auditor can
+    recompute (LambdaLR, ReduceLROnPlateau, a subclass, a composite holding one, …): its rates
+    are then recorded as they are. Raises RuntimeError for a scheduler of a supported kind in a
+    state the description cannot hold."""
+
+    composite = type(scheduler) in (_lr_scheduler.SequentialLR, _lr_scheduler.ChainedScheduler)
+    if composite:
+        children = _children(scheduler)
+        if children is None:
+            return None
+        kind = type(scheduler).__name__
+        arguments = {"schedulers": [_child(child, _leaf_kind(child)) for child in children]}
+        if kind == "SequentialLR":
+            milestones = list(scheduler._milestones)
+            if (len(milestones) + 1 != len(children) or any(isinstance(m, bool) or not isinstance(m, int) or m < 1 for m in milestones)
+                    or any(b <= a for a, b in zip(milestones, milestones[1:]))):
+                return None
+            epoch(scheduler)
+            _check_sequence(scheduler, children, milestones)
+            arguments["milestones"] = milestones
+        else:
+            epoch(scheduler)
+            for child in children:
+                _check_fresh(child, _leaf_kind(child))
+        return {"kind": kind, "arguments": arguments, "base": {"lr": _base(children[0], kind)}}
+
+    kind = _leaf_kind(scheduler)
+    if kind is None:
+        return None
+    epoch(scheduler)
+    _check_fresh(scheduler, kind)
+    return dict(_child(scheduler, kind), base={"lr": _base(scheduler, kind)})
 
 
 def epoch(scheduler: Any) -> int:
-    """The scheduler's step count since construction (torch's last_epoch)."""
+    """The scheduler's step count since construction (torch's last_epoch; for a
+    ChainedScheduler, which keeps none, its schedulers' common one)."""
 
-    value = scheduler.last_epoch
+    if type(scheduler) is _lr_scheduler.ChainedScheduler:
+        epochs = {getattr(child, "last_epoch", None) for child in getattr(scheduler, "_schedulers", [])}
+        if len(epochs) != 1:
+            raise RuntimeError(
+                "the prepared ChainedScheduler's schedulers stand at different epochs %r: they were stepped on their own, "
+                "and the tape records one epoch per step" % sorted(epochs, key=repr)
+            )
+        value = epochs.pop()
+    else:
+        value = scheduler.last_epoch
     if isinstance(value, bool) or not isinstance(value, int):
         raise RuntimeError("the prepared %s's epoch is %r, not a step count: step it with scheduler.step()" % (type(scheduler).__name__, value))
     if value < 0:
