@@ -26,6 +26,7 @@ const std::map<std::string, Kind>& kinds()
         {"PolynomialLR", {{"total_iters", "power"}, makePolynomialLR}},
         {"CosineAnnealingLR", {{"T_max", "eta_min"}, makeCosineAnnealingLR}},
         {"CosineAnnealingWarmRestarts", {{"T_0", "T_mult", "eta_min"}, makeCosineAnnealingWarmRestarts}},
+        {"OneCycleLR", {{"max_lr", "min_lr", "total_steps", "phase_ends", "anneal_strategy", "cycle_momentum"}, makeOneCycleLR}},
         {"SequentialLR", {{"schedulers", "milestones"}, makeSequentialLR, true}},
         {"ChainedScheduler", {{"schedulers"}, makeChainedScheduler, true}},
     };

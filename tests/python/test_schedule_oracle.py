@@ -49,6 +49,15 @@ CASES = {
     "CosineAnnealingWarmRestarts T_mult 1": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=13),
     "CosineAnnealingWarmRestarts T_mult 3": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=3),
     "CosineAnnealingWarmRestarts T_0 1": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=1, T_mult=2, eta_min=0.01),
+    # OneCycleLR with cycle_momentum=False: per-step closed form from initial_lr, max_lr, min_lr.
+    "OneCycleLR cos": lambda o: S.OneCycleLR(o, max_lr=[0.3, 0.05], total_steps=STEPS, cycle_momentum=False),
+    "OneCycleLR linear three phases": lambda o: S.OneCycleLR(
+        o, max_lr=0.2, total_steps=STEPS + 7, pct_start=0.37, anneal_strategy="linear", three_phase=True, cycle_momentum=False),
+    "OneCycleLR epochs": lambda o: S.OneCycleLR(
+        o, max_lr=[0.11, 0.7], epochs=10, steps_per_epoch=31, div_factor=7.5, final_div_factor=333.0, pct_start=0.1, cycle_momentum=False),
+    "SequentialLR one cycle then constant": lambda o: S.SequentialLR(
+        o, [S.OneCycleLR(o, max_lr=0.5, total_steps=150, cycle_momentum=False), S.ConstantLR(o, factor=0.5, total_iters=40)],
+        milestones=[120]),
     # Composites: SequentialLR restarts the scheduler taking over at a milestone with torch's
     # closed form (which need not round back to the base: eta_min + (base - eta_min));
     # ChainedScheduler steps each in turn from the rate the one before set.

@@ -26,6 +26,7 @@ SCHEDULERS = {
     "sequential_warmup_cosine": lambda o: torch.optim.lr_scheduler.SequentialLR(
         o, [torch.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=5),
             torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=21, eta_min=1e-4)], milestones=[5]),
+    "one_cycle": lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=[0.05, 0.1], total_steps=STEPS, cycle_momentum=False),
     "chained_warmup_exponential": lambda o: torch.optim.lr_scheduler.ChainedScheduler(
         [torch.optim.lr_scheduler.LinearLR(o, start_factor=0.2, total_iters=4), torch.optim.lr_scheduler.ExponentialLR(o, gamma=0.93)]),
 }
@@ -106,8 +107,8 @@ def test_a_prepared_schedule_trains_as_torch_and_replays_exact(tmp_path, kind):
     assert root["format"]["minor"] >= 6
     schedule = root["optimizer"]["schedule"]
     assert schedule["options"] == ["lr"]
-    assert schedule["scheduler"]["kind"] == type(SCHEDULERS[kind](torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1))).__name__
-    assert schedule["scheduler"]["base"]["lr"] == [0.02, 0.04]
+    assert schedule["scheduler"]["kind"] == type(SCHEDULERS[kind](two_groups(fresh_mlp()))).__name__
+    assert schedule["scheduler"]["base"]["lr"] == ([0.05 / 25, 0.1 / 25] if kind == "one_cycle" else [0.02, 0.04])
     assert "initial_lr" not in root["optimizer"]["groups"][0]["options"]
 
     status, replayed = replay_all(tmp_path, tape)

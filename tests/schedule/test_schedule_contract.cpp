@@ -104,6 +104,19 @@ private Q_SLOTS:
         row("a base of another option", {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}, {"base", {{"lr", {0.1}}, {"momentum", {0.9}}}}},
             "base.momentum");
         row("torch 1.12", described("ExponentialLR", {{"gamma", 0.9}}), "torch 1.12", 12);
+        const nlohmann::json cycle = {{"max_lr", {0.25}}, {"min_lr", {1e-6}}, {"total_steps", 100}, {"phase_ends", {29.0, 99}},
+                                      {"anneal_strategy", "cos"}, {"cycle_momentum", false}};
+        auto with = [](nlohmann::json arguments, const char* name, const nlohmann::json& value) {
+            arguments[name] = value;
+            return arguments;
+        };
+        row("OneCycleLR cycling momentum", described("OneCycleLR", with(cycle, "cycle_momentum", true)), "arguments.cycle_momentum");
+        row("OneCycleLR total_steps 0", described("OneCycleLR", with(cycle, "total_steps", 0)), "arguments.total_steps");
+        row("OneCycleLR another strategy", described("OneCycleLR", with(cycle, "anneal_strategy", "cosine")), "arguments.anneal_strategy");
+        row("OneCycleLR max_lr per group", described("OneCycleLR", with(cycle, "max_lr", {0.25, 0.5})), "arguments.max_lr");
+        row("OneCycleLR four phases", described("OneCycleLR", with(cycle, "phase_ends", {9.0, 19.0, 29.0, 99})), "arguments.phase_ends");
+        row("OneCycleLR ending elsewhere", described("OneCycleLR", with(cycle, "phase_ends", {29.0, 98})), "arguments.phase_ends");
+        row("OneCycleLR without min_lr", described("OneCycleLR", [&] { nlohmann::json a = cycle; a.erase("min_lr"); return a; }()), "arguments.min_lr");
         const nlohmann::json warmup = {{"kind", "LinearLR"}, {"arguments", {{"start_factor", 0.1}, {"end_factor", 1.0}, {"total_iters", 5}}}};
         const nlohmann::json decay = {{"kind", "ExponentialLR"}, {"arguments", {{"gamma", 0.9}}}};
         row("schedulers not an array", described("SequentialLR", {{"schedulers", warmup}, {"milestones", {5}}}), "arguments.schedulers");
@@ -141,7 +154,7 @@ private Q_SLOTS:
         const std::string message = refusal(described("WarmupLR", nlohmann::json::object()));
         for (const std::string& kind : scheduleKinds())
             QVERIFY2(message.find(kind) != std::string::npos, message.c_str());
-        QCOMPARE(scheduleKinds().size(), std::size_t(10));
+        QCOMPARE(scheduleKinds().size(), std::size_t(11));
     }
 
     void sequentialLrHandsOverAtItsMilestonesFromTheBase()
@@ -164,6 +177,20 @@ private Q_SLOTS:
         QCOMPARE(v[10][0][0], 0.1 * 0.1);
         QCOMPARE(v[11][0][0], v[10][0][0]);
         QCOMPARE(v[12][0][0], 0.1 * 0.1 * 0.1);
+    }
+
+    void oneCycleLrHasNoStepPastItsTotal()
+    {
+        const auto c = contract("OneCycleLR", {{"max_lr", {0.25, 0.05}}, {"min_lr", {0.01 / 1e4, 0.002 / 1e4}}, {"total_steps", 10},
+                                               {"phase_ends", {2.0, 9}}, {"anneal_strategy", "linear"}, {"cycle_momentum", false}},
+                              {0.01, 0.002});
+        QVERIFY(!c->usesMathLibrary());
+        const std::vector<ScheduledValues> v = chain(*c, 10);
+        QCOMPARE(v[0][0][0], 0.01);
+        QCOMPARE(v[2][0][0], 0.25);  // the peak, at the first phase's end
+        QCOMPARE(v[2][0][1], 0.05);
+        QVERIFY(v[9][0][0] < v[3][0][0]);
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, c->step(11, v[10]));
     }
 
     void chainedSchedulerStepsEachInTurn()

@@ -66,9 +66,31 @@ def _check_fresh(scheduler, kind):
 
 def _leaf_kind(scheduler) -> Optional[str]:
     kind = type(scheduler).__name__
+    if type(scheduler) is _lr_scheduler.OneCycleLR:
+        # With cycle_momentum it also moves momentum or betas, which the tape schedules nowhere.
+        return None if scheduler.cycle_momentum else kind
     if kind not in _ARGUMENTS or type(scheduler) is not getattr(_lr_scheduler, kind, None):
         return None
     return kind
+
+
+def _one_cycle_arguments(scheduler):
+    # OneCycleLR keeps what its constructor derived, not pct_start, div_factor and
+    # final_div_factor: the groups' max_lr and min_lr, and each phase's last step.
+    groups = scheduler.optimizer.param_groups
+    strategy = getattr(scheduler, "_anneal_func_type", None)  # torch 2.x
+    if strategy is None:  # torch 1.13 keeps the bound method
+        strategy = {"_annealing_cos": "cos", "_annealing_linear": "linear"}.get(getattr(scheduler.anneal_func, "__name__", None))
+    if strategy not in ("cos", "linear"):
+        raise RuntimeError("the prepared OneCycleLR anneals with %r, neither torch's cos nor linear" % (strategy,))
+    return {
+        "max_lr": [_number(scheduler, "max_lr", group["max_lr"]) for group in groups],
+        "min_lr": [_number(scheduler, "min_lr", group["min_lr"]) for group in groups],
+        "total_steps": _number(scheduler, "total_steps", scheduler.total_steps),
+        "phase_ends": [_number(scheduler, "end_step", phase["end_step"]) for phase in scheduler._schedule_phases],
+        "anneal_strategy": strategy,
+        "cycle_momentum": False,
+    }
 
 
 def _base(scheduler, kind):
@@ -81,6 +103,8 @@ def _base(scheduler, kind):
 
 
 def _child(scheduler, kind):
+    if kind == "OneCycleLR":
+        return {"kind": kind, "arguments": _one_cycle_arguments(scheduler)}
     return {"kind": kind, "arguments": {name: _value(scheduler, name) for name in _ARGUMENTS[kind]}}
 
 
