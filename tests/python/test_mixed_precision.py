@@ -13,6 +13,7 @@ import zkdv.torch
 from conftest import audit, batches, fresh_mlp, fresh_transformer, replay_all, sequence_batches
 from tape_edit import edited_metadata, rechain_with_edit
 from test_gradient_accumulation import HAS_EXPORT, transactions_of
+from test_schedules import root_of
 
 STEPS = 8
 MICRO = 2
@@ -22,6 +23,13 @@ def two_groups(model):
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=0.01)
+
+
+def warmup_cosine(optimizer, warmup=3):
+    # The usual real-loop schedule: a linear warm-up, then a cosine decay (SequentialLR).
+    S = torch.optim.lr_scheduler
+    return S.SequentialLR(optimizer, [S.LinearLR(optimizer, start_factor=0.1, total_iters=warmup),
+                                      S.CosineAnnealingLR(optimizer, T_max=STEPS - warmup)], milestones=[warmup])
 
 
 def micro_batches(data, steps=STEPS):
@@ -34,7 +42,7 @@ def record(tape, make, data, program="torchscript", sampling=None):
     config = zkdv.ZKDVConfig(program=program, **({"sampling_policy": sampling} if sampling else {}))
     with zkdv.torch.ZKDV(tape, config, replay_snapshot_interval=4) as proof:
         model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), two_groups(model))
-        scheduler = proof.prepare(torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=STEPS))
+        scheduler = proof.prepare(warmup_cosine(optimizer))
         for micro in micro_batches(data):
             with proof.transaction(batch=micro):
                 optimizer.zero_grad()
@@ -51,7 +59,7 @@ def record(tape, make, data, program="torchscript", sampling=None):
 def train_plain(make, data):
     model = make()
     optimizer = two_groups(model)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=STEPS)
+    scheduler = warmup_cosine(optimizer)
     loss_fn = torch.nn.CrossEntropyLoss()
     for micro in micro_batches(data):
         optimizer.zero_grad(set_to_none=True)
@@ -71,7 +79,7 @@ MODELS = {"mlp": (fresh_mlp, batches), "transformer": (fresh_transformer, sequen
 @pytest.mark.parametrize("program", ["torchscript", "exported-graph"])
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_the_whole_real_loop_under_autocast_trains_as_torch_and_replays_exact(tmp_path, kind, program):
-    """AdamW in two groups, a cosine schedule, accumulation, clipping at 1.0 and CPU bfloat16 autocast."""
+    """AdamW in two groups, a warm-up then cosine schedule (checked), accumulation, clipping at 1.0 and CPU bfloat16 autocast."""
     make, data = MODELS[kind]
     tape = tmp_path / (kind + ".zkdv")
     if program == "exported-graph" and not HAS_EXPORT:
@@ -91,6 +99,7 @@ def test_the_whole_real_loop_under_autocast_trains_as_torch_and_replays_exact(tm
     model = record(tape, make, data, program)
     for (name, recorded), trained in zip(model.named_parameters(), plain.parameters()):
         assert torch.equal(recorded.detach(), trained.detach()), name
+    assert root_of(tape)["optimizer"]["schedule"]["scheduler"]["kind"] == "SequentialLR"
     headers = transactions_of(tape)
     assert all(json.loads(h["__metadata__"]["autocast"]) == {"cpu": "BF16"} for h in headers), headers[0]["__metadata__"]
     status, replayed = replay_all(tmp_path, tape)
