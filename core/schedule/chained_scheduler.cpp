@@ -9,19 +9,13 @@ namespace zkdv::schedule {
 
 namespace {
 
-constexpr std::size_t kMostSchedulers = 16;
 
 class ChainedScheduler : public LrSchedule {
 public:
-    explicit ChainedScheduler(const ScheduleArguments& a) : LrSchedule(a, false)
+    explicit ChainedScheduler(const ScheduleArguments& a) : LrSchedule(a, false), children_(makeChildSchedules(a))
     {
-        const nlohmann::json& schedulers = a.json("schedulers");
-        if (!schedulers.is_array() || schedulers.empty() || schedulers.size() > kMostSchedulers)
-            a.refuse("schedulers", "an array of 1 to " + std::to_string(kMostSchedulers) + " scheduler descriptions {\"kind\", \"arguments\"}");
-        for (std::size_t k = 0; k < schedulers.size(); ++k) {
-            children_.push_back(makeChildSchedule(schedulers[k], k, a));
-            anyMathLibrary_ = anyMathLibrary_ || children_.back()->usesMathLibrary();
-        }
+        for (const auto& child : children_)
+            anyMathLibrary_ = anyMathLibrary_ || child->usesMathLibrary();
     }
 
     bool usesMathLibrary() const override { return anyMathLibrary_; }

@@ -57,9 +57,9 @@ std::unique_ptr<LrSchedule> makeOneCycleLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeSequentialLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeChainedScheduler(const ScheduleArguments& arguments);
 
-// The scheduler one element of a composite's arguments.schedulers describes ({"kind",
+// The schedulers a composite's arguments.schedulers describes (1 to 16 descriptions {"kind",
 // "arguments"}, sharing the composite's base); a composite is refused there (torch's
 // composites step their children in ways that nest differently across releases).
-std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::size_t index, const ScheduleArguments& parent);
+std::vector<std::unique_ptr<LrSchedule>> makeChildSchedules(const ScheduleArguments& parent);
 
 }  // namespace zkdv::schedule

@@ -43,6 +43,11 @@ std::string joined(const std::vector<std::string>& names)
 
 }  // namespace
 
+namespace {
+
+// A hostile description must not make the auditor build thousands of contracts.
+constexpr std::size_t kMostChildSchedules = 16;
+
 std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::size_t index, const ScheduleArguments& parent)
 {
     const std::string where = parent.kind() + ": arguments.schedulers[" + std::to_string(index) + "]";
@@ -67,6 +72,19 @@ std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::
     } catch (const ScheduleError& error) {
         throw ScheduleError(where + ": " + error.what());
     }
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<LrSchedule>> makeChildSchedules(const ScheduleArguments& parent)
+{
+    const nlohmann::json& schedulers = parent.json("schedulers");
+    if (!schedulers.is_array() || schedulers.empty() || schedulers.size() > kMostChildSchedules)
+        parent.refuse("schedulers", "an array of 1 to " + std::to_string(kMostChildSchedules) + " scheduler descriptions {\"kind\", \"arguments\"}");
+    std::vector<std::unique_ptr<LrSchedule>> children;
+    for (std::size_t k = 0; k < schedulers.size(); ++k)
+        children.push_back(makeChildSchedule(schedulers[k], k, parent));
+    return children;
 }
 
 std::vector<std::string> scheduleKinds()

@@ -14,20 +14,13 @@ namespace zkdv::schedule {
 
 namespace {
 
-// A hostile description must not make the auditor build thousands of contracts.
-constexpr std::size_t kMostSchedulers = 16;
 
 class SequentialLR : public LrSchedule {
 public:
-    explicit SequentialLR(const ScheduleArguments& a) : LrSchedule(a, false)
+    explicit SequentialLR(const ScheduleArguments& a) : LrSchedule(a, false), children_(makeChildSchedules(a))
     {
-        const nlohmann::json& schedulers = a.json("schedulers");
-        if (!schedulers.is_array() || schedulers.empty() || schedulers.size() > kMostSchedulers)
-            a.refuse("schedulers", "an array of 1 to " + std::to_string(kMostSchedulers) + " scheduler descriptions {\"kind\", \"arguments\"}");
-        for (std::size_t k = 0; k < schedulers.size(); ++k) {
-            children_.push_back(makeChildSchedule(schedulers[k], k, a));
-            anyMathLibrary_ = anyMathLibrary_ || children_.back()->usesMathLibrary();
-        }
+        for (const auto& child : children_)
+            anyMathLibrary_ = anyMathLibrary_ || child->usesMathLibrary();
         // Torch takes any list and bisects it; the contract takes the form every real
         // SequentialLR has, increasing positive epochs, one fewer than the schedulers (torch's
         // constructor checks the count). Epoch 0 would restart at the constructor's own step,
