@@ -45,7 +45,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
         nlohmann::json uses = nlohmann::json::array();
         for (const GradientTransformUse& use : gradients.uses())
             uses.push_back({{"transforms", use.transforms}, {"transactions", use.transactions}, {"first", use.first}, {"last", use.last}});
-        out["gradient_transforms"] = {{"uses", uses}, {"other_transactions", gradients.others()}};
+        out["gradient_transforms"] = {{"uses", uses}, {"other_transactions", gradients.others()}, {"skipped_steps", gradients.skipped()}};
         std::printf("%s\n", toJsonText(out, 2).c_str());
         return kExitOk;
     }
@@ -66,6 +66,8 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
         std::printf("  scheduler: %s, at epoch %llu when the tape began\n", root.optimizerSchedule->schedulerJson.c_str(),
                     static_cast<unsigned long long>(root.optimizerSchedule->epoch));
     std::printf("gradients  %s\n", gradients.text(summary.transactionCount).c_str());
+    if (root.gradScaler)
+        std::printf("  grad scaler: %s (the rule and the scale of transaction 0)\n", gradScalerDeclarationJson(*root.gradScaler).c_str());
     std::printf("model      %zu parameters, %zu buffers\n", root.parameters.size(), root.buffers.size());
     for (const TensorSpec& spec : root.parameters)
         std::printf("  parameter %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());

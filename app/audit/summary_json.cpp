@@ -90,6 +90,7 @@ nlohmann::json rootJson(const RootRecord& root)
         {"overlap", root.overlap},
         {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},
         {"numerics", root.numerics ? json::parse(root.numerics->toJson()) : json()},
+        {"grad_scaler", root.gradScaler ? json::parse(gradScalerDeclarationJson(*root.gradScaler)) : json()},
     };
 }
 

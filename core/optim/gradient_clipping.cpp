@@ -154,6 +154,37 @@ void clipValue(const GradientTransform& transform, const std::vector<at::Tensor>
     }
 }
 
+// GradScaler.unscale_: torch computes the float32 reciprocal of the scale in double
+// (`scale.double().reciprocal().float()`) and its _amp_foreach_non_finite_check_and_unscale_
+// kernels multiply every element by it in the element's opmath type (float32 for float16 and
+// bfloat16, rounded back once), leave the gradients alone when it is 1, and note any inf or
+// NaN among the scaled elements. The same operations here, for every release and device
+// (libtorch 1.13 has no CPU kernel). Returns found_inf as torch does: a float32 0 or 1.
+at::Tensor unscale(const GradientTransform& transform, const std::vector<at::Tensor>& gradients)
+{
+    const float inverse = static_cast<float>(1.0 / static_cast<double>(transform.scale));
+    bool found = false;
+    for (const at::Tensor& g : gradients) {
+        if (g.layout() != at::kStrided)
+            throw Error("GradScaler.unscale_ of a sparse gradient is not replayed (torch coalesces float16 ones first)");
+        if (g.scalar_type() == at::kHalf)
+            throw Error("Attempting to unscale FP16 gradients.");  // torch's ValueError: no step was taken
+    }
+    for (const at::Tensor& g : gradients) {
+        if (!found && !at::isfinite(g).all().item<bool>())
+            found = true;
+        if (inverse == 1.0f)
+            continue;
+        const bool reduced = g.scalar_type() == at::kBFloat16;
+        const at::Tensor factor = at::scalar_tensor(inverse, g.options().dtype(at::kFloat));
+        if (reduced)
+            g.copy_(g.to(at::kFloat).mul(factor));
+        else
+            g.mul_(factor.to(g.scalar_type()));
+    }
+    return at::scalar_tensor(found ? 1.0f : 0.0f, at::TensorOptions().dtype(at::kFloat));
+}
+
 }  // namespace
 
 std::optional<bool> resolveForeach(std::optional<bool> requested, const std::vector<at::Tensor>& gradients, const TorchRelease& release)
@@ -180,6 +211,8 @@ at::Tensor applyGradientTransform(const GradientTransform& transform, const std:
     at::NoGradGuard noGrad;
     if (transform.kind == GradientTransform::Kind::ClipNorm)
         return clipNorm(transform, defined, release);
+    if (transform.kind == GradientTransform::Kind::Unscale)
+        return unscale(transform, defined);
     clipValue(transform, defined, release);
     return at::Tensor();
 }

@@ -11,6 +11,7 @@
 #include "background_writer.h"
 #include "snapshot_pool.h"
 #include "tensor_watch.h"
+#include "zkdv/audit/grad_scaler_follower.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/optim/gradient_clipping.h"
@@ -114,6 +115,12 @@ struct Recorder::Impl {
     // The declared scheduler's schedule, followed as the auditor will: a step off it is refused
     // before it is taken, so an honest tape never replays diverged there.
     std::unique_ptr<schedule::ScheduleFollower> scheduleFollower;
+    // The declared GradScaler, whose state each transaction uses as the rule moves it.
+    std::optional<GradScalerDeclaration> gradScaler;
+    std::unique_ptr<GradScalerFollower> scalerFollower;
+    bool unscaled = false;  // the open transaction's gradients were unscaled
+    bool foundInf = false;  // and held an inf or NaN, so GradScaler skips its step
+    bool skipped = false;   // the last step was skipped
     std::optional<SamplingSchedule> sampling;
     // The digest of the last transaction record (the root record before the first), which
     // keys the next transaction's draws (spec 5.2); set by the background writer.
@@ -358,6 +365,7 @@ struct Recorder::Impl {
             root.optimizerGroups.push_back(std::move(written));
         }
         root.optimizerSchedule = schedule;
+        root.gradScaler = gradScaler;
         root.programKind = model->exported() ? kExportedGraphKind : "torchscript";
         root.programSha256 = program.sha256;
         root.programEmbedded = config.embedProgram;
@@ -574,6 +582,9 @@ Transaction Recorder::transaction(std::vector<std::vector<at::Tensor>> microBatc
     d.batch = d.microBatches.front();
     d.gradientTransforms.clear();
     d.totalNorms.clear();
+    d.unscaled = false;
+    d.foundInf = false;
+    d.skipped = false;
     d.startedAt = std::chrono::steady_clock::now();
     return Transaction(this);
 }
@@ -613,16 +624,30 @@ std::vector<at::Tensor> Recorder::forwardExported()
 
 void Recorder::backward(const at::Tensor& loss, LossScale scale)
 {
+    Impl& d = *impl_;
+    if (d.gradScaler && d.open) {
+        const float by = gradScalerState().scale;
+        const int major = optim::TorchRelease::ofThisLibtorch().major;
+        backward([&loss, &scale, by, major] { torch::autograd::backward({gradScaledLoss(scaledLoss(loss, scale), by, major)}); }, scale, true);
+        return;
+    }
     backward([&loss, &scale] { torch::autograd::backward({scaledLoss(loss, scale)}); }, scale);
 }
 
-void Recorder::backward(const std::function<void()>& differentiate, LossScale scale)
+void Recorder::backward(const std::function<void()>& differentiate, LossScale scale, bool gradScaled)
 {
     Impl& d = *impl_;
     if (!d.open) {
         differentiate();
         return;
     }
+    if (d.gradScaler && !gradScaled)
+        throw RecorderError("proof.backward() of a loss the GradScaler did not scale in " + d.current() +
+                            ": the tape declares a GradScaler, whose scale multiplies every loss before its backward pass (the replay "
+                            "multiplies it too, and unscales the gradients); differentiate scaler.scale(loss)");
+    if (!d.gradScaler && gradScaled)
+        throw RecorderError("proof.backward() of a loss scaled by a GradScaler the tape does not declare: prepare the scaler with the optimizer, "
+                            "before the first transaction (scaler = proof.prepare(torch.amp.GradScaler(...)))");
     if (d.forwards == 0)
         throw RecorderError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)");
     if (d.backwards == d.forwards)
@@ -679,33 +704,35 @@ void Recorder::clipGradValue(double clipValue, std::optional<bool> foreach)
 at::Tensor Recorder::transformGradients(GradientTransform transform)
 {
     Impl& d = *impl_;
-    const char* name = transform.kind == GradientTransform::Kind::ClipNorm ? "clip_grad_norm_" : "clip_grad_value_";
+    const bool unscale = transform.kind == GradientTransform::Kind::Unscale;
+    const std::string name = unscale ? "unscale_" : transform.kind == GradientTransform::Kind::ClipNorm ? "clip_grad_norm_" : "clip_grad_value_";
+    const std::string call = (unscale ? "scaler." : "proof.") + name + "()";
+    const char* where = unscale ? "unscale between proof.backward() and scaler.step(optimizer)" : "clip between proof.backward() and optimizer.step()";
     if (!d.open)
-        throw RecorderError(std::string("proof.") + name + "() records a change of the gradients inside a transaction; outside one, call torch.nn.utils." +
-                            name + " itself");
+        throw RecorderError(call + " records a change of the gradients inside a transaction; outside one, call " +
+                            (unscale ? std::string("the GradScaler's own") : "torch.nn.utils." + name) + " itself");
     if (d.committed)
-        throw RecorderError(std::string("proof.") + name + "() after optimizer.step() in " + d.current() +
-                            ": the step took the gradients already; clip between proof.backward() and optimizer.step()");
+        throw RecorderError(call + " after optimizer.step() in " + d.current() + ": the step took the gradients already; " + where);
     if (d.backwards == 0)
-        throw RecorderError(std::string("proof.") + name + "() before proof.backward() in " + d.current() +
-                            ": there are no gradients of the recorded loss to clip yet; clip between proof.backward() and optimizer.step()");
+        throw RecorderError(call + " before proof.backward() in " + d.current() + ": there are no gradients of the recorded loss yet; " + where);
     if (d.backwards < d.microBatches.size())
-        throw RecorderError(std::string("proof.") + name + "() after " + std::to_string(d.backwards) + " of the " + std::to_string(d.microBatches.size()) +
-                            " micro-batches of " + d.current() + ": clip the accumulated gradients, after the last micro-batch's proof.backward()");
+        throw RecorderError(call + " after " + std::to_string(d.backwards) + " of the " + std::to_string(d.microBatches.size()) + " micro-batches of " +
+                            d.current() + ": it changes the accumulated gradients, after the last micro-batch's proof.backward()");
     const std::string problem = gradientTransformProblem(transform);
     if (!problem.empty())
-        throw RecorderError(std::string("proof.") + name + "(): " + problem);
+        throw RecorderError(call + ": " + problem);
     if (d.gradientTransforms.size() >= kMaxGradientTransforms)
         throw RecorderError("a transaction records at most " + std::to_string(kMaxGradientTransforms) + " gradient transforms; " + d.current() +
                             " already holds that many");
     d.requireGradients();
     if (auto change = d.backwardGradients.firstChange(d.gradients(), true))
-        throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how + " before proof." + name +
-                            "() in " + d.current() + ", outside the recorded step: the replay clips the gradients the sealed program computes (" +
+        throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how + " before " + call +
+                            " in " + d.current() + ", outside the recorded step: the replay transforms the gradients the sealed program computes (" +
                             kDivergedOtherwise + "); leave the gradients as proof.backward() left them");
     const optim::TorchRelease release = optim::TorchRelease::ofThisLibtorch();
     const std::vector<at::Tensor> gradients = d.gradients();
-    transform.foreach = optim::resolveForeach(transform.foreach, gradients, release);
+    if (!unscale)
+        transform.foreach = optim::resolveForeach(transform.foreach, gradients, release);
     at::Tensor total;
     try {
         total = optim::applyGradientTransform(transform, gradients, release);
@@ -718,9 +745,65 @@ at::Tensor Recorder::transformGradients(GradientTransform transform)
     }
     d.backwardGradients.mark(d.gradients());
     d.gradientTransforms.push_back(transform);
-    d.totalNorms.push_back(total.defined() ? hostCopy(total) : at::Tensor());
+    d.totalNorms.push_back(total.defined() && transform.kind == GradientTransform::Kind::ClipNorm ? hostCopy(total) : at::Tensor());
     return total;
 }
+
+void Recorder::declareGradScaler(GradScalerDeclaration declaration)
+{
+    Impl& d = *impl_;
+    if (!d.bridge)
+        throw RecorderError("prepare the optimizer before its GradScaler");
+    if (d.started)
+        throw RecorderError("the tape's root is written: a GradScaler is prepared before the first transaction");
+    if (d.gradScaler)
+        throw RecorderError("this recorder already declared a GradScaler; a tape records one");
+    std::string problem = gradScalerRuleProblem(declaration.rule);
+    if (problem.empty())
+        problem = gradScalerStateProblem(declaration.initial, declaration.rule);
+    if (!problem.empty())
+        throw RecorderError("the GradScaler cannot be recorded: " + problem);
+    d.gradScaler = declaration;
+    d.scalerFollower = std::make_unique<GradScalerFollower>(declaration);
+}
+
+GradScalerState Recorder::gradScalerState() const
+{
+    if (!impl_->scalerFollower)
+        throw RecorderError("this recorder declares no GradScaler");
+    return impl_->scalerFollower->expected();
+}
+
+void Recorder::checkGradScalerState(const GradScalerState& state) const
+{
+    const Impl& d = *impl_;
+    if (!d.scalerFollower)
+        throw RecorderError("this recorder declares no GradScaler");
+    const TensorComparison comparison = d.scalerFollower->judge(state);
+    if (comparison.verdict != Verdict::Exact)
+        throw RecorderError("the GradScaler's state is not the one its rule gives in " + d.current() + " (" + comparison.note +
+                            "): the auditor follows the rule from step to step and would find this step diverged, so it is refused; call "
+                            "scaler.update() once after every scaler.step(optimizer), without new_scale, and change the scale only through the "
+                            "scaler's constructor");
+}
+
+bool Recorder::unscaleGradients()
+{
+    Impl& d = *impl_;
+    if (!d.gradScaler)
+        throw RecorderError("scaler.unscale_() inside a transaction needs the GradScaler prepared before the first transaction");
+    if (d.unscaled)
+        throw RecorderError("unscale_() has already been called on this optimizer since the last update() (" + d.current() + ")");
+    GradientTransform transform;
+    transform.kind = GradientTransform::Kind::Unscale;
+    transform.scale = d.scalerFollower->expected().scale;
+    const at::Tensor found = transformGradients(transform);
+    d.unscaled = true;
+    d.foundInf = found.item<float>() != 0.0f;
+    return d.foundInf;
+}
+
+bool Recorder::stepSkipped() const { return impl_->skipped; }
 
 void Recorder::step(PreparedOptimizer& prepared)
 {
@@ -740,6 +823,11 @@ void Recorder::step(PreparedOptimizer& prepared)
                             " micro-batches of " + d.current() + ": the tape records every micro-batch the transaction was given, and the replay "
                             "accumulates all of them; run proof.forward() and proof.backward() on each before the step");
     d.requireGradients();
+    // GradScaler.step() unscales the gradients when unscale_() did not, and skips the step
+    // when they held an inf or NaN (the transaction is recorded with no update).
+    if (d.gradScaler && !d.unscaled)
+        unscaleGradients();
+    const bool skipped = d.gradScaler && d.foundInf;
     if (auto change = d.backwardGradients.firstChange(d.gradients(), true))
         throw RecorderError("the gradient of parameter " + d.model->parameterNames()[change->index] + " " + change->how +
                             " between proof.backward() and optimizer.step() in " + d.current() +
@@ -783,7 +871,11 @@ void Recorder::step(PreparedOptimizer& prepared)
     }
     std::vector<at::Tensor> deltas;
     try {
-        deltas = d.bridge->stepInPlace(detached, d.state, gradients);
+        if (skipped)
+            for (const at::Tensor& p : detached)
+                deltas.push_back(at::zeros_like(p));
+        else
+            deltas = d.bridge->stepInPlace(detached, d.state, gradients);
     } catch (const std::exception& error) {
         // Groups before the failing one may be stepped already: what the model holds now is
         // no state the tape can describe, so this recorder takes no further transactions.
@@ -794,6 +886,12 @@ void Recorder::step(PreparedOptimizer& prepared)
     }
     if (d.scheduleFollower)
         d.scheduleFollower->advance(d.scheduleEpoch, std::move(scheduledValues));
+    std::optional<GradScalerStep> scalerStep;
+    if (d.scalerFollower) {
+        scalerStep = GradScalerStep{d.scalerFollower->expected(), skipped};
+        d.scalerFollower->advance(*scalerStep);
+    }
+    d.skipped = skipped;
     // What the step left is what the tape describes from here on (a failing write after this
     // point is the writer's error, never a change outside the step).
     d.recordedParameters.mark(parameters);
@@ -879,6 +977,8 @@ void Recorder::step(PreparedOptimizer& prepared)
             record.setStateDigest(*digest);
         if (scheduleEpoch)
             record.setScheduleEpoch(*scheduleEpoch);
+        if (scalerStep)
+            record.setGradScaler(*scalerStep);
         for (std::size_t k = 0; k < transforms->size(); ++k) {
             const at::Tensor& total = (*totalNorms)[k];
             if (total.defined())

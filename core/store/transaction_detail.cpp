@@ -92,6 +92,12 @@ void readRecord(CaseStore& store, const CaseTape& tape, const RecordRef& ref, Tr
                 std::snprintf(total, sizeof total, "%.9g", scalarToDouble(record.totalNorms[k]->dtype, record.totalNorms[k]->data.data));
                 line += std::string(": total norm ") + total;
             }
+            // The GradScaler's state belongs with its unscale: what the step divided by, and
+            // whether it then skipped the optimizer step (tape format 1.8, section 5.6).
+            if (record.gradientTransforms[k].kind == GradientTransform::Kind::Unscale && record.gradScaler)
+                line += ": scale " + gradScaleText(record.gradScaler->state.scale) + ", growth tracker " +
+                        std::to_string(record.gradScaler->state.growthTracker) +
+                        (record.gradScaler->skipped ? ", an inf or NaN found: the optimizer step was skipped" : "");
             detail.gradientTransforms.push_back(std::move(line));
         }
     } catch (const Error& error) {

@@ -14,6 +14,7 @@ namespace zkdv {
 namespace {
 constexpr const char* kClipNorm = "clip_grad_norm";
 constexpr const char* kClipValue = "clip_grad_value";
+constexpr const char* kUnscale = "unscale";
 
 std::string number(double value)
 {
@@ -43,6 +44,8 @@ double finiteMember(const nlohmann::json& entry, std::size_t position, const cha
 std::string GradientTransform::describe() const
 {
     std::string text;
+    if (kind == Kind::Unscale)
+        return "GradScaler.unscale_()";  // the scale moves every few steps; messages name it
     if (kind == Kind::ClipNorm) {
         text = "clip_grad_norm_(max_norm=" + number(maxNorm) + ", norm_type=" + number(normType);
         if (errorIfNonfinite)
@@ -61,6 +64,8 @@ bool GradientTransform::operator==(const GradientTransform& other) const
         return false;
     if (kind == Kind::ClipValue)
         return clipValue == other.clipValue;
+    if (kind == Kind::Unscale)
+        return scale == other.scale;
     return maxNorm == other.maxNorm && normType == other.normType && errorIfNonfinite == other.errorIfNonfinite;
 }
 
@@ -68,6 +73,8 @@ std::string gradientTransformProblem(const GradientTransform& transform)
 {
     if (transform.kind == GradientTransform::Kind::ClipValue)
         return std::isfinite(transform.clipValue) ? std::string() : "clip_value must be a finite number";
+    if (transform.kind == GradientTransform::Kind::Unscale)
+        return std::isfinite(transform.scale) ? std::string() : "the loss scale must be finite";
     if (!std::isfinite(transform.maxNorm))
         return "max_norm must be a finite number";
     if (!(transform.normType > 0) || std::isnan(transform.normType))
@@ -82,6 +89,11 @@ std::string gradientTransformsJson(const std::vector<GradientTransform>& transfo
     nlohmann::json array = nlohmann::json::array();
     for (const GradientTransform& transform : transforms) {
         nlohmann::json entry;
+        if (transform.kind == GradientTransform::Kind::Unscale) {
+            // The scale is the transaction's (metadata "grad_scaler"), written once there.
+            array.push_back({{"kind", kUnscale}});
+            continue;
+        }
         if (transform.kind == GradientTransform::Kind::ClipNorm) {
             entry["kind"] = kClipNorm;
             entry["max_norm"] = transform.maxNorm;
@@ -118,6 +130,13 @@ std::vector<GradientTransform> parseGradientTransforms(std::string_view text)
         if (kind == entry.end() || !kind->is_string())
             fail(position, "\"kind\" must be a string");
         std::set<std::string> allowed = {"kind", "foreach"};
+        if (*kind == kUnscale) {
+            if (entry.size() != 1)
+                fail(position, "an \"unscale\" entry holds only its kind (its scale is the transaction's grad_scaler)");
+            transform.kind = GradientTransform::Kind::Unscale;
+            transforms.push_back(transform);
+            continue;
+        }
         if (*kind == kClipNorm) {
             transform.kind = GradientTransform::Kind::ClipNorm;
             transform.maxNorm = finiteMember(entry, position, "max_norm");
@@ -136,7 +155,7 @@ std::vector<GradientTransform> parseGradientTransforms(std::string_view text)
             transform.clipValue = finiteMember(entry, position, "clip_value");
             allowed.insert("clip_value");
         } else {
-            fail(position, "unknown kind \"" + kind->get<std::string>() + "\" (this reader knows \"clip_grad_norm\" and \"clip_grad_value\")");
+            fail(position, "unknown kind \"" + kind->get<std::string>() + "\" (this reader knows \"clip_grad_norm\", \"clip_grad_value\" and \"unscale\")");
         }
         auto foreach = entry.find("foreach");
         if (foreach == entry.end() || !(foreach->is_boolean() || foreach->is_null()))

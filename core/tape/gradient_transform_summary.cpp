@@ -6,6 +6,8 @@ namespace zkdv {
 
 void GradientTransformSummary::onTransaction(const TransactionRecord& record, const RecordLocation&)
 {
+    if (record.gradScaler && record.gradScaler->skipped)
+        ++skipped_;
     std::string transforms;
     for (const GradientTransform& transform : record.gradientTransforms)
         transforms += (transforms.empty() ? "" : ", then ") + transform.describe();
@@ -35,6 +37,9 @@ std::string GradientTransformSummary::text(std::uint64_t transactionCount) const
     }
     if (others_)
         text += "; " + std::to_string(others_) + " transactions with other transforms";
+    if (skipped_)
+        text += "; " + std::to_string(skipped_) + " optimizer step" + (skipped_ == 1 ? "" : "s") +
+                " skipped by the GradScaler (an inf or NaN in the unscaled gradients)";
     return text;
 }
 

@@ -191,6 +191,8 @@ std::string RootRecord::toJson() const
     }
     if (numerics)
         root["numerics"] = json::parse(numerics->toJson());
+    if (gradScaler)
+        root["grad_scaler"] = json::parse(gradScalerDeclarationJson(*gradScaler));
     return root.dump();
 }
 
@@ -302,6 +304,9 @@ RootRecord RootRecord::parse(ByteSpan payload)
     record.overlap = stringMember(root, "overlap", "root");
     if (auto numerics = root.find("numerics"); numerics != root.end())
         record.numerics = NumericEnvironment::parse(numerics->dump(), "root record: numerics");
+    // Before 1.8 an unknown member, which readers ignore.
+    if (auto scaler = root.find("grad_scaler"); scaler != root.end() && record.formatMinor >= tape::kGradScalerMinor)
+        record.gradScaler = parseGradScalerDeclaration(scaler->dump());
     auto metadata = root.find("metadata");
     if (metadata != root.end()) {
         if (!metadata->is_object())

@@ -44,6 +44,42 @@ void placeBatchTensor(const TensorView& tensor, std::string_view digits, const c
     batch[position] = &tensor;
 }
 
+// Metadata "grad_scaler" (spec 5.6): present exactly when the root declares a GradScaler, and
+// then the transaction's transforms hold its one unscale_, which takes the transaction's scale.
+void readGradScaler(const SafetensorsView& view, const RootRecord& root, TransactionRecord& record)
+{
+    std::size_t unscales = 0;
+    for (const GradientTransform& transform : record.gradientTransforms)
+        unscales += transform.kind == GradientTransform::Kind::Unscale;
+    const std::string_view text = view.metadataValue("grad_scaler");
+    if (root.formatMinor < tape::kGradScalerMinor) {
+        if (unscales)
+            fail("metadata \"gradient_transforms\" holds an \"unscale\" entry, which format 1." + std::to_string(root.formatMinor) +
+                 " does not know (GradScaler's unscale_ is part of 1.8)");
+        return;
+    }
+    if (!root.gradScaler) {
+        if (!text.empty())
+            fail("metadata \"grad_scaler\" is present, but the root declares no grad_scaler");
+        if (unscales)
+            fail("metadata \"gradient_transforms\" holds an \"unscale\" entry, but the root declares no grad_scaler");
+        return;
+    }
+    if (text.empty())
+        fail("metadata \"grad_scaler\" is missing; the root declares a grad_scaler, so every transaction records the scale it used");
+    try {
+        record.gradScaler = parseGradScalerStep(text, root.gradScaler->rule);
+    } catch (const FormatError& error) {
+        fail(error.what());
+    }
+    if (unscales != 1)
+        fail("metadata \"gradient_transforms\" holds " + std::to_string(unscales) + " \"unscale\" entries; a transaction with a grad_scaler "
+             "unscales its gradients once (GradScaler.step() unscales them when unscale_() did not)");
+    for (GradientTransform& transform : record.gradientTransforms)
+        if (transform.kind == GradientTransform::Kind::Unscale)
+            transform.scale = record.gradScaler->state.scale;
+}
+
 void float64Vector(const TensorView& tensor, std::size_t expected, std::vector<double>& values)
 {
     if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || static_cast<std::size_t>(tensor.shape[0]) != expected)
@@ -107,6 +143,7 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     record.totalNorms.clear();
     record.microBatches.clear();
     record.autocast.clear();
+    record.gradScaler.reset();
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -133,6 +170,7 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
             fail(error.what());
         }
     }
+    readGradScaler(view, root, record);
     std::size_t microCount = 1;
     if (transformsKnown && !view.metadataValue("micro_batches").empty()) {
         const std::uint64_t count = decimalMetadata(view, "micro_batches");
@@ -316,6 +354,8 @@ void TransactionRecordBuilder::addDelta(const std::string& parameter, DType dtyp
     deltas_.push_back(Tensor{"delta/" + parameter, dtype, std::move(shape), data});
 }
 
+void TransactionRecordBuilder::setGradScaler(GradScalerStep step) { gradScaler_ = step; }
+
 void TransactionRecordBuilder::addGradientTransform(const GradientTransform& transform, DType dtype, ByteSpan totalNorm)
 {
     if (transform.kind == GradientTransform::Kind::ClipNorm)
@@ -339,6 +379,8 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.setMetadata("gradient_transforms", gradientTransformsJson(transforms_));
     if (!autocast_.empty())
         blob.setMetadata("autocast", autocastJson(autocast_));
+    if (gradScaler_)
+        blob.setMetadata("grad_scaler", gradScalerStepJson(*gradScaler_));
     const bool micro = micro_.size() > 1;
     if (micro)
         blob.setMetadata("micro_batches", std::to_string(micro_.size()));

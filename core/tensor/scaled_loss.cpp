@@ -16,4 +16,10 @@ at::Tensor scaledLoss(const at::Tensor& loss, const LossScale& scale)
     return loss;
 }
 
+at::Tensor gradScaledLoss(const at::Tensor& loss, float scale, int torchMajor)
+{
+    const std::vector<std::int64_t> shape = torchMajor >= 2 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{1};
+    return loss * at::full(shape, scale, loss.options().dtype(at::kFloat));
+}
+
 }  // namespace zkdv

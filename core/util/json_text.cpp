@@ -49,6 +49,9 @@ nlohmann::json parseUntrustedJson(std::string_view text, std::string_view what)
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::parse_error& error) {
         throw FormatError(std::string(what) + " is not valid JSON: " + error.what(), error.byte);
+    } catch (const nlohmann::json::out_of_range& error) {
+        // A number past a double's range (1e400): valid JSON text, but no value to read.
+        throw FormatError(std::string(what) + " holds a number no double can hold: " + error.what());
     }
 }
 

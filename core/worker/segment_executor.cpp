@@ -18,6 +18,7 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include "zkdv/audit/divergence.h"
+#include "zkdv/audit/grad_scaler_follower.h"
 #include "zkdv/audit/numeric_regime.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/gradient_clipping.h"
@@ -204,21 +205,29 @@ public:
             unverifiable(UnverifiableCause::TapeMalformed, "snapshot " + std::to_string(segment.snapshot) + " cannot be loaded: " + error.what());
             return;
         }
-        if (schedule_) {
-            // The schedule steps from the values the transaction before the segment recorded.
+        if (schedule_ || scaler_) {
+            // The schedule steps from the values the transaction before the segment recorded,
+            // and the GradScaler's rule from its state and skip.
             bool reading = true;
             try {
                 if (segment.snapshot == 0) {
-                    schedule_->startAtRoot();
+                    if (schedule_)
+                        schedule_->startAtRoot();
+                    if (scaler_)
+                        scaler_->startAtRoot();
                 } else {
                     const ByteSpan before = records.transaction(segment.snapshot - 1);
                     reading = false;
                     const SafetensorsView view = SafetensorsView::parse(before);
-                    schedule_->startAfter(TransactionRecord::parse(view, root_));
+                    const TransactionRecord previous = TransactionRecord::parse(view, root_);
+                    if (schedule_)
+                        schedule_->startAfter(previous);
+                    if (scaler_)
+                        scaler_->startAfter(previous);
                 }
             } catch (const std::exception& error) {
                 unverifiable(reading ? UnverifiableCause::Environment : UnverifiableCause::TapeMalformed,
-                             "transaction " + std::to_string(segment.snapshot - 1) + ", whose scheduled values the segment's schedule steps from, " +
+                             "transaction " + std::to_string(segment.snapshot - 1) + ", whose scheduled values and loss scale the segment follows, " +
                                  (reading ? "cannot be read: " : "cannot be loaded: ") + error.what());
                 return;
             }
@@ -368,6 +377,8 @@ private:
             bridge_->setScheduled(root_.optimizerSchedule->options);
             schedule_ = std::make_unique<schedule::ScheduleFollower>(root_, release->major, release->minor);
         }
+        if (root_.gradScaler)
+            scaler_ = std::make_unique<GradScalerFollower>(*root_.gradScaler);
         // Where and how the contract keeps each slot (torch keeps Adam's step on the CPU even
         // for CUDA parameters): snapshot slots are checked against it and placed the same way.
         at::NoGradGuard noGrad;
@@ -486,6 +497,8 @@ private:
             for (TensorComparison& comparison : schedule_->follow(record))
                 outcome.comparisons.push_back(std::move(comparison));
         }
+        if (scaler_)
+            outcome.comparisons.push_back(scaler_->follow(record));
         std::vector<at::Tensor> buffersBefore;
         if (crossEnvironment())
             for (const at::Tensor& buffer : buffers_)
@@ -506,9 +519,12 @@ private:
             outcome.comparisons.push_back(compareTensor(name, "loss", *micro.loss, loss, tolerance_));
             judgeAcrossEnvironments(outcome.comparisons.back(), micro.loss->dtype, [&] { return differenceNorm(*micro.loss, loss); },
                                     std::sqrt(squaredNorm(loss)), "the loss");
-            torch::autograd::backward({scaledLoss(loss, micro.scale)});
+            const at::Tensor scaled = scaledLoss(loss, micro.scale);
+            torch::autograd::backward(
+                {record.gradScaler ? gradScaledLoss(scaled, record.gradScaler->state.scale, recordingRelease_.major) : scaled});
         }
-        applyGradientTransforms(record, outcome);
+        // A GradScaler skips the step when its unscale_ found an inf or NaN (spec 5.6).
+        const bool skipped = applyGradientTransforms(record, outcome);
         if (crossEnvironment()) {
             // A buffer's drift across the segment is measured against how far the program moved
             // all of them, step by step (BatchNorm's running statistics, for one).
@@ -525,10 +541,19 @@ private:
             detached.push_back(parameters_[i].detach());
             gradients.push_back(parameters_[i].grad());
             // torch.optim creates a parameter's state at its first step with a gradient.
-            if (gradients.back().defined() && state_[i].empty())
+            if (!skipped && gradients.back().defined() && state_[i].empty())
                 state_[i] = bridge_->contract().initialize(detached.back(), bridge_->groups()[groupOf_[i]].options);
         }
-        optim::OptimizerBridge::Transition transition = bridge_->transition(detached, state_, gradients);
+        optim::OptimizerBridge::Transition transition;
+        if (skipped) {
+            // No optimizer step: the parameters and the state stay, and the update is zero.
+            transition.parameters = detached;
+            transition.state = state_;
+            for (const at::Tensor& p : detached)
+                transition.deltas.push_back(at::zeros_like(p));
+        } else {
+            transition = bridge_->transition(detached, state_, gradients);
+        }
         if (crossEnvironment())
             findNoiseGradients(gradients);
 
@@ -566,12 +591,14 @@ private:
     // The transaction's clipping, as the recording torch applied it (spec 5.1), and each total
     // norm it computed against the recorded one. Where torch would have raised (a non-finite
     // norm under error_if_nonfinite) the recorded step cannot have happened: the throw makes
-    // the transaction diverged.
-    void applyGradientTransforms(const TransactionRecord& record, TransactionOutcome& outcome)
+    // the transaction diverged. A GradScaler's unscale_ (spec 5.6) decides whether the step is
+    // skipped: returns that decision, compared with the recorded one.
+    bool applyGradientTransforms(const TransactionRecord& record, TransactionOutcome& outcome)
     {
         transformsNote_.clear();
+        bool skipped = false;
         if (record.gradientTransforms.empty())
-            return;
+            return skipped;
         for (const GradientTransform& transform : record.gradientTransforms)
             transformsNote_ += (transformsNote_.empty() ? "" : ", then ") + transform.describe();
         std::vector<at::Tensor> gradients;
@@ -580,6 +607,11 @@ private:
         for (std::size_t k = 0; k < record.gradientTransforms.size(); ++k) {
             const GradientTransform& transform = record.gradientTransforms[k];
             const at::Tensor total = optim::applyGradientTransform(transform, gradients, recordingRelease_);
+            if (transform.kind == GradientTransform::Kind::Unscale) {
+                skipped = total.item<float>() != 0.0f;
+                outcome.comparisons.push_back(compareSkip(*record.gradScaler, skipped));
+                continue;
+            }
             if (!total.defined())
                 continue;
             outcome.comparisons.push_back(compareTensor("gradients", "total_norm/" + std::to_string(k), *record.totalNorms[k], total, tolerance_));
@@ -591,6 +623,25 @@ private:
                 comparison.note = transform.describe() + ": total norm " + scalarText(*record.totalNorms[k]) + " recorded, " +
                                   scalarText(total) + " replayed";
         }
+        return skipped;
+    }
+
+    // Whether the replayed gradients held an inf or NaN where the transaction says its step
+    // was (or was not) skipped for one. Either way the replay follows its own finding.
+    static TensorComparison compareSkip(const GradScalerStep& recorded, bool replayed)
+    {
+        TensorComparison comparison;
+        comparison.tensor = "grad_scaler";
+        comparison.slot = "skipped";
+        comparison.metrics = compareScalars(recorded.skipped ? 1.0 : 0.0, replayed ? 1.0 : 0.0);
+        if (recorded.skipped == replayed)
+            return comparison;
+        comparison.verdict = Verdict::Diverged;
+        comparison.note = std::string("grad_scaler skipped is ") + (recorded.skipped ? "true" : "false") +
+                          " in the transaction, but the replayed gradients scaled by " + gradScaleText(recorded.state.scale) +
+                          (replayed ? " hold an inf or NaN, so GradScaler.step() skips the optimizer step"
+                                    : " are all finite, so GradScaler.step() takes the optimizer step");
+        return comparison;
     }
 
     static std::string scalarText(const TensorView& view)
@@ -882,6 +933,7 @@ private:
     optim::TorchRelease recordingRelease_;
     std::string transformsNote_;  // the replayed transaction's gradient transforms, for its detail
     std::unique_ptr<schedule::ScheduleFollower> schedule_;  // when the root schedules options
+    std::unique_ptr<GradScalerFollower> scaler_;            // when the root declares a GradScaler
     struct SlotSpec {
         c10::Device device;
         at::ScalarType type;

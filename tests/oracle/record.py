@@ -4,8 +4,9 @@ loop with the real torch.optim optimizer and a scripted model with training_step
 in the same format as the C++ recorder, so the test suite holds tapes made by real PyTorch.
 
 usage: record.py OUT.zkdv [--optimizer NAME] [--steps N] [--seed S] [--interval K]
-                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5|6|7]
+                          [--update-check P] [--state-check P] [--options JSON] [--format-minor 2|3|5|6|7|8]
                           [--scheduler JSON] [--clip-grad-norm MAX] [--clip-grad-value V] [--forge-clip STEP] [--accumulate M]
+                          [--grad-scaler INIT_SCALE] [--backoff-factor B] [--growth-interval N] [--forge-skip STEP]
                           [--number-dtype I64|F64|F32]
 """
 
@@ -121,6 +122,87 @@ class Net(torch.nn.Module):
 NUMBER_DTYPES = {"I64": torch.int64, "F64": torch.float64, "F32": torch.float32}
 
 
+class SpecGradScaler:
+    """torch.amp.GradScaler's arithmetic as spec 5.6 states it, for a torch without a CPU
+    GradScaler (1.13): the loss times a float32 scale of shape [1], the gradients times its
+    float32 reciprocal in their opmath type, a skip on an inf or NaN, the rule after each step."""
+
+    def __init__(self, init_scale, backoff_factor, growth_interval, growth_factor=2.0):
+        self.scale_value = torch.tensor(init_scale, dtype=torch.float32).item()
+        self.tracker, self.found = 0, False
+        self.growth_factor, self.backoff_factor, self.growth_interval = growth_factor, backoff_factor, growth_interval
+
+    def get_growth_factor(self):
+        return self.growth_factor
+
+    def get_backoff_factor(self):
+        return self.backoff_factor
+
+    def get_growth_interval(self):
+        return self.growth_interval
+
+    def state(self):
+        return self.scale_value, self.tracker
+
+    def scale(self, loss):
+        return loss * torch.full((1,), self.scale_value, dtype=torch.float32)
+
+    def unscale_(self, optimizer):
+        inverse = torch.tensor(self.scale_value, dtype=torch.float64).reciprocal().float()
+        self.found = False
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                self.found = self.found or not bool(torch.isfinite(p.grad).all())
+                if inverse.item() != 1.0:
+                    opmath = torch.float32 if p.grad.dtype == torch.bfloat16 else p.grad.dtype
+                    p.grad.copy_(p.grad.to(opmath) * inverse.to(opmath))
+
+    def step(self, optimizer):
+        if not self.found:
+            optimizer.step()
+
+    def update(self):
+        if self.found:
+            self.scale_value = torch.tensor(self.scale_value * self.backoff_factor, dtype=torch.float32).item()
+            self.tracker = 0
+        elif self.tracker + 1 == self.growth_interval:
+            grown = torch.tensor(self.scale_value * self.growth_factor, dtype=torch.float32).item()
+            self.scale_value = grown if grown != float("inf") else self.scale_value
+            self.tracker = 0
+        else:
+            self.tracker += 1
+
+
+class TorchGradScaler:
+    """torch's own torch.amp.GradScaler("cpu") (torch 2.3 and later), read as the tape records it."""
+
+    def __init__(self, init_scale, backoff_factor, growth_interval):
+        self.scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, backoff_factor=backoff_factor, growth_interval=growth_interval)
+        self.get_growth_factor, self.get_backoff_factor = self.scaler.get_growth_factor, self.scaler.get_backoff_factor
+        self.get_growth_interval, self.scale, self.step, self.update = (self.scaler.get_growth_interval, self.scaler.scale,
+                                                                        self.scaler.step, self.scaler.update)
+        self.optimizer = None
+
+    def state(self):
+        state = self.scaler.state_dict()
+        return torch.tensor(state["scale"], dtype=torch.float32).item(), state["_growth_tracker"]
+
+    def unscale_(self, optimizer):
+        self.scaler.unscale_(optimizer)
+        self.optimizer = optimizer
+
+    @property
+    def found(self):
+        return bool(sum(v.item() for v in self.scaler._per_optimizer_states[id(self.optimizer)]["found_inf_per_device"].values()))
+
+    @found.setter
+    def found(self, value):
+        for v in self.scaler._per_optimizer_states[id(self.optimizer)]["found_inf_per_device"].values():
+            v.fill_(1.0 if value else 0.0)
+
+
 def canonical_state(model, optimizer, names, number_dtype="I64"):
     tensors = [("param/" + n, p.detach()) for n, p in model.named_parameters()]
     tensors += [("buffer/" + n, b.detach()) for n, b in model.named_buffers()]
@@ -197,7 +279,16 @@ def main():
                              "backward, recorded as format 1.7 micro-batches (spec 5.4); implies --format-minor 7")
     parser.add_argument("--forge-clip", type=int, default=None, metavar="STEP",
                         help="a dishonest trainer: step STEP with gradients clipped at half the recorded max_norm")
-    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6, 7), default=5,
+    parser.add_argument("--grad-scaler", type=float, default=None, metavar="INIT_SCALE",
+                        help="scale every loss with a real torch.amp.GradScaler(\"cpu\", init_scale=INIT_SCALE) (torch 2.3 or later), "
+                             "unscale before clipping and step through it, recorded as format 1.8 (spec 5.6)")
+    parser.add_argument("--loss-mul", type=float, default=None, metavar="N",
+                        help="differentiate every loss multiplied by the float N (recorded in loss_scales; implies format 1.7)")
+    parser.add_argument("--backoff-factor", type=float, default=0.5)
+    parser.add_argument("--growth-interval", type=int, default=2000)
+    parser.add_argument("--forge-skip", type=int, default=None, metavar="STEP",
+                        help="a dishonest trainer: at STEP record a skipped step (and skip it) though the gradients are finite")
+    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6, 7, 8), default=5,
                         help="5: the tape ends with its final state (default); 3: chain-bound draws, no final snapshot "
                              "unless the step count is a multiple of the interval; 2: the seed-chosen draws of format 1.2")
     parser.add_argument("--number-dtype", choices=sorted(NUMBER_DTYPES), default="I64",
@@ -205,8 +296,10 @@ def main():
     args = parser.parse_args()
     if args.scheduler:
         args.format_minor = max(args.format_minor, 6)
-    if args.clip_grad_norm is not None or args.clip_grad_value is not None or args.accumulate:
+    if args.clip_grad_norm is not None or args.clip_grad_value is not None or args.accumulate or args.loss_mul is not None:
         args.format_minor = 7
+    if args.grad_scaler is not None:
+        args.format_minor = 8
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -252,6 +345,13 @@ def main():
                           "base": {"lr": [group["initial_lr"] for group in optimizer.param_groups]}},
             "epoch": scheduler_epoch(scheduler),
         }
+    scaler = None
+    if args.grad_scaler is not None:
+        cpu_scaler = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 3)
+        scaler = (TorchGradScaler if cpu_scaler else SpecGradScaler)(args.grad_scaler, args.backoff_factor, args.growth_interval)
+        root["grad_scaler"] = {"growth_factor": scaler.get_growth_factor(), "backoff_factor": scaler.get_backoff_factor(),
+                               "growth_interval": scaler.get_growth_interval(),
+                               "scale": torch.tensor(args.grad_scaler, dtype=torch.float32).item(), "growth_tracker": 0}
     tape = TapeWriter(args.out, args.format_minor)
     anchor = tape.append("root", json.dumps(root).encode())
     tape.append("program", program)
@@ -274,11 +374,23 @@ def main():
             micro.append((centers[y] + torch.randn(16, 6, generator=generator), y))
         before = [p.detach().clone() for p in model.parameters()]
         losses = []
+        if scaler is not None:
+            scale, tracker = scaler.state()
+            scaler_state = {"scale": scale, "growth_tracker": tracker}
         for x, y in micro:
             loss = model.training_step([x, y])
             losses.append(loss.detach())
-            (loss / args.accumulate if args.accumulate else loss).backward()
+            scaled = loss / args.accumulate if args.accumulate else loss
+            if args.loss_mul is not None:
+                scaled = scaled * args.loss_mul
+            (scaler.scale(scaled) if scaler is not None else scaled).backward()
         transforms, total_norms = [], []
+        if scaler is not None:
+            scaler.unscale_(optimizer)
+            transforms.append({"kind": "unscale"})
+            skipped = scaler.found
+            if step == args.forge_skip:
+                skipped = scaler.found = True  # the scaler backs off as after a real skip, so only the replay can tell
         # torch 2.x resolves foreach=None to its foreach kernels on CPU; 1.13 has no such argument.
         foreach = True if int(torch.__version__.split(".")[0]) >= 2 else None
         if args.clip_grad_norm is not None:
@@ -294,7 +406,11 @@ def main():
         if forged:
             for group in optimizer.param_groups:
                 group["lr"] *= 3.0
-        optimizer.step()
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
         optimizer.zero_grad(set_to_none=True)  # fresh gradients, as the replay computes them
         deltas = [p.detach() - b for p, b in zip(model.parameters(), before)]
         draws = seed_stream if args.format_minor < 3 else chain_bound_generator(args.seed, anchor)
@@ -319,6 +435,11 @@ def main():
         if args.accumulate:
             metadata["micro_batches"] = str(args.accumulate)
             metadata["loss_scales"] = json.dumps([{"op": "div", "by": args.accumulate}] * args.accumulate)
+        if args.loss_mul is not None:
+            assert not args.accumulate, "--loss-mul takes one micro-batch per step"
+            metadata["loss_scales"] = json.dumps([{"op": "mul", "by": args.loss_mul}])
+        if scaler is not None:
+            metadata["grad_scaler"] = json.dumps(dict(scaler_state, skipped=skipped))
         if state_check:
             metadata["state_digest"] = state_digest(canonical_state(model, optimizer, names, args.number_dtype))
         anchor = tape.append("transaction", blob(tensors, metadata))

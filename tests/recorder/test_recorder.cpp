@@ -1,6 +1,8 @@
 // The recorder (the seed's zkdv.torch.ZKDV in C++): its refusals, its tapes, its bounds,
 // and tapes recorded by real PyTorch through tests/oracle/record.py.
 
+#include <limits>
+
 #include <ATen/ATen.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -155,6 +157,7 @@ private Q_SLOTS:
     void gradientChangedBeforeTheStepIsRefused_data();
     void gradientChangedBeforeTheStepIsRefused();
     void clippedGradientsAreRecorded();
+    void gradScalerStepsAndSkipsAsTheRuleSays();
     void parameterChangedOutsideTheStepEndsTheTape_data();
     void parameterChangedOutsideTheStepEndsTheTape();
     void bufferChangedOutsideTheProgramEndsTheTape();
@@ -618,6 +621,68 @@ void TestRecorder::clippedGradientsAreRecorded()
         QCOMPARE(seen.recorded[i][0].foreach.has_value(), optim::TorchRelease::ofThisLibtorch().major >= 2);
         QCOMPARE(seen.totals[i], totals[i]);
     }
+}
+
+// The C++ API's GradScaler (tape format 1.8, section 5.6): the recorder keeps the scale. A start
+// past float32's range over the loss overflows the first backward: that step is skipped (no
+// update, recorded as such), the scale backs off, and the next steps are taken and grow it.
+void TestRecorder::gradScalerStepsAndSkipsAsTheRuleSays()
+{
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("SGD", parametersOf(model), {{"lr", 0.1}});
+    const std::string path = dir_.file("scaled.zkdv");
+    const float huge = std::numeric_limits<float>::max();
+    std::vector<bool> skipped;
+    {
+        Recorder recorder(path);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        QVERIFY(errorOf([&] { recorder.declareGradScaler({{2.0, 1.5, 2}, {huge, 0}}); }).contains(QStringLiteral("backoff_factor")));
+        recorder.declareGradScaler({{2.0, 1e-30, 2}, {huge, 0}});
+        QVERIFY(errorOf([&] { recorder.declareGradScaler({{2.0, 1e-30, 2}, {huge, 0}}); }).contains(QStringLiteral("already declared")));
+        for (int i = 0; i < 4; ++i) {
+            const std::vector<at::Tensor> before = [&] {
+                std::vector<at::Tensor> copies;
+                for (const at::Tensor& p : parametersOf(model))
+                    copies.push_back(p.detach().clone());
+                return copies;
+            }();
+            {
+                Transaction transaction = recorder.transaction({at::randn({4, 3}) * 10, at::randn({4, 2}) * 10});
+                // A loss the scaler did not scale is refused (the function form says whether it did).
+                const at::Tensor loss = recorder.forward(model);
+                QVERIFY(errorOf([&] { recorder.backward([] {}, LossScale{}, false); }).contains(QStringLiteral("the GradScaler did not scale")));
+                recorder.backward(loss);
+                if (i == 1)
+                    QVERIFY(!recorder.unscaleGradients());  // explicitly, then clipped: the step does not unscale again
+                if (i == 1)
+                    QVERIFY(errorOf([&] { recorder.unscaleGradients(); }).contains(QStringLiteral("already been called")));
+                prepared.step();
+                skipped.push_back(recorder.stepSkipped());
+                optimizer.zeroGrad();
+            }
+            const std::vector<at::Tensor> after = parametersOf(model);
+            bool unchanged = true;
+            for (std::size_t p = 0; p < after.size(); ++p)
+                unchanged = unchanged && after[p].equal(before[p]);
+            QCOMPARE(unchanged, bool(skipped.back()));
+        }
+        recorder.seal();
+    }
+    QCOMPARE(skipped, (std::vector<bool>{true, false, false, false}));
+    struct States : TapeVisitor {
+        std::vector<GradScalerStep> steps;
+        void onTransaction(const TransactionRecord& record, const RecordLocation&) override { steps.push_back(*record.gradScaler); }
+    } seen;
+    const TapeSummary summary = scanTape(path, &seen);
+    QVERIFY2(summary.status == TapeStatus::Sealed, summary.problem ? summary.problem->describe().c_str() : "");
+    QVERIFY(summary.root && summary.root->gradScaler && summary.root->gradScaler->initial.scale == huge);
+    const float backedOff = static_cast<float>(static_cast<double>(huge) * 1e-30);
+    QCOMPARE(seen.steps.size(), std::size_t(4));
+    QVERIFY(seen.steps[0].state == (GradScalerState{huge, 0}) && seen.steps[0].skipped);
+    QVERIFY(seen.steps[1].state == (GradScalerState{backedOff, 0}) && !seen.steps[1].skipped);
+    QVERIFY(seen.steps[2].state == (GradScalerState{backedOff, 1}));
+    QVERIFY(seen.steps[3].state == (GradScalerState{backedOff * 2, 0}));  // grown after 2 steps without a skip
 }
 
 void TestRecorder::parameterChangedOutsideTheStepEndsTheTape_data()

@@ -117,6 +117,14 @@ void TestUntrustedInput::jsonDepthLimitIsExact()
     } catch (const FormatError& error) {
         QVERIFY2(error.detail().rfind("seal record is not valid JSON: ", 0) == 0, error.what());
     }
+    // Valid JSON whose number no double holds: a format error like the rest, never another
+    // exception escaping a reader (it once escaped nlohmann's parser as out_of_range).
+    try {
+        parseUntrustedJson(R"({"scale": 1e400})", "metadata \"grad_scaler\"");
+        QFAIL("1e400 was accepted");
+    } catch (const FormatError& error) {
+        QVERIFY2(error.detail().rfind("metadata \"grad_scaler\" holds a number no double can hold", 0) == 0, error.what());
+    }
 }
 
 void TestUntrustedInput::errorsNameAByteOnlyWhenTheyKnowOne()

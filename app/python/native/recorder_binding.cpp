@@ -225,7 +225,8 @@ public:
     // Python's own autograd call, inside the recorder's checks of the gradients.
     // `scale`: how zkdv.torch scaled the loss it differentiates, ("div" | "mul", number,
     // whether the loop's number was an int), or None.
-    void backward(const py::function& differentiate, const std::optional<std::tuple<std::string, double, bool>>& scale)
+    // `gradScaled`: the differentiated loss was also multiplied by the prepared GradScaler's scale.
+    void backward(const py::function& differentiate, const std::optional<std::tuple<std::string, double, bool>>& scale, bool gradScaled)
     {
         zkdv::LossScale loss;
         if (scale) {
@@ -236,8 +237,22 @@ public:
             loss.by = by;
             loss.integral = integral;
         }
-        recorder_->backward([&differentiate] { differentiate(); }, loss);
+        recorder_->backward([&differentiate] { differentiate(); }, loss, gradScaled);
     }
+
+    // torch.amp.GradScaler (tape format 1.8, section 5.6).
+    void gradScaler(double growthFactor, double backoffFactor, std::int64_t growthInterval, double scale, std::int64_t growthTracker)
+    {
+        recorder_->declareGradScaler(zkdv::GradScalerDeclaration{{growthFactor, backoffFactor, growthInterval}, scalerState(scale, growthTracker)});
+    }
+    void checkGradScale(double scale, std::int64_t growthTracker) { recorder_->checkGradScalerState(scalerState(scale, growthTracker)); }
+    std::pair<double, std::int64_t> gradScale() const
+    {
+        const zkdv::GradScalerState state = recorder_->gradScalerState();
+        return {state.scale, state.growthTracker};
+    }
+    bool unscaleGradients() { return recorder_->unscaleGradients(); }
+    bool stepSkipped() const { return recorder_->stepSkipped(); }
     bool committed() const { return open_ && open_->committed(); }
 
     at::Tensor clipGradNorm(double maxNorm, double normType, bool errorIfNonfinite, std::optional<bool> foreach)
@@ -248,11 +263,13 @@ public:
 
     at::Tensor forward(const torch::jit::Module& program) { return recorder_->forward(program); }
 
-    void step()
+    // Whether a GradScaler skipped the step (an inf or NaN in the unscaled gradients).
+    bool step()
     {
         if (!prepared_)
             throw zkdv::RecorderError("prepare the optimizer before stepping it");
         prepared_->step();
+        return recorder_->stepSkipped();
     }
 
     // The state in the prepared model's parameter order, as the recorder's own tensors.
@@ -288,6 +305,13 @@ public:
     }
 
 private:
+    // Python reads the scale as a float (a double holding a float32 value).
+    static zkdv::GradScalerState scalerState(double scale, std::int64_t growthTracker)
+    {
+        if (static_cast<double>(static_cast<float>(scale)) != scale)
+            throw zkdv::RecorderError("a GradScaler's scale is a float32 value, and " + std::to_string(scale) + " is not one");
+        return zkdv::GradScalerState{static_cast<float>(scale), growthTracker};
+    }
     const zkdv::Recorder& live() const
     {
         if (!recorder_)
@@ -345,6 +369,11 @@ PYBIND11_MODULE(_native, m)
             } else if (kind == "clip_grad_value") {
                 transform.kind = zkdv::GradientTransform::Kind::ClipValue;
                 transform.clipValue = value;
+            } else if (kind == "unscale") {
+                // GradScaler.unscale_ by the scale `value` (a float32): returns found_inf.
+                transform.kind = zkdv::GradientTransform::Kind::Unscale;
+                transform.scale = static_cast<float>(value);
+                return zkdv::optim::applyGradientTransform(transform, gradients, *release);
             } else {
                 throw zkdv::Error("unknown gradient transform kind \"" + kind + "\"");
             }
@@ -385,7 +414,13 @@ PYBIND11_MODULE(_native, m)
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)
         .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())
-        .def("backward", &NativeRecorder::backward, py::arg("differentiate"), py::arg("scale") = py::none())
+        .def("backward", &NativeRecorder::backward, py::arg("differentiate"), py::arg("scale") = py::none(), py::arg("grad_scaled") = false)
+        .def("grad_scaler", &NativeRecorder::gradScaler, py::arg("growth_factor"), py::arg("backoff_factor"), py::arg("growth_interval"),
+             py::arg("scale"), py::arg("growth_tracker"))
+        .def("check_grad_scale", &NativeRecorder::checkGradScale, py::arg("scale"), py::arg("growth_tracker"))
+        .def("grad_scale", &NativeRecorder::gradScale)
+        .def("unscale_gradients", &NativeRecorder::unscaleGradients, py::call_guard<py::gil_scoped_release>())
+        .def("step_skipped", &NativeRecorder::stepSkipped)
         .def("clip_grad_norm", &NativeRecorder::clipGradNorm, py::arg("max_norm"), py::arg("norm_type"), py::arg("error_if_nonfinite"),
              py::arg("foreach"), py::call_guard<py::gil_scoped_release>())
         .def("clip_grad_value", &NativeRecorder::clipGradValue, py::arg("clip_value"), py::arg("foreach"),

@@ -62,6 +62,13 @@ class PreparedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if closure is not None:
             raise RuntimeError("ZKDV records closure-free optimizer steps; call step() without a closure")
+        self._step()
+        return None
+
+    def _step(self, through_scaler: bool = False) -> bool:
+        """Steps with the groups' current options (or, through a GradScaler that found an inf or
+        NaN, records the step skipped); whether it skipped."""
+
         # The options go to the recorder (which refuses a change since sealing) when they are
         # not those it last saw: encoding them costs more than comparing.
         keys = [_options_key(group) for group in self.optimizer.param_groups]
@@ -69,8 +76,7 @@ class PreparedOptimizer(torch.optim.Optimizer):
             skip = self.proof._scheduler_entries()
             self.native.set_options([group_options_json(group, skip) for group in self.optimizer.param_groups])
             self._sent_options = keys
-        self.proof._step(self)
-        return None
+        return self.proof._step(self, through_scaler)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         # None, not zeros, by default: the replay computes each step's gradients afresh, and

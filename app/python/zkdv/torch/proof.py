@@ -11,6 +11,7 @@ from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
 from zkdv.torch import export_program, program, schedules
+from zkdv.torch.grad_scaler import PreparedGradScaler, is_grad_scaler
 from zkdv.torch.optimizers import OptimizerContract
 from zkdv.torch.options import SCHEDULER_ENTRIES
 from zkdv.torch.prepared import PreparedOptimizer
@@ -63,6 +64,7 @@ class ZKDV:
         self._scheduler: Any = None        # the prepared lr scheduler, if any
         self._schedule_checked = False     # the tape's schedule names it, so each step records its epoch
         self._schedule_declared = False    # the root schedules lr (checked or as recorded)
+        self._grad_scaler: Optional[PreparedGradScaler] = None
 
     # ------------------------------------------------------------------ lifetime
 
@@ -114,6 +116,10 @@ class ZKDV:
         if _is_scheduler(value):
             self._prepare_scheduler(value)
             return value
+        if isinstance(value, PreparedGradScaler):
+            return value
+        if is_grad_scaler(value):
+            return self._prepare_grad_scaler(value)
         if isinstance(value, torch.optim.Optimizer):
             if self._optimizer is not None:
                 raise RuntimeError("this proof already prepared an optimizer; a tape records one optimizer")
@@ -145,6 +151,27 @@ class ZKDV:
                 "then create the scheduler on it (or on the optimizer you prepared)"
             )
         self._scheduler = scheduler
+
+    def _prepare_grad_scaler(self, scaler: Any) -> PreparedGradScaler:
+        if self._grad_scaler is not None:
+            if self._grad_scaler.scaler is scaler:
+                return self._grad_scaler
+            raise RuntimeError("this proof already prepared a GradScaler; a tape records one")
+        if self._root_written():
+            raise RuntimeError(
+                "prepare the GradScaler before the first transaction: the tape's root, written then, declares its rule and its scale"
+            )
+        self._grad_scaler = PreparedGradScaler(self, scaler)
+        return self._grad_scaler
+
+    def _root_written(self) -> bool:
+        return self._program is not None
+
+    def _scaling(self) -> Optional[PreparedGradScaler]:
+        """The prepared GradScaler when it scales losses (enabled), else None."""
+
+        scaler = self._grad_scaler
+        return scaler if scaler is not None and scaler.is_enabled() else None
 
     def _scheduler_entries(self) -> frozenset:
         """The group entries that are the scheduler's, not the optimizer's (left out of its options)."""
@@ -276,6 +303,9 @@ class ZKDV:
         self._model_bound = True
         self._native.prepare_optimizer(self._optimizer.native)
         self._declare_schedule()
+        scaler = self._scaling()
+        if scaler is not None:
+            self._native.grad_scaler(*scaler._declaration())
         self._program = scripted
         self._extra_inputs = extra_inputs
         self._parameters = tuple(self._native.parameters())
@@ -320,21 +350,29 @@ class ZKDV:
         recorded = transaction.loss
         if recorded is None:
             raise RuntimeError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)")
+        # A prepared GradScaler's scale(...) of the loss: what it scaled is the loss as the loop wrote it.
+        scaler = self._scaling()
+        unscaled = scaler._differentiated(loss) if scaler is not None else None
+        written = unscaled if unscaled is not None else loss
         scale = None
         differentiated = recorded
-        if loss is not recorded and not _same_value(loss, recorded):
-            scale = _loss_scale(loss, recorded)
+        if written is not recorded and not _same_value(written, recorded):
+            scale = _loss_scale(written, recorded)
             if scale is None:
                 raise RuntimeError(
                     "proof.backward() received a loss the sealed program did not compute: the tape records "
                     "loss(model(inputs), targets) with the prepared loss module, divided or multiplied by a number "
-                    "(loss / accumulation_steps) at most; anything added to it is not replayed (nor is torch.amp.GradScaler's "
-                    "tensor scale yet)"
+                    "(loss / accumulation_steps) at most, and multiplied by the scale of a GradScaler prepared with "
+                    "proof.prepare(scaler) (scaler.scale(loss)); anything else added to it is not replayed"
                 )
             op, by, integral = scale
             by = int(by) if integral else by
             differentiated = recorded / by if op == "div" else recorded * by
-        self._native.backward(lambda: torch.autograd.backward(differentiated, gradient), scale)
+        if unscaled is not None:
+            differentiated = scaler.scaler.scale(differentiated)  # torch's own product, as the loop's
+            if not _same_value(loss, differentiated):
+                raise RuntimeError("proof.backward(): the GradScaler's scaled loss is not the recorded loss times its scale")
+        self._native.backward(lambda: torch.autograd.backward(differentiated, gradient), scale, grad_scaled=unscaled is not None)
 
     def clip_grad_norm_(
         self, parameters: Any, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: Optional[bool] = None
@@ -384,13 +422,20 @@ class ZKDV:
                 )
             )
 
-    def _step(self, optimizer: PreparedOptimizer) -> None:
+    def _step(self, optimizer: PreparedOptimizer, through_scaler: bool = False) -> bool:
+        """Steps (or, after a GradScaler's inf or NaN, skips) and records; whether it skipped."""
+
         if self._optimizer is not optimizer:
             raise RuntimeError("optimizer.step() on an optimizer this proof did not prepare")
+        if self._scaling() is not None and not through_scaler and current_transaction() is not None:
+            raise RuntimeError(
+                "with a prepared GradScaler, step through scaler.step(optimizer): it unscales the gradients and skips the step "
+                "when they hold an inf or NaN, which optimizer.step() would not"
+            )
         if self._schedule_checked:
             self._native.set_schedule_epoch(schedules.epoch(self._scheduler))
         try:
-            self._native.step()
+            return self._native.step()
         finally:
             # Also when the step failed (a full disk met after the update): optimizer.state
             # then shows the state the model's parameters were stepped with, never an older one.

@@ -22,7 +22,8 @@ std::optional<bool> resolveForeach(std::optional<bool> requested, const std::vec
 // Applies `transform` in place to the defined tensors of `gradients`, as torch.nn.utils of
 // `release` does. Returns clip_grad_norm_'s total norm (an undefined tensor for
 // clip_grad_value_, or when no gradient is defined: torch returns tensor(0.) then, which is
-// what the norm is). Throws zkdv::Error where torch raises: a non-finite total norm under
+// what the norm is); for GradScaler's unscale_, found_inf (a float32 scalar on the CPU, 1 when
+// a gradient holds an inf or NaN). Throws zkdv::Error where torch raises: a non-finite total norm under
 // error_if_nonfinite (then no gradient has changed), foreach on a device without it.
 at::Tensor applyGradientTransform(const GradientTransform& transform, const std::vector<at::Tensor>& gradients, const TorchRelease& release);
 

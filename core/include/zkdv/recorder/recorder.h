@@ -15,6 +15,7 @@
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/optimizer_bridge.h"
+#include "zkdv/tape/grad_scaler.h"
 #include "zkdv/tape/gradient_transform.h"
 #include "zkdv/tape/loss_scale.h"
 #include "zkdv/tape/tape_format.h"
@@ -179,13 +180,31 @@ public:
     void backward(const at::Tensor& loss, LossScale scale = {});
     // The same checks around a frontend's own autograd call (Python's torch.autograd.backward
     // of the loss scaled by `scale`).
-    void backward(const std::function<void()>& differentiate, LossScale scale = {});
+    void backward(const std::function<void()>& differentiate, LossScale scale = {}, bool gradScaled = false);
     // Between backward() and the optimizer step: torch.nn.utils.clip_grad_norm_ or
     // clip_grad_value_ over every prepared parameter's gradient, applied here and recorded in the
     // transaction (tape format 1.7, section 5.1), so the replay applies it too. `foreach` unset
     // resolves as torch does. clipGradNorm returns the total norm, as torch's does.
     at::Tensor clipGradNorm(double maxNorm, double normType = 2.0, bool errorIfNonfinite = false, std::optional<bool> foreach = std::nullopt);
     void clipGradValue(double clipValue, std::optional<bool> foreach = std::nullopt);
+
+    // torch.amp.GradScaler (tape format 1.8, section 5.6), declared before the first
+    // transaction: its rule and the state the first transaction uses. From then on the
+    // recorder keeps the scale as torch's scaler.update() moves it after every step: each
+    // backward() multiplies its loss by the transaction's scale (the function form: the
+    // frontend's own call does, and says so with `gradScaled`), unscaleGradients() divides the
+    // gradients by it, and the optimizer step unscales them if that was not done and is
+    // skipped, recorded with no update, when they held an inf or NaN.
+    void declareGradScaler(GradScalerDeclaration declaration);
+    // The state the open transaction uses (the declared one, moved by the rule after each step).
+    GradScalerState gradScalerState() const;
+    // The training loop's own scaler state at this transaction: refused unless it is
+    // gradScalerState(), the one the tape will record and the auditor's rule gives.
+    void checkGradScalerState(const GradScalerState& state) const;
+    // GradScaler.unscale_(optimizer): recorded like clipping; whether an inf or NaN was found.
+    bool unscaleGradients();
+    // Whether the open (or last) transaction's step was skipped for an inf or NaN.
+    bool stepSkipped() const;
 
     // Waits for every pending record, then writes the seal. Throws the first write error.
     void seal();

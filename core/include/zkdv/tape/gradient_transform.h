@@ -1,7 +1,8 @@
 #pragma once
 // A change of the gradients inside the recorded step, between the backward pass and the
 // optimizer step (tape format 1.7, section 5.1): torch.nn.utils' clip_grad_norm_ and
-// clip_grad_value_, as a transaction records them and a replay re-applies them.
+// clip_grad_value_, and since 1.8 torch.amp.GradScaler's unscale_ (section 5.6), as a
+// transaction records them and a replay re-applies them.
 
 #include <cstddef>
 #include <optional>
@@ -12,7 +13,7 @@
 namespace zkdv {
 
 struct GradientTransform {
-    enum class Kind { ClipNorm, ClipValue };
+    enum class Kind { ClipNorm, ClipValue, Unscale };
     Kind kind = Kind::ClipNorm;
     // clip_grad_norm_: the gradients scaled by min(1, max_norm / (total norm + 1e-6)).
     double maxNorm = 0.0;
@@ -20,6 +21,9 @@ struct GradientTransform {
     bool errorIfNonfinite = false;
     // clip_grad_value_: every element clamped into [-clip_value, clip_value].
     double clipValue = 0.0;
+    // unscale_: every gradient multiplied by the float32 reciprocal of the transaction's loss
+    // scale (metadata "grad_scaler", which the reader copies here; the entry holds no member).
+    float scale = 1.0f;
     // How the recording torch computed it: with its foreach kernels (true), one tensor at a
     // time (false), or a release whose function had no foreach argument (torch 1.13: unset).
     std::optional<bool> foreach;

@@ -27,12 +27,15 @@ public:
     void onTransaction(const TransactionRecord& record, const RecordLocation& location) override;
     const std::vector<GradientTransformUse>& uses() const { return uses_; }
     std::uint64_t others() const { return others_; }
+    // Transactions whose GradScaler skipped the optimizer step (spec 5.6).
+    std::uint64_t skipped() const { return skipped_; }
     // One line: "none", or each use with its transactions.
     std::string text(std::uint64_t transactionCount) const;
 
 private:
     std::vector<GradientTransformUse> uses_;
     std::uint64_t others_ = 0;
+    std::uint64_t skipped_ = 0;
 };
 
 }  // namespace zkdv

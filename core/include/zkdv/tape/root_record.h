@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zkdv/tape/dtype.h"
+#include "zkdv/tape/grad_scaler.h"
 #include "zkdv/tape/numeric_environment.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/byte_span.h"
@@ -63,6 +64,9 @@ struct RootRecord {
     std::string optimizerContract;
     std::vector<OptimizerGroup> optimizerGroups;
     std::optional<OptimizerSchedule> optimizerSchedule;  // absent: every option is static
+    // torch.amp.GradScaler's rule and starting state (root member grad_scaler, since 1.8, spec
+    // 5.6); absent: no transaction's loss was scaled by one.
+    std::optional<GradScalerDeclaration> gradScaler;
 
     std::string programKind = "torchscript";
     Digest programSha256{};

@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 7;
+inline constexpr std::uint16_t kMinorVersion = 8;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 // From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
@@ -22,6 +22,8 @@ inline constexpr std::uint16_t kScheduleMinor = 6;
 inline constexpr std::uint64_t kMaxScheduleEpochAdvance = std::uint64_t(1) << 20;
 // From this minor version on, a transaction may record gradient transforms (spec 5.1).
 inline constexpr std::uint16_t kGradientTransformMinor = 7;
+// From this minor version on, a root may declare torch.amp.GradScaler's dynamic loss scale (spec 5.6).
+inline constexpr std::uint16_t kGradScalerMinor = 8;
 inline constexpr std::size_t kFileHeaderSize = 16;
 inline constexpr std::size_t kFrameHeaderSize = 56;
 inline constexpr std::size_t kDigestSize = 32;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "zkdv/tape/autocast_setting.h"
+#include "zkdv/tape/grad_scaler.h"
 #include "zkdv/tape/gradient_transform.h"
 #include "zkdv/tape/loss_scale.h"
 #include "zkdv/tape/safetensors.h"
@@ -55,6 +56,11 @@ struct TransactionRecord {
     // the total norm it computed ("gradients/total_norm/<k>"; nullptr for other kinds).
     std::vector<GradientTransform> gradientTransforms;
     std::vector<const TensorView*> totalNorms;
+    // The GradScaler state the step used and whether it skipped the optimizer step (metadata
+    // "grad_scaler", since 1.8, section 5.6): present exactly when the root declares one. Every
+    // micro-batch's scaled loss was multiplied by the scale, and gradientTransforms holds its
+    // one unscale_.
+    std::optional<GradScalerStep> gradScaler;
 
     // The first group's value of `option` ("lr"), if recorded.
     std::optional<double> optimizerValue(const std::string& option) const;
@@ -90,6 +96,7 @@ public:
     // A gradient transform the step applied, in order; `totalNorm` is clip_grad_norm_'s result
     // (a scalar of `dtype`), empty for other kinds.
     void addGradientTransform(const GradientTransform& transform, DType dtype = DType::F32, ByteSpan totalNorm = {});
+    void setGradScaler(GradScalerStep step);
 
     // The record's payload, tensors in the spec's order; valid while this builder lives.
     SafetensorsBuilder blob() const;
@@ -117,6 +124,7 @@ private:
     std::vector<Tensor> deltas_;
     std::vector<GradientTransform> transforms_;
     std::vector<Tensor> totalNorms_;
+    std::optional<GradScalerStep> gradScaler_;
 };
 
 }  // namespace zkdv

@@ -11,4 +11,9 @@ namespace zkdv {
 
 at::Tensor scaledLoss(const at::Tensor& loss, const LossScale& scale);
 
+// torch.amp.GradScaler.scale(loss) (tape format 1.8, section 5.6): `loss * self._scale`, where
+// the scale is a float32 tensor of shape [] (torch 2.x; [1] in 1.x) on the loss's device, so a
+// lower-precision loss is promoted to float32.
+at::Tensor gradScaledLoss(const at::Tensor& loss, float scale, int torchMajor);
+
 }  // namespace zkdv
