@@ -8,6 +8,8 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include "zkdv/tape/scheduled_option.h"
+
 namespace zkdv::optim {
 
 std::vector<std::size_t> bindByIdentity(const std::vector<at::Tensor>& groupParameters, const std::vector<at::Tensor>& canonical)
@@ -143,37 +145,47 @@ void OptimizerBridge::takeOptions(const std::vector<GroupOptions>& current)
     if (current.size() != groups_.size())
         throw ContractError("the prepared optimizer has " + std::to_string(current.size()) + " parameter groups, the tape recorded " +
                             std::to_string(groups_.size()) + tail);
-    auto isScheduled = [&](const std::string& key) { return std::find(scheduled_.begin(), scheduled_.end(), key) != scheduled_.end(); };
     std::vector<GroupOptions> taken(current.size());
     for (std::size_t g = 0; g < current.size(); ++g) {
         taken[g] = contract_->normalize(current[g]);
+        // A scheduled option (or element, "betas[0]") may hold any number: compared as the
+        // value it had, so that only the rest of the group must be unchanged.
+        GroupOptions compared = taken[g];
+        for (const std::string& entry : scheduled_) {
+            nlohmann::json* value = scheduledValue(compared, entry);
+            const nlohmann::json* was = scheduledValue(groups_[g].options, entry);
+            if (value && was && value->is_number())
+                *value = *was;
+        }
         std::string changed;
-        for (const auto& [key, value] : taken[g].items()) {
+        for (const auto& [key, value] : compared.items()) {
             const auto was = groups_[g].options.find(key);
-            if (isScheduled(key) && value.is_number())
-                continue;
             if (was == groups_[g].options.end() || *was != value)
                 changed += (changed.empty() ? "" : ", ") + key + " " + (was == groups_[g].options.end() ? std::string("(none)") : was->dump()) +
-                           " -> " + value.dump();
+                           " -> " + taken[g][key].dump();
         }
         if (!changed.empty())
             throw ContractError("optimizer options of parameter group " + std::to_string(g) + " changed after the tape recorded them (" +
                                 changed + ")" + tail);
     }
     for (std::size_t g = 0; g < current.size(); ++g)
-        for (const std::string& key : scheduled_)
-            groups_[g].options[key] = taken[g][key];
+        for (const std::string& entry : scheduled_)
+            if (nlohmann::json* into = scheduledValue(groups_[g].options, entry))
+                if (const nlohmann::json* value = scheduledValue(taken[g], entry))
+                    *into = *value;
 }
 
 void OptimizerBridge::setScheduledValue(const std::string& option, const std::vector<double>& perGroup)
 {
     for (std::size_t g = 0; g < groups_.size() && g < perGroup.size(); ++g) {
-        GroupOptions& options = groups_[g].options;
+        nlohmann::json* value = scheduledValue(groups_[g].options, option);
+        if (!value)
+            throw ContractError("parameter group " + std::to_string(g) + " has no option " + option + " to schedule");
         // An integer stays one while the schedule leaves it (torch's arithmetic follows the
         // type: ASGD's eta is torch.tensor(lr)); a value the scheduler computed is a float.
-        if (options[option].is_number_integer() && options[option].get<double>() == perGroup[g])
+        if (value->is_number_integer() && value->get<double>() == perGroup[g])
             continue;
-        options[option] = perGroup[g];
+        *value = perGroup[g];
     }
 }
 

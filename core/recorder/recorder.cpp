@@ -19,6 +19,7 @@
 #include "zkdv/schedule/schedule_follower.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/sampling_schedule.h"
+#include "zkdv/tape/scheduled_option.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
 #include "zkdv/tape/tape_writer.h"
@@ -509,9 +510,11 @@ void Recorder::schedule(std::vector<std::string> options, std::string schedulerJ
         throw RecorderError("the scheduler stepped " + std::to_string(epoch) + " times before the first transaction; the tape records at most " +
                             std::to_string(tape::kMaxScheduleEpochAdvance) + ": create the scheduler with the proof");
     for (const std::string& option : options)
-        for (std::size_t g = 0; g < d.bridge->groups().size(); ++g)
-            if (!d.bridge->groups()[g].options.contains(option) || !d.bridge->groups()[g].options[option].is_number())
+        for (std::size_t g = 0; g < d.bridge->groups().size(); ++g) {
+            const nlohmann::json* value = scheduledValue(d.bridge->groups()[g].options, option);
+            if (!value || !value->is_number())
                 throw RecorderError("the schedule moves " + option + ", but parameter group " + std::to_string(g) + " has no numeric " + option);
+        }
     if (!schedulerJson.empty()) {
         // The auditor recomputes the schedule from this description: one it cannot take is
         // refused now, not found unverifiable after training.
@@ -852,7 +855,7 @@ void Recorder::step(PreparedOptimizer& prepared)
         for (const std::string& option : d.schedule->options) {
             std::vector<double> perGroup;
             for (const optim::BoundGroup& group : d.bridge->groups())
-                perGroup.push_back(group.options[option].get<double>());  // takeOptions took numbers only
+                perGroup.push_back(scheduledValue(group.options, option)->get<double>());  // takeOptions took numbers only
             scheduledValues.push_back(std::move(perGroup));
         }
         for (const TensorComparison& comparison : d.scheduleFollower->judge(d.scheduleEpoch, scheduledValues))
@@ -941,8 +944,8 @@ void Recorder::step(PreparedOptimizer& prepared)
     for (const std::string& option : recordedOptions) {
         std::vector<double> perGroup;
         for (const optim::BoundGroup& group : d.bridge->groups())
-            if (group.options.contains(option) && group.options[option].is_number())
-                perGroup.push_back(group.options[option].get<double>());
+            if (const nlohmann::json* value = scheduledValue(group.options, option); value && value->is_number())
+                perGroup.push_back(value->get<double>());
         if (perGroup.size() == d.bridge->groups().size())
             options->emplace_back(option, perGroup);
     }

@@ -2,8 +2,10 @@
 // 2.x. Not chainable: each step anneals from one phase's start rate to its end rate by the
 // fraction of the phase passed, cosine (cos(pi * pct) + 1) or linear, from the group's
 // initial_lr (max_lr / div_factor), max_lr and min_lr (initial_lr / final_div_factor), which
-// its constructor leaves in the group. The contract takes cycle_momentum false only: with it
-// true torch also moves momentum or betas[0], which this tape schedules nowhere.
+// its constructor leaves in the group. With cycle_momentum it also anneals the group's momentum
+// (or betas[0], use_beta1) between max_momentum and base_momentum in the opposite direction, by
+// the same phases and fraction: the contract then moves two options (format 1.8 schedules an
+// array's element, "betas[0]").
 
 #include <cmath>
 
@@ -20,9 +22,33 @@ public:
     {
         if (totalSteps_ <= 0)
             a.refuse("total_steps", "a positive integer (torch's constructor refuses it)");
-        if (!a.json("cycle_momentum").is_boolean() || a.json("cycle_momentum").get<bool>())
-            a.refuse("cycle_momentum", "false (with it true torch also moves momentum or betas, which the tape does not schedule)");
-
+        // cycle_momentum: false, or what its constructor derived for the momentum it cycles:
+        // {"option": "momentum" | "betas[0]", "max_momentum": [G], "base_momentum": [G]}.
+        const nlohmann::json& cycle = a.json("cycle_momentum");
+        if (cycle.is_object()) {
+            const std::string perGroup = "one number per parameter group (" + std::to_string(a.groups()) + ")";
+            auto momenta = [&](const char* name) {
+                std::vector<double> values;
+                const auto it = cycle.find(name);
+                if (it == cycle.end() || !it->is_array() || it->size() != a.groups())
+                    a.refuse("cycle_momentum", std::string("an object whose ") + name + " holds " + perGroup);
+                for (const nlohmann::json& value : *it) {
+                    if (!value.is_number() || !std::isfinite(value.get<double>()))
+                        a.refuse("cycle_momentum", std::string("an object whose ") + name + " holds finite numbers");
+                    values.push_back(value.get<double>());
+                }
+                return values;
+            };
+            const auto option = cycle.find("option");
+            if (option == cycle.end() || (*option != "momentum" && *option != "betas[0]") || cycle.size() != 3)
+                a.refuse("cycle_momentum", "false, or {\"option\": \"momentum\" or \"betas[0]\", \"max_momentum\", \"base_momentum\"}");
+            momentum_ = option->get<std::string>();
+            const std::vector<double> maxMomentum = momenta("max_momentum"), baseMomentum = momenta("base_momentum");
+            for (std::size_t g = 0; g < a.groups(); ++g)
+                momenta_.push_back({maxMomentum[g], baseMomentum[g]});
+        } else if (cycle != false) {
+            a.refuse("cycle_momentum", "false, or the momentum it cycles {\"option\", \"max_momentum\", \"base_momentum\"}");
+        }
         // The scheduler keeps what its constructor derived, not pct_start, div_factor and
         // final_div_factor: per group initial_lr (the base), max_lr and min_lr, and the phases'
         // last steps (float(pct_start * total_steps) - 1, for three phases float(2 * pct_start *
@@ -47,12 +73,16 @@ public:
         for (std::size_t i = 0; i + 1 < ends.size(); ++i)
             if (ends[i].isInteger())
                 a.refuse("phase_ends", "floats before the last (torch computes them as float(pct_start * total_steps) - 1)");
+        // torch's _schedule_phases: the momentum moves against the rate, and stays at its
+        // maximum through the third phase.
+        using M = MomentumEnd;
         if (ends.size() == 3)
-            phases_ = {{ends[0].asDouble(), &Group::initial, &Group::max},
-                       {ends[1].asDouble(), &Group::max, &Group::initial},
-                       {ends[2].asDouble(), &Group::initial, &Group::min}};
+            phases_ = {{ends[0].asDouble(), &Group::initial, &Group::max, M::Max, M::Base},
+                       {ends[1].asDouble(), &Group::max, &Group::initial, M::Base, M::Max},
+                       {ends[2].asDouble(), &Group::initial, &Group::min, M::Max, M::Max}};
         else
-            phases_ = {{ends[0].asDouble(), &Group::initial, &Group::max}, {ends[1].asDouble(), &Group::max, &Group::min}};
+            phases_ = {{ends[0].asDouble(), &Group::initial, &Group::max, M::Max, M::Base},
+                       {ends[1].asDouble(), &Group::max, &Group::min, M::Base, M::Max}};
     }
 
     double lr(std::uint64_t epoch, double, double base) const override
@@ -67,31 +97,76 @@ public:
                 group = &candidate;
         if (!group)
             throw ScheduleError(at.text() + ": a group of base rate " + std::to_string(base) + ", which the description does not hold");
-        const double step = static_cast<double>(epoch);
-        double start = 0.0;
-        for (std::size_t i = 0; i < phases_.size(); ++i) {
-            const Phase& phase = phases_[i];
-            if (step <= phase.end || i + 1 == phases_.size()) {
-                const double pct = pythonDivide(step - start, phase.end - start, at);
-                return anneal((*group).*phase.from, (*group).*phase.to, pct);
-            }
-            start = phase.end;
-        }
-        return base;  // unreachable: the last phase always answers
+        const auto [phase, pct] = placeOf(epoch);
+        return anneal((*group).*phases_[phase].from, (*group).*phases_[phase].to, pct);
     }
 
     // Torch's closed form is its get_lr(): SequentialLR restarts it at step 0.
     double restartLr(double base) const override { return lr(0, base, base); }
 
+    std::vector<std::string> options() const override
+    {
+        if (momentum_.empty())
+            return LrSchedule::options();
+        return {"lr", momentum_};
+    }
+    ScheduledValues base() const override
+    {
+        ScheduledValues values = LrSchedule::base();
+        if (!momentum_.empty()) {
+            // The constructor sets each group's momentum to its max_momentum before step 0.
+            values.emplace_back();
+            for (const Momenta& m : momenta_)
+                values.back().push_back(m.max);
+        }
+        return values;
+    }
+    ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override
+    {
+        if (momentum_.empty())
+            return LrSchedule::step(epoch, current);
+        if (current.size() != 2 || current[1].size() != momenta_.size())
+            throw ScheduleError(kind() + ": a step takes lr and " + momentum_ + " of " + std::to_string(momenta_.size()) + " parameter groups");
+        ScheduledValues next = LrSchedule::step(epoch, ScheduledValues{current[0]});
+        next.emplace_back();
+        for (std::size_t g = 0; g < momenta_.size(); ++g) {
+            const auto [phase, pct] = placeOf(epoch);
+            next[1].push_back(anneal(momentumAt(g, phases_[phase].momentumFrom), momentumAt(g, phases_[phase].momentumTo), pct));
+        }
+        return next;
+    }
+
 private:
     struct Group {
         double initial, max, min;
     };
+    struct Momenta {
+        double max, base;
+    };
+    enum class MomentumEnd { Max, Base };
     struct Phase {
         double end;
         double Group::*from;
         double Group::*to;
+        MomentumEnd momentumFrom, momentumTo;
     };
+
+    // The phase step `epoch` falls in and the fraction of it passed, as torch's get_lr() finds them.
+    std::pair<std::size_t, double> placeOf(std::uint64_t epoch) const
+    {
+        const StepPlace at = where(epoch);
+        const double step = static_cast<double>(epoch);
+        double start = 0.0;
+        for (std::size_t i = 0; i < phases_.size(); ++i) {
+            const Phase& phase = phases_[i];
+            if (step <= phase.end || i + 1 == phases_.size())
+                return {i, pythonDivide(step - start, phase.end - start, at)};
+            start = phase.end;
+        }
+        return {phases_.size() - 1, 0.0};  // unreachable: the last phase always answers
+    }
+
+    double momentumAt(std::size_t group, MomentumEnd end) const { return end == MomentumEnd::Max ? momenta_[group].max : momenta_[group].base; }
 
     static bool isCosine(const ScheduleArguments& a)
     {
@@ -111,6 +186,8 @@ private:
     }
 
     bool cosine_;
+    std::string momentum_;  // the momentum option cycled ("momentum", "betas[0]"), or none
+    std::vector<Momenta> momenta_;
     std::int64_t totalSteps_;
     std::vector<Group> groups_;
     std::vector<Phase> phases_;

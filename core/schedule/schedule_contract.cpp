@@ -68,7 +68,10 @@ std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::
     nlohmann::json description = {{"kind", kind}, {"arguments", child["arguments"]}, {"base", {{"lr", parent.baseLr()}}}};
     try {
         const ScheduleArguments arguments(description, it->second.arguments, parent.groups(), parent.torchMajor(), parent.torchMinor());
-        return it->second.make(arguments);
+        std::unique_ptr<LrSchedule> made = it->second.make(arguments);
+        if (made->options() != std::vector<std::string>{"lr"})
+            throw ScheduleError("it cycles the momentum too, and a composite's schedulers move lr only");
+        return made;
     } catch (const ScheduleError& error) {
         throw ScheduleError(where + ": " + error.what());
     }

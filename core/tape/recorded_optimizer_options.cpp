@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/scheduled_option.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/transaction_record.h"
 
@@ -39,6 +40,18 @@ RecordedOptimizerOptions::RecordedOptimizerOptions(const RootRecord& root)
         // The root parser made sure every group has each scheduled option as a number.
         for (Option& option : options_)
             option.scheduled = root.optimizerSchedule->schedules(option.name);
+        // An element of an array option ("betas[0]", since 1.8) is an option of its own here.
+        for (const std::string& entry : root.optimizerSchedule->options) {
+            if (find(entry))
+                continue;
+            Option element{entry, std::vector<std::optional<double>>(groups), true};
+            for (std::size_t g = 0; g < groups; ++g) {
+                const nlohmann::json options = nlohmann::json::parse(root.optimizerGroups[g].optionsJson);
+                if (const nlohmann::json* value = scheduledValue(options, entry))
+                    element.perGroup[g] = value->get<double>();
+            }
+            options_.push_back(std::move(element));
+        }
         epochRecorded_ = root.optimizerSchedule->checked();
         lastEpoch_ = root.optimizerSchedule->epoch;
     }

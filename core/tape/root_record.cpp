@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zkdv/tape/scheduled_option.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
 
@@ -97,8 +98,9 @@ std::vector<TensorSpec> specsFromJson(const json& array, const char* where)
     return specs;
 }
 // optimizer.schedule (spec 3.3): a scheduled option is a number in every group, since each
-// transaction records it as one float64 per group.
-OptimizerSchedule parseSchedule(const json& schedule, const json& groups)
+// transaction records it as one float64 per group; since 1.8 it may be one element of an array
+// option ("betas[0]").
+OptimizerSchedule parseSchedule(const json& schedule, const json& groups, int minor)
 {
     if (!schedule.is_object())
         fail("optimizer.schedule must be an object");
@@ -112,11 +114,15 @@ OptimizerSchedule parseSchedule(const json& schedule, const json& groups)
         const std::string name = option.get<std::string>();
         if (parsed.schedules(name))
             fail("optimizer.schedule.options names \"" + name + "\" twice");
+        const std::optional<ScheduledOptionName> entry = parseScheduledOptionName(name);
+        if (!entry || (entry->element && minor < tape::kGradScalerMinor))
+            fail("optimizer.schedule.options holds \"" + name + "\", which is not an option name" +
+                 (minor < tape::kGradScalerMinor ? std::string() : " or name[i], an element of an array option"));
         for (std::size_t g = 0; g < groups.size(); ++g) {
-            const json& options = groups[g]["options"];
-            if (!options.contains(name) || !options[name].is_number())
+            const json* value = scheduledValue(groups[g]["options"], name);
+            if (!value || !value->is_number())
                 fail("optimizer.schedule.options names \"" + name + "\", but optimizer.groups[" + std::to_string(g) +
-                     "] has no numeric option of that name");
+                     "] has no numeric " + (entry->element ? "element" : "option") + " of that name");
         }
         parsed.options.push_back(name);
     }
@@ -264,7 +270,7 @@ RootRecord RootRecord::parse(ByteSpan payload)
              " layout parameters; they must cover all of them");
     // Before 1.6 every option is static, whatever the root holds (an unknown member then).
     if (auto schedule = optimizer.find("schedule"); schedule != optimizer.end() && record.formatMinor >= tape::kScheduleMinor)
-        record.optimizerSchedule = parseSchedule(*schedule, groups);
+        record.optimizerSchedule = parseSchedule(*schedule, groups, record.formatMinor);
 
     const json& program = member(root, "program", "root");
     record.programKind = stringMember(program, "kind", "program");

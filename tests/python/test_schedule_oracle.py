@@ -127,6 +127,59 @@ def test_the_contract_gives_torch_s_rates_bit_for_bit(case):
     assert schedules.epoch(scheduler) == STEPS
 
 
+def sgd_momentum():
+    return torch.optim.SGD([{"params": [torch.zeros(3, requires_grad=True)]}, {"params": [torch.zeros(1, requires_grad=True)], "lr": 0.037}],
+                           lr=0.1, momentum=0.9)
+
+
+def adam_two_groups():
+    return torch.optim.AdamW([{"params": [torch.zeros(3, requires_grad=True)]}, {"params": [torch.zeros(1, requires_grad=True)], "lr": 0.037}],
+                             lr=0.1, betas=(0.85, 0.98))
+
+
+# OneCycleLR's default cycle_momentum: the momentum (SGD) or betas[0] (Adam and its kin) moves
+# against the rate, each step from the group's max_momentum and base_momentum.
+MOMENTUM_CASES = {
+    "OneCycleLR SGD momentum": (sgd_momentum, lambda o: S.OneCycleLR(o, max_lr=[0.3, 0.05], total_steps=STEPS)),
+    "OneCycleLR AdamW betas three phases linear": (adam_two_groups, lambda o: S.OneCycleLR(
+        o, max_lr=0.2, total_steps=STEPS + 7, pct_start=0.37, anneal_strategy="linear", three_phase=True, base_momentum=0.8,
+        max_momentum=0.97)),
+    "OneCycleLR AdamW betas per group": (adam_two_groups, lambda o: S.OneCycleLR(
+        o, max_lr=[0.11, 0.7], epochs=10, steps_per_epoch=31, div_factor=7.5, pct_start=0.1, base_momentum=[0.5, 0.7],
+        max_momentum=[0.9, 0.99])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MOMENTUM_CASES))
+def test_a_cycled_momentum_is_torch_s_bit_for_bit(case):
+    make_optimizer, make = MOMENTUM_CASES[case]
+    optimizer = make_optimizer()
+    scheduler = make(optimizer)
+    options = schedules.scheduled_options(scheduler)
+    momentum = options[1]
+    assert options == ["lr", "betas[0]" if isinstance(optimizer, torch.optim.AdamW) else "momentum"]
+
+    def read(groups):
+        return [[g["lr"] for g in groups], [g["momentum"] if momentum == "momentum" else g["betas"][0] for g in groups]]
+
+    expected = [read(optimizer.param_groups)]
+    for _ in range(scheduler.total_steps - 1):
+        optimizer.step()
+        scheduler.step()
+        expected.append(read(optimizer.param_groups))
+    description = schedules.describe(scheduler)
+    assert description["arguments"]["cycle_momentum"]["option"] == momentum
+    values = _native.schedule_values(json.dumps(description), 2, torch.__version__, len(expected))
+    for epoch, (want, got) in enumerate(zip(expected, values)):
+        assert len(got) == 2, "lr and the momentum"
+        for option, (w, g) in enumerate(zip(want, got)):
+            assert [bits(v) for v in g] == [bits(v) for v in w], (case, epoch, options[option], g, w)
+    assert len({tuple(row[1]) for row in expected}) > 2, "the momentum does not move: the case proves nothing"
+    # The other beta stays as it was.
+    if momentum == "betas[0]":
+        assert {g["betas"][1] for g in optimizer.param_groups} == {0.98}
+
+
 def test_describe_keeps_the_int_or_float_of_each_argument_and_the_repeated_milestones():
     optimizer = optimizer_of_two_groups()
     assert schedules.describe(S.MultiStepLR(optimizer, milestones=[40, 5, 40.0, 7.5], gamma=1)) == {

@@ -9,6 +9,7 @@ import warnings
 import pytest
 import torch
 
+import zkdv
 import zkdv.torch
 from conftest import audit, batches, fresh_mlp, independent_tape, replay_all
 from tape_edit import _records
@@ -316,3 +317,69 @@ def test_gradients_zeroed_in_place_train_as_torch_and_replay_exact(tmp_path):
         assert torch.equal(recorded.detach(), trained.detach())
     status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == 10, replayed
+
+
+# OneCycleLR's default cycles AdamW's betas[0] against the rate (format 1.8 schedules the
+# element); CyclicLR with SGD's momentum is recorded as recorded, momentum included.
+MOMENTUM = {
+    "one_cycle_betas": (lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=[0.05, 0.1], total_steps=STEPS), two_groups, "betas[0]"),
+    "cyclic_momentum": (lambda o: torch.optim.lr_scheduler.CyclicLR(o, base_lr=0.001, max_lr=0.05, step_size_up=4),
+                        lambda model: torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), "momentum"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MOMENTUM))
+def test_a_cycled_momentum_trains_as_torch_and_replays_exact(tmp_path, kind):
+    make_scheduler, make_optimizer, option = MOMENTUM[kind]
+    tape = tmp_path / (kind + ".zkdv")
+    model, plain = fresh_mlp(), fresh_mlp()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    moved = []
+    # No sampled checks: the forgery below edits a record, whose digest keys the next draws.
+    unsampled = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.0, update_check_probability=0.0, seed=1))
+    with zkdv.torch.ZKDV(tape, unsampled, replay_snapshot_interval=6) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, loss_fn, make_optimizer(model))
+        scheduler = proof.prepare(make_scheduler(optimizer))
+        for x, y in batches(STEPS):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                proof.backward(loss_fn(proof.forward(model, x), y))
+                moved.append(optimizer.param_groups[0]["momentum"] if option == "momentum" else optimizer.param_groups[0]["betas"][0])
+                optimizer.step()
+            scheduler.step()
+    optimizer = make_optimizer(plain)
+    scheduler = make_scheduler(optimizer)
+    for x, y in batches(STEPS):
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(plain(x), y).backward()
+        optimizer.step()
+        scheduler.step()
+    for (name, recorded), trained in zip(model.named_parameters(), plain.parameters()):
+        assert torch.equal(recorded.detach(), trained.detach()), name
+    assert len(set(moved)) > 2, "the momentum did not move: the test proves nothing"
+    schedule = root_of(tape)["optimizer"]["schedule"]
+    assert schedule["options"] == ["lr", option]
+    checked = kind == "one_cycle_betas"
+    assert (schedule["scheduler"] is not None) == checked, schedule
+    status, replayed = replay_all(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == STEPS, replayed["verdicts"]
+    if checked:
+        # A betas[0] off the cycle, re-chained, is diverged at its transaction, naming it.
+        from tape_edit import rechain_with_edit
+        import struct
+
+        def bump(payload):
+            (length,) = struct.unpack_from("<Q", payload, 0)
+            header = json.loads(payload[8:8 + length])
+            start, _ = header["optimizer/betas[0]"]["data_offsets"]
+            edited = bytearray(payload)
+            at = 8 + length + start
+            struct.pack_into("<d", edited, at, struct.unpack_from("<d", edited, at)[0] - 0.01)
+            return bytes(edited)
+
+        forged = tmp_path / "forged.zkdv"
+        rechain_with_edit(tape, forged, 7, bump)
+        status, replayed = replay_all(tmp_path, forged)
+        assert status == 1
+        first = replayed["first_failures"][0]
+        assert first["index"] == 7 and first["verdict"] == "diverged" and "betas[0]" in first["detail"], replayed["first_failures"]

@@ -110,7 +110,17 @@ private Q_SLOTS:
             arguments[name] = value;
             return arguments;
         };
-        row("OneCycleLR cycling momentum", described("OneCycleLR", with(cycle, "cycle_momentum", true)), "arguments.cycle_momentum");
+        // cycle_momentum is false or what the constructor derived for the momentum it cycles.
+        row("OneCycleLR cycle_momentum true", described("OneCycleLR", with(cycle, "cycle_momentum", true)), "arguments.cycle_momentum");
+        row("OneCycleLR cycling another option", described("OneCycleLR", with(cycle, "cycle_momentum", {{"option", "betas[1]"}, {"max_momentum", {0.95}},
+                                                                                                      {"base_momentum", {0.85}}})),
+            "arguments.cycle_momentum");
+        row("OneCycleLR momenta of two groups", described("OneCycleLR", with(cycle, "cycle_momentum", {{"option", "momentum"}, {"max_momentum", {0.95, 0.9}},
+                                                                                                       {"base_momentum", {0.85}}})),
+            "arguments.cycle_momentum");
+        row("OneCycleLR a member too many", described("OneCycleLR", with(cycle, "cycle_momentum", {{"option", "momentum"}, {"max_momentum", {0.95}},
+                                                                                                   {"base_momentum", {0.85}}, {"use_beta1", false}})),
+            "arguments.cycle_momentum");
         row("OneCycleLR total_steps 0", described("OneCycleLR", with(cycle, "total_steps", 0)), "arguments.total_steps");
         row("OneCycleLR another strategy", described("OneCycleLR", with(cycle, "anneal_strategy", "cosine")), "arguments.anneal_strategy");
         row("OneCycleLR max_lr per group", described("OneCycleLR", with(cycle, "max_lr", {0.25, 0.5})), "arguments.max_lr");
@@ -191,6 +201,36 @@ private Q_SLOTS:
         QCOMPARE(v[2][0][1], 0.05);
         QVERIFY(v[9][0][0] < v[3][0][0]);
         QVERIFY_THROWS_EXCEPTION(ScheduleError, c->step(11, v[10]));
+    }
+
+    // With cycle_momentum the momentum moves against the rate: down to base_momentum at the
+    // peak, back to max_momentum at the end; it starts from max_momentum, the constructor's.
+    void oneCycleLrCyclesTheMomentumAgainstTheRate()
+    {
+        const nlohmann::json momentum = {{"option", "betas[0]"}, {"max_momentum", {0.95, 0.9}}, {"base_momentum", {0.85, 0.8}}};
+        const auto c = contract("OneCycleLR", {{"max_lr", {0.25, 0.05}}, {"min_lr", {0.01 / 1e4, 0.002 / 1e4}}, {"total_steps", 10},
+                                               {"phase_ends", {2.0, 9}}, {"anneal_strategy", "linear"}, {"cycle_momentum", momentum}},
+                                {0.01, 0.002});
+        QCOMPARE(c->options(), (std::vector<std::string>{"lr", "betas[0]"}));
+        QCOMPARE(c->base(), (ScheduledValues{{0.01, 0.002}, {0.95, 0.9}}));
+        const std::vector<ScheduledValues> v = chain(*c, 9);
+        QCOMPARE(v[0][1][0], 0.95);
+        // (end - start) * pct + start, in Python's order: within a unit or two of the ends.
+        QVERIFY(std::fabs(v[2][1][0] - 0.85) < 1e-15);  // at the peak of the rate
+        QVERIFY(std::fabs(v[2][1][1] - 0.8) < 1e-15);
+        QVERIFY(std::fabs(v[9][1][0] - 0.95) < 1e-15);
+        QVERIFY(v[5][1][0] > 0.85 && v[5][1][0] < 0.95);
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, c->step(1, ScheduledValues{{0.01, 0.002}}));  // lr alone is not its values
+        // A composite's schedulers move lr only.
+        const nlohmann::json child = {{"kind", "OneCycleLR"}, {"arguments", {{"max_lr", {0.25, 0.05}}, {"min_lr", {1e-6, 2e-7}}, {"total_steps", 10},
+                                                                            {"phase_ends", {2.0, 9}}, {"anneal_strategy", "linear"},
+                                                                            {"cycle_momentum", momentum}}}};
+        try {
+            contract("SequentialLR", {{"schedulers", {child}}, {"milestones", nlohmann::json::array()}}, {0.01, 0.002});
+            QFAIL("a composite took a scheduler that cycles the momentum");
+        } catch (const ScheduleError& error) {
+            QVERIFY2(QString(error.what()).contains("move lr only"), error.what());
+        }
     }
 
     void chainedSchedulerStepsEachInTurn()

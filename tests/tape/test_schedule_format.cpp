@@ -143,6 +143,34 @@ private Q_SLOTS:
         QVERIFY2(message.contains("group 1 option momentum is 0.5 in the transaction, but 0.9 in the root"), qPrintable(message));
     }
 
+    // Since 1.8 an element of an array option may be scheduled: OneCycleLR's betas[0].
+    void anArrayElementMayBeScheduled()
+    {
+        nlohmann::json document = nlohmann::json::parse(scheduledRoot("", 0).toJson());
+        for (nlohmann::json& group : document["optimizer"]["groups"])
+            group["options"]["betas"] = {0.9, 0.999};
+        document["optimizer"]["schedule"]["options"] = {"lr", "betas[0]"};
+        const std::string text = document.dump();
+        const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(text)));
+        QCOMPARE(root.optimizerSchedule->options, (std::vector<std::string>{"lr", "betas[0]"}));
+        RecordedOptimizerOptions rule(root);
+        QCOMPARE(violationOf(rule, *transaction(root, 0, {{"lr", {0.1, 0.2}}, {"betas[0]", {0.85, 0.95}}}, std::nullopt)), QString());
+        QString missing = violationOf(rule, *transaction(root, 1, {{"lr", {0.1, 0.2}}}, std::nullopt));
+        QVERIFY2(missing.contains("optimizer/betas[0] missing"), qPrintable(missing));
+
+        auto refused = [&](const nlohmann::json& options, int minor) {
+            nlohmann::json changed = document;
+            changed["optimizer"]["schedule"]["options"] = options;
+            changed["format"]["minor"] = minor;
+            return formatErrorOf(changed.dump());
+        };
+        QVERIFY(refused({"lr", "betas[0]"}, 7).contains("not an option name"));  // a 1.7 reader knew no elements
+        QVERIFY(refused({"lr", "betas[2]"}, 8).contains("no numeric element of that name"));
+        QVERIFY(refused({"lr", "lr[0]"}, 8).contains("no numeric element of that name"));
+        for (const char* entry : {"betas[00]", "betas[]", "betas[0", "[0]", "betas[16]", "betas[0][1]", "betas]0["})
+            QVERIFY2(refused({"lr", entry}, 8).contains("not an option name"), entry);
+    }
+
     void everyTransactionRecordsTheScheduleAndItsEpoch_data()
     {
         QTest::addColumn<bool>("lr");

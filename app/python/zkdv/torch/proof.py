@@ -183,12 +183,13 @@ class ZKDV:
         groups = self._optimizer.param_groups
         if self._scheduler is not None:
             description = schedules.describe(self._scheduler)
+            options = schedules.scheduled_options(self._scheduler)
             if description is not None:
-                self._native.schedule(["lr"], json.dumps(description), schedules.epoch(self._scheduler))
+                self._native.schedule(options, json.dumps(description), schedules.epoch(self._scheduler))
                 self._schedule_checked = True
             else:
                 # LambdaLR and other user code, ReduceLROnPlateau (its metric is not on the tape).
-                self._native.schedule(["lr"], "", 0)
+                self._native.schedule(options, "", 0)
         elif any("initial_lr" in group for group in groups):
             warnings.warn(
                 "the prepared optimizer has a learning-rate scheduler that was not prepared: the tape records the learning rates "
@@ -196,7 +197,9 @@ class ZKDV:
                 "before the first transaction to have them checked",
                 stacklevel=4,
             )
-            self._native.schedule(["lr"], "", 0)
+            # A OneCycleLR or CyclicLR cycling the momentum left max_momentum in the groups.
+            cycled = "betas[0]" if "betas" in groups[0] else "momentum"
+            self._native.schedule(["lr"] + ([cycled] if any("max_momentum" in group for group in groups) else []), "", 0)
         else:
             return
         self._schedule_declared = True

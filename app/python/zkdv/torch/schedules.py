@@ -67,8 +67,7 @@ def _check_fresh(scheduler, kind):
 def _leaf_kind(scheduler) -> Optional[str]:
     kind = type(scheduler).__name__
     if type(scheduler) is _lr_scheduler.OneCycleLR:
-        # With cycle_momentum it also moves momentum or betas, which the tape schedules nowhere.
-        return None if scheduler.cycle_momentum else kind
+        return kind  # its arguments are read by _one_cycle_arguments
     if kind not in _ARGUMENTS or type(scheduler) is not getattr(_lr_scheduler, kind, None):
         return None
     return kind
@@ -89,8 +88,32 @@ def _one_cycle_arguments(scheduler):
         "total_steps": _number(scheduler, "total_steps", scheduler.total_steps),
         "phase_ends": [_number(scheduler, "end_step", phase["end_step"]) for phase in scheduler._schedule_phases],
         "anneal_strategy": strategy,
-        "cycle_momentum": False,
+        # With cycle_momentum its constructor left each group's max_momentum and base_momentum,
+        # between which it anneals momentum (or betas[0]) against the rate.
+        "cycle_momentum": {
+            "option": _momentum_option(scheduler),
+            "max_momentum": [_number(scheduler, "max_momentum", group["max_momentum"]) for group in groups],
+            "base_momentum": [_number(scheduler, "base_momentum", group["base_momentum"]) for group in groups],
+        } if scheduler.cycle_momentum else False,
     }
+
+
+def _momentum_option(scheduler) -> str:
+    # torch's use_beta1: the optimizer has betas (Adam and its kin), whose first element cycles.
+    return "betas[0]" if getattr(scheduler, "use_beta1", False) else "momentum"
+
+
+def _cycles_momentum(scheduler) -> bool:
+    return isinstance(scheduler, (_lr_scheduler.OneCycleLR, _lr_scheduler.CyclicLR)) and bool(getattr(scheduler, "cycle_momentum", False))
+
+
+def scheduled_options(scheduler: Any) -> list:
+    """The group options `scheduler` moves: lr, and the momentum (momentum, or betas[0]) that
+    OneCycleLR and CyclicLR cycle with cycle_momentum, also inside a composite."""
+
+    schedulers = list(getattr(scheduler, "_schedulers", None) or []) or [scheduler]
+    cycling = [child for child in schedulers if _cycles_momentum(child)]
+    return ["lr"] + ([_momentum_option(cycling[0])] if cycling else [])
 
 
 def _base(scheduler, kind):
@@ -117,6 +140,9 @@ def _children(composite) -> Optional[list]:
     if not children or len(children) > 16 or len({id(child) for child in children}) != len(children):
         return None
     if any(_leaf_kind(child) is None for child in children):
+        return None
+    # A composite's schedulers move lr only: one cycling the momentum makes it as recorded.
+    if any(_cycles_momentum(child) for child in children):
         return None
     if any(list(child.base_lrs) != list(children[0].base_lrs) for child in children):
         return None
