@@ -53,6 +53,7 @@ std::unique_ptr<LrSchedule> makePolynomialLR(const ScheduleArguments& arguments)
 std::unique_ptr<LrSchedule> makeCosineAnnealingLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeCosineAnnealingWarmRestarts(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeOneCycleLR(const ScheduleArguments& arguments);
+std::unique_ptr<LrSchedule> makeCyclicLR(const ScheduleArguments& arguments);
 // The composites of other schedulers (arguments.schedulers, leaf kinds only).
 std::unique_ptr<LrSchedule> makeSequentialLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeChainedScheduler(const ScheduleArguments& arguments);

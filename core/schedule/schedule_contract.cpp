@@ -27,6 +27,7 @@ const std::map<std::string, Kind>& kinds()
         {"CosineAnnealingLR", {{"T_max", "eta_min"}, makeCosineAnnealingLR}},
         {"CosineAnnealingWarmRestarts", {{"T_0", "T_mult", "eta_min"}, makeCosineAnnealingWarmRestarts}},
         {"OneCycleLR", {{"max_lr", "min_lr", "total_steps", "phase_ends", "anneal_strategy", "cycle_momentum"}, makeOneCycleLR}},
+        {"CyclicLR", {{"max_lr", "total_size", "step_ratio", "mode", "gamma", "cycle_momentum"}, makeCyclicLR}},
         {"SequentialLR", {{"schedulers", "milestones"}, makeSequentialLR, true}},
         {"ChainedScheduler", {{"schedulers"}, makeChainedScheduler, true}},
     };

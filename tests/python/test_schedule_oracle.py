@@ -55,6 +55,12 @@ CASES = {
         o, max_lr=0.2, total_steps=STEPS + 7, pct_start=0.37, anneal_strategy="linear", three_phase=True, cycle_momentum=False),
     "OneCycleLR epochs": lambda o: S.OneCycleLR(
         o, max_lr=[0.11, 0.7], epochs=10, steps_per_epoch=31, div_factor=7.5, final_div_factor=333.0, pct_start=0.1, cycle_momentum=False),
+    # CyclicLR: per-step closed form from the base rate, max_lr and the cycle's slope.
+    "CyclicLR triangular": lambda o: S.CyclicLR(o, base_lr=[0.01, 0.002], max_lr=[0.1, 0.05], step_size_up=7, cycle_momentum=False),
+    "CyclicLR triangular2 uneven": lambda o: S.CyclicLR(
+        o, base_lr=0.003, max_lr=0.2, step_size_up=5, step_size_down=13, mode="triangular2", cycle_momentum=False),
+    "CyclicLR exp_range": lambda o: S.CyclicLR(o, base_lr=0.001, max_lr=0.09, step_size_up=11.5, mode="exp_range", gamma=0.993,
+                                               cycle_momentum=False),
     "SequentialLR one cycle then constant": lambda o: S.SequentialLR(
         o, [S.OneCycleLR(o, max_lr=0.5, total_steps=150, cycle_momentum=False), S.ConstantLR(o, factor=0.5, total_iters=40)],
         milestones=[120]),
@@ -147,6 +153,11 @@ MOMENTUM_CASES = {
     "OneCycleLR AdamW betas per group": (adam_two_groups, lambda o: S.OneCycleLR(
         o, max_lr=[0.11, 0.7], epochs=10, steps_per_epoch=31, div_factor=7.5, pct_start=0.1, base_momentum=[0.5, 0.7],
         max_momentum=[0.9, 0.99])),
+    # CyclicLR's default: SGD's momentum, from max_momentum down as the rate climbs.
+    "CyclicLR SGD momentum triangular2": (sgd_momentum, lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=6, mode="triangular2")),
+    "CyclicLR SGD momentum exp_range": (sgd_momentum, lambda o: S.CyclicLR(
+        o, base_lr=[0.01, 0.004], max_lr=[0.1, 0.07], step_size_up=8, step_size_down=3, mode="exp_range", gamma=0.995,
+        base_momentum=0.7, max_momentum=[0.95, 0.9])),
 }
 
 
@@ -163,7 +174,7 @@ def test_a_cycled_momentum_is_torch_s_bit_for_bit(case):
         return [[g["lr"] for g in groups], [g["momentum"] if momentum == "momentum" else g["betas"][0] for g in groups]]
 
     expected = [read(optimizer.param_groups)]
-    for _ in range(scheduler.total_steps - 1):
+    for _ in range(getattr(scheduler, "total_steps", STEPS + 1) - 1):
         optimizer.step()
         scheduler.step()
         expected.append(read(optimizer.param_groups))

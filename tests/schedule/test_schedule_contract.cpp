@@ -164,7 +164,7 @@ private Q_SLOTS:
         const std::string message = refusal(described("WarmupLR", nlohmann::json::object()));
         for (const std::string& kind : scheduleKinds())
             QVERIFY2(message.find(kind) != std::string::npos, message.c_str());
-        QCOMPARE(scheduleKinds().size(), std::size_t(11));
+        QCOMPARE(scheduleKinds().size(), std::size_t(12));
     }
 
     void sequentialLrHandsOverAtItsMilestonesFromTheBase()
@@ -231,6 +231,32 @@ private Q_SLOTS:
         } catch (const ScheduleError& error) {
             QVERIFY2(QString(error.what()).contains("move lr only"), error.what());
         }
+    }
+
+    // CyclicLR climbs from the base to max_lr over step_ratio of each cycle and back;
+    // triangular2 halves the height every cycle.
+    void cyclicLrClimbsAndFallsByItsCycle()
+    {
+        const auto c = contract("CyclicLR", {{"max_lr", {0.1, 0.05}}, {"total_size", 4.0}, {"step_ratio", 0.5}, {"mode", "triangular2"},
+                                             {"gamma", 1.0}, {"cycle_momentum", false}},
+                                {0.02, 0.01});
+        QVERIFY(c->usesMathLibrary());
+        const std::vector<ScheduledValues> v = chain(*c, 8);
+        QCOMPARE(v[0][0][0], 0.02);
+        QCOMPARE(v[2][0][0], 0.02 + (0.1 - 0.02) * 1.0);  // the first peak
+        QCOMPARE(v[4][0][0], 0.02);
+        QCOMPARE(v[6][0][0], 0.02 + (0.1 - 0.02) * 1.0 * 0.5);  // the second, half as high
+        const auto momentum = contract("CyclicLR", {{"max_lr", {0.1, 0.05}}, {"total_size", 4.0}, {"step_ratio", 0.5}, {"mode", "triangular"},
+                                                    {"gamma", 1.0}, {"cycle_momentum", {{"option", "momentum"}, {"max_momentum", {0.9, 0.9}},
+                                                                                         {"base_momentum", {0.8, 0.7}}}}},
+                                       {0.02, 0.01});
+        QCOMPARE(momentum->options(), (std::vector<std::string>{"lr", "momentum"}));
+        const std::vector<ScheduledValues> m = chain(*momentum, 4);
+        QCOMPARE(m[0][1][0], 0.9);
+        QCOMPARE(m[2][1][1], 0.9 - (0.9 - 0.7) * 1.0 * 1.0);  // at the rate's peak
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, contract("CyclicLR", {{"max_lr", {0.1, 0.05}}, {"total_size", 4.0}, {"step_ratio", 0.5},
+                                                                      {"mode", "triangular"}, {"gamma", 2}, {"cycle_momentum", false}},
+                                                         {0.02, 0.01}));
     }
 
     void chainedSchedulerStepsEachInTurn()

@@ -68,6 +68,8 @@ def _leaf_kind(scheduler) -> Optional[str]:
     kind = type(scheduler).__name__
     if type(scheduler) is _lr_scheduler.OneCycleLR:
         return kind  # its arguments are read by _one_cycle_arguments
+    if type(scheduler) is _lr_scheduler.CyclicLR:
+        return kind if _cyclic_mode(scheduler) else None
     if kind not in _ARGUMENTS or type(scheduler) is not getattr(_lr_scheduler, kind, None):
         return None
     return kind
@@ -94,6 +96,31 @@ def _one_cycle_arguments(scheduler):
             "option": _momentum_option(scheduler),
             "max_momentum": [_number(scheduler, "max_momentum", group["max_momentum"]) for group in groups],
             "base_momentum": [_number(scheduler, "base_momentum", group["base_momentum"]) for group in groups],
+        } if scheduler.cycle_momentum else False,
+    }
+
+
+def _cyclic_mode(scheduler) -> Optional[str]:
+    """CyclicLR's mode, or None when a scale_fn of the user's replaces it (user code)."""
+
+    custom = getattr(scheduler, "_scale_fn_custom", True) is not None  # torch 1.13 and 2.x keep the user's here
+    expected = {"triangular": "cycle", "triangular2": "cycle", "exp_range": "iterations"}.get(scheduler.mode)
+    return None if custom or scheduler.scale_mode != expected else scheduler.mode
+
+
+def _cyclic_arguments(scheduler):
+    # CyclicLR keeps what its constructor derived: total_size (step_size_up + step_size_down,
+    # floats), step_ratio, the groups' max_lrs, and with cycle_momentum the momenta.
+    return {
+        "max_lr": [_number(scheduler, "max_lr", rate) for rate in scheduler.max_lrs],
+        "total_size": _number(scheduler, "total_size", scheduler.total_size),
+        "step_ratio": _number(scheduler, "step_ratio", scheduler.step_ratio),
+        "mode": scheduler.mode,
+        "gamma": _number(scheduler, "gamma", scheduler.gamma),
+        "cycle_momentum": {
+            "option": _momentum_option(scheduler),
+            "max_momentum": [_number(scheduler, "max_momentum", value) for value in scheduler.max_momentums],
+            "base_momentum": [_number(scheduler, "base_momentum", value) for value in scheduler.base_momentums],
         } if scheduler.cycle_momentum else False,
     }
 
@@ -128,6 +155,8 @@ def _base(scheduler, kind):
 def _child(scheduler, kind):
     if kind == "OneCycleLR":
         return {"kind": kind, "arguments": _one_cycle_arguments(scheduler)}
+    if kind == "CyclicLR":
+        return {"kind": kind, "arguments": _cyclic_arguments(scheduler)}
     return {"kind": kind, "arguments": {name: _value(scheduler, name) for name in _ARGUMENTS[kind]}}
 
 
