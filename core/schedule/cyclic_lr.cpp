@@ -15,10 +15,10 @@ namespace zkdv::schedule {
 
 namespace {
 
-class CyclicLR : public LrSchedule {
+class CyclicLR : public MomentumCyclingSchedule {
 public:
     explicit CyclicLR(const ScheduleArguments& a)
-        : LrSchedule(a, modeOf(a) != Mode::Triangular), mode_(modeOf(a)), totalSize_(a.real("total_size")), stepRatio_(a.real("step_ratio"))
+        : MomentumCyclingSchedule(a, modeOf(a) != Mode::Triangular), mode_(modeOf(a)), totalSize_(a.real("total_size")), stepRatio_(a.real("step_ratio"))
     {
         if (!(totalSize_ > 0.0) || !std::isfinite(totalSize_))
             a.refuse("total_size", "a positive float, step_size_up + step_size_down");
@@ -38,24 +38,6 @@ public:
                 if (a.baseLr()[h] == a.baseLr()[g] && maxLr_[h] != maxLr_[g])
                     a.refuse("max_lr", "the same for groups of the same base rate (a group's rates are found by its base)");
         }
-        const nlohmann::json& cycle = a.json("cycle_momentum");
-        if (cycle.is_object()) {
-            const auto option = cycle.find("option");
-            const auto maxIt = cycle.find("max_momentum"), baseIt = cycle.find("base_momentum");
-            if (option == cycle.end() || (*option != "momentum" && *option != "betas[0]") || cycle.size() != 3 || maxIt == cycle.end() ||
-                baseIt == cycle.end() || !maxIt->is_array() || !baseIt->is_array() || maxIt->size() != a.groups() || baseIt->size() != a.groups())
-                a.refuse("cycle_momentum", "false, or {\"option\": \"momentum\" or \"betas[0]\", \"max_momentum\", \"base_momentum\"} of one "
-                                           "number per parameter group");
-            momentum_ = option->get<std::string>();
-            for (std::size_t g = 0; g < a.groups(); ++g) {
-                const nlohmann::json &m = (*maxIt)[g], &b = (*baseIt)[g];
-                if (!m.is_number() || !b.is_number() || !std::isfinite(m.get<double>()) || !std::isfinite(b.get<double>()))
-                    a.refuse("cycle_momentum", "an object of finite momenta");
-                momenta_.push_back({m.get<double>(), b.get<double>()});
-            }
-        } else if (cycle != false) {
-            a.refuse("cycle_momentum", "false, or the momentum it cycles {\"option\", \"max_momentum\", \"base_momentum\"}");
-        }
     }
 
     double lr(std::uint64_t epoch, double, double base) const override
@@ -70,44 +52,15 @@ public:
     }
     double restartLr(double base) const override { return lr(0, base, base); }
 
-    std::vector<std::string> options() const override
+    double momentum(std::uint64_t epoch, std::size_t group) const override
     {
-        if (momentum_.empty())
-            return LrSchedule::options();
-        return {"lr", momentum_};
-    }
-    ScheduledValues base() const override
-    {
-        ScheduledValues values = LrSchedule::base();
-        if (!momentum_.empty()) {
-            // The constructor sets each group's momentum to its max_momentum before step 0.
-            values.emplace_back();
-            for (const Momenta& m : momenta_)
-                values.back().push_back(m.max);
-        }
-        return values;
-    }
-    ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override
-    {
-        if (momentum_.empty())
-            return LrSchedule::step(epoch, current);
-        if (current.size() != 2 || current[1].size() != momenta_.size())
-            throw ScheduleError(kind() + ": a step takes lr and " + momentum_ + " of " + std::to_string(momenta_.size()) + " parameter groups");
-        ScheduledValues next = LrSchedule::step(epoch, ScheduledValues{current[0]});
         const Place p = placeOf(epoch);
-        next.emplace_back();
-        for (const Momenta& m : momenta_) {
-            const double height = (m.max - m.base) * p.scaleFactor;
-            next[1].push_back(m.max - height * p.scale);
-        }
-        return next;
+        const double height = (cycledMomentum().max[group] - cycledMomentum().base[group]) * p.scaleFactor;
+        return cycledMomentum().max[group] - height * p.scale;
     }
 
 private:
     enum class Mode { Triangular, Triangular2, ExpRange };
-    struct Momenta {
-        double max, base;
-    };
     struct Place {
         double scaleFactor;  // how far up (or down) the cycle's slope
         double scale;        // scale_fn of the cycle, or of the step for exp_range
@@ -149,8 +102,6 @@ private:
     double stepRatio_;
     double gamma_ = 1.0;
     std::vector<double> maxLr_;
-    std::string momentum_;
-    std::vector<Momenta> momenta_;
 };
 
 }  // namespace

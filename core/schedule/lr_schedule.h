@@ -43,6 +43,40 @@ private:
     bool mathLibrary_;
 };
 
+// The momentum OneCycleLR and CyclicLR cycle against the rate with cycle_momentum: the option
+// ("momentum", or "betas[0]" for an optimizer with betas) and each group's max_momentum and
+// base_momentum, from arguments.cycle_momentum (false, or {"option", "max_momentum",
+// "base_momentum"}); `option` is empty when the momentum is not cycled.
+struct CycledMomentum {
+    std::string option;
+    std::vector<double> max, base;
+
+    static CycledMomentum read(const ScheduleArguments& arguments);
+    bool cycled() const { return !option.empty(); }
+};
+
+// A schedule that may move the momentum too: its options, base values (the momentum's before
+// step 0 is max_momentum, which the constructor sets) and steps hold both.
+class MomentumCyclingSchedule : public LrSchedule {
+public:
+    MomentumCyclingSchedule(const ScheduleArguments& arguments, bool mathLibrary)
+        : LrSchedule(arguments, mathLibrary), momentum_(CycledMomentum::read(arguments))
+    {
+    }
+
+    std::vector<std::string> options() const override;
+    ScheduledValues base() const override;
+    ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override;
+
+protected:
+    // What step `epoch` sets group `group`'s momentum to (not chainable: from the step alone).
+    virtual double momentum(std::uint64_t epoch, std::size_t group) const = 0;
+    const CycledMomentum& cycledMomentum() const { return momentum_; }
+
+private:
+    CycledMomentum momentum_;
+};
+
 // The contracts of each kind, from their description; each in the kind's own file.
 std::unique_ptr<LrSchedule> makeStepLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeMultiStepLR(const ScheduleArguments& arguments);

@@ -16,39 +16,13 @@ namespace zkdv::schedule {
 
 namespace {
 
-class OneCycleLR : public LrSchedule {
+class OneCycleLR : public MomentumCyclingSchedule {
 public:
-    explicit OneCycleLR(const ScheduleArguments& a) : LrSchedule(a, isCosine(a)), cosine_(isCosine(a)), totalSteps_(a.integer("total_steps"))
+    explicit OneCycleLR(const ScheduleArguments& a)
+        : MomentumCyclingSchedule(a, isCosine(a)), cosine_(isCosine(a)), totalSteps_(a.integer("total_steps"))
     {
         if (totalSteps_ <= 0)
             a.refuse("total_steps", "a positive integer (torch's constructor refuses it)");
-        // cycle_momentum: false, or what its constructor derived for the momentum it cycles:
-        // {"option": "momentum" | "betas[0]", "max_momentum": [G], "base_momentum": [G]}.
-        const nlohmann::json& cycle = a.json("cycle_momentum");
-        if (cycle.is_object()) {
-            const std::string perGroup = "one number per parameter group (" + std::to_string(a.groups()) + ")";
-            auto momenta = [&](const char* name) {
-                std::vector<double> values;
-                const auto it = cycle.find(name);
-                if (it == cycle.end() || !it->is_array() || it->size() != a.groups())
-                    a.refuse("cycle_momentum", std::string("an object whose ") + name + " holds " + perGroup);
-                for (const nlohmann::json& value : *it) {
-                    if (!value.is_number() || !std::isfinite(value.get<double>()))
-                        a.refuse("cycle_momentum", std::string("an object whose ") + name + " holds finite numbers");
-                    values.push_back(value.get<double>());
-                }
-                return values;
-            };
-            const auto option = cycle.find("option");
-            if (option == cycle.end() || (*option != "momentum" && *option != "betas[0]") || cycle.size() != 3)
-                a.refuse("cycle_momentum", "false, or {\"option\": \"momentum\" or \"betas[0]\", \"max_momentum\", \"base_momentum\"}");
-            momentum_ = option->get<std::string>();
-            const std::vector<double> maxMomentum = momenta("max_momentum"), baseMomentum = momenta("base_momentum");
-            for (std::size_t g = 0; g < a.groups(); ++g)
-                momenta_.push_back({maxMomentum[g], baseMomentum[g]});
-        } else if (cycle != false) {
-            a.refuse("cycle_momentum", "false, or the momentum it cycles {\"option\", \"max_momentum\", \"base_momentum\"}");
-        }
         // The scheduler keeps what its constructor derived, not pct_start, div_factor and
         // final_div_factor: per group initial_lr (the base), max_lr and min_lr, and the phases'
         // last steps (float(pct_start * total_steps) - 1, for three phases float(2 * pct_start *
@@ -104,44 +78,9 @@ public:
     // Torch's closed form is its get_lr(): SequentialLR restarts it at step 0.
     double restartLr(double base) const override { return lr(0, base, base); }
 
-    std::vector<std::string> options() const override
-    {
-        if (momentum_.empty())
-            return LrSchedule::options();
-        return {"lr", momentum_};
-    }
-    ScheduledValues base() const override
-    {
-        ScheduledValues values = LrSchedule::base();
-        if (!momentum_.empty()) {
-            // The constructor sets each group's momentum to its max_momentum before step 0.
-            values.emplace_back();
-            for (const Momenta& m : momenta_)
-                values.back().push_back(m.max);
-        }
-        return values;
-    }
-    ScheduledValues step(std::uint64_t epoch, const ScheduledValues& current) const override
-    {
-        if (momentum_.empty())
-            return LrSchedule::step(epoch, current);
-        if (current.size() != 2 || current[1].size() != momenta_.size())
-            throw ScheduleError(kind() + ": a step takes lr and " + momentum_ + " of " + std::to_string(momenta_.size()) + " parameter groups");
-        ScheduledValues next = LrSchedule::step(epoch, ScheduledValues{current[0]});
-        next.emplace_back();
-        for (std::size_t g = 0; g < momenta_.size(); ++g) {
-            const auto [phase, pct] = placeOf(epoch);
-            next[1].push_back(anneal(momentumAt(g, phases_[phase].momentumFrom), momentumAt(g, phases_[phase].momentumTo), pct));
-        }
-        return next;
-    }
-
 private:
     struct Group {
         double initial, max, min;
-    };
-    struct Momenta {
-        double max, base;
     };
     enum class MomentumEnd { Max, Base };
     struct Phase {
@@ -166,7 +105,16 @@ private:
         return {phases_.size() - 1, 0.0};  // unreachable: the last phase always answers
     }
 
-    double momentumAt(std::size_t group, MomentumEnd end) const { return end == MomentumEnd::Max ? momenta_[group].max : momenta_[group].base; }
+    double momentumAt(std::size_t group, MomentumEnd end) const
+    {
+        return end == MomentumEnd::Max ? cycledMomentum().max[group] : cycledMomentum().base[group];
+    }
+
+    double momentum(std::uint64_t epoch, std::size_t group) const override
+    {
+        const auto [phase, pct] = placeOf(epoch);
+        return anneal(momentumAt(group, phases_[phase].momentumFrom), momentumAt(group, phases_[phase].momentumTo), pct);
+    }
 
     static bool isCosine(const ScheduleArguments& a)
     {
@@ -186,8 +134,6 @@ private:
     }
 
     bool cosine_;
-    std::string momentum_;  // the momentum option cycled ("momentum", "betas[0]"), or none
-    std::vector<Momenta> momenta_;
     std::int64_t totalSteps_;
     std::vector<Group> groups_;
     std::vector<Phase> phases_;
