@@ -22,16 +22,18 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "zkdv-replay-worker is started by zkdv-audit replay and the workstation, not by hand\n");
         return 2;
     }
+    // Dies with the replay that started it, also when that one is killed: asked for before the
+    // parent is checked, so a replay that dies in between is seen by one or the other. The fork
+    // server instead ends when the replay closes its channel, which the kernel does however the
+    // replay's process ends: no death signal, which follows the thread that started a process
+    // rather than the process.
+    if (!forkServer)
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != static_cast<pid_t>(std::strtol(arguments[4], nullptr, 10)))
         return 2;
     const int channel = std::atoi(arguments[2]);
-    // The fork server ends when the replay closes its channel, which the kernel does however
-    // the replay's process ends: no death signal, which follows the thread that started a
-    // process rather than the process.
     if (forkServer)
         _exit(zkdv::runReplayForkServer(channel));
-    // Dies with the replay that started it, also when that one is killed.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     const int status = zkdv::runReplayWorker(channel);
     // What the program printed is flushed; libtorch's teardown is skipped (it takes the better
     // part of a second, and the replay waits for the worker to end).

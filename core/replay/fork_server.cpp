@@ -117,7 +117,7 @@ std::size_t threadCount()
     return error ? 0 : count;
 }
 
-[[noreturn]] void becomeWorker(int control, const std::vector<int>& fds, const std::function<int()>& workerMain)
+[[noreturn]] void becomeWorker(int control, pid_t server, const std::vector<int>& fds, const std::function<int()>& workerMain)
 {
     close(control);
     const int input = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -127,6 +127,9 @@ std::size_t threadCount()
     closefrom(4);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // A server that ended before the death signal was asked for sent none.
+    if (getppid() != server)
+        _exit(kForkedWorkerSetupFailed);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -159,9 +162,10 @@ int ForkServer::serve(int control, const std::function<int()>& workerMain)
                 break;  // the replay ended (or broke the channel): its workers go with it
             }
             if (message.type == kFork && fds.size() == 3) {
+                const pid_t server = getpid();
                 const pid_t pid = ::fork();
                 if (pid == 0)
-                    becomeWorker(control, fds, workerMain);
+                    becomeWorker(control, server, fds, workerMain);
                 const int forkErrno = errno;
                 for (int fd : fds)
                     close(fd);
