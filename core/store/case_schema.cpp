@@ -344,6 +344,13 @@ ALTER TABLE run_seals ADD COLUMN found TEXT;
     {10, R"sql(
 ALTER TABLE replay_runs ADD COLUMN seed_source TEXT CHECK(seed_source IN ('drawn','given'));
 )sql"},
+    // The values of every option a tape's root schedules (optimizer.schedule), per group, so
+    // the workstation charts each of them and not only the first group's lr: little-endian
+    // float64, option by option in the root's order, group by group within an option. NULL
+    // for a tape without a schedule, and for transactions ingested before this migration.
+    {11, R"sql(
+ALTER TABLE transactions ADD COLUMN scheduled BLOB;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -57,7 +57,7 @@ void bindStaticBlob(Database& db, Statement& statement, int index, ByteSpan blob
 // keeps a statement journal for every multi-row INSERT to be able to.
 constexpr const char* kInsertTransactionColumns =
     "INSERT OR FAIL INTO transactions(tape_id, idx, segment, loss, lr, update_norm, max_update, fingerprints, has_deltas,"
-    " has_state_digest, state_digest, wall_time_ns, record_index, record_offset, record_length, record_digest)";
+    " has_state_digest, state_digest, wall_time_ns, record_index, record_offset, record_length, record_digest, scheduled)";
 
 // The row of one transaction or snapshot record as the case stores it, kept until inserted
 // (by a thread of its own, except with --embed).
@@ -71,6 +71,8 @@ struct PendingRow {
     double maxUpdate = 0;
     std::size_t fingerprintsAt = 0;  // into RowChunk::fingerprints
     std::size_t fingerprintCount = 0;
+    std::size_t scheduledAt = 0;  // into RowChunk::scheduled
+    std::size_t scheduledCount = 0;  // 0: NULL (the tape schedules nothing)
     bool hasDeltas = false;
     bool hasStateDigest = false;
     Digest stateDigest{};
@@ -84,9 +86,18 @@ struct PendingRow {
 struct RowChunk {
     std::vector<PendingRow> rows;
     std::vector<double> fingerprints;  // every row's (l2, max_abs) pairs, back to back
+    std::vector<double> scheduled;     // every row's scheduled option values, back to back
 
+    void clear()
+    {
+        rows.clear();
+        fingerprints.clear();
+        scheduled.clear();
+    }
+
+    // `scheduledOptions`: the options the root schedules (none: the row's `scheduled` is NULL).
     PendingRow& addTransaction(const TransactionRecord& record, const RecordLocation& location, std::optional<double> lr,
-                               double updateNorm, std::uint64_t snapshotInterval)
+                               double updateNorm, std::uint64_t snapshotInterval, const std::vector<std::string>& scheduledOptions)
     {
         PendingRow& row = rows.emplace_back();
         const std::size_t parameters = record.updateL2.size();
@@ -98,6 +109,12 @@ struct RowChunk {
             fingerprints.push_back(record.updateMaxAbs[i]);
             row.maxUpdate = std::max(row.maxUpdate, record.updateMaxAbs[i]);
         }
+        row.scheduledAt = scheduled.size();
+        // The reader made sure a tape with a schedule records each option for every group.
+        for (const std::string& option : scheduledOptions)
+            for (double value : record.optimizerGroupValues(option))
+                scheduled.push_back(value);
+        row.scheduledCount = scheduled.size() - row.scheduledAt;
         row.idx = static_cast<std::int64_t>(record.index);
         row.segment = static_cast<std::int64_t>(record.index / snapshotInterval);
         row.loss = record.loss;
@@ -131,7 +148,7 @@ private:
     }
 };
 
-constexpr std::size_t kTransactionValues = 15;  // per transactions row, besides the tape id
+constexpr std::size_t kTransactionValues = 16;  // per transactions row, besides the tape id
 
 // Binds a transaction row's values (all but the tape id) from parameter `first` on, in the
 // column order of kInsertTransactionColumns.
@@ -156,6 +173,10 @@ void bindTransactionRow(Database& db, Statement& statement, int first, const Row
         .bind(first + 12, row.recordOffset)
         .bind(first + 13, row.recordLength);
     bindStaticBlob(db, statement, first + 14, digestBytes(row.recordDigest));
+    if (row.scheduledCount > 0)
+        bindStaticBlob(db, statement, first + 15, ByteSpan(chunk.scheduled.data() + row.scheduledAt, row.scheduledCount * sizeof(double)));
+    else
+        statement.bindNull(first + 15);
 }
 
 void insertTransactionRow(Database& db, Statement& insertOne, std::int64_t tapeId, const RowChunk& chunk, const PendingRow& row)
@@ -246,8 +267,7 @@ private:
         spare_ = RowChunk();
         lock.unlock();
         changed_.notify_all();
-        current_.rows.clear();
-        current_.fingerprints.clear();
+        current_.clear();
         current_.rows.reserve(kChunkRows);
     }
 
@@ -326,7 +346,7 @@ private:
         return sql;
     }
 
-    static constexpr std::size_t kRowsPerStatement = 64;  // 961 parameters, under SQLite's 32,766
+    static constexpr std::size_t kRowsPerStatement = 64;  // 1,025 parameters, under SQLite's 32,766
     // ~11 MB of rows a sync.
     static constexpr std::size_t kSyncAheadChunks = 32;
 
@@ -358,7 +378,7 @@ public:
     IngestVisitor(Database& db, const std::string& tapePath, const IngestOptions& options)
         : db_(db), tapePath_(tapePath), options_(options),
           insertTransaction_(db.prepare(std::string(kInsertTransactionColumns) +
-                                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)")),
+                                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)")),
           insertSnapshot_(db.prepare(
               "INSERT INTO snapshots(tape_id, before_transaction, record_index, record_offset, record_length, record_digest)"
               " VALUES(?1, ?2, ?3, ?4, ?5, ?6)")),
@@ -380,6 +400,7 @@ public:
     void onRoot(const RootRecord& root, const RecordLocation& location) override
     {
         root_ = root;
+        scheduledOptions_ = root.optimizerSchedule ? root.optimizerSchedule->options : std::vector<std::string>();
         // Room for the transactions the tape's size suggests, so gathering never reallocates;
         // pages not written to are never resident.
         std::error_code error;
@@ -465,13 +486,12 @@ public:
         gatherOrders(record.index, record.loss, lr, updateNorm);
         const auto interval = static_cast<std::uint64_t>(root_.snapshotInterval);
         if (inserter_) {
-            inserter_->current().addTransaction(record, location, lr, updateNorm, interval);
+            inserter_->current().addTransaction(record, location, lr, updateNorm, interval, scheduledOptions_);
             inserter_->pushIfFull();
             return;
         }
-        single_.rows.clear();
-        single_.fingerprints.clear();
-        const PendingRow& row = single_.addTransaction(record, location, lr, updateNorm, interval);
+        single_.clear();
+        const PendingRow& row = single_.addTransaction(record, location, lr, updateNorm, interval, scheduledOptions_);
         insertTransactionRow(db_, insertTransaction_, tapeId_, single_, row);
         embed(location);
     }
@@ -542,6 +562,7 @@ private:
     Statement insertSnapshot_;
     Statement insertPayload_;
     RootRecord root_;
+    std::vector<std::string> scheduledOptions_;  // the root's, in its order
     std::int64_t tapeId_ = 0;
     RowChunk single_;  // the one row inserted on this thread (--embed)
     std::array<TransactionOrder, std::size(kOrderedTransactionColumns)> orders_;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/util/little_endian.h"
@@ -26,6 +28,33 @@ void checkProgress(ProgressSink* progress, std::uint64_t done, std::uint64_t tot
     progress->report(done, total, phase);
 }
 
+// The options the tape's root schedules, from its stored root; none when the root holds no
+// schedule or is not what ingest stored (a case is untrusted: a chart then shows less, it does
+// not fail).
+std::vector<std::string> scheduledOptionsOf(Database& db, std::int64_t tapeId)
+{
+    Statement root = db.prepare("SELECT root_json FROM tapes WHERE id = ?1");
+    root.bind(1, tapeId);
+    if (!root.step() || root.isNull(0))
+        return {};
+    const nlohmann::json json = nlohmann::json::parse(root.text(0), nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object() || !json.contains("optimizer") || !json["optimizer"].is_object())
+        return {};
+    const nlohmann::json& optimizer = json["optimizer"];
+    if (!optimizer.contains("schedule") || !optimizer["schedule"].is_object() || !optimizer["schedule"].contains("options"))
+        return {};
+    const nlohmann::json& listed = optimizer["schedule"]["options"];
+    if (!listed.is_array())
+        return {};
+    std::vector<std::string> options;
+    for (const nlohmann::json& option : listed) {
+        if (!option.is_string() || options.size() == 64)
+            return {};
+        options.push_back(option.get<std::string>());
+    }
+    return options;
+}
+
 }  // namespace
 
 TransactionSeries loadTransactionSeries(Database& db, std::int64_t tapeId, std::size_t maxParameters, ProgressSink* progress)
@@ -39,6 +68,14 @@ TransactionSeries loadTransactionSeries(Database& db, std::int64_t tapeId, std::
             series.parameterNames.push_back(names.text(0));
     }
     const std::size_t shown = series.parameterNames.size();
+    series.scheduledOptions = scheduledOptionsOf(db, tapeId);
+    if (!series.scheduledOptions.empty()) {
+        series.groupCount = static_cast<std::size_t>(std::clamp<std::int64_t>(
+            db.queryInt64("SELECT count(*) FROM optimizer_groups WHERE tape_id = " + std::to_string(tapeId)).value_or(0), 0, 4096));
+        if (series.groupCount == 0)
+            series.scheduledOptions.clear();
+    }
+    const std::size_t scheduledValues = series.scheduledOptions.size() * series.groupCount;
 
     // transaction_count is what ingest found; the reservation is only a hint.
     const std::uint64_t expected = static_cast<std::uint64_t>(std::max<std::int64_t>(
@@ -48,10 +85,13 @@ TransactionSeries loadTransactionSeries(Database& db, std::int64_t tapeId, std::
     series.updateNorms.resize(shown);
     for (std::vector<double>& norms : series.updateNorms)
         norms.reserve(expected);
+    series.scheduled.resize(scheduledValues);
+    for (std::vector<double>& values : series.scheduled)
+        values.reserve(expected);
 
     // The key (tape_id, idx) orders the rows: no sort.
-    Statement rows = db.prepare(shown > 0 ? "SELECT idx, loss, fingerprints FROM transactions WHERE tape_id = ?1 ORDER BY idx"
-                                          : "SELECT idx, loss FROM transactions WHERE tape_id = ?1 ORDER BY idx");
+    Statement rows = db.prepare("SELECT idx, loss, " + std::string(shown > 0 ? "fingerprints" : "NULL") + ", " +
+                                (scheduledValues > 0 ? "scheduled" : "NULL") + " FROM transactions WHERE tape_id = ?1 ORDER BY idx");
     rows.bind(1, tapeId);
     std::uint64_t done = 0;
     while (rows.step()) {
@@ -68,6 +108,18 @@ TransactionSeries loadTransactionSeries(Database& db, std::int64_t tapeId, std::
             }
             for (std::size_t p = pairs; p < shown; ++p)
                 series.updateNorms[p].push_back(kNotRecorded);
+        }
+        if (scheduledValues > 0) {
+            // scheduled: native little-endian doubles, option-major; a blob of another size
+            // than the root's options and groups make is not this tape's.
+            const ByteSpan blob = rows.isNull(3) ? ByteSpan() : rows.blob(3);
+            const bool whole = blob.size == scheduledValues * sizeof(double);
+            for (std::size_t v = 0; v < scheduledValues; ++v) {
+                double value = kNotRecorded;
+                if (whole)
+                    std::memcpy(&value, blob.data + v * sizeof(double), sizeof(double));
+                series.scheduled[v].push_back(value);
+            }
         }
         if (++done % kProgressStride == 0)
             checkProgress(progress, done, expected, "reading transactions");

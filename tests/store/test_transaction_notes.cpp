@@ -161,6 +161,7 @@ void TestTransactionNotes::aVersion7CaseMigratesKeepingItsRows()
     const std::string path = newCase("v7.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
+        db.exec("ALTER TABLE transactions DROP COLUMN scheduled");                                          // 11
         db.exec("ALTER TABLE replay_runs DROP COLUMN seed_source");                                         // 10
         db.exec("ALTER TABLE run_seals DROP COLUMN found; ALTER TABLE run_seals DROP COLUMN payload_version");  // 9
         db.exec("ALTER TABLE verdicts DROP COLUMN cause");                                                  // 9

@@ -27,6 +27,8 @@
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_series.h"
+#include "zkdv/tape/tape_scanner.h"
+#include "zkdv/tape/transaction_record.h"
 
 using namespace zkdv;
 using zkdv::ui::ChartPanel;
@@ -140,6 +142,7 @@ private slots:
     void initTestCase();
     void seriesMatchesTheFingerprintReader();
     void countsMatchTheCase();
+    void scheduledOptionsAreChartedPerGroup();
     void selectionFillsTheTransactionCharts();
     void clickSelectsTheTransaction_data();
     void clickSelectsTheTransaction();
@@ -250,6 +253,78 @@ void TestCharts::countsMatchTheCase()
     const auto marker = chart->verdictGraph(Verdict::WithinTolerance)->data()->constBegin();
     QCOMPARE(marker->key, 17.0);
     QCOMPARE(marker->value, (chart->lossGraph()->data()->constBegin() + 17)->value);
+}
+
+// The golden tape with a schedule (two AdamW groups, CosineAnnealingLR): every group's lr is
+// read and charted as the tape's own records hold it, and a tape without a schedule has no
+// rectangle for it.
+void TestCharts::scheduledOptionsAreChartedPerGroup()
+{
+    const std::string tape = ZKDV_TEST_DATA_DIR "/golden/mlp-cosine-adamw-1.6.zkdv";
+    struct Recorded : TapeVisitor {
+        std::vector<std::vector<double>> lrs;  // per transaction, per group
+        void onTransaction(const TransactionRecord& record, const RecordLocation&) override
+        {
+            lrs.push_back(record.optimizerGroupValues("lr"));
+        }
+    } recorded;
+    QCOMPARE(scanTape(tape, &recorded).status, TapeStatus::Sealed);
+    QCOMPARE(recorded.lrs.size(), std::size_t(14));
+
+    const std::string casePath = dir_->file("scheduled.zkaudit");
+    std::int64_t scheduledTape = 0, plainTape = 0;
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        scheduledTape = store.ingestTape(tape).tapeId;
+        plainTape = store.ingestTape(dir_->file("demo.zkdv")).tapeId;
+    }
+    {
+        Database db(casePath, Database::Mode::ReadOnly);
+        const TransactionSeries series = loadTransactionSeries(db, scheduledTape, 16);
+        QCOMPARE(series.scheduledOptions, std::vector<std::string>({"lr"}));
+        QCOMPARE(series.groupCount, std::size_t(2));
+        QCOMPARE(series.scheduled.size(), std::size_t(2));
+        for (std::size_t g = 0; g < 2; ++g) {
+            QCOMPARE(series.scheduled[g].size(), recorded.lrs.size());
+            for (std::size_t i = 0; i < recorded.lrs.size(); ++i)
+                QCOMPARE(series.scheduled[g][i], recorded.lrs[i][g]);
+        }
+        // The cosine moves the rate: a chart of one constant would prove nothing.
+        QVERIFY(series.scheduled[0].front() != series.scheduled[0].back());
+        const TransactionSeries plain = loadTransactionSeries(db, plainTape, 16);
+        QVERIFY(plain.scheduledOptions.empty());
+        QVERIFY(plain.scheduled.empty());
+    }
+
+    ChartPanel panel;
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(casePath), scheduledTape);
+    QVERIFY(settle(panel));
+    QCOMPARE(problems.count(), 0);
+    const ui::TransactionChart* chart = panel.lossPlot();
+    QVERIFY(chart->scheduleRect() != nullptr);
+    QCOMPARE(chart->scheduledGraphs().size(), 2);
+    for (int g = 0; g < 2; ++g) {
+        const QCPGraph* graph = chart->scheduledGraphs()[g];
+        QCOMPARE(graph->name(), QStringLiteral("lr, group %1").arg(g));
+        QCOMPARE(graph->data()->size(), static_cast<int>(recorded.lrs.size()));
+        int i = 0;
+        for (auto point = graph->data()->constBegin(); point != graph->data()->constEnd(); ++point, ++i) {
+            QCOMPARE(point->key, double(i));
+            QCOMPARE(point->value, recorded.lrs[static_cast<std::size_t>(i)][static_cast<std::size_t>(g)]);
+        }
+    }
+    QVERIFY(chart->plotLayout()->elements(false).contains(chart->scheduleRect()));
+
+    // Another tape of the case, without a schedule: the rectangle goes, the others stay.
+    panel.setCase(QString::fromStdString(casePath), plainTape);
+    QVERIFY(settle(panel));
+    QVERIFY(chart->scheduleRect() == nullptr);
+    QVERIFY(chart->scheduledGraphs().isEmpty());
+    QCOMPARE(chart->axisRects().size(), 2);
+    QCOMPARE(chart->plotLayout()->rowCount(), 2);
+    QCOMPARE(panel.lossPointCount(), int(kSteps));
+    QCOMPARE(problems.count(), 0);
 }
 
 void TestCharts::selectionFillsTheTransactionCharts()

@@ -50,6 +50,12 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
                 std::vector<double>().swap(series.updateNorms[p]);
             }
             data.parameterCount = static_cast<int>(series.parameterCount);
+            for (std::size_t o = 0; o < series.scheduledOptions.size(); ++o)
+                for (std::size_t g = 0; g < series.groupCount; ++g) {
+                    const QString option = QString::fromStdString(series.scheduledOptions[o]);
+                    data.scheduledNames << (series.groupCount == 1 ? option : QStringLiteral("%1, group %2").arg(option).arg(g));
+                    data.scheduledValues << container(series.indexes, series.scheduled[o * series.groupCount + g], false);
+                }
             data.parts |= Series;
         }
         if (parts & Verdicts) {

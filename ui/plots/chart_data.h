@@ -29,6 +29,10 @@ struct ChartData {
     QStringList parameterNames;
     int parameterCount = 0;
     QVector<QSharedPointer<QCPGraphDataContainer>> updateNorms;
+    // Every option the tape schedules, group by group ("lr", or "lr, group 1" with several
+    // groups), each with its value per transaction; empty for a tape without a schedule.
+    QStringList scheduledNames;
+    QVector<QSharedPointer<QCPGraphDataContainer>> scheduledValues;
 
     // Verdicts: the run's (runId 0: the tape has none; TransactionTable::kEveryRun: per
     // transaction, the newest run's, each point naming its run).

@@ -229,6 +229,7 @@ void ChartPanel::apply(quint64 sequence, const ChartData& data)
     }
     if (data.parts & ChartData::Series) {
         transactions_->setSeries(data.loss, data.parameterNames, data.parameterCount, data.updateNorms);
+        transactions_->setScheduledOptions(data.scheduledNames, data.scheduledValues);
         const quint64 count = data.loss && !data.loss->isEmpty() ? static_cast<quint64>((data.loss->constEnd() - 1)->key) + 1 : 0;
         divergence_->setTransactionCount(count);
     }

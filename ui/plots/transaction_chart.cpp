@@ -71,9 +71,9 @@ TransactionChart::TransactionChart(QWidget* parent) : TransactionPlot(parent)
     QCPAxisRect* top = axisRect(0);
     normRect_ = new QCPAxisRect(this);
     plotLayout()->addElement(1, 0, normRect_);
-    auto* margins = new QCPMarginGroup(this);
-    top->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
-    normRect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+    margins_ = new QCPMarginGroup(this);
+    top->setMarginGroup(QCP::msLeft | QCP::msRight, margins_);
+    normRect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins_);
     for (QCPAxisRect* rect : {top, normRect_}) {
         rect->setRangeDrag(Qt::Horizontal);  // y follows the data in view (ChartTools)
         rect->setRangeZoom(Qt::Horizontal);
@@ -166,16 +166,8 @@ void TransactionChart::setSeries(QSharedPointer<QCPGraphDataContainer> loss, con
     loss_->setData(loss ? loss : QSharedPointer<QCPGraphDataContainer>::create());
     QCPAxis* normX = normRect_->axis(QCPAxis::atBottom);
     QCPAxis* normY = normRect_->axis(QCPAxis::atLeft);
-    for (int p = 0; p < updateNorms.size() && p < parameterNames.size(); ++p) {
-        QCPGraph* graph = addGraph(normX, normY);
-        graph->setName(parameterNames[p]);
-        graph->setPen(QPen(parameterColor(p), 0));
-        graph->setAntialiased(false);
-        graph->setAdaptiveSampling(true);
-        graph->setData(updateNorms[p]);
-        graph->addToLegend(normLegend_);
-        norms_.push_back(graph);
-    }
+    for (int p = 0; p < updateNorms.size() && p < parameterNames.size(); ++p)
+        norms_.push_back(addSeries(normX, normY, parameterNames[p], p, updateNorms[p], normLegend_));
     normLegend_->setVisible(!norms_.isEmpty());
     // Partial data says so: only the first parameters' norms are read for a large model.
     normY->setLabel(parameterCount > norms_.size()
@@ -190,6 +182,76 @@ void TransactionChart::setSeries(QSharedPointer<QCPGraphDataContainer> loss, con
         first = false;
     }
     rebuildMarkers();
+}
+
+QCPGraph* TransactionChart::addSeries(QCPAxis* x, QCPAxis* y, const QString& name, int position, QSharedPointer<QCPGraphDataContainer> data,
+                                      QCPLegend* into)
+{
+    QCPGraph* graph = addGraph(x, y);
+    graph->setName(name);
+    // Cosmetic pens without antialiasing, as the loss's (a million points stay cheap).
+    graph->setPen(QPen(parameterColor(position), 0));
+    graph->setAntialiased(false);
+    graph->setAdaptiveSampling(true);
+    graph->setData(data);
+    graph->addToLegend(into);
+    return graph;
+}
+
+void TransactionChart::setScheduledOptions(const QStringList& names, const QVector<QSharedPointer<QCPGraphDataContainer>>& values)
+{
+    removeScheduleRect();
+    if (names.isEmpty() || values.isEmpty())
+        return;
+    scheduleRect_ = new QCPAxisRect(this);
+    plotLayout()->addElement(2, 0, scheduleRect_);
+    scheduleRect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins_);
+    scheduleRect_->setRangeDrag(Qt::Horizontal);
+    scheduleRect_->setRangeZoom(Qt::Horizontal);
+    QCPAxis* x = scheduleRect_->axis(QCPAxis::atBottom);
+    QCPAxis* y = scheduleRect_->axis(QCPAxis::atLeft);
+    scheduleRect_->setRangeDragAxes(x, y);
+    scheduleRect_->setRangeZoomAxes(x, y);
+    x->setLabel(tr("transaction"));
+    y->setLabel(tr("scheduled options"));
+    y->setNumberFormat(QStringLiteral("gbd"));
+    y->setNumberPrecision(6);
+    x->setRange(xAxis->range());
+    connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), x, qOverload<const QCPRange&>(&QCPAxis::setRange));
+    connect(x, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), xAxis, qOverload<const QCPRange&>(&QCPAxis::setRange));
+    scheduleLegend_ = new QCPLegend;
+    plotLayout()->addElement(2, 1, scheduleLegend_);
+    scheduleLegend_->setLayer(QStringLiteral("legend"));
+    scheduleLegend_->setFont(legend->font());
+    ChartStyle::placeLegendBeside(this, scheduleLegend_, scheduleRect_);
+    for (int s = 0; s < names.size() && s < values.size(); ++s) {
+        QCPGraph* graph = addSeries(x, y, names[s], s, values[s], scheduleLegend_);
+        graph->setLineStyle(QCPGraph::lsStepLeft);  // a step's value holds until the next step
+        scheduled_.push_back(graph);
+    }
+    ChartTools::of(this)->fitValues();
+    scheduleCursor_ = makeCursor(this, scheduleRect_);
+    scheduleCursor_->setVisible(lossCursor_->visible());
+    scheduleCursor_->point1->setCoords(lossCursor_->point1->coords());
+    scheduleCursor_->point2->setCoords(lossCursor_->point2->coords());
+}
+
+void TransactionChart::removeScheduleRect()
+{
+    if (!scheduleRect_)
+        return;
+    for (QCPGraph* graph : scheduled_) {
+        graph->removeFromLegend(scheduleLegend_);
+        removeGraph(graph);
+    }
+    scheduled_.clear();
+    removeItem(scheduleCursor_);
+    scheduleCursor_ = nullptr;
+    plotLayout()->remove(scheduleLegend_);
+    scheduleLegend_ = nullptr;
+    plotLayout()->remove(scheduleRect_);
+    scheduleRect_ = nullptr;
+    plotLayout()->simplify();
 }
 
 void TransactionChart::setVerdicts(const std::vector<VerdictPoint>& verdicts)
@@ -217,7 +279,9 @@ void TransactionChart::rebuildMarkers()
 
 void TransactionChart::setSelectedTransaction(std::optional<quint64> index)
 {
-    for (QCPItemStraightLine* line : {lossCursor_, normCursor_}) {
+    for (QCPItemStraightLine* line : {lossCursor_, normCursor_, scheduleCursor_}) {
+        if (!line)
+            continue;
         line->setVisible(index.has_value());
         if (index) {
             line->point1->setCoords(static_cast<double>(*index), 0);
@@ -229,6 +293,7 @@ void TransactionChart::setSelectedTransaction(std::optional<quint64> index)
 void TransactionChart::clear()
 {
     setSeries({}, {}, 0, {});
+    setScheduledOptions({}, {});
     setVerdicts({});
     setSelectedTransaction(std::nullopt);
     xAxis->setRange(0, 1);
@@ -294,6 +359,13 @@ QString TransactionChart::tooltipFor(quint64 index) const
             if (point->key != static_cast<double>(index))
                 continue;
             text += tr("\n%1 update %2").arg(graph->name(), ChartStyle::formatValue(point->value));
+        }
+        for (QCPGraph* graph : scheduled_) {
+            if (at >= graph->data()->size())
+                continue;
+            const auto point = graph->data()->constBegin() + at;
+            if (point->key == static_cast<double>(index))
+                text += tr("\n%1 %2").arg(graph->name(), ChartStyle::formatValue(point->value));
         }
     }
     if (const VerdictPoint* verdict = verdictOf(index))

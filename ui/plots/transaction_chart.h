@@ -1,6 +1,7 @@
 #pragma once
-// The tape over its transactions: loss on top, per-parameter update norms (log) below, and
-// the replayed transactions marked on the loss by verdict.
+// The tape over its transactions: loss on top, per-parameter update norms (log) below, the
+// options a schedule moves (learning rates, cycled momentum) per group at the bottom when the
+// tape schedules any, and the replayed transactions marked on the loss by verdict.
 
 #include <array>
 #include <optional>
@@ -22,6 +23,9 @@ public:
     // has, when `updateNorms` holds only the first of them.
     void setSeries(QSharedPointer<QCPGraphDataContainer> loss, const QStringList& parameterNames, int parameterCount,
                    const QVector<QSharedPointer<QCPGraphDataContainer>>& updateNorms);
+    // One graph per scheduled option and group, in a rectangle of their own that is there only
+    // while there are some (`names` and `values` pair up).
+    void setScheduledOptions(const QStringList& names, const QVector<QSharedPointer<QCPGraphDataContainer>>& values);
     // One marker per verdict, on the loss of its transaction.
     void setVerdicts(const std::vector<VerdictPoint>& verdicts);
     void setSelectedTransaction(std::optional<quint64> index);
@@ -36,6 +40,8 @@ public:
     QCPGraph* verdictGraph(Verdict verdict) const { return markers_[static_cast<std::size_t>(verdict)]; }
     QCPAxisRect* lossRect() const { return axisRect(0); }
     QCPAxisRect* normRect() const { return normRect_; }
+    QCPAxisRect* scheduleRect() const { return scheduleRect_; }  // null while nothing is scheduled
+    const QVector<QCPGraph*>& scheduledGraphs() const { return scheduled_; }
     // The transaction under `pos` (a verdict marker within a few pixels, else the loss point
     // nearest in key), if any.
     std::optional<quint64> transactionAt(const QPointF& pos) const override;
@@ -47,7 +53,16 @@ private:
     void rebuildMarkers();
     const VerdictPoint* verdictOf(quint64 index) const;
 
+    void removeScheduleRect();
+    // One line of a series on axes x, y, coloured by its position, named in `into`.
+    QCPGraph* addSeries(QCPAxis* x, QCPAxis* y, const QString& name, int position, QSharedPointer<QCPGraphDataContainer> data, QCPLegend* into);
+
     QCPAxisRect* normRect_ = nullptr;
+    QCPAxisRect* scheduleRect_ = nullptr;
+    QCPLegend* scheduleLegend_ = nullptr;
+    QCPMarginGroup* margins_ = nullptr;
+    QVector<QCPGraph*> scheduled_;
+    QCPItemStraightLine* scheduleCursor_ = nullptr;
     QCPLegend* normLegend_ = nullptr;
     QCPGraph* loss_ = nullptr;
     std::array<QCPGraph*, 4> markers_{};

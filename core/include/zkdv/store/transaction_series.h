@@ -1,6 +1,7 @@
 #pragma once
-// What the workstation's charts show, read from a case: a tape's loss and per-parameter
-// update norms over its transactions, and a replay run's verdicts and divergence. No Qt.
+// What the workstation's charts show, read from a case: a tape's loss, per-parameter update
+// norms and scheduled options over its transactions, and a replay run's verdicts and
+// divergence. No Qt.
 
 #include <cstdint>
 #include <optional>
@@ -29,6 +30,14 @@ struct TransactionSeries {
     // updateNorms[p][i]: L2 norm of parameter p's update in transaction indexes[i]
     // (from `transactions.fingerprints`; NaN when the record carries none for it).
     std::vector<std::vector<double>> updateNorms;
+    // The options the tape's root schedules (optimizer.schedule.options, in its order; empty
+    // for a tape without a schedule) and its optimizer's group count. scheduled[o * groupCount
+    // + g][i]: option o's value in group g at transaction indexes[i] (from
+    // `transactions.scheduled`; NaN where the case holds none, as for a transaction ingested
+    // before schema version 11).
+    std::vector<std::string> scheduledOptions;
+    std::size_t groupCount = 0;
+    std::vector<std::vector<double>> scheduled;
 };
 
 // One replayed transaction of a run, as the `verdicts` table holds it.
