@@ -116,6 +116,8 @@ struct Recorder::Impl {
     // The declared scheduler's schedule, followed as the auditor will: a step off it is refused
     // before it is taken, so an honest tape never replays diverged there.
     std::unique_ptr<schedule::ScheduleFollower> scheduleFollower;
+    // What a metric-reading scheduler's steps since the last optimizer step read and left.
+    schedule::SchedulerInputs scheduleInputs;
     // The declared GradScaler, whose state each transaction uses as the rule moves it.
     std::optional<GradScalerDeclaration> gradScaler;
     std::unique_ptr<GradScalerFollower> scalerFollower;
@@ -546,6 +548,17 @@ void Recorder::setScheduleEpoch(std::uint64_t epoch)
     d.scheduleEpoch = epoch;
 }
 
+void Recorder::setScheduleInputs(std::vector<double> metrics, std::vector<double> state)
+{
+    Impl& d = *impl_;
+    if (!d.schedule || !d.schedule->checked())
+        throw RecorderError("this tape's schedule names no scheduler whose steps' metrics it records");
+    if (metrics.size() > tape::kMaxScheduleEpochAdvance || state.size() > tape::kMaxSchedulerStateValues)
+        throw RecorderError("a scheduler's inputs hold at most " + std::to_string(tape::kMaxScheduleEpochAdvance) + " metrics and " +
+                            std::to_string(tape::kMaxSchedulerStateValues) + " state values");
+    d.scheduleInputs = schedule::SchedulerInputs{std::move(metrics), std::move(state)};
+}
+
 Transaction Recorder::transaction(std::vector<at::Tensor> batch, OverlapPolicy overlap)
 {
     std::vector<std::vector<at::Tensor>> one;
@@ -858,7 +871,7 @@ void Recorder::step(PreparedOptimizer& prepared)
                 perGroup.push_back(scheduledValue(group.options, option)->get<double>());  // takeOptions took numbers only
             scheduledValues.push_back(std::move(perGroup));
         }
-        for (const TensorComparison& comparison : d.scheduleFollower->judge(d.scheduleEpoch, scheduledValues))
+        for (const TensorComparison& comparison : d.scheduleFollower->judge(d.scheduleEpoch, scheduledValues, d.scheduleInputs))
             if (!passes(comparison.verdict))
                 throw RecorderError("the optimizer options of this step are not the prepared scheduler's (" + comparison.note + ") in " +
                                     d.current() + ": the tape declares that scheduler's schedule, and an auditor recomputing it would find "
@@ -888,7 +901,7 @@ void Recorder::step(PreparedOptimizer& prepared)
                             "create a new proof");
     }
     if (d.scheduleFollower)
-        d.scheduleFollower->advance(d.scheduleEpoch, std::move(scheduledValues));
+        d.scheduleFollower->advance(d.scheduleEpoch, std::move(scheduledValues), d.scheduleInputs.state);
     std::optional<GradScalerStep> scalerStep;
     if (d.scalerFollower) {
         scalerStep = GradScalerStep{d.scalerFollower->expected(), skipped};
@@ -956,6 +969,9 @@ void Recorder::step(PreparedOptimizer& prepared)
     const std::uint64_t index = d.transactions;
     const std::optional<std::uint64_t> scheduleEpoch =
         d.schedule && d.schedule->checked() ? std::optional<std::uint64_t>(d.scheduleEpoch) : std::nullopt;
+    // The metrics were this step's; the state stays the scheduler's until it steps again.
+    auto scheduleInputs = std::make_shared<schedule::SchedulerInputs>(schedule::SchedulerInputs{std::move(d.scheduleInputs.metrics), d.scheduleInputs.state});
+    d.scheduleInputs.metrics.clear();
     const auto wallTime = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - d.startedAt).count());
 
@@ -980,6 +996,7 @@ void Recorder::step(PreparedOptimizer& prepared)
             record.setStateDigest(*digest);
         if (scheduleEpoch)
             record.setScheduleEpoch(*scheduleEpoch);
+        record.setScheduleInputs(scheduleInputs->metrics, scheduleInputs->state);
         if (scalerStep)
             record.setGradScaler(*scalerStep);
         for (std::size_t k = 0; k < transforms->size(); ++k) {

@@ -88,6 +88,8 @@ std::unique_ptr<LrSchedule> makeCosineAnnealingLR(const ScheduleArguments& argum
 std::unique_ptr<LrSchedule> makeCosineAnnealingWarmRestarts(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeOneCycleLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeCyclicLR(const ScheduleArguments& arguments);
+// ReduceLROnPlateau, which steps with a metric (reduce_lr_on_plateau.cpp).
+std::unique_ptr<ScheduleContract> makeReduceLROnPlateau(const ScheduleArguments& arguments);
 // The composites of other schedulers (arguments.schedulers, leaf kinds only).
 std::unique_ptr<LrSchedule> makeSequentialLR(const ScheduleArguments& arguments);
 std::unique_ptr<LrSchedule> makeChainedScheduler(const ScheduleArguments& arguments);

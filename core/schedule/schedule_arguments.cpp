@@ -20,6 +20,8 @@ ScheduleArguments::ScheduleArguments(const nlohmann::json& scheduler, const std:
     if (arguments == scheduler.end() || !arguments->is_object())
         throw ScheduleError(kind_ + ": the scheduler description's arguments must be an object of torch's constructor arguments by name");
     arguments_ = *arguments;
+    if (const auto state = scheduler.find("state"); state != scheduler.end())
+        state_ = *state;
     for (const auto& [name, value] : arguments_.items())
         if (!known.count(name))
             throw ScheduleError(kind_ + ": arguments." + name + " is not an argument of torch.optim.lr_scheduler." + kind_ + " (it takes " +

@@ -36,6 +36,8 @@ public:
     int torchMinor() const { return torchMinor_; }
     // The argument as written, for a composite's arguments.schedulers.
     const nlohmann::json& json(const std::string& name) const { return member(name); }
+    // The description's state (a metric-reading scheduler's), null when it has none.
+    const nlohmann::json& state() const { return state_; }
 
     // A ScheduleError naming the argument: "StepLR: arguments.step_size must be …, not 0".
     [[noreturn]] void refuse(const std::string& name, const std::string& must) const;
@@ -46,6 +48,7 @@ private:
 
     std::string kind_;
     nlohmann::json arguments_;
+    nlohmann::json state_;
     std::vector<double> baseLr_;
     int torchMajor_;
     int torchMinor_;

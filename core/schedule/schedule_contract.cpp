@@ -1,5 +1,6 @@
 // The schedule contracts by torch class name (zkdv/schedule/schedule_contract.h).
 
+#include <cstdio>
 #include <functional>
 #include <map>
 
@@ -13,6 +14,9 @@ struct Kind {
     std::set<std::string> arguments;
     std::function<std::unique_ptr<LrSchedule>(const ScheduleArguments&)> make;
     bool composite = false;  // made of other schedulers (arguments.schedulers)
+    // A scheduler that reads a metric (make is then empty): no composite's child, and its
+    // description holds its state.
+    std::function<std::unique_ptr<ScheduleContract>(const ScheduleArguments&)> makeMetricReading = {};
 };
 
 const std::map<std::string, Kind>& kinds()
@@ -30,6 +34,8 @@ const std::map<std::string, Kind>& kinds()
         {"CyclicLR", {{"max_lr", "total_size", "step_ratio", "mode", "gamma", "cycle_momentum"}, makeCyclicLR}},
         {"SequentialLR", {{"schedulers", "milestones"}, makeSequentialLR, true}},
         {"ChainedScheduler", {{"schedulers"}, makeChainedScheduler, true}},
+        {"ReduceLROnPlateau",
+         {{"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"}, nullptr, false, makeReduceLROnPlateau}},
     };
     return table;
 }
@@ -59,10 +65,10 @@ std::unique_ptr<LrSchedule> makeChildSchedule(const nlohmann::json& child, std::
             throw ScheduleError(where + ": member " + name + " is none of kind and arguments (the schedulers share the composite's base)");
     const std::string kind = child["kind"].get<std::string>();
     const auto it = kinds().find(kind);
-    if (it == kinds().end() || it->second.composite) {
+    if (it == kinds().end() || it->second.composite || !it->second.make) {
         std::vector<std::string> leaves;
         for (const auto& [name, k] : kinds())
-            if (!k.composite)
+            if (!k.composite && k.make)
                 leaves.push_back(name);
         throw ScheduleError(where + ": kind " + kind + " is not one of " + joined(leaves) + " (a composite holds schedulers of those kinds)");
     }
@@ -103,22 +109,44 @@ std::unique_ptr<ScheduleContract> makeScheduleContract(const nlohmann::json& sch
 {
     if (!scheduler.is_object())
         throw ScheduleError("a scheduler description is an object {\"kind\", \"arguments\", \"base\"}, not " + scheduler.dump());
-    for (const auto& [name, value] : scheduler.items())
-        if (name != "kind" && name != "arguments" && name != "base")
-            throw ScheduleError("the scheduler description's member " + name + " is none of kind, arguments and base");
     if (!scheduler.contains("kind") || !scheduler["kind"].is_string())
         throw ScheduleError("the scheduler description's kind must be a string, torch's class name (one of " + joined(scheduleKinds()) + ")");
     const std::string kind = scheduler["kind"].get<std::string>();
     const auto it = kinds().find(kind);
     if (it == kinds().end())
         throw ScheduleError("kind " + kind + ": no schedule contract for it (the contracts reproduce " + joined(scheduleKinds()) + ")");
+    const bool metricReading = static_cast<bool>(it->second.makeMetricReading);
+    for (const auto& [name, value] : scheduler.items())
+        if (name != "kind" && name != "arguments" && name != "base" && (name != "state" || !metricReading))
+            throw ScheduleError("the scheduler description's member " + name + " is none of kind, arguments, base" +
+                                (metricReading ? " and state" : std::string(" (a ") + kind + " keeps no state of its own)"));
+    if (metricReading && !scheduler.contains("state"))
+        throw ScheduleError(kind + ": the scheduler description needs its state at the root's epoch (member state)");
     // The step rules ported are those of torch 1.13 and 2.x (docs/schedules.md); an older
     // torch's are not proven (PolynomialLR is new in 1.13).
     if (torchMajor < 1 || (torchMajor == 1 && torchMinor < 13))
         throw ScheduleError(kind + ": no schedule contracts for torch " + std::to_string(torchMajor) + "." + std::to_string(torchMinor) +
                             " (they reproduce torch 1.13 and later)");
     const ScheduleArguments arguments(scheduler, it->second.arguments, groups, torchMajor, torchMinor);
+    if (metricReading)
+        return it->second.makeMetricReading(arguments);
     return it->second.make(arguments);
+}
+
+std::string ScheduleContract::describeState(const SchedulerState& state) const
+{
+    std::string text = std::to_string(state.size()) + (state.size() == 1 ? " value" : " values");
+    for (std::size_t i = 0; i < state.size(); ++i) {
+        char value[40];
+        std::snprintf(value, sizeof value, "%.17g", state[i]);
+        text += (i ? ", " : " (") + std::string(value) + (i + 1 == state.size() ? ")" : "");
+    }
+    return text;
+}
+
+ScheduledValues ScheduleContract::stepWithMetric(std::uint64_t, const ScheduledValues&, double, SchedulerState&) const
+{
+    throw ScheduleError(kind() + " reads no metric: its steps are step()");
 }
 
 }  // namespace zkdv::schedule

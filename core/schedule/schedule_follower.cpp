@@ -62,6 +62,11 @@ ScheduleFollower::ScheduleFollower(const RootRecord& root, int torchMajor, int t
 
 ScheduleFollower::~ScheduleFollower() = default;
 
+bool ScheduleFollower::readsMetric() const
+{
+    return contract_ && contract_->readsMetric();
+}
+
 std::string ScheduleFollower::kind() const
 {
     return contract_ ? contract_->kind() : std::string();
@@ -74,6 +79,12 @@ void ScheduleFollower::startAtRoot()
     if (!contract_)
         return;
     current_ = contract_->base();
+    if (contract_->readsMetric()) {
+        // Not recomputable from a start whose metrics the tape does not hold: the root
+        // describes where the scheduler stands.
+        state_ = contract_->initialState();
+        return;
+    }
     try {
         for (std::uint64_t epoch = 0; epoch <= rootEpoch_; ++epoch)
             current_ = contract_->step(epoch, current_);
@@ -89,6 +100,7 @@ void ScheduleFollower::startAfter(const TransactionRecord& previous)
     started_ = true;
     epoch_ = previous.scheduleEpoch.value_or(rootEpoch_);
     current_ = recordedValues(previous);
+    state_ = previous.scheduleStateValues();
 }
 
 ScheduledValues ScheduleFollower::recordedValues(const TransactionRecord& transaction) const
@@ -104,20 +116,22 @@ std::vector<TensorComparison> ScheduleFollower::follow(const TransactionRecord& 
 {
     const std::uint64_t epoch = transaction.scheduleEpoch.value_or(epoch_);
     ScheduledValues recorded = recordedValues(transaction);
-    std::vector<TensorComparison> comparisons = judge(epoch, recorded);
+    SchedulerInputs inputs{transaction.scheduleMetricValues(), transaction.scheduleStateValues()};
+    std::vector<TensorComparison> comparisons = judge(epoch, recorded, inputs);
     // What the next transaction steps from: what this one recorded, as torch steps from the
     // group's current value (a departure is reported once, here, not at every later step).
-    advance(epoch, std::move(recorded));
+    advance(epoch, std::move(recorded), std::move(inputs.state));
     return comparisons;
 }
 
-void ScheduleFollower::advance(std::uint64_t epoch, ScheduledValues values)
+void ScheduleFollower::advance(std::uint64_t epoch, ScheduledValues values, SchedulerState state)
 {
     current_ = std::move(values);
+    state_ = std::move(state);
     epoch_ = epoch;
 }
 
-std::vector<TensorComparison> ScheduleFollower::judge(std::uint64_t epoch, const ScheduledValues& recorded) const
+std::vector<TensorComparison> ScheduleFollower::judge(std::uint64_t epoch, const ScheduledValues& recorded, const SchedulerInputs& inputs) const
 {
     std::vector<TensorComparison> comparisons;
     if (!contract_ && unavailable_.empty())
@@ -132,16 +146,34 @@ std::vector<TensorComparison> ScheduleFollower::judge(std::uint64_t epoch, const
     }
     // The reader bounds how far one transaction's epoch moves past the last one's.
     ScheduledValues expected = current_;
+    SchedulerState state = state_;
+    const bool metric = contract_->readsMetric();
+    if (!metric && (!inputs.metrics.empty() || !inputs.state.empty())) {
+        comparisons.push_back(TensorComparison{inputs.metrics.empty() ? "schedule/state" : "schedule/metrics", "schedule", Verdict::Diverged, {},
+                                               "the transaction records what a scheduler's steps read and kept, but " + contract_->kind() +
+                                                   " reads no metric and keeps no state of its own: no run of it wrote that"});
+        return comparisons;
+    }
+    if (metric && inputs.metrics.size() != epoch - epoch_) {
+        comparisons.push_back(TensorComparison{"schedule/metrics", "schedule", Verdict::Diverged, {},
+                                               "the transaction records " + std::to_string(inputs.metrics.size()) + " metrics for the " +
+                                                   std::to_string(epoch - epoch_) + " scheduler steps since the one before (scheduler epoch " +
+                                                   std::to_string(epoch_) + " to " + std::to_string(epoch) + "); each step of " +
+                                                   contract_->kind() + " reads one"});
+        return comparisons;
+    }
     try {
         for (std::uint64_t e = epoch_ + 1; e <= epoch; ++e)
-            expected = contract_->step(e, expected);
+            expected = metric ? contract_->stepWithMetric(e, expected, inputs.metrics[e - epoch_ - 1], state) : contract_->step(e, expected);
     } catch (const ScheduleError& error) {
         // Where torch's own step raises (a division by zero, an overflow) no honest run
         // recorded a value: whatever the transaction holds is not the schedule's.
         for (const std::string& option : options_)
             comparisons.push_back(TensorComparison{"optimizer/" + option, "schedule", Verdict::Diverged, {},
                                                    "the " + contract_->kind() + " schedule has no value at scheduler epoch " +
-                                                       std::to_string(epoch) + " (torch's step raises there: " + error.what() + ")"});
+                                                       std::to_string(epoch) +
+                                                       (metric ? " (from the state the transaction before records: " : " (torch's step raises there: ") +
+                                                       error.what() + ")"});
         return comparisons;
     }
     const std::uint64_t steps = epoch - epoch_;
@@ -175,6 +207,21 @@ std::vector<TensorComparison> ScheduleFollower::judge(std::uint64_t epoch, const
                      (verdict == Verdict::WithinTolerance ? " (" + std::to_string(ulps) + " ULP: the C library's rounding, within " +
                                                                 std::to_string(allowedUlps) + ")"
                                                           : "");
+        }
+        comparisons.push_back(std::move(c));
+    }
+    if (metric) {
+        // The state the next transaction steps from: what torch's steps leave, bit for bit.
+        TensorComparison c;
+        c.tensor = "schedule/state";
+        c.slot = "schedule";
+        const bool same = inputs.state.size() == state.size() &&
+                          std::memcmp(inputs.state.data(), state.data(), state.size() * sizeof(double)) == 0;
+        if (!same) {
+            c.verdict = Verdict::Diverged;
+            c.note = contract_->kind() + "'s state after scheduler epoch " + std::to_string(epoch) + " is " + contract_->describeState(state) +
+                     " from the metrics the tape records, but the transaction records " +
+                     (inputs.state.empty() ? std::string("none") : contract_->describeState(inputs.state));
         }
         comparisons.push_back(std::move(c));
     }

@@ -24,7 +24,11 @@ std::string scheduleStatement(const RootRecord& root)
     const std::string kind = schedulerKind(root);
     if (kind.empty())
         return options + " as recorded, not checked against a schedule";
-    return options + " scheduled by " + kind + ", checked against its schedule at every replayed transaction";
+    // A scheduler whose description holds a state steps with metrics (spec 3.3, since 1.9),
+    // which the trainer measured outside the transactions: the check stops at them.
+    const bool readsMetrics = nlohmann::json::parse(root.optimizerSchedule->schedulerJson).contains("state");
+    return options + " scheduled by " + kind + ", checked against its schedule at every replayed transaction" +
+           (readsMetrics ? " from the metrics the tape records (the trainer's own, such as a validation loss, which no replay measures)" : "");
 }
 
 }  // namespace zkdv

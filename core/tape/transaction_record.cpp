@@ -101,6 +101,25 @@ std::optional<double> TransactionRecord::optimizerValue(const std::string& optio
     return std::nullopt;
 }
 
+namespace {
+
+std::vector<double> float64Values(const TensorView* tensor)
+{
+    if (!tensor)
+        return {};
+    // The parser checked the dtype (F64) and the shape (one dimension).
+    std::vector<double> values(tensor->data.size / sizeof(double));
+    if (!values.empty())
+        std::memcpy(values.data(), tensor->data.data, values.size() * sizeof(double));
+    return values;
+}
+
+}  // namespace
+
+std::vector<double> TransactionRecord::scheduleMetricValues() const { return float64Values(scheduleMetrics); }
+
+std::vector<double> TransactionRecord::scheduleStateValues() const { return float64Values(scheduleState); }
+
 std::vector<double> TransactionRecord::optimizerGroupValues(const std::string& option) const
 {
     for (const TensorView* tensor : optimizerValues)
@@ -144,6 +163,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     record.microBatches.clear();
     record.autocast.clear();
     record.gradScaler.reset();
+    record.scheduleMetrics = nullptr;
+    record.scheduleState = nullptr;
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -155,6 +176,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     if (root.formatMinor >= tape::kScheduleMinor && !view.metadataValue("schedule_epoch").empty())
         record.scheduleEpoch = decimalMetadata(view, "schedule_epoch");
     const bool transformsKnown = root.formatMinor >= tape::kGradientTransformMinor;
+    const bool scheduleInputsKnown =
+        root.formatMinor >= tape::kScheduleInputsMinor && root.optimizerSchedule && root.optimizerSchedule->checked();
     if (transformsKnown && !view.metadataValue("gradient_transforms").empty()) {
         try {
             record.gradientTransforms = parseGradientTransforms(view.metadataValue("gradient_transforms"));
@@ -261,6 +284,12 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
             if (!isFloatingPoint(tensor.dtype) || !tensor.shape.empty())
                 fail(name + ": expected a floating-point scalar of shape []");
             record.totalNorms[position] = &tensor;
+        } else if (scheduleInputsKnown && (name == "schedule/metrics" || name == "schedule/state")) {
+            const bool metrics = name == "schedule/metrics";
+            const std::size_t most = metrics ? static_cast<std::size_t>(tape::kMaxScheduleEpochAdvance) : tape::kMaxSchedulerStateValues;
+            if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || tensor.shape[0] < 1 || static_cast<std::size_t>(tensor.shape[0]) > most)
+                fail(name + ": expected F64 [n], n from 1 to " + std::to_string(most));
+            (metrics ? record.scheduleMetrics : record.scheduleState) = &tensor;
         } else if (!tolerateUnknown) {
             fail("unexpected tensor \"" + name + "\"");
         }
@@ -356,6 +385,12 @@ void TransactionRecordBuilder::addDelta(const std::string& parameter, DType dtyp
 
 void TransactionRecordBuilder::setGradScaler(GradScalerStep step) { gradScaler_ = step; }
 
+void TransactionRecordBuilder::setScheduleInputs(std::vector<double> metrics, std::vector<double> state)
+{
+    scheduleMetrics_ = std::move(metrics);
+    scheduleState_ = std::move(state);
+}
+
 void TransactionRecordBuilder::addGradientTransform(const GradientTransform& transform, DType dtype, ByteSpan totalNorm)
 {
     if (transform.kind == GradientTransform::Kind::ClipNorm)
@@ -399,6 +434,12 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
     }
     for (const auto& [name, values] : optimizerValues_)
         blob.add(name, DType::F64, {static_cast<std::int64_t>(values.size())}, ByteSpan(values.data(), values.size() * sizeof(double)));
+    if (!scheduleMetrics_.empty())
+        blob.add("schedule/metrics", DType::F64, {static_cast<std::int64_t>(scheduleMetrics_.size())},
+                 ByteSpan(scheduleMetrics_.data(), scheduleMetrics_.size() * sizeof(double)));
+    if (!scheduleState_.empty())
+        blob.add("schedule/state", DType::F64, {static_cast<std::int64_t>(scheduleState_.size())},
+                 ByteSpan(scheduleState_.data(), scheduleState_.size() * sizeof(double)));
     blob.add("update/l2", DType::F64, {static_cast<std::int64_t>(l2_.size())}, ByteSpan(l2_.data(), l2_.size() * sizeof(double)));
     blob.add("update/max_abs", DType::F64, {static_cast<std::int64_t>(maxAbs_.size())}, ByteSpan(maxAbs_.data(), maxAbs_.size() * sizeof(double)));
     for (const Tensor& tensor : totalNorms_)

@@ -288,7 +288,7 @@ def main():
     parser.add_argument("--growth-interval", type=int, default=2000)
     parser.add_argument("--forge-skip", type=int, default=None, metavar="STEP",
                         help="a dishonest trainer: at STEP record a skipped step (and skip it) though the gradients are finite")
-    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6, 7, 8), default=5,
+    parser.add_argument("--format-minor", type=int, choices=(2, 3, 5, 6, 7, 8, 9), default=5,
                         help="5: the tape ends with its final state (default); 3: chain-bound draws, no final snapshot "
                              "unless the step count is a multiple of the interval; 2: the seed-chosen draws of format 1.2")
     parser.add_argument("--number-dtype", choices=sorted(NUMBER_DTYPES), default="I64",
@@ -300,6 +300,11 @@ def main():
         args.format_minor = 7
     if args.grad_scaler is not None:
         args.format_minor = 8
+    # A ReduceLROnPlateau is stepped with each step's loss, which the next transaction records
+    # with the scheduler's state (spec 3.3, format 1.9).
+    plateau = bool(args.scheduler) and json.loads(args.scheduler)["kind"] == "ReduceLROnPlateau"
+    if plateau:
+        args.format_minor = 9
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -342,9 +347,12 @@ def main():
         root["optimizer"]["schedule"] = {
             "options": ["lr"],
             "scheduler": {"kind": described["kind"], "arguments": described["arguments"],
-                          "base": {"lr": [group["initial_lr"] for group in optimizer.param_groups]}},
+                          "base": {"lr": [group["lr" if plateau else "initial_lr"] for group in optimizer.param_groups]}},
             "epoch": scheduler_epoch(scheduler),
         }
+        if plateau:
+            root["optimizer"]["schedule"]["scheduler"]["state"] = {"best": None, "num_bad_epochs": 0, "cooldown_counter": 0}
+    plateau_metrics = []
     scaler = None
     if args.grad_scaler is not None:
         cpu_scaler = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 3)
@@ -422,6 +430,12 @@ def main():
         else:
             tensors = [("loss", loss.detach()), ("batch/0", x), ("batch/1", y)]
         tensors.append(("optimizer/lr", torch.tensor([float(optimizer.param_groups[0]["lr"])], dtype=torch.float64)))
+        if plateau:
+            if plateau_metrics:
+                tensors.append(("schedule/metrics", torch.tensor(plateau_metrics, dtype=torch.float64)))
+            tensors.append(("schedule/state", torch.tensor([float(scheduler.best), float(scheduler.num_bad_epochs),
+                                                            float(scheduler.cooldown_counter)], dtype=torch.float64)))
+            plateau_metrics = []
         tensors.append(("update/l2", torch.tensor([d.double().norm().item() for d in deltas], dtype=torch.float64)))
         tensors.append(("update/max_abs", torch.tensor([d.abs().max().double().item() for d in deltas], dtype=torch.float64)))
         tensors += total_norms
@@ -446,7 +460,10 @@ def main():
         if forged:
             for group in optimizer.param_groups:
                 group["lr"] /= 3.0
-        if scheduler is not None:
+        if plateau:
+            plateau_metrics.append(float(losses[-1]))
+            scheduler.step(losses[-1])
+        elif scheduler is not None:
             scheduler.step()
         first_loss = losses[0].item() if first_loss is None else first_loss
         last_loss = losses[-1].item()

@@ -302,3 +302,91 @@ def test_a_non_finite_base_is_refused():
     # json.dumps writes NaN, which no JSON reader takes: the description is refused either way.
     with pytest.raises(RuntimeError):
         _native.schedule_values('{"kind": "ExponentialLR", "arguments": {"gamma": 0.5}, "base": {"lr": [1e999]}}', 1, torch.__version__, 3)
+
+
+# ReduceLROnPlateau reads a metric at every step: each case is the scheduler and the metrics
+# it is stepped with (plateaus, improvements within and beyond the threshold, an inf, a NaN),
+# and the contract, stepped with the same metrics from the description written before the
+# first step, must give torch's rates and torch's state (best, num_bad_epochs,
+# cooldown_counter) after every step.
+def _plateau_metrics(count, seed):
+    generator = torch.Generator().manual_seed(seed)
+    values, level = [], 1.0
+    for i in range(count):
+        r = torch.rand((), generator=generator).item()
+        if r < 0.3:
+            level *= 0.9 + 0.1 * r  # an improvement, sometimes within the threshold
+        values.append(level * (1.0 + (0.0 if r < 0.5 else 1e-5 * r)))
+    return values
+
+
+PLATEAU_CASES = {
+    "min rel": (lambda o: S.ReduceLROnPlateau(o, mode="min", factor=0.5, patience=2), _plateau_metrics(300, 1)),
+    "min abs cooldown": (lambda o: S.ReduceLROnPlateau(o, mode="min", factor=0.3, patience=1, threshold=1e-3, threshold_mode="abs",
+                                                       cooldown=3), _plateau_metrics(300, 2)),
+    "max rel min_lr per group": (lambda o: S.ReduceLROnPlateau(o, mode="max", factor=0.7, patience=0, threshold=0.01, min_lr=[1e-3, 0.02]),
+                                 [1.0 / m for m in _plateau_metrics(300, 3)]),
+    "max abs eps": (lambda o: S.ReduceLROnPlateau(o, mode="max", factor=0.9, patience=3, threshold=0.0, threshold_mode="abs", eps=1e-3,
+                                                  cooldown=1), [-m for m in _plateau_metrics(300, 4)]),
+    "int factor zero, int min_lr": (lambda o: S.ReduceLROnPlateau(o, factor=0, patience=4, min_lr=0), _plateau_metrics(60, 5)),
+    "negative patience": (lambda o: S.ReduceLROnPlateau(o, factor=0.95, patience=-1, min_lr=1e-6), _plateau_metrics(120, 6)),
+    "inf and nan metrics": (lambda o: S.ReduceLROnPlateau(o, factor=0.5, patience=1, cooldown=2),
+                            [float("inf"), 2.0, float("nan"), 1.0, float("-inf"), 3.0, float("nan"), 0.5] * 8),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLATEAU_CASES))
+def test_the_plateau_contract_gives_torch_s_rates_and_state_bit_for_bit(case):
+    make, metrics = PLATEAU_CASES[case]
+    optimizer = optimizer_of_two_groups()
+    scheduler = make(optimizer)
+    description = schedules.describe(scheduler)
+    assert description is not None and description["kind"] == "ReduceLROnPlateau", description
+    expected = []
+    for metric in metrics:
+        scheduler.step(metric)
+        expected.append(([group["lr"] for group in optimizer.param_groups], schedules.plateau_state(scheduler)))
+    got = _native.schedule_values_with_metrics(json.dumps(description), 2, torch.__version__, metrics)
+    assert len(got) == len(metrics)
+    for step, ((want_rates, want_state), (values, state)) in enumerate(zip(expected, got)):
+        assert [bits(v) for v in values[0]] == [bits(v) for v in want_rates], (case, step, values, want_rates)
+        assert [bits(v) for v in state] == [bits(v) for v in want_state], (case, step, state, want_state)
+    assert len({tuple(r) for r, _ in expected}) > 1, "the case reduces no rate: it proves nothing"
+
+
+def test_a_plateau_described_mid_run_carries_its_state():
+    # Described after some steps (as when the first transaction follows an evaluation): the
+    # description's state and base are where the scheduler stands, and stepping on from them
+    # is torch's.
+    optimizer = optimizer_of_two_groups()
+    scheduler = S.ReduceLROnPlateau(optimizer, factor=0.5, patience=1, cooldown=2)
+    metrics = _plateau_metrics(90, 7)
+    for metric in metrics[:30]:
+        scheduler.step(metric)
+    description = schedules.describe(scheduler)
+    assert description["state"]["best"] == scheduler.best and description["base"]["lr"] == [g["lr"] for g in optimizer.param_groups]
+    expected = []
+    for metric in metrics[30:]:
+        scheduler.step(metric)
+        expected.append([bits(group["lr"]) for group in optimizer.param_groups])
+    got = _native.schedule_values_with_metrics(json.dumps(description), 2, torch.__version__, metrics[30:])
+    assert [[bits(v) for v in values[0]] for values, _ in got] == expected
+
+
+def test_a_plateau_the_contract_cannot_take_is_recorded_as_recorded():
+    # A float patience or cooldown (torch's arithmetic then moves to floats) and a subclass.
+    assert schedules.describe(S.ReduceLROnPlateau(optimizer_of_two_groups(), patience=2.5)) is None
+    assert schedules.describe(S.ReduceLROnPlateau(optimizer_of_two_groups(), cooldown=1.0)) is None
+
+    class MyPlateau(S.ReduceLROnPlateau):
+        pass
+
+    assert schedules.describe(MyPlateau(optimizer_of_two_groups())) is None
+    # A description whose state is not the scheduler's three numbers is refused.
+    description = schedules.describe(S.ReduceLROnPlateau(optimizer_of_two_groups()))
+    for state in ({"best": None}, {"best": "inf", "num_bad_epochs": 0, "cooldown_counter": 0},
+                  {"best": None, "num_bad_epochs": 0.5, "cooldown_counter": 0}):
+        with pytest.raises(RuntimeError, match="the description's state must be"):
+            _native.schedule_values_with_metrics(json.dumps(dict(description, state=state)), 2, torch.__version__, [1.0])
+    with pytest.raises(RuntimeError, match="needs its state"):
+        _native.schedule_values_with_metrics(json.dumps({k: v for k, v in description.items() if k != "state"}), 2, torch.__version__, [1.0])

@@ -381,3 +381,173 @@ def test_a_cycled_momentum_trains_as_torch_and_replays_exact(tmp_path, kind):
     assert status == 1
     first = replayed["first_failures"][0]
     assert first["index"] == 7 and first["verdict"] == "diverged" and option in first["detail"], replayed["first_failures"]
+
+
+# ReduceLROnPlateau (tape format 1.9): stepped with a validation loss after every second step,
+# twice after step 9 (two evaluations) and not at all after the odd ones, so transactions
+# record 0, 1 and 2 metrics. patience 0 and a 2 % threshold make it reduce as the loss levels.
+def plateau(optimizer):
+    return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.02, cooldown=1, min_lr=[1e-4, 0.0])
+
+
+def evaluations_after(step):
+    return 0 if step % 2 else (2 if step == 10 else 1)
+
+
+def validation_loss(model, loss_fn, x, y):
+    with torch.no_grad():
+        return loss_fn(model(x), y)
+
+
+def record_plateau(tape, config=None, steps=STEPS):
+    model = fresh_mlp()
+    held_out = next(batches(1, seed=99))
+    used = []
+    with zkdv.torch.ZKDV(tape, config, replay_snapshot_interval=6) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), two_groups(model))
+        scheduler = proof.prepare(plateau(optimizer))
+        for step, (x, y) in enumerate(batches(steps)):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                proof.backward(loss_fn(proof.forward(model, x), y))
+                used.append([group["lr"] for group in optimizer.param_groups])
+                optimizer.step()
+            for _ in range(evaluations_after(step)):
+                scheduler.step(validation_loss(model, loss_fn, *held_out))
+    return model, used
+
+
+def train_plain_plateau(steps=STEPS):
+    model = fresh_mlp()
+    held_out = next(batches(1, seed=99))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    optimizer = two_groups(model)
+    scheduler = plateau(optimizer)
+    for step, (x, y) in enumerate(batches(steps)):
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+        for _ in range(evaluations_after(step)):
+            scheduler.step(validation_loss(model, loss_fn, *held_out))
+    return model
+
+
+def test_reduce_lr_on_plateau_trains_as_torch_and_replays_exact(tmp_path):
+    from test_gradient_accumulation import transactions_of
+
+    tape = tmp_path / "plateau.zkdv"
+    model, used = record_plateau(tape)
+    plain = train_plain_plateau()
+    for (name, recorded), trained in zip(model.named_parameters(), plain.parameters()):
+        assert torch.equal(recorded.detach(), trained.detach()), name
+    assert len({tuple(lrs) for lrs in used}) > 2, ("the plateau reduced the rate less than twice: the test proves too little", used)
+
+    root = root_of(tape)
+    assert root["format"]["minor"] >= 9
+    scheduler = root["optimizer"]["schedule"]["scheduler"]
+    assert scheduler["kind"] == "ReduceLROnPlateau" and scheduler["state"] == {"best": None, "num_bad_epochs": 0, "cooldown_counter": 0}
+    assert scheduler["arguments"]["min_lr"] == [1e-4, 0.0] and scheduler["base"]["lr"] == [0.02, 0.04], scheduler
+    counts = [h["schedule/metrics"]["shape"][0] if "schedule/metrics" in h else 0 for h in transactions_of(tape)]
+    assert counts == [0] + [evaluations_after(step) for step in range(STEPS - 1)], counts
+    assert all("schedule/state" in h for h in transactions_of(tape))
+
+    status, replayed = replay_all(tmp_path, tape)
+    assert status == 0 and replayed["passed"] and replayed["verdicts"]["exact"] == STEPS, replayed
+    report = report_of(tmp_path, tape)
+    assert report["optimizer"]["schedule"] == {"options": ["lr"], "scheduler": "ReduceLROnPlateau", "checked": True}, report["optimizer"]
+    assert "metrics the tape records" in report["optimizer"]["schedule_statement"], report["optimizer"]
+
+
+def _edited_f64(payload, name, index, value):
+    """The transaction blob with element `index` of its F64 tensor `name` set to value."""
+    import struct
+
+    (length,) = struct.unpack_from("<Q", payload, 0)
+    header = json.loads(payload[8:8 + length])
+    start, _ = header[name]["data_offsets"]
+    assert header[name]["dtype"] == "F64", header[name]
+    edited = bytearray(payload)
+    struct.pack_into("<d", edited, 8 + length + start + 8 * index, value)
+    return bytes(edited)
+
+
+@pytest.mark.parametrize("edit", ["metric", "state"])
+def test_an_edited_plateau_step_rechained_is_caught_at_its_transaction(tmp_path, edit):
+    """A dishonest trainer records another validation loss than the one the scheduler read, or
+    another state: the replay steps torch's rule from the transaction before and finds the rate
+    or the state departing there. (A rate of the trainer's own under a recorded schedule is
+    test_a_forged_rate_is_diverged_at_its_transaction_naming_the_option's.)"""
+    from tape_edit import rechain_with_edit
+    from test_gradient_accumulation import transactions_of
+
+    # No sampled checks: an edited record's digest keys the next transaction's draws.
+    config = zkdv.ZKDVConfig(sampling_policy=zkdv.SamplingPolicy(state_check_probability=0.0, update_check_probability=0.0))
+    honest = tmp_path / "honest.zkdv"
+    _, used = record_plateau(honest, config)
+    headers = transactions_of(honest)
+    # A transaction whose steps reduced the rate, after one that records a metric.
+    at = next(i for i in range(1, STEPS) if used[i] != used[i - 1] and "schedule/metrics" in headers[i])
+    forged = tmp_path / ("forged-" + edit + ".zkdv")
+    if edit == "metric":
+        # A metric far better than the best: no reduction would have followed it.
+        change = lambda payload: _edited_f64(payload, "schedule/metrics", 0, 1e-6)
+    else:
+        change = lambda payload: _edited_f64(payload, "schedule/state", 1, 5.0)  # num_bad_epochs
+    rechain_with_edit(honest, forged, at, change)
+    status, verified = audit("verify", str(forged))
+    assert status == 0 and verified["status"] == "sealed", verified
+    status, replayed = replay_all(tmp_path, forged)
+    assert status == 1 and not replayed["passed"], replayed
+    first = replayed["first_failures"][0]
+    assert first["index"] == at and first["verdict"] == "diverged", replayed["first_failures"]
+    assert "schedule/state schedule" in first["detail"] and "ReduceLROnPlateau" in first["detail"], first
+    if edit == "metric":
+        assert "optimizer/lr schedule" in first["detail"], first
+
+
+def test_a_plateau_stepped_with_an_epoch_is_refused(tmp_path):
+    model = fresh_mlp()
+    with zkdv.torch.ZKDV(tmp_path / "epoch.zkdv") as proof:
+        model, loss_fn, optimizer = proof.prepare(model, torch.nn.CrossEntropyLoss(), two_groups(model))
+        scheduler = proof.prepare(plateau(optimizer))
+        x, y = next(batches(1))
+        with proof.transaction(batch=(x, y)):
+            optimizer.zero_grad()
+            proof.backward(loss_fn(proof.forward(model, x), y))
+            optimizer.step()
+        with pytest.raises(RuntimeError, match="step\\(metrics, epoch\\)"):
+            scheduler.step(1.0, 5)
+        # Still a ReduceLROnPlateau whose state_dict() a checkpoint saves: nothing of zkdv's in it.
+        import io
+
+        assert isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+        state = scheduler.state_dict()
+        torch.save(state, io.BytesIO())
+        fresh = plateau(two_groups(fresh_mlp()))
+        fresh.load_state_dict(state)
+        assert type(fresh) is torch.optim.lr_scheduler.ReduceLROnPlateau
+
+
+PLATEAU = json.dumps({"kind": "ReduceLROnPlateau", "arguments": {
+    "mode": "min", "factor": 0.5, "patience": 0, "threshold": 0.05, "threshold_mode": "rel", "cooldown": 1, "min_lr": [0.0], "eps": 1e-8}})
+
+
+def test_the_independent_writer_s_plateau_tape_replays_exact(tmp_path):
+    """The second writer of the spec steps its ReduceLROnPlateau with each step's loss and
+    writes the metrics and the state as section 3.3 says: the auditor agrees with it."""
+    from test_gradient_accumulation import transactions_of
+
+    import struct
+
+    tape = independent_tape(tmp_path, "plateau.zkdv", "--scheduler", PLATEAU, interval=4)
+    rates = set()
+    for kind, _, payload in _records(open(tape, "rb").read()):
+        if kind == 4:
+            (length,) = struct.unpack_from("<Q", payload, 0)
+            start, _ = json.loads(payload[8:8 + length])["optimizer/lr"]["data_offsets"]
+            rates.add(struct.unpack_from("<d", payload, 8 + length + start)[0])
+    assert all("schedule/state" in h for h in transactions_of(tape))
+    assert root_of(tape)["format"]["minor"] == 9
+    assert len(rates) > 1, ("the plateau never reduced the rate: the tape proves little", rates)
+    status, replayed = replay_all(tmp_path, tape)
+    assert status == 0 and replayed["verdicts"]["exact"] == 14, replayed

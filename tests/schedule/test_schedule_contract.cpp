@@ -144,6 +144,27 @@ private Q_SLOTS:
             "arguments.schedulers[0]");
         row("a child with its own base", described("SequentialLR", {{"schedulers", {described("ExponentialLR", {{"gamma", 0.9}})}}, {"milestones", nlohmann::json::array()}}),
             "arguments.schedulers[0]: member base");
+        const nlohmann::json plateau = {{"mode", "min"}, {"factor", 0.5}, {"patience", 2}, {"threshold", 1e-4}, {"threshold_mode", "rel"},
+                                        {"cooldown", 0}, {"min_lr", {0.0}}, {"eps", 1e-8}};
+        const nlohmann::json fresh = {{"best", nullptr}, {"num_bad_epochs", 0}, {"cooldown_counter", 0}};
+        auto plateauWith = [&](const char* name, const nlohmann::json& value) {
+            nlohmann::json d = described("ReduceLROnPlateau", plateau);
+            d["arguments"][name] = value;
+            d["state"] = fresh;
+            return d;
+        };
+        row("a plateau without its state", described("ReduceLROnPlateau", plateau), "needs its state");
+        row("a state where none is kept", [&] { nlohmann::json d = described("StepLR", {{"step_size", 2}, {"gamma", 0.5}}); d["state"] = fresh; return d; }(),
+            "StepLR keeps no state");
+        row("a plateau's unknown mode", plateauWith("mode", "lowest"), "arguments.mode");
+        row("a plateau's factor of 1", plateauWith("factor", 1.0), "arguments.factor");
+        row("a plateau's float patience", plateauWith("patience", 2.5), "arguments.patience");
+        row("a plateau's min_lr per group", plateauWith("min_lr", {0.0, 0.0}), "arguments.min_lr");
+        row("a plateau's unknown threshold mode", plateauWith("threshold_mode", "log"), "arguments.threshold_mode");
+        row("a plateau's state of other members", [&] { nlohmann::json d = plateauWith("factor", 0.5); d["state"] = {{"best", 1.0}}; return d; }(),
+            "the description's state must be");
+        row("a plateau in a composite", described("SequentialLR", {{"schedulers", {{{"kind", "ReduceLROnPlateau"}, {"arguments", plateau}}}}, {"milestones", nlohmann::json::array()}}),
+            "arguments.schedulers[0]: kind ReduceLROnPlateau");
         row("a child's bad argument", described("SequentialLR", {{"schedulers", {warmup, {{"kind", "StepLR"}, {"arguments", {{"step_size", 0}, {"gamma", 0.5}}}}}}, {"milestones", {5}}}),
             "SequentialLR: arguments.schedulers[1]: StepLR: arguments.step_size");
     }
@@ -164,7 +185,36 @@ private Q_SLOTS:
         const std::string message = refusal(described("WarmupLR", nlohmann::json::object()));
         for (const std::string& kind : scheduleKinds())
             QVERIFY2(message.find(kind) != std::string::npos, message.c_str());
-        QCOMPARE(scheduleKinds().size(), std::size_t(12));
+        QCOMPARE(scheduleKinds().size(), std::size_t(13));
+    }
+
+    void aPlateauReadsItsMetricAndKeepsItsState()
+    {
+        nlohmann::json d = described("ReduceLROnPlateau", {{"mode", "max"}, {"factor", 0.1}, {"patience", 0}, {"threshold", 0.5},
+                                                           {"threshold_mode", "abs"}, {"cooldown", 2}, {"min_lr", {0.0}}, {"eps", 1e-8}});
+        d["base"] = {{"lr", {0.1}}};
+        d["state"] = {{"best", 3.0}, {"num_bad_epochs", 0}, {"cooldown_counter", 0}};
+        const auto c = makeScheduleContract(d, 1, 2, 15);
+        QVERIFY(c->readsMetric());
+        QCOMPARE(c->initialState(), (SchedulerState{3.0, 0, 0}));
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, c->step(1, ScheduledValues{{0.1}}));
+        SchedulerState state = c->initialState();
+        // 3.4 is not better than 3 by the absolute 0.5: one bad step, more than patience 0.
+        ScheduledValues lr = c->stepWithMetric(1, {{0.1}}, 3.4, state);
+        QCOMPARE(lr, (ScheduledValues{{0.1 * 0.1}}));
+        QCOMPARE(state, (SchedulerState{3.0, 0, 2}));
+        // In cooldown a bad step counts for nothing; 3.6 is better and becomes the best.
+        lr = c->stepWithMetric(2, lr, 1.0, state);
+        QCOMPARE(state, (SchedulerState{3.0, 0, 1}));
+        lr = c->stepWithMetric(3, lr, 3.6, state);
+        QCOMPARE(state, (SchedulerState{3.6, 0, 0}));
+        QCOMPARE(lr, (ScheduledValues{{0.1 * 0.1}}));
+        QVERIFY(c->describeState(state).find("best 3.6000000000000001, num_bad_epochs 0, cooldown_counter 0") != std::string::npos);
+        // A state the tape gave that is not the scheduler's is no step.
+        SchedulerState broken{1.0, 0.5, 0};
+        QVERIFY_THROWS_EXCEPTION(ScheduleError, c->stepWithMetric(4, lr, 1.0, broken));
+        // The other kinds read no metric.
+        QVERIFY(!contract("ExponentialLR", {{"gamma", 0.5}})->readsMetric());
     }
 
     void sequentialLrHandsOverAtItsMilestonesFromTheBase()

@@ -66,7 +66,8 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
     // Every format version a writer of this repository produced: 1.0 (the synthetic demo of
     // f46a2e6), 1.1 (the CNN demo, the synthetic demo and the Python producer of 9a9376a),
     // 1.2 (before 2026-12-01), 1.3, 1.4 (exported graphs), 1.5 (the final snapshot), 1.6 (scheduled options), 1.7
-    // (clipping, accumulation, autocast) and 1.8 (GradScaler). A new format version must add its golden tapes.
+    // (clipping, accumulation, autocast), 1.8 (GradScaler) and 1.9 (ReduceLROnPlateau's metrics). A new format version
+    // must add its golden tapes.
     QSet<QString> versions;
     const QStringList expected = QDir(kGoldenDir).entryList({QStringLiteral("*.expected.json")}, QDir::Files);
     for (const QString& name : expected) {
@@ -74,7 +75,7 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
         QVERIFY(file.open(QIODevice::ReadOnly));
         versions.insert(parseObject(file.readAll(), qPrintable(name)).value(QStringLiteral("format")).toString());
     }
-    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8"})
+    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9"})
         QVERIFY2(versions.contains(QLatin1String(version)), qPrintable(QStringLiteral("no golden tape of format ") + version));
 }
 

@@ -54,7 +54,7 @@ struct Transaction {
 };
 
 std::unique_ptr<Transaction> transaction(const RootRecord& root, std::uint64_t index, const std::vector<std::pair<std::string, std::vector<double>>>& options,
-                                         std::optional<std::uint64_t> epoch)
+                                         std::optional<std::uint64_t> epoch, const schedule::SchedulerInputs& inputs = {})
 {
     static const float loss = 1.0f;
     static const std::vector<double> zeros(2, 0.0);
@@ -65,12 +65,28 @@ std::unique_ptr<Transaction> transaction(const RootRecord& root, std::uint64_t i
     builder.setUpdateFingerprints(zeros, zeros);
     if (epoch)
         builder.setScheduleEpoch(*epoch);
+    builder.setScheduleInputs(inputs.metrics, inputs.state);
     auto result = std::make_unique<Transaction>();
     result->bytes = builder.blob().toBytes();
     result->view = std::make_unique<SafetensorsView>(SafetensorsView::parse(ByteSpan(result->bytes.data(), result->bytes.size())));
     result->record = TransactionRecord::parse(*result->view, root);
     return result;
 }
+
+QString parseErrorOf(const RootRecord& root, const schedule::SchedulerInputs& inputs)
+{
+    try {
+        transaction(root, 0, {{"lr", {0.1, 0.2}}}, root.optimizerSchedule->checked() ? std::optional<std::uint64_t>(1) : std::nullopt, inputs);
+    } catch (const FormatError& error) {
+        return QString::fromStdString(error.what());
+    }
+    return {};
+}
+
+// ReduceLROnPlateau(factor=0.5, patience=1, cooldown=1) from rates 0.1 and 0.2, fresh.
+constexpr const char* kPlateau =
+    R"({"kind":"ReduceLROnPlateau","arguments":{"mode":"min","factor":0.5,"patience":1,"threshold":0.0001,"threshold_mode":"rel",)"
+    R"("cooldown":1,"min_lr":[0,0.15],"eps":1e-8},"base":{"lr":[0.1,0.2]},"state":{"best":null,"num_bad_epochs":0,"cooldown_counter":0}})";
 
 QString violationOf(RecordedOptimizerOptions& rule, const Transaction& t)
 {
@@ -268,6 +284,65 @@ private Q_SLOTS:
         const TensorComparison raised = follower.follow(transaction(root, 1, {{"lr", {0.1, 0.2}}}, 2)->record).at(0);
         QCOMPARE(raised.verdict, Verdict::Diverged);
         QVERIFY2(raised.note.find("torch's step raises there") != std::string::npos, raised.note.c_str());
+    }
+
+    void scheduleInputsAreReadSince19WithASchedulerOnly()
+    {
+        const RootRecord root = reparsed(scheduledRoot(kPlateau));
+        const auto t = transaction(root, 0, {{"lr", {0.1, 0.2}}}, 1, {{2.5}, {2.5, 0, 0}});
+        QCOMPARE(t->record.scheduleMetricValues(), std::vector<double>({2.5}));
+        QCOMPARE(t->record.scheduleStateValues(), std::vector<double>({2.5, 0, 0}));
+        // Without a scheduler, and before 1.9, the tensors are no tensors of the format.
+        QVERIFY2(parseErrorOf(reparsed(scheduledRoot("", 0)), {{2.5}, {}}).contains("unexpected tensor \"schedule/metrics\""),
+                 qPrintable(parseErrorOf(reparsed(scheduledRoot("", 0)), {{2.5}, {}})));
+        RootRecord older = reparsed(scheduledRoot(kPlateau));
+        older.formatMinor = 8;
+        QVERIFY(parseErrorOf(older, {{}, {1, 0, 0}}).contains("unexpected tensor \"schedule/state\""));
+        std::vector<double> tooLong(tape::kMaxSchedulerStateValues + 1, 0.0);
+        QVERIFY(parseErrorOf(root, {{}, tooLong}).contains("schedule/state: expected F64 [n], n from 1 to 16"));
+    }
+
+    void aPlateauStepsFromTheRecordedMetricsAndState()
+    {
+        const RootRecord root = reparsed(scheduledRoot(kPlateau));
+        schedule::ScheduleFollower follower(root, 2, 15);
+        QCOMPARE(follower.kind(), std::string("ReduceLROnPlateau"));
+        QVERIFY(follower.readsMetric());
+        follower.startAtRoot();
+        auto follow = [&](std::uint64_t index, std::vector<double> lr, std::uint64_t epoch, schedule::SchedulerInputs inputs) {
+            return follower.follow(transaction(root, index, {{"lr", lr}}, epoch, inputs)->record);
+        };
+        auto worst = [](const std::vector<TensorComparison>& comparisons) {
+            Verdict verdict = Verdict::Exact;
+            for (const TensorComparison& c : comparisons)
+                verdict = std::max(verdict, c.verdict);
+            return verdict;
+        };
+        // Epoch 0, no step: the root's rates and state.
+        QCOMPARE(worst(follow(0, {0.1, 0.2}, 0, {{}, {INFINITY, 0, 0}})), Verdict::Exact);
+        // 1.0 is better than inf; 1.0 again is a bad step (1 ≤ patience); a third is one too many:
+        // both rates halve, group 1's no lower than its min_lr 0.15, and a cooldown starts.
+        QCOMPARE(worst(follow(1, {0.1, 0.2}, 2, {{1.0, 1.0}, {1.0, 1, 0}})), Verdict::Exact);
+        QCOMPARE(worst(follow(2, {0.05, 0.15}, 3, {{1.0}, {1.0, 0, 1}})), Verdict::Exact);
+        // A step in cooldown counts no bad step.
+        QCOMPARE(worst(follow(3, {0.05, 0.15}, 4, {{1.0}, {1.0, 0, 0}})), Verdict::Exact);
+        // A state off the rule is diverged, naming both states.
+        const auto forged = follow(4, {0.05, 0.15}, 5, {{1.0}, {1.0, 0, 0}});
+        QCOMPARE(worst(forged), Verdict::Diverged);
+        QCOMPARE(forged.back().tensor, std::string("schedule/state"));
+        QVERIFY2(forged.back().note.find("state after scheduler epoch 5 is best 1, num_bad_epochs 1, cooldown_counter 0") != std::string::npos,
+                 forged.back().note.c_str());
+        // Metrics that do not number the epochs stepped.
+        const auto counted = follow(5, {0.05, 0.15}, 7, {{1.0}, {1.0, 0, 0}});
+        QCOMPARE(counted.at(0).tensor, std::string("schedule/metrics"));
+        QVERIFY2(counted.at(0).note.find("records 1 metrics for the 2 scheduler steps") != std::string::npos, counted.at(0).note.c_str());
+        // A scheduler that reads no metric has none to record.
+        const RootRecord step = reparsed(scheduledRoot());
+        schedule::ScheduleFollower stepLR(step, 2, 15);
+        stepLR.startAtRoot();
+        const auto extra = stepLR.follow(transaction(step, 0, {{"lr", {0.1, 0.2}}}, 0, {{}, {1.0}})->record);
+        QCOMPARE(extra.at(0).verdict, Verdict::Diverged);
+        QVERIFY2(extra.at(0).note.find("StepLR reads no metric") != std::string::npos, extra.at(0).note.c_str());
     }
 
     void aSegmentStartsFromTheTransactionBeforeIt()

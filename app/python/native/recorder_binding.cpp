@@ -208,6 +208,10 @@ public:
         recorder_->schedule(std::move(options), std::move(schedulerJson), epoch);
     }
     void setScheduleEpoch(std::uint64_t epoch) { recorder_->setScheduleEpoch(epoch); }
+    void setScheduleInputs(std::vector<double> metrics, std::vector<double> state)
+    {
+        recorder_->setScheduleInputs(std::move(metrics), std::move(state));
+    }
 
     // One micro-batch, or several accumulated into one step (tape format 1.7, section 5.4).
     void begin(std::vector<std::vector<at::Tensor>> microBatches) { open_.emplace(recorder_->transaction(std::move(microBatches))); }
@@ -350,6 +354,29 @@ PYBIND11_MODULE(_native, m)
             return values;
         },
         py::arg("description"), py::arg("groups"), py::arg("torch_version"), py::arg("epochs"));
+    // The same for a scheduler whose steps read a metric (ReduceLROnPlateau): from the
+    // description's base values and state, one step per metric (epochs 1, 2, …), each giving
+    // (values[option][group], state). The oracle test compares them with real torch's.
+    m.def(
+        "schedule_values_with_metrics",
+        [](const std::string& description, std::size_t groups, const std::string& torchVersion, const std::vector<double>& metrics) {
+            const auto release = zkdv::optim::TorchRelease::parse(torchVersion);
+            if (!release)
+                throw zkdv::schedule::ScheduleError("\"" + torchVersion + "\" is not a torch release");
+            const auto contract =
+                zkdv::schedule::makeScheduleContract(nlohmann::json::parse(description), groups, release->major, release->minor);
+            if (!contract->readsMetric())
+                throw zkdv::schedule::ScheduleError(contract->kind() + " reads no metric: use schedule_values");
+            std::vector<std::pair<zkdv::schedule::ScheduledValues, zkdv::schedule::SchedulerState>> steps;
+            zkdv::schedule::ScheduledValues current = contract->base();
+            zkdv::schedule::SchedulerState state = contract->initialState();
+            for (std::size_t i = 0; i < metrics.size(); ++i) {
+                current = contract->stepWithMetric(i + 1, current, metrics[i], state);
+                steps.emplace_back(current, state);
+            }
+            return steps;
+        },
+        py::arg("description"), py::arg("groups"), py::arg("torch_version"), py::arg("metrics"));
     // The recorder's and the replay's clipping, applied to `gradients` in place as the torch
     // release `torch_version` would (its foreach resolved as that release does): the oracle
     // test compares it with torch.nn.utils' own. Returns clip_grad_norm's total norm.
@@ -410,6 +437,7 @@ PYBIND11_MODULE(_native, m)
         .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
         .def("schedule", &NativeRecorder::schedule, py::arg("options"), py::arg("scheduler_json"), py::arg("epoch"))
         .def("set_schedule_epoch", &NativeRecorder::setScheduleEpoch)
+        .def("set_schedule_inputs", &NativeRecorder::setScheduleInputs, py::arg("metrics"), py::arg("state"))
         .def("begin", &NativeRecorder::begin)
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)

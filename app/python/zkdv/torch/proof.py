@@ -64,6 +64,7 @@ class ZKDV:
         self._scheduler: Any = None        # the prepared lr scheduler, if any
         self._schedule_checked = False     # the tape's schedule names it, so each step records its epoch
         self._schedule_declared = False    # the root schedules lr (checked or as recorded)
+        self._schedule_metrics: Optional[list] = None  # a checked ReduceLROnPlateau's metrics since the last step
         self._grad_scaler: Optional[PreparedGradScaler] = None
 
     # ------------------------------------------------------------------ lifetime
@@ -187,8 +188,10 @@ class ZKDV:
             if description is not None:
                 self._native.schedule(options, json.dumps(description), schedules.epoch(self._scheduler))
                 self._schedule_checked = True
+                if schedules.reads_metric(self._scheduler):
+                    self._schedule_metrics = schedules.watch_metrics(self._scheduler)
             else:
-                # LambdaLR and other user code, ReduceLROnPlateau (its metric is not on the tape).
+                # LambdaLR and other user code.
                 self._native.schedule(options, "", 0)
         elif any("initial_lr" in group for group in groups):
             warnings.warn(
@@ -437,8 +440,13 @@ class ZKDV:
             )
         if self._schedule_checked:
             self._native.set_schedule_epoch(schedules.epoch(self._scheduler))
+        if self._schedule_metrics is not None:
+            self._native.set_schedule_inputs(list(self._schedule_metrics), schedules.plateau_state(self._scheduler))
         try:
-            return self._native.step()
+            skipped = self._native.step()
+            if self._schedule_metrics is not None:
+                del self._schedule_metrics[:]  # recorded with this step
+            return skipped
         finally:
             # Also when the step failed (a full disk met after the update): optimizer.state
             # then shows the state the model's parameters were stepped with, never an older one.

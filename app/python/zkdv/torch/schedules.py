@@ -3,6 +3,7 @@
 contracts reproduce, with their constructor arguments and base rates."""
 
 import math
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -214,11 +215,95 @@ def _check_warm_restarts(scheduler, steps):
         )
 
 
+def _plain(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _plateau(scheduler) -> Optional[dict]:
+    """ReduceLROnPlateau's description (tape format 1.9): its arguments, every group's rate now
+    as the base, and its state (best, num_bad_epochs, cooldown_counter), from which the auditor
+    steps it with the metrics each transaction records; None when any of them is not the plain
+    number the contract takes (its rates are then recorded as they are)."""
+
+    groups = scheduler.optimizer.param_groups
+    counters = (scheduler.patience, scheduler.cooldown, scheduler.num_bad_epochs, scheduler.cooldown_counter)
+    if any(isinstance(value, bool) or not isinstance(value, int) or abs(value) > 2 ** 53 for value in counters):
+        return None
+    numbers = (scheduler.factor, scheduler.threshold, scheduler.eps)
+    min_lrs = list(scheduler.min_lrs)
+    rates = [group["lr"] for group in groups]
+    if not all(_plain(value) for value in list(numbers) + min_lrs + rates) or len(min_lrs) != len(groups):
+        return None
+    if scheduler.mode not in ("min", "max") or scheduler.threshold_mode not in ("rel", "abs") or not scheduler.factor < 1.0:
+        return None
+    best = scheduler.best
+    if best == scheduler.mode_worse:
+        best = None  # torch's mode_worse, an infinity JSON cannot write
+    elif not _plain(best):
+        return None
+    return {
+        "kind": "ReduceLROnPlateau",
+        "arguments": {
+            "mode": scheduler.mode, "factor": scheduler.factor, "patience": scheduler.patience, "threshold": scheduler.threshold,
+            "threshold_mode": scheduler.threshold_mode, "cooldown": scheduler.cooldown, "min_lr": min_lrs, "eps": scheduler.eps,
+        },
+        "base": {"lr": rates},
+        "state": {"best": best, "num_bad_epochs": scheduler.num_bad_epochs, "cooldown_counter": scheduler.cooldown_counter},
+    }
+
+
+def reads_metric(scheduler: Any) -> bool:
+    """Whether `scheduler`'s steps read a metric (ReduceLROnPlateau), which each transaction then records."""
+
+    return type(scheduler) is _lr_scheduler.ReduceLROnPlateau
+
+
+def plateau_state(scheduler: Any) -> list:
+    """ReduceLROnPlateau's own state as a transaction's schedule/state records it."""
+
+    return [float(scheduler.best), float(scheduler.num_bad_epochs), float(scheduler.cooldown_counter)]
+
+
+# A prepared ReduceLROnPlateau -> the metrics of its steps since the last optimizer step.
+_WATCHED_METRICS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class _WatchedReduceLROnPlateau(_lr_scheduler.ReduceLROnPlateau):
+    """A prepared ReduceLROnPlateau: torch's steps, each one's metric kept (as torch's step
+    reads it, float(metrics)) for the next transaction to record. A class, not an attribute
+    of the scheduler, so that its state_dict() holds nothing of zkdv's."""
+
+    def step(self, metrics, epoch=None):  # type: ignore[override]
+        if epoch is not None:
+            raise RuntimeError(
+                "the prepared ReduceLROnPlateau was stepped with step(metrics, epoch): the tape records a scheduler stepped "
+                "forward by step(metrics), one epoch at a time"
+            )
+        metric = float(metrics)
+        super().step(metrics)
+        watched = _WATCHED_METRICS.get(self)
+        if watched is not None:
+            watched.append(metric)
+
+
+def watch_metrics(scheduler: Any) -> list:
+    """Makes the ReduceLROnPlateau `scheduler` keep the metric of each of its steps in the list
+    returned, which the caller empties as transactions record them."""
+
+    metrics: list = []
+    _WATCHED_METRICS[scheduler] = metrics
+    scheduler.__class__ = _WatchedReduceLROnPlateau
+    return metrics
+
+
 def describe(scheduler: Any) -> Optional[dict]:
     """The root's description of `scheduler`, or None when it is of no kind the auditor can
-    recompute (LambdaLR, ReduceLROnPlateau, a subclass, a composite holding one, …): its rates
-    are then recorded as they are. Raises RuntimeError for a scheduler of a supported kind in a
-    state the description cannot hold."""
+    recompute (LambdaLR, a subclass, a composite holding one, …): its rates are then recorded
+    as they are. Raises RuntimeError for a scheduler of a supported kind in a state the
+    description cannot hold."""
+
+    if reads_metric(scheduler):
+        return _plateau(scheduler)
 
     composite = type(scheduler) in (_lr_scheduler.SequentialLR, _lr_scheduler.ChainedScheduler)
     if composite:

@@ -161,6 +161,10 @@ public:
     void schedule(std::vector<std::string> options, std::string schedulerJson, std::uint64_t epoch);
     // The scheduler's last_epoch at the next optimizer step; it never goes back.
     void setScheduleEpoch(std::uint64_t epoch);
+    // For a scheduler whose step reads a metric (ReduceLROnPlateau; tape format 1.9, section
+    // 3.3): the metric each of its steps since the last optimizer step was given, in order, and
+    // its own state now (best, num_bad_epochs, cooldown_counter); with setScheduleEpoch.
+    void setScheduleInputs(std::vector<double> metrics, std::vector<double> state);
     // Opens a transaction for `batch` (nested transactions are refused). The first one
     // seals the program and writes the root record and the first snapshot.
     Transaction transaction(std::vector<at::Tensor> batch, OverlapPolicy overlap = OverlapPolicy::Unchecked);

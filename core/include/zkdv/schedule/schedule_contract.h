@@ -25,6 +25,10 @@ public:
 
 // Per scheduled option, per parameter group: values[option][group].
 using ScheduledValues = std::vector<std::vector<double>>;
+// What a scheduler whose step reads a metric keeps of its own beside the values it sets, as a
+// transaction's schedule/state holds it (ReduceLROnPlateau: best, num_bad_epochs,
+// cooldown_counter). Empty for the others.
+using SchedulerState = std::vector<double>;
 
 class ScheduleContract {
 public:
@@ -47,6 +51,17 @@ public:
     // Whether step() calls the C library (cos, pow): another libm can round those in the last
     // bit, so a replay on another machine may see values a unit in the last place apart.
     virtual bool usesMathLibrary() const = 0;
+
+    // A scheduler whose step reads a metric and keeps state of its own (ReduceLROnPlateau):
+    // its steps are stepWithMetric(), never step(); base() holds the values and
+    // initialState() the state at the root's epoch, which the description records, since no
+    // rule recomputes them from a start the metrics of which the tape does not hold.
+    virtual bool readsMetric() const { return false; }
+    virtual SchedulerState initialState() const { return {}; }
+    // The step number `epoch` given `metric`, from `current` and `state`, which it updates.
+    virtual ScheduledValues stepWithMetric(std::uint64_t epoch, const ScheduledValues& current, double metric, SchedulerState& state) const;
+    // A state in words, for a message ("best 0.5, num_bad_epochs 2, cooldown_counter 0").
+    virtual std::string describeState(const SchedulerState& state) const;
 };
 
 // A contract for the scheduler the tape's root describes ({"kind", "arguments", "base"}, section

@@ -21,6 +21,14 @@ struct TransactionRecord;
 
 namespace zkdv::schedule {
 
+// What a transaction records of its scheduler's steps beside the values (spec 3.3, since 1.9):
+// the metric each step since the transaction before was given, and the scheduler's own state
+// after them (schedule/metrics, schedule/state; empty when the tape holds none).
+struct SchedulerInputs {
+    std::vector<double> metrics;
+    SchedulerState state;
+};
+
 class ScheduleFollower {
 public:
     // `root` has an optimizer.schedule. A scheduler the auditor has no contract for (an unknown
@@ -45,10 +53,12 @@ public:
     std::vector<TensorComparison> follow(const TransactionRecord& transaction);
 
     // The same in two halves, for the recorder, which refuses a step off its schedule before
-    // it is taken: `values` judged at `epoch` (at least the one the schedule stands at), and
-    // then standing after a step at `epoch` that used `values`.
-    std::vector<TensorComparison> judge(std::uint64_t epoch, const ScheduledValues& values) const;
-    void advance(std::uint64_t epoch, ScheduledValues values);
+    // it is taken: `values` (and `inputs`) judged at `epoch` (at least the one the schedule
+    // stands at), and then standing after a step at `epoch` that used `values` and left `state`.
+    std::vector<TensorComparison> judge(std::uint64_t epoch, const ScheduledValues& values, const SchedulerInputs& inputs = {}) const;
+    void advance(std::uint64_t epoch, ScheduledValues values, SchedulerState state = {});
+    // Whether the root's scheduler steps with a metric (its transactions record SchedulerInputs).
+    bool readsMetric() const;
 
     // The scheduled values of `transaction`, in options() order.
     ScheduledValues recordedValues(const TransactionRecord& transaction) const;
@@ -62,6 +72,7 @@ private:
     std::uint64_t rootEpoch_ = 0;
     std::uint64_t epoch_ = 0;
     ScheduledValues current_;
+    SchedulerState state_;
     bool started_ = false;
 };
 

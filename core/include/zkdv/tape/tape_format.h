@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 8;
+inline constexpr std::uint16_t kMinorVersion = 9;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 // From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
@@ -24,6 +24,11 @@ inline constexpr std::uint64_t kMaxScheduleEpochAdvance = std::uint64_t(1) << 20
 inline constexpr std::uint16_t kGradientTransformMinor = 7;
 // From this minor version on, a root may declare torch.amp.GradScaler's dynamic loss scale (spec 5.6).
 inline constexpr std::uint16_t kGradScalerMinor = 8;
+// From this minor version on, a transaction may record what its scheduler's steps read and
+// kept (schedule/metrics, schedule/state: ReduceLROnPlateau, spec 3.3).
+inline constexpr std::uint16_t kScheduleInputsMinor = 9;
+// The most numbers a scheduler's own state (schedule/state) holds.
+inline constexpr std::size_t kMaxSchedulerStateValues = 16;
 inline constexpr std::size_t kFileHeaderSize = 16;
 inline constexpr std::size_t kFrameHeaderSize = 56;
 inline constexpr std::size_t kDigestSize = 32;

@@ -37,6 +37,12 @@ struct TransactionRecord {
     // The scheduler's last_epoch at this step (metadata "schedule_epoch", since 1.6): present
     // exactly when the root's schedule names a scheduler (spec 3.3).
     std::optional<std::uint64_t> scheduleEpoch;
+    // What the scheduler's steps since the transaction before read and left (since 1.9, spec
+    // 3.3), with a scheduler the root names: "schedule/metrics", F64 [k], the metric each of
+    // those k steps was given (ReduceLROnPlateau's step(metrics)), and "schedule/state", F64
+    // [n], the scheduler's own state after them; nullptr when absent.
+    const TensorView* scheduleMetrics = nullptr;
+    const TensorView* scheduleState = nullptr;
     // The loss widened to double (exact for every floating dtype); with several micro-batches
     // the sum of their scaled losses (their mean, for losses divided by their number).
     double loss = 0.0;
@@ -66,6 +72,9 @@ struct TransactionRecord {
     std::optional<double> optimizerValue(const std::string& option) const;
     // Every group's value of `option`, or empty when the record holds none.
     std::vector<double> optimizerGroupValues(const std::string& option) const;
+    // The values of schedule/metrics and schedule/state (empty when absent).
+    std::vector<double> scheduleMetricValues() const;
+    std::vector<double> scheduleStateValues() const;
     double updateNorm() const;  // L2 norm over all parameters' updates
 
     // Checks the payload against the spec and the tape's root (layout sizes, delta shapes
@@ -81,6 +90,8 @@ public:
     TransactionRecordBuilder(std::uint64_t index, std::uint64_t wallTimeNs);
     void setStateDigest(const Digest& digest);
     void setScheduleEpoch(std::uint64_t epoch);
+    // schedule/metrics and schedule/state (spec 3.3, since 1.9); an empty vector writes none.
+    void setScheduleInputs(std::vector<double> metrics, std::vector<double> state);
     // Tensor bytes are referenced, not copied; keep them alive until the record is written.
     void setLoss(DType dtype, ByteSpan scalar);
     void addBatchTensor(DType dtype, std::vector<std::int64_t> shape, ByteSpan data);
@@ -112,6 +123,7 @@ private:
     std::uint64_t wallTimeNs_;
     std::optional<Digest> stateDigest_;
     std::optional<std::uint64_t> scheduleEpoch_;
+    std::vector<double> scheduleMetrics_, scheduleState_;
     struct Micro {
         Tensor loss;
         std::vector<Tensor> batch;
