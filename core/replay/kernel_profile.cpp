@@ -57,6 +57,16 @@ std::string atenCapabilityValue(const std::string& reportedLevel)
     return {};
 }
 
+std::string atenCapabilityFor(const std::vector<std::string>& f)
+{
+    // torch's own test of the CPU (DispatchStub's compute_cpu_capability).
+    if (has(f, "avx512f") && has(f, "avx512bw") && has(f, "avx512vl") && has(f, "avx512dq") && has(f, "fma"))
+        return "avx512";
+    if (has(f, "avx2") && has(f, "fma"))
+        return "avx2";
+    return "default";
+}
+
 std::string onednnIsaFor(const std::vector<std::string>& f)
 {
     const bool avx512Core = has(f, "avx512f") && has(f, "avx512bw") && has(f, "avx512vl") && has(f, "avx512dq");
@@ -91,13 +101,26 @@ KernelProfile kernelProfileFor(KernelChoice choice, const std::optional<NumericE
         return profile;
     }
     profile.choice = KernelChoice::Recorded;
+    // torch takes ATEN_CPU_CAPABILITY at its word, without asking the CPU: a level above this
+    // CPU's runs instructions it lacks and the worker dies of SIGILL. A CPU that reports no
+    // x86 flags (another architecture) is left to torch, which ignores x86 levels there.
+    const bool hostIsX86 = !host.cpuFlags.empty();
+    const std::string hostLevel = atenCapabilityFor(host.cpuFlags);
+    auto levelRank = [](const std::string& level) { return level == "avx512" ? 2 : level == "avx2" ? 1 : 0; };
+    std::string lowered;
+    auto withinThisCpu = [&](const std::string& level) {
+        if (!hostIsX86 || levelRank(level) <= levelRank(hostLevel))
+            return level;
+        lowered = level;
+        return hostLevel;
+    };
     std::string refused;
     for (const auto& [name, value] : recorded->settings) {
         if (isThreadCount(name) || std::find(NumericEnvironment::settingNames().begin(), NumericEnvironment::settingNames().end(), name) ==
                                        NumericEnvironment::settingNames().end())
             continue;
         if (isPlainSettingValue(value))
-            profile.variables.emplace(name, value);
+            profile.variables.emplace(name, name == "ATEN_CPU_CAPABILITY" ? withinThisCpu(value) : value);
         else
             refused += (refused.empty() ? "" : ", ") + name;
     }
@@ -105,8 +128,15 @@ KernelProfile kernelProfileFor(KernelChoice choice, const std::optional<NumericE
     // Left out, the setting differs between the two environments, so the regime says so.
     if (!refused.empty())
         profile.note += " (not " + refused + ", whose recorded value no library spells so)";
-    if (recorded->cpuFlags == host.cpuFlags && recorded->cpuVendor == host.cpuVendor)
+    auto noteLowered = [&] {
+        if (!lowered.empty())
+            profile.note += ", with ATEN_CPU_CAPABILITY lowered from " + lowered + " to " + hostLevel +
+                            ", the most this CPU runs (torch would run the training's level without asking the CPU)";
+    };
+    if (recorded->cpuFlags == host.cpuFlags && recorded->cpuVendor == host.cpuVendor) {
+        noteLowered();
         return profile;
+    }
     // Another CPU: each library then picks its kernels for this one. Where the training's
     // level is one this CPU has, capping at it runs the training's kernels (blocking that
     // depends on cache sizes may still differ: the regime stays cross-environment).
@@ -116,10 +146,13 @@ KernelProfile kernelProfileFor(KernelChoice choice, const std::optional<NumericE
         profile.variables[name] = value;
         profile.pinned[name] = value;
     };
-    pin("ATEN_CPU_CAPABILITY", atenCapabilityValue(recorded->torchCpuCapability));
+    const std::string trainingLevel = atenCapabilityValue(recorded->torchCpuCapability);
+    pin("ATEN_CPU_CAPABILITY", trainingLevel.empty() ? trainingLevel : withinThisCpu(trainingLevel));
+    // oneDNN treats its variable as a ceiling and stays within the CPU by itself.
     if (!recorded->onednn.empty() && !recorded->settings.count("DNNL_MAX_CPU_ISA"))
         pin("ONEDNN_MAX_CPU_ISA", onednnIsaFor(recorded->cpuFlags));
     profile.note += ", capped at the training CPU's vector level (it had other ISA extensions than this one)";
+    noteLowered();
     return profile;
 }
 

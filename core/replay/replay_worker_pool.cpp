@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <memory>
@@ -315,6 +316,14 @@ void ReplayWorkerPool::workerEnded(Slot& slot, const std::string& why, Unverifia
     // the program's doing (docs/replay.md, "Whose failure").
     if (slot.state == Slot::State::Starting && !slot.greeted)
         cause = UnverifiableCause::Environment;
+    // An illegal instruction is this CPU meeting kernels built for a wider one (a kernel level
+    // the auditor's environment forces): the allow-listed operators emit no instructions of
+    // the program's choosing, so it is not the trainer's doing.
+    if (why.empty() && process.terminatingSignal() == SIGILL) {
+        cause = UnverifiableCause::Environment;
+        reason += ": this CPU lacks an instruction the replay's kernels use (are ATEN_CPU_CAPABILITY or another kernel "
+                  "setting above what it runs?)";
+    }
     if (slot.state == Slot::State::Starting || slot.state == Slot::State::Busy) {
         if (reason.empty())
             reason = "closed its channel";

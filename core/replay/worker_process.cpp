@@ -270,6 +270,8 @@ std::string WorkerProcess::reap()
     return "ended with wait status " + std::to_string(status_);
 }
 
+int WorkerProcess::terminatingSignal() const { return reaped_ && waitError_ == 0 && WIFSIGNALED(status_) ? WTERMSIG(status_) : 0; }
+
 std::string findReplayWorker()
 {
     char path[PATH_MAX];

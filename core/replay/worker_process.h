@@ -58,6 +58,8 @@ public:
     // Kills what is left of the process group, waits for the process and returns its status
     // as "exited with status 3" or "was killed by signal SIGKILL (Killed)"; "" for exit 0.
     std::string reap();
+    // The signal that ended the process once reap() has returned; 0 when it exited.
+    int terminatingSignal() const;
 
 private:
     std::string drain(int& fd);

@@ -429,18 +429,24 @@ void TestContainedReplay::brokenWorkerIsUnverifiable_data()
     // Each worker says hello (the replay learns its libtorch from it), then breaks.
     QTest::addColumn<QString>("script");  // the worker, as a shell script
     QTest::addColumn<QString>("reason");
-    QTest::newRow("exits at once") << "exit 7" << "replay worker exited with status 7 while loading the program";
-    QTest::newRow("killed by a signal") << "echo dying >&2; kill -SEGV $$" << "was killed by signal SIGSEGV";
-    QTest::newRow("nonsense on the channel") << "printf 'nonsense-nonsense' >&3; sleep 60" << "broke the replay protocol";
+    QTest::addColumn<QString>("cause");  // whose failure (docs/replay.md, "Whose failure")
+    QTest::newRow("exits at once") << "exit 7" << "replay worker exited with status 7 while loading the program" << "program-crash";
+    QTest::newRow("killed by a signal") << "echo dying >&2; kill -SEGV $$" << "was killed by signal SIGSEGV" << "program-crash";
+    // Kernels above this CPU's level (a kernel setting the auditor's environment forces) are
+    // the machine's failure, not the program's.
+    QTest::newRow("an illegal instruction") << "kill -ILL $$" << "was killed by signal SIGILL (Illegal instruction): this CPU lacks an instruction"
+                                            << "environment";
+    QTest::newRow("nonsense on the channel") << "printf 'nonsense-nonsense' >&3; sleep 60" << "broke the replay protocol" << "program-protocol";
     QTest::newRow("a frame beyond the bound") << "printf '\\012\\000\\000\\000\\377\\377\\377\\377' >&3; sleep 60"
-                                             << "above the bound";
-    QTest::newRow("never answers") << "exec sleep 60" << "exceeded its time budget of 1 s while loading the program";
+                                             << "above the bound" << "program-protocol";
+    QTest::newRow("never answers") << "exec sleep 60" << "exceeded its time budget of 1 s while loading the program" << "program-time";
 }
 
 void TestContainedReplay::brokenWorkerIsUnverifiable()
 {
     QFETCH(QString, script);
     QFETCH(QString, reason);
+    QFETCH(QString, cause);
     static int row = 0;
     const std::string name = std::to_string(++row);
     const std::string worker = dir_.file("worker-" + name + ".sh");
@@ -456,8 +462,10 @@ void TestContainedReplay::brokenWorkerIsUnverifiable()
     QCOMPARE(summary.status, std::string("finished"));
     QCOMPARE(summary.replayed, std::uint64_t(2 + 2 + 2));
     QCOMPARE(summary.unverifiable, summary.replayed);
-    for (const TransactionOutcome& failure : summary.firstFailures)
+    for (const TransactionOutcome& failure : summary.firstFailures) {
         QVERIFY2(failure.detail.find(reason.toStdString()) != std::string::npos, failure.detail.c_str());
+        QCOMPARE(QString::fromUtf8(unverifiableCauseName(failure.cause).data(), int(unverifiableCauseName(failure.cause).size())), cause);
+    }
     if (QTest::currentDataTag() == QByteArray("killed by a signal"))  // the last words are kept
         QVERIFY2(summary.firstFailures.front().detail.find("its last output: dying") != std::string::npos,
                  summary.firstFailures.front().detail.c_str());

@@ -53,6 +53,7 @@ private Q_SLOTS:
     void sameCpuRunsTheTrainingsSettings();
     void anotherCpuIsCappedAtTheTrainingsLevel();
     void trainersOwnSettingsAreNeverOverridden();
+    void noLevelAboveThisCpusIsForced();
     void hostileSettingValuesStayOut();
     void hostChoiceAndOldTapesLeaveTheEnvironment();
     void onednnLevels_data();
@@ -121,6 +122,38 @@ void TestKernelProfile::trainersOwnSettingsAreNeverOverridden()
     QVERIFY(profile.pinned.empty());
     QCOMPARE(profile.variables,
              (std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "default"}, {"DNNL_MAX_CPU_ISA", "AVX"}}));
+}
+
+void TestKernelProfile::noLevelAboveThisCpusIsForced()
+{
+    // torch runs the ATEN_CPU_CAPABILITY it is given without asking the CPU: trained with
+    // AVX-512, replayed on an AVX2 CPU, a cap at the training's level would kill every worker
+    // with SIGILL (seen on a CI machine with a golden tape recorded on an AVX-512 one).
+    const NumericEnvironment recorded = trainingCpu();
+    NumericEnvironment host;
+    host.cpuVendor = "AuthenticAMD";
+    host.cpuModel = "AMD EPYC 7B13";
+    host.cpuFlags = {"avx", "avx2", "f16c", "fma", "sse4_2"};
+    KernelProfile profile = kernelProfileFor(KernelChoice::Recorded, recorded, host);
+    // oneDNN's variable is a ceiling it keeps within the CPU by itself: the training's level.
+    QCOMPARE(profile.pinned, (std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "avx2"}, {"ONEDNN_MAX_CPU_ISA", "AVX512_CORE_VNNI"}}));
+    QVERIFY2(profile.note.find("ATEN_CPU_CAPABILITY lowered from avx512 to avx2") != std::string::npos, profile.note.c_str());
+    // The trainer's own setting is lowered the same way, and only when this CPU lacks it.
+    NumericEnvironment set = recorded;
+    set.settings = {{"ATEN_CPU_CAPABILITY", "avx512"}, {"MKL_CBWR", "AVX512"}};
+    profile = kernelProfileFor(KernelChoice::Recorded, set, host);
+    QCOMPARE(profile.variables.at("ATEN_CPU_CAPABILITY"), std::string("avx2"));
+    QCOMPARE(profile.variables.at("MKL_CBWR"), std::string("AVX512"));  // MKL falls back by itself
+    QVERIFY(profile.pinned.count("ATEN_CPU_CAPABILITY") == 0);
+    QCOMPARE(kernelProfileFor(KernelChoice::Recorded, set, cpuOf(recorded)).variables.at("ATEN_CPU_CAPABILITY"), std::string("avx512"));
+    // Without FMA torch runs neither wide level; a CPU reporting no x86 flags is left alone.
+    host.cpuFlags = {"avx", "avx2", "sse4_2"};
+    QCOMPARE(kernelProfileFor(KernelChoice::Recorded, set, host).variables.at("ATEN_CPU_CAPABILITY"), std::string("default"));
+    host.cpuFlags.clear();
+    QCOMPARE(kernelProfileFor(KernelChoice::Recorded, set, host).variables.at("ATEN_CPU_CAPABILITY"), std::string("avx512"));
+    QCOMPARE(atenCapabilityFor(recorded.cpuFlags), std::string("avx512"));
+    QCOMPARE(atenCapabilityFor({"avx", "avx2", "fma"}), std::string("avx2"));
+    QCOMPARE(atenCapabilityFor({"sse4_2"}), std::string("default"));
 }
 
 void TestKernelProfile::hostileSettingValuesStayOut()

@@ -52,6 +52,8 @@ KernelProfile kernelProfileFor(KernelChoice choice, const std::optional<NumericE
 // torch's ATEN_CPU_CAPABILITY value for the level a torch reported ("AVX2" -> "avx2"); "" for
 // a level the variable cannot select.
 std::string atenCapabilityValue(const std::string& reportedLevel);
+// The highest ATEN_CPU_CAPABILITY a CPU with these flags runs ("default", "avx2", "avx512").
+std::string atenCapabilityFor(const std::vector<std::string>& cpuFlags);
 // oneDNN's ONEDNN_MAX_CPU_ISA value for the most a CPU with these flags runs ("AVX2",
 // "AVX512_CORE_VNNI", …).
 std::string onednnIsaFor(const std::vector<std::string>& cpuFlags);
