@@ -1,5 +1,6 @@
 #include "zkdv/program/sealed_program.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -50,6 +51,29 @@ bool nodeDrawsRandomNumbers(torch::jit::Node* node, const StepGraph& step)
     });
 }
 
+// TorchScript lists a module class's constants in the order Python iterates a set of their
+// names (torch.jit._recursive), which changes with each process's string hashing: the same
+// code would save to other bytes, and seal to another digest, in every process. Sorted by
+// name, one code saves to one program. Code reads constants by value, compiled in, never by
+// slot, so their order is only the saved text's.
+void sortConstantsByName(const torch::jit::Module& module)
+{
+    for (const torch::jit::Module& part : module.modules()) {
+        const c10::ClassTypePtr type = part.type();
+        const std::vector<std::string> names(type->constantNames().begin(), type->constantNames().end());
+        if (std::is_sorted(names.begin(), names.end()))
+            continue;
+        std::vector<std::pair<std::string, c10::IValue>> constants;
+        for (const std::string& name : names)
+            constants.emplace_back(name, type->getConstant(name));
+        std::sort(constants.begin(), constants.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (const std::string& name : names)
+            type->unsafeRemoveConstant(name);
+        for (const auto& [name, value] : constants)
+            type->addConstant(name, value);
+    }
+}
+
 }  // namespace
 
 void checkSealedProgram(const torch::jit::Module& module)
@@ -85,6 +109,7 @@ void checkSealedProgram(const torch::jit::Module& module)
 SealedProgram sealProgram(const torch::jit::Module& module)
 {
     checkSealedProgram(module);
+    sortConstantsByName(module);
     std::ostringstream out;
     module.save(out);
     const std::string text = out.str();
