@@ -147,7 +147,9 @@ KernelProfile kernelProfileFor(KernelChoice choice, const std::optional<NumericE
         profile.pinned[name] = value;
     };
     const std::string trainingLevel = atenCapabilityValue(recorded->torchCpuCapability);
-    pin("ATEN_CPU_CAPABILITY", trainingLevel.empty() ? trainingLevel : withinThisCpu(trainingLevel));
+    // Lowered only where pinned: a level the trainer set was lowered (or kept) above.
+    if (!trainingLevel.empty() && !recorded->settings.count("ATEN_CPU_CAPABILITY"))
+        pin("ATEN_CPU_CAPABILITY", withinThisCpu(trainingLevel));
     // oneDNN treats its variable as a ceiling and stays within the CPU by itself.
     if (!recorded->onednn.empty() && !recorded->settings.count("DNNL_MAX_CPU_ISA"))
         pin("ONEDNN_MAX_CPU_ISA", onednnIsaFor(recorded->cpuFlags));
