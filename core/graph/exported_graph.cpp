@@ -293,6 +293,16 @@ bool declaresSize(const GraphNode& node)
 
 void checkDeclaredSize(const GraphNode& node, const std::vector<std::int64_t>* input, const std::string& where)
 {
+    if (node.op == "aten::arange") {
+        // Its length is its end, a number the program fixes: bounded here, once.
+        const GraphValue* end = argument(node, 0, "end");
+        if (!end || (end->kind != GraphValue::Kind::Int && end->kind != GraphValue::Kind::Float))
+            fail(where, "arange's end must be a number the program fixes");
+        const long double last = end->kind == GraphValue::Kind::Int ? static_cast<long double>(end->integer) : static_cast<long double>(end->real);
+        if (!std::isfinite(last) || last > static_cast<long double>(kMaxListElements))
+            fail(where, "arange's end declares a tensor of more than 2^32 elements; no training step holds one");
+        return;
+    }
     if (!declaresSize(node))
         return;
     const GraphValue* second = argument(node, 1, node.op == "aten::repeat"              ? "repeats"

@@ -43,11 +43,16 @@ constexpr std::array kAllowed = {
     "aten::alias", "aten::movedim.int", "aten::index_select", "aten::gather", "aten::index.Tensor", "aten::masked_fill.Scalar",
     "aten::masked_fill.Tensor", "aten::where.self", "aten::where.ScalarOther", "aten::where.ScalarSelf", "aten::tril", "aten::triu",
     "aten::pad", "aten::constant_pad_nd", "aten::embedding", "aten::one_hot", "aten::detach",
-    // dtype conversion (no device change: a program runs where the replay puts it)
-    "aten::to.dtype", "aten::type_as", "aten::_to_copy",
+    // dtype conversion; the device a graph names is never its own choice: the interpreter runs
+    // every device argument as the device the program runs on (to.device and to.dtype_layout:
+    // RMSNorm's float cast and rotary embeddings in transformers' Llama, GPT-2 and BERT)
+    "aten::to.dtype", "aten::to.device", "aten::to.dtype_layout", "aten::type_as", "aten::_to_copy",
+    // a check that returns nothing and throws when a tensor's dtype, device or layout differ
+    // (torch.export writes one before each conversion it keeps)
+    "aten::_assert_tensor_metadata",
     // elementwise arithmetic
     "aten::add.Tensor", "aten::add.Scalar", "aten::add_.Tensor", "aten::sub.Tensor", "aten::sub.Scalar", "aten::rsub.Scalar",
-    "aten::mul.Tensor", "aten::mul.Scalar", "aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::neg",
+    "aten::mul.Tensor", "aten::mul.Scalar", "aten::mul_.Tensor", "aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::neg",
     "aten::abs", "aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", "aten::sqrt", "aten::rsqrt", "aten::exp", "aten::log",
     "aten::log1p", "aten::expm1", "aten::sin", "aten::cos", "aten::reciprocal", "aten::square", "aten::clamp", "aten::clamp_min",
     "aten::clamp_max", "aten::maximum", "aten::minimum", "aten::sign", "aten::floor", "aten::ceil", "aten::round", "aten::erf",
@@ -55,13 +60,15 @@ constexpr std::array kAllowed = {
     // comparisons
     "aten::eq.Tensor", "aten::eq.Scalar", "aten::ne.Tensor", "aten::ne.Scalar", "aten::gt.Tensor", "aten::gt.Scalar",
     "aten::lt.Tensor", "aten::lt.Scalar", "aten::ge.Tensor", "aten::ge.Scalar", "aten::le.Tensor", "aten::le.Scalar",
-    "aten::logical_not", "aten::logical_and", "aten::logical_or",
+    "aten::logical_not", "aten::logical_and", "aten::logical_or", "aten::__and__.Tensor",
     // reductions
     "aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim", "aten::amax", "aten::amin", "aten::max.dim",
     "aten::min.dim", "aten::argmax", "aten::argmin", "aten::var.correction", "aten::std.correction", "aten::norm.Scalar",
     "aten::norm.ScalarOpt_dim", "aten::logsumexp", "aten::cumsum", "aten::prod",
-    // tensors shaped like an argument
-    "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like",
+    // tensors shaped like an argument, or sized by the program's constants (new_ones by a size
+    // list, bounded like every list; arange by its end, bounded at 2^32 elements: position ids
+    // and causal masks)
+    "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like", "aten::new_ones", "aten::arange",
     // losses
     "aten::cross_entropy_loss", "aten::nll_loss", "aten::nll_loss_nd", "aten::mse_loss", "aten::l1_loss", "aten::smooth_l1_loss",
     "aten::huber_loss", "aten::binary_cross_entropy", "aten::binary_cross_entropy_with_logits", "aten::kl_div",
@@ -75,11 +82,12 @@ constexpr std::array kAllowed = {
 // tests/program/test_exported_graph.cpp checks this table against the schemas of the
 // libtorch it is built with.
 constexpr const char* kMayAliasFirst[] = {
-    "aten::relu_", "aten::add_.Tensor", "aten::dropout", "aten::feature_dropout", "aten::view", "aten::reshape",
+    "aten::relu_", "aten::add_.Tensor", "aten::mul_.Tensor", "aten::dropout", "aten::feature_dropout", "aten::view", "aten::reshape",
     "aten::flatten.using_ints", "aten::unflatten.int", "aten::permute", "aten::transpose.int", "aten::t", "aten::unsqueeze",
     "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims", "aten::contiguous", "aten::expand", "aten::expand_as",
     "aten::view_as", "aten::select.int", "aten::slice.Tensor", "aten::narrow", "aten::split.Tensor", "aten::split_with_sizes",
-    "aten::chunk", "aten::unbind.int", "aten::alias", "aten::movedim.int", "aten::detach", "aten::to.dtype", "aten::type_as",
+    "aten::chunk", "aten::unbind.int", "aten::alias", "aten::movedim.int", "aten::detach", "aten::to.dtype", "aten::to.device",
+    "aten::to.dtype_layout", "aten::type_as",
 };
 // Operators anywhere in ATen whose schemas say they return a new tensor while their
 // composite implementations may return an argument or a view of it.
@@ -102,6 +110,7 @@ struct WritingOperator {
 constexpr WritingOperator kWriting[] = {
     {"aten::relu_", {{0, "self"}, {}}, 1},
     {"aten::add_.Tensor", {{0, "self"}, {}}, 1},
+    {"aten::mul_.Tensor", {{0, "self"}, {}}, 1},  // transformers.Trainer's loss *= loss_scale
     {"aten::batch_norm", {{3, "running_mean"}, {4, "running_var"}}, 2},
     {"aten::instance_norm", {{3, "running_mean"}, {4, "running_var"}}, 2},
 };

@@ -37,7 +37,8 @@ struct Reference {
 };
 
 struct ArgumentPlan {
-    enum class Source { Constant, Tensor, TensorList, OptionalTensorList, ReturnedList };
+    // RunDevice: a device the graph names, run as the device the program runs on.
+    enum class Source { Constant, Tensor, TensorList, OptionalTensorList, ReturnedList, RunDevice };
     Source source = Source::Constant;
     c10::IValue constant;
     std::vector<std::optional<Reference>> references;  // one for Tensor; the items for the lists
@@ -266,6 +267,10 @@ struct GraphInterpreter::Impl {
         if (isReference(v))
             fail(where, "a tensor where the schema takes " + argument.type()->str());
         plan.constant = constantOf(v, argument.real_type(), where);
+        // A graph never chooses where it runs (docs/program-operators.md): the device it was
+        // captured on is the recorder's, and "meta" or another GPU would change what it computes.
+        if (type->kind() == c10::TypeKind::DeviceObjType && v.kind == GraphValue::Kind::Device)
+            plan.source = ArgumentPlan::Source::RunDevice;
         return plan;
     }
 
@@ -423,6 +428,12 @@ std::vector<at::Tensor> GraphInterpreter::run(const std::vector<at::Tensor>& bat
     if (expected != batch.size())
         throw Error("the transaction's batch holds " + std::to_string(batch.size()) + " tensors, the exported graph takes " + std::to_string(expected));
 
+    c10::Device device(c10::kCPU);
+    for (const at::Tensor& input : inputs)
+        if (input.defined()) {
+            device = input.device();
+            break;
+        }
     Impl::Values values(d.plans.size());
     torch::jit::Stack stack;
     for (std::size_t n = 0; n < d.plans.size(); ++n) {
@@ -433,6 +444,9 @@ std::vector<at::Tensor> GraphInterpreter::run(const std::vector<at::Tensor>& bat
             switch (argument.source) {
             case ArgumentPlan::Source::Constant:
                 stack.push_back(argument.constant);
+                break;
+            case ArgumentPlan::Source::RunDevice:
+                stack.emplace_back(device);
                 break;
             case ArgumentPlan::Source::ReturnedList: {
                 c10::IValue scratch;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -96,8 +97,14 @@ void checkSealedProgram(const torch::jit::Module& module)
     step.forEachNode([&](torch::jit::Node* node) {
         if (nodeDrawsRandomNumbers(node, step))
             random.insert(node->kind().toQualString());
-        if (node->kind() == c10::prim::Constant && node->output()->type()->kind() == c10::TypeKind::TensorType)
-            tensorConstant = true;
+        if (node->kind() == c10::prim::Constant && node->output()->type()->kind() == c10::TypeKind::TensorType) {
+            // A number the code wrote where an operator takes a tensor (torch.jit.trace records
+            // BatchNorm's `num_batches_tracked += 1` with a 0-dim constant) is code, not state;
+            // a write into any constant is refused below (checkStepWrites).
+            const c10::optional<c10::IValue> value = torch::jit::toIValue(node->output());
+            if (!value || !value->isTensor() || value->toTensor().dim() != 0)
+                tensorConstant = true;
+        }
     });
     if (!random.empty())
         throw ProgramError(randomOperationsRefusal(random));

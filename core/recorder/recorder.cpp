@@ -38,7 +38,15 @@ namespace {
 std::vector<std::int64_t> shapeOf(const at::Tensor& tensor) { return tensor.sizes().vec(); }
 
 // A tensor as the tape stores it: on the host, contiguous.
-at::Tensor hostCopy(const at::Tensor& tensor) { return tensor.detach().to(at::kCPU).contiguous().clone(); }
+// One copy, whatever the tensor: a CPU (or pinned) tensor is cloned, a device tensor copied to
+// the host into a fresh contiguous tensor (to() then clone() would copy it twice).
+at::Tensor hostCopy(const at::Tensor& tensor)
+{
+    const at::Tensor value = tensor.detach();
+    if (value.device().is_cpu())
+        return value.clone(at::MemoryFormat::Contiguous);
+    return value.to(value.options().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true, at::MemoryFormat::Contiguous);
+}
 
 // The full state in canonical order (spec section 6): names and tensors side by side.
 struct CanonicalState {

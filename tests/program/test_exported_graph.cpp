@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <chrono>
+#include <cmath>
 #include <iterator>
 #include <random>
 
@@ -117,6 +118,7 @@ private Q_SLOTS:
     void resolvedSizesAreBounded_data();
     void resolvedSizesAreBounded();
     void writeTableAgreesWithSchemas();
+    void aGraphRunsWhereItIsPut();
     void signatureMustMatchTheLayout();
     void allowListHoldsNoIoOrRandomness();
     void interpreterChecksArgumentsAgainstSchemas_data();
@@ -363,6 +365,9 @@ void TestExportedGraph::resolvedSizesAreBounded_data()
     QTest::newRow("constant_pad_nd") << "pad" << "node 4 (aten::constant_pad_nd): its sizes, resolved against its input's shape [65536,1]";
     QTest::newRow("one_hot sized by the data") << "one_hot" << "node 4 (aten::one_hot): one_hot's num_classes must be fixed";
     QTest::newRow("expand -1 in a new dimension") << "expand lead" << "expand's size -1 in a dimension its input does not have";
+    QTest::newRow("arange past 2^32") << "arange" << "node 4 (aten::arange): arange's end declares a tensor of more than 2^32 elements";
+    QTest::newRow("arange to infinity") << "arange inf" << "node 4 (aten::arange): arange's end declares a tensor of more than 2^32";
+    QTest::newRow("arange to a tensor") << "arange tensor" << "node 4 (aten::arange): arange's end must be a number the program fixes";
 }
 
 void TestExportedGraph::resolvedSizesAreBounded()
@@ -385,6 +390,12 @@ void TestExportedGraph::resolvedSizesAreBounded()
         nodes.push_back(node("aten::one_hot", "", {input(5), integer(-1)}));
     else if (what == "expand lead")
         nodes.push_back(node("aten::expand", "", {input(4), ints({-1, 65536, 1})}));
+    else if (what == "arange")
+        nodes.push_back(node("aten::arange", "", {integer((std::int64_t(1) << 32) + 1)}));
+    else if (what == "arange inf")
+        nodes.push_back(node("aten::arange", "", {Json{{"float", "inf"}}}));
+    else if (what == "arange tensor")
+        nodes.push_back(node("aten::arange", "", {input(4)}));
     const std::string refusal = refusalOf(graph.dump());
     QVERIFY2(refusal.find(named.toStdString()) != std::string::npos, refusal.c_str());
 
@@ -440,6 +451,35 @@ void TestExportedGraph::writeTableAgreesWithSchemas()
                 QVERIFY2(!r.alias_info(), qPrintable(QString::fromStdString(name + " returns an alias")));
     }
     QVERIFY2(compared > 150, qPrintable(QString::number(compared)));
+}
+
+void TestExportedGraph::aGraphRunsWhereItIsPut()
+{
+    // The loss moved to "meta" (a device without data) and asserted to be there: were the
+    // device a graph names its own, the loss would hold no number, and a graph captured on one
+    // device would run elsewhere on another. The interpreter runs both on the program's device.
+    Json graph = Json::parse(committedGraph());
+    Json& nodes = graph["nodes"];
+    const int last = static_cast<int>(nodes.size()) - 1;
+    const Json meta = {{"device", "meta"}};
+    nodes.push_back(node("aten::to", "device", {ref(last), meta, Json{{"dtype", "F32"}}}));
+    nodes.push_back(node("aten::_assert_tensor_metadata", "", {ref(last + 1)}, Json::object({{"device", meta}})));
+    graph["loss"] = ref(last + 1);
+    const std::string text = graph.dump();
+    const ExportedGraph parsed = ExportedGraph::parse(bytesOf(text));  // on the allow-list, on every libtorch
+    QCOMPARE(parsed.nodes.back().qualifiedName(), std::string("aten::_assert_tensor_metadata"));
+    if (!runsExportedGraphs()) {
+        auto error = test::caught<ExportedGraphError>([&] { GraphInterpreter interpreter(parsed); });
+        QVERIFY(error && std::string(error->what()).find("needs libtorch 2.x") != std::string::npos);
+        return;
+    }
+    GraphInterpreter interpreter(parsed);
+    ExportedModel model = mlpModel(text);
+    interpreter.bind(mlpParameters(), model.parameters, {}, {});
+    at::manual_seed(5);
+    const std::vector<at::Tensor> results = interpreter.run({at::randn({16, 6}), at::randint(0, 3, {16}, at::kLong)});
+    QCOMPARE(results.front().device().type(), c10::DeviceType::CPU);
+    QVERIFY(std::isfinite(results.front().item<float>()));
 }
 
 void TestExportedGraph::signatureMustMatchTheLayout()

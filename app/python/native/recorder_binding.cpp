@@ -188,12 +188,8 @@ public:
         model_ = &recorder_->prepare(std::move(model));
     }
 
-    // The loss and the model's output.
-    std::pair<at::Tensor, at::Tensor> forwardExported()
-    {
-        std::vector<at::Tensor> outputs = recorder_->forwardExported();
-        return {outputs.at(0), outputs.size() > 1 ? outputs[1] : at::Tensor()};
-    }
+    // The loss, then the tensors of the model's output.
+    std::vector<at::Tensor> forwardExported() { return recorder_->forwardExported(); }
 
     void prepareOptimizer(std::shared_ptr<NativeOptimizer> optimizer)
     {
