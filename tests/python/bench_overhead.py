@@ -110,6 +110,29 @@ def time_round(first, second, batches):
     return tuple((statistics.median(wall[side]), thread[side] / len(batches), process[side] / len(batches)) for side in (0, 1))
 
 
+def round_figures(rounds):
+    """What every side-by-side benchmark reports of its rounds (time_round's pairs, plain first):
+    the median step times, each round's ratio, and the median overheads."""
+    ratios = [r[1][0] / r[0][0] for r in rounds]
+    return {
+        "plain_ms_per_step": round(statistics.median(r[0][0] for r in rounds) * 1e3, 3),
+        "recorded_ms_per_step": round(statistics.median(r[1][0] for r in rounds) * 1e3, 3),
+        "ratios": [round(x, 3) for x in ratios],
+        "overhead_percent": round((statistics.median(ratios) - 1) * 100, 1),
+        "training_thread_cpu_overhead_percent": round((statistics.median(r[1][1] / r[0][1] for r in rounds) - 1) * 100, 1),
+        "process_cpu_overhead_percent": round((statistics.median(r[1][2] / r[0][2] for r in rounds) - 1) * 100, 1),
+    }
+
+
+def report(result, target):
+    """Prints the result as JSON; exit status 1 when its overhead exceeds `target` (a percentage, or None)."""
+    print(json.dumps(result))
+    if target is not None and result["overhead_percent"] > target:
+        print("overhead %.1f %% exceeds the target %.1f %%" % (result["overhead_percent"], target), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="steps of each loop per round")
@@ -142,31 +165,18 @@ def main():
                 rounds.append(time_round(recorded, plain, batches)[::-1])
         recorded.proof.seal()
         tape_bytes = os.path.getsize(os.path.join(folder, "bench.zkdv"))
-    def median_of(side, measure):
-        return statistics.median(r[side][measure] for r in rounds)
-
-    ratios = [r[1][0] / r[0][0] for r in rounds]
     result = {
         "torch": torch.__version__,
         "threads": arguments.threads,
         "steps_per_round": arguments.steps,
         "rounds": arguments.rounds,
         "load_average": round(os.getloadavg()[0], 2),
-        "plain_ms_per_step": round(median_of(0, 0) * 1e3, 3),
-        "recorded_ms_per_step": round(median_of(1, 0) * 1e3, 3),
-        "ratios": [round(x, 3) for x in ratios],
-        "overhead_percent": round((statistics.median(ratios) - 1) * 100, 1),
-        "training_thread_cpu_overhead_percent": round((statistics.median(r[1][1] / r[0][1] for r in rounds) - 1) * 100, 1),
-        "process_cpu_overhead_percent": round((statistics.median(r[1][2] / r[0][2] for r in rounds) - 1) * 100, 1),
+        **round_figures(rounds),
         "tape_bytes": tape_bytes,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "peak_rss_growth_during_rounds_mb": round((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before_rounds) / 1024, 1),
     }
-    print(json.dumps(result))
-    if arguments.target is not None and result["overhead_percent"] > arguments.target:
-        print("overhead %.1f %% exceeds the target %.1f %%" % (result["overhead_percent"], arguments.target), file=sys.stderr)
-        return 1
-    return 0
+    return report(result, arguments.target)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,7 @@ usage: bench_real_loop.py [--steps N] [--rounds R] [--threads T] [--width W] [--
 Exit status 1 when the median overhead exceeds --target (default: report only)."""
 
 import argparse
-import json
 import os
-import statistics
 import sys
 import tempfile
 
@@ -24,7 +22,7 @@ import zkdv
 import zkdv.torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_overhead import time_block, time_round  # noqa: E402
+from bench_overhead import report, round_figures, time_block, time_round  # noqa: E402
 
 MAX_NORM = 1.0
 
@@ -134,7 +132,6 @@ def main():
             rounds.append(time_round(plain, recorded, batches) if r % 2 == 0 else time_round(recorded, plain, batches)[::-1])
         recorded.proof.seal()
         tape_bytes = os.path.getsize(os.path.join(folder, "bench.zkdv"))
-    ratios = [r[1][0] / r[0][0] for r in rounds]
     result = {
         "torch": torch.__version__,
         "threads": arguments.threads,
@@ -146,19 +143,10 @@ def main():
         "steps_per_round": arguments.steps,
         "rounds": arguments.rounds,
         "load_average": round(os.getloadavg()[0], 2),
-        "plain_ms_per_step": round(statistics.median(r[0][0] for r in rounds) * 1e3, 3),
-        "recorded_ms_per_step": round(statistics.median(r[1][0] for r in rounds) * 1e3, 3),
-        "ratios": [round(x, 3) for x in ratios],
-        "overhead_percent": round((statistics.median(ratios) - 1) * 100, 1),
-        "process_cpu_overhead_percent": round((statistics.median(r[1][2] / r[0][2] for r in rounds) - 1) * 100, 1),
+        **round_figures(rounds),
         "tape_bytes": tape_bytes,
     }
-    print(json.dumps(result))
-    if arguments.target is not None and result["overhead_percent"] > arguments.target:
-        print("overhead %.1f %% exceeds the target %.1f %%" % (result["overhead_percent"], arguments.target), file=sys.stderr)
-        return 1
-    return 0
-
+    return report(result, arguments.target)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -176,6 +176,17 @@ def independent_tape(tmp_path, name, *options, steps=14, interval=6):
     return tape
 
 
+def assert_example_replays_exact(tmp_path, example, steps):
+    """Runs app/python/examples/EXAMPLE OUT.zkdv, as the README does, and replays its tape."""
+    import sys
+
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "app", "python", "examples", example)
+    tape = tmp_path / (os.path.splitext(example)[0] + ".zkdv")
+    done = subprocess.run([sys.executable, script, str(tape)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert_replays_exact(tmp_path, tape, steps)
+
+
 def assert_replays_exact(tmp_path, tape, steps):
     status, verified = audit("verify", str(tape))
     assert status == 0 and verified["status"] == "sealed", verified

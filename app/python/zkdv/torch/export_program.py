@@ -15,6 +15,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
+from zkdv.torch import buffers
+
 _DTYPES = {
     torch.float64: "F64",
     torch.float32: "F32",
@@ -45,34 +47,53 @@ class ExportedStep(torch.nn.Module):
         return self.loss(output, batch[1]), output
 
 
-def export_step(model: torch.nn.Module, loss: torch.nn.Module, batch: Sequence[torch.Tensor]) -> Tuple[bytes, list, list]:
-    """The program's bytes and the (name, tensor) pairs of the parameters and buffers it trains,
-    in the graph's order: the model's own tensors, so the recorder's updates are the model's."""
+def available() -> bool:
+    return hasattr(torch, "export") and int(torch.__version__.split(".")[0]) >= 2
 
-    if not hasattr(torch, "export") or int(torch.__version__.split(".")[0]) < 2:
+
+def export_module(step: torch.nn.Module, batch: Sequence[torch.Tensor]) -> Tuple[bytes, list, list]:
+    """The program's bytes and the (name, tensor) pairs of the parameters and buffers it trains,
+    in the graph's order, for a step module whose forward(*batch) returns (loss, *outputs): the
+    model's own tensors, so the recorder's updates are the model's."""
+
+    if not available():
         raise RuntimeError(
             "the exported-graph program kind needs torch 2.x with torch.export (this is torch %s); seal the step as "
             "TorchScript (ZKDVConfig(program=\"torchscript\")) on this torch" % torch.__version__
         )
-    step = ExportedStep(model, loss)
     # torch.export runs the step once to trace it: keep BatchNorm's running statistics (and
     # anything else the step updates) as they were, so the recorded first step starts there.
-    saved = {name: buffer.detach().clone() for name, buffer in step.named_buffers()}
     try:
-        exported = torch.export.export(step, tuple(batch), strict=False)
+        # Without autocast: the graph holds the operators as written, and the recorder and the
+        # replay run it under the autocast the tape records for each transaction (spec 5.5).
+        with buffers.kept(step), _without_autocast():
+            exported = torch.export.export(step, tuple(batch), strict=False)
     except Exception as error:
         raise RuntimeError("ZKDV could not export the training step with torch.export: " + str(error)) from error
-    finally:
-        with torch.no_grad():
-            for name, buffer in step.named_buffers():
-                buffer.copy_(saved[name])
-    program, parameters, buffers = _write(exported)
     tensors = dict(step.named_parameters(remove_duplicate=False))
     tensors.update(step.named_buffers(remove_duplicate=False))
-    return program, [(name, tensors[name]) for name in parameters], [(name, tensors[name]) for name in buffers]
+    # A tied tensor (GPT-2's lm_head.weight is its token embedding) is one input of the graph,
+    # under the name named_parameters() gives it, as it is one tensor the optimizer steps: two
+    # inputs would be two tensors in the replay, each with half the gradient.
+    first = {}
+    for name, tensor in list(step.named_parameters()) + list(step.named_buffers()):
+        first.setdefault(id(tensor), name)
+    canonical = {name: first.get(id(tensor), name) for name, tensor in tensors.items()}
+    program, parameter_names, buffer_names = _write(exported, canonical)
+    return program, [(name, tensors[name]) for name in parameter_names], [(name, tensors[name]) for name in buffer_names]
 
 
-def _write(exported: "torch.export.ExportedProgram") -> Tuple[bytes, List[str], List[str]]:
+def _without_autocast():
+    import contextlib
+
+    stack = contextlib.ExitStack()
+    for device in ("cpu", "cuda"):
+        if torch.is_autocast_enabled(device):
+            stack.enter_context(torch.autocast(device, enabled=False))
+    return stack
+
+
+def _write(exported: "torch.export.ExportedProgram", canonical: Dict[str, str]) -> Tuple[bytes, List[str], List[str]]:
     from torch.export.graph_signature import InputKind, OutputKind
 
     signature = exported.graph_signature
@@ -91,23 +112,31 @@ def _write(exported: "torch.export.ExportedProgram") -> Tuple[bytes, List[str], 
     parameters: List[str] = []
     buffers: List[str] = []
     batch_index = 0
+    named: Dict[str, Dict[str, Any]] = {}  # a parameter's or buffer's input, by its canonical name
     for node, spec in zip(placeholders, signature.input_specs):
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER) and canonical.get(spec.target, spec.target) in named:
+            refs[node] = named[canonical[spec.target]]
+            continue
         value = node.meta.get("val")
         if not isinstance(value, torch.Tensor) or value.dtype not in _DTYPES:
             raise RuntimeError("ZKDV cannot seal input %s of the exported step: not a tensor of a dtype a tape carries" % node.name)
         entry: Dict[str, Any] = {"dtype": _DTYPES[value.dtype], "shape": [int(d) for d in value.shape]}
         if spec.kind == InputKind.PARAMETER:
-            entry.update(kind="parameter", name=spec.target)
-            parameters.append(spec.target)
+            name = canonical.get(spec.target, spec.target)
+            entry.update(kind="parameter", name=name)
+            parameters.append(name)
         elif spec.kind == InputKind.BUFFER:
-            entry.update(kind="buffer", name=spec.target)
-            buffers.append(spec.target)
+            name = canonical.get(spec.target, spec.target)
+            entry.update(kind="buffer", name=name)
+            buffers.append(name)
         elif spec.kind == InputKind.USER_INPUT:
             entry.update(kind="batch", index=batch_index)
             batch_index += 1
         else:
             raise RuntimeError("ZKDV cannot seal an exported step that takes a %s input (%s)" % (spec.kind.name, node.name))
         refs[node] = {"input": len(inputs)}
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            named[entry["name"]] = refs[node]
         inputs.append(entry)
 
     nodes: List[Dict[str, Any]] = []
@@ -148,7 +177,7 @@ def _write(exported: "torch.export.ExportedProgram") -> Tuple[bytes, List[str], 
             else:
                 outputs.append(_value(value, refs))
         elif spec.kind == OutputKind.BUFFER_MUTATION:
-            updates.append({"buffer": spec.target, "value": _value(value, refs)})
+            updates.append({"buffer": canonical.get(spec.target, spec.target), "value": _value(value, refs)})
         else:
             raise RuntimeError("ZKDV cannot seal an exported step with a %s output: it would write into its batch" % spec.kind.name)
     document = {

@@ -1,10 +1,13 @@
 """The sealed program generated from the user's model and loss module (docs/python.md)."""
 
+import io
 import warnings
 from typing import List, Optional
 
 import torch
 from torch import Tensor
+
+from zkdv.torch import buffers
 
 
 class _Step(torch.nn.Module):
@@ -58,6 +61,25 @@ class TrainingStepWith3(_Step):
         return self.loss(output, batch[1])
 
 
+class TracedStep(torch.nn.Module):
+    """training_step(batch) for a loss written as code (loss_code.py): `step` is the model call
+    and the captured code, traced; it returns [loss, *the model output's tensors], kept in
+    `output` for proof.forward() to return."""
+
+    output: Optional[List[Tensor]]
+
+    def __init__(self, traced: torch.jit.ScriptModule) -> None:
+        super().__init__()
+        self.step = traced
+        self.output = None
+
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        results = self.step(batch)
+        self.output = results
+        return results[0]
+
+
 STEPS = (TrainingStep, TrainingStepWith1, TrainingStepWith2, TrainingStepWith3)
 MAX_EXTRA_INPUTS = len(STEPS) - 1
 
@@ -78,3 +100,52 @@ def seal(model: torch.nn.Module, loss: torch.nn.Module, extra_inputs: int = 0) -
             "ZKDV could not seal the training step: the model and loss must be TorchScript-"
             "compatible (torch.jit.script) for this frontend; TorchScript said:\n" + str(error)
         ) from error
+
+
+def seal_traced(step: torch.nn.Module, batch: List[Tensor], expected: List[Tensor]) -> torch.jit.ScriptModule:
+    """Traces `step` (forward(batch: List[Tensor]) -> [loss, *outputs]) on the first micro-batch
+    and scripts the TracedStep around it. The trace records the operators the model and the
+    captured code ran for this batch: what the model's Python decided (a branch, a shape) is
+    fixed as it was, as in an exported graph, and a tensor made there is a constant, which the
+    program check refuses. The model's own tensors are shared, as with scripting. `expected` is
+    what the loop's own code computed on that batch ([loss, *output tensors])."""
+
+    try:
+        with buffers.kept(step), warnings.catch_warnings():
+            # The tracer warns of every Python value it fixes; the loss check of every later
+            # transaction is what catches one that would differ (docs/python.md).
+            warnings.simplefilter("ignore")
+            traced = torch.jit.trace(step, (list(batch),), check_trace=False)
+            scripted = torch.jit.script(TracedStep(traced))
+    except Exception as error:
+        raise RuntimeError("ZKDV could not trace the training step with torch.jit.trace: " + str(error)) from error
+    _require_same_once_saved(scripted, batch, expected)
+    return scripted
+
+
+def _require_same_once_saved(scripted: torch.jit.ScriptModule, batch: List[Tensor], expected: List[Tensor]) -> None:
+    """The auditor runs the program as saved and loaded. A trace records a Python number used
+    with a tensor (`1e-3 * l2`) as a 0-dim tensor constant that, in memory, promotes like the
+    number but, once saved, like a float64 tensor: the saved step would compute another dtype
+    than the loop's code and the recorder, and an honest tape would replay diverged. So a saved
+    and loaded copy runs the first micro-batch (as the replay runs programs, without the graph
+    executor's optimisations, core/program/sealed_program.cpp), and the step is refused unless
+    it computes what the loop's code computed, bit for bit. (The program itself is not run
+    here: a run before the recorder prepares it would leave it holding its output.)"""
+
+    saved = io.BytesIO()
+    torch.jit.save(scripted, saved)
+    saved.seek(0)
+    loaded = torch.jit.load(saved)
+    with torch.no_grad(), torch.jit.optimized_execution(False):
+        there = [loaded.training_step(list(batch))] + list(loaded.output[1:])
+    for index, (a, b) in enumerate(zip(expected, there)):
+        if a.dtype != b.dtype or a.shape != b.shape or not torch.equal(a.detach(), b):
+            what = "the loss" if index == 0 else "output tensor %d" % (index - 1)
+            raise RuntimeError(
+                "ZKDV cannot seal this loss written as code as TorchScript: the loop's code computed %s as %s %s, but the traced "
+                "program, as the auditor loads it, computes %s %s (a Python number the code multiplies or adds to a 0-dim tensor "
+                "becomes a float64 constant once a trace is saved); seal the step with torch.export "
+                "(ZKDVConfig(program=\"exported-graph\"), torch 2.x), or prepare a loss module" % (
+                    what, str(a.dtype).replace("torch.", ""), list(a.shape), str(b.dtype).replace("torch.", ""), list(b.shape))
+            )

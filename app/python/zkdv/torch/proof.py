@@ -1,5 +1,6 @@
 """zkdv.torch.ZKDV: the seed's Torch frontend, recording through the C++ core."""
 
+import contextlib
 import json
 import os
 import sys
@@ -7,11 +8,12 @@ import warnings
 from typing import Any, Dict, Optional
 
 import torch
+from torch.utils import _pytree as pytree
 
 from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
-from zkdv.torch import export_program, program, schedules
+from zkdv.torch import buffers, export_program, loss_code, program, schedules
 from zkdv.torch.grad_scaler import PreparedGradScaler, is_grad_scaler
 from zkdv.torch.optimizers import OptimizerContract
 from zkdv.torch.options import SCHEDULER_ENTRIES
@@ -67,6 +69,7 @@ class ZKDV:
         self._schedule_declared = False    # the root schedules lr (checked or as recorded)
         self._schedule_metrics: Optional[list] = None  # a checked ReduceLROnPlateau's metrics since the last step
         self._grad_scaler: Optional[PreparedGradScaler] = None
+        self._loss_code: Optional[_SealedLossCode] = None  # the step, when its loss is the loop's code
 
     # ------------------------------------------------------------------ lifetime
 
@@ -131,6 +134,11 @@ class ZKDV:
             _refuse_compiled(value)
         if isinstance(value, torch.nn.modules.loss._Loss):
             # The loss module the sealed training step ends in (docs/python.md).
+            if self._loss_code is not None:
+                raise RuntimeError(
+                    "this proof sealed its step with the loss written as code (%s); a loss module prepared now would not be "
+                    "part of it" % ", ".join(self._loss_code.lines)
+                )
             if self._loss is not None and self._loss is not value:
                 raise RuntimeError("this proof already prepared a loss module; a tape records one training step")
             self._loss = value
@@ -149,12 +157,23 @@ class ZKDV:
             raise RuntimeError(
                 "prepare the learning-rate scheduler before the first transaction: the tape's root, written then, declares the schedule"
             )
-        if self._optimizer is None or scheduler.optimizer not in (self._optimizer, self._optimizer.optimizer):
+        if self._optimizer is None or not self._steps_prepared_optimizer(scheduler.optimizer):
             raise RuntimeError(
                 "proof.prepare(scheduler) takes a scheduler of the optimizer this proof prepared: prepare the optimizer first, "
                 "then create the scheduler on it (or on the optimizer you prepared)"
             )
         self._scheduler = scheduler
+
+    def _steps_prepared_optimizer(self, optimizer: Any) -> bool:
+        # The prepared optimizer, the one it wraps, or a wrapper around it whose steps reach it
+        # (accelerate's AcceleratedOptimizer holds it as .optimizer).
+        for _ in range(4):
+            if optimizer is self._optimizer or optimizer is self._optimizer.optimizer:
+                return True
+            optimizer = getattr(optimizer, "optimizer", None)
+            if optimizer is None:
+                return False
+        return False
 
     def _prepare_grad_scaler(self, scaler: Any) -> PreparedGradScaler:
         if self._grad_scaler is not None:
@@ -240,6 +259,9 @@ class ZKDV:
         `batch` is `(inputs, targets, *extra)`, or a list of such micro-batches for gradient
         accumulation: one optimizer step over all of them, each through proof.forward() and
         proof.backward() in order (the loss scaled as the loop writes it, e.g. `loss / 4`).
+        With no loss module prepared, the loss is the loop's own code from proof.forward()'s
+        output to proof.backward(), and `batch` is any tensor, tuple, list or dict of tensors
+        (`model(**batch)`), or a list of such micro-batches (docs/python.md, "Losses written as code").
         """
 
         if overlap is None:
@@ -247,6 +269,9 @@ class ZKDV:
         return EagerTransaction(self, batch, overlap)
 
     def _open_transaction(self, transaction: EagerTransaction) -> None:
+        if self._loss is None:
+            self._open_loss_code_transaction(transaction)
+            return
         batch = transaction.batch
         for micro in transaction.micro_batches:
             if not 2 <= len(micro) <= 2 + program.MAX_EXTRA_INPUTS or not all(isinstance(value, torch.Tensor) for value in micro):
@@ -265,9 +290,64 @@ class ZKDV:
                 "form" % (2 + self._extra_inputs, len(batch))
             )
         self._native.begin([list(micro) for micro in transaction.micro_batches])
+        transaction.begun = True
+
+    def _open_loss_code_transaction(self, transaction: EagerTransaction) -> None:
+        leaves = []
+        form = None
+        for index, micro in enumerate(transaction.micro_batches):
+            flat, spec = pytree.tree_flatten(micro)
+            if not flat or not all(isinstance(value, torch.Tensor) for value in flat):
+                raise RuntimeError(
+                    "with the loss written as code, a ZKDV Torch transaction's batch is a tensor, or a tuple, list or dict of "
+                    "tensors (model(**batch)), or a list of such micro-batches: %s holds %s (docs/python.md)" % (
+                        "the batch" if len(transaction.micro_batches) == 1 else "micro-batch %d" % index,
+                        "no tensor" if not flat else "a %s" % type(next(v for v in flat if not isinstance(v, torch.Tensor))).__name__)
+                )
+            if form is None:
+                form = spec
+            elif spec != form:
+                raise RuntimeError("every micro-batch of a transaction has the same form: micro-batch %d is not shaped as micro-batch 0" % index)
+            leaves.append(flat)
+        transaction.leaves = leaves
+        if self._program is None:
+            # The recorder begins the first transaction once the code has run to proof.backward().
+            self._require_loss_code_sealable(loss_code.user_line())
+            return
+        if self._loss_code is None or form != self._loss_code.batch_form:
+            raise RuntimeError(
+                "this proof sealed a step whose batch has another form than this transaction's (%s): every transaction's batch "
+                "holds the same tensors under the same names" % loss_code.user_line()
+            )
+        self._native.begin(leaves)
+        transaction.begun = True
+
+    def _require_loss_code_sealable(self, where: str) -> None:
+        if self._seal_error is not None:
+            raise RuntimeError("this proof could not seal its training step (" + self._seal_error + "); create a new proof")
+        if self._model is None:
+            raise RuntimeError("prepare the model before the first transaction: model = proof.prepare(model)")
+        if self._optimizer is None:
+            raise RuntimeError("prepare the optimizer before the first transaction: optimizer = proof.prepare(optimizer)")
+        if self._program_kind == "exported-graph" and not export_program.available():
+            raise RuntimeError(
+                "the exported-graph program kind needs torch 2.x with torch.export (this is torch %s; the transaction at %s); "
+                "seal the step as TorchScript (ZKDVConfig(program=\"torchscript\")), which traces the loss written as code" % (
+                    torch.__version__, where)
+            )
+        _require_training_mode(self._model)
+        _refuse_compiled(self._model)
 
     def _close_transaction(self, transaction: EagerTransaction, failing: bool) -> None:
         transaction.loss = None
+        capture = transaction.capture
+        if capture is not None:
+            # Left before proof.backward(): the eager forward's moves of the buffers are undone.
+            transaction.capture = None
+            capture.stop()
+            buffers.restore(self._model, transaction.saved_buffers)
+        if not transaction.begun:
+            return
         try:
             self._native.end()
         except RuntimeError:
@@ -277,12 +357,15 @@ class ZKDV:
                 raise
 
     def _seal_program_once(self, extra_inputs: int, batch) -> None:
+        self._sealing(lambda: self._seal_program(extra_inputs, batch))
+
+    def _sealing(self, seal) -> None:
         # The recorder binds the model and the optimizer for good, so a proof whose first
         # sealing failed half-way cannot try again; it says why at every later transaction.
         if self._seal_error is not None:
             raise RuntimeError("this proof could not seal its training step (" + self._seal_error + "); create a new proof")
         try:
-            self._seal_program(extra_inputs, batch)
+            seal()
         except RuntimeError as error:
             # Before the recorder took the model (eval mode, unscriptable code, a random
             # operation) the user can fix the model and try again; after, not.
@@ -304,22 +387,70 @@ class ZKDV:
         for module in (self._model, self._loss):
             _refuse_compiled(module)  # model.compile() after prepare compiles in place
         if self._program_kind == "exported-graph":
-            graph, parameters, buffers = export_program.export_step(self._model, self._loss, batch)
-            self._native.prepare_exported(graph, [n for n, _ in parameters], [t for _, t in parameters], [n for n, _ in buffers],
-                                          [t for _, t in buffers])
+            self._prepare_exported(export_program.ExportedStep(self._model, self._loss), batch)
             scripted = export_program.EXPORTED
         else:
             scripted = program.seal(self._model, self._loss, extra_inputs)
             self._native.prepare_model(scripted._c)
+        self._bind_program(scripted)
+        self._extra_inputs = extra_inputs
+
+    def _prepare_exported(self, step: torch.nn.Module, batch) -> None:
+        graph, parameters, buffers = export_program.export_module(step, batch)
+        self._native.prepare_exported(graph, [n for n, _ in parameters], [t for _, t in parameters], [n for n, _ in buffers],
+                                      [t for _, t in buffers])
+
+    def _bind_program(self, sealed: Any) -> None:
+        # The recorder now holds the model; with the optimizer it writes the root.
         self._model_bound = True
         self._native.prepare_optimizer(self._optimizer.native)
         self._declare_schedule()
         scaler = self._scaling()
         if scaler is not None:
             self._native.grad_scaler(*scaler._declaration())
-        self._program = scripted
-        self._extra_inputs = extra_inputs
+        self._program = sealed
         self._parameters = tuple(self._native.parameters())
+
+    def _seal_loss_code(self, transaction: EagerTransaction, loss: Any) -> None:
+        """At the first transaction's first proof.backward(): seals the model call and the
+        captured code to `loss`, begins the transaction in the recorder, and runs micro-batch 0
+        through the sealed step, whose loss the rest of backward() checks the loop's against."""
+
+        capture = transaction.capture
+        transaction.capture = None
+        capture.stop()
+        try:
+            scaler = self._scaling()
+            unscaled = scaler._differentiated(loss) if scaler is not None else None
+            tail = capture.tail(unscaled if unscaled is not None else loss)
+        finally:
+            buffers.restore(self._model, transaction.saved_buffers)
+        expected = [capture.value(tail.loss)] + capture.output_tensors
+        self._sealing(lambda: self._seal_loss_code_step(transaction.call, tail, transaction.leaves[0], expected))
+        self._loss_code = _SealedLossCode(transaction.call, pytree.tree_flatten(transaction.micro_batches[0])[1], capture, tail.lines())
+        self._native.begin(transaction.leaves)
+        transaction.begun = True
+        with _autocast(transaction.autocast):
+            transaction.loss = self._run_loss_code_step()[0]
+
+    def _seal_loss_code_step(self, call: loss_code.CallForm, tail: loss_code.Tail, batch: list, expected: list) -> None:
+        if self._program_kind == "exported-graph":
+            self._prepare_exported(loss_code.LossCodeStep(self._model, call, tail), batch)
+            self._bind_program(export_program.EXPORTED)
+            return
+        scripted = program.seal_traced(loss_code.ListedLossCodeStep(self._model, call, tail), batch, expected)
+        self._native.prepare_model(scripted._c)
+        self._bind_program(scripted)
+
+    def _run_loss_code_step(self) -> list:
+        """Runs the open micro-batch through the sealed step: [loss, *the model output's tensors]."""
+
+        if self._program is export_program.EXPORTED:
+            return self._native.forward_exported()
+        loss = self._native.forward(self._program._c)
+        results = self._program.output
+        self._program.output = None  # the program holds no tensor between steps
+        return [loss] + list(results[1:])
 
     def forward(self, model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         """Runs the prepared model; inside a transaction, through the sealed program."""
@@ -330,6 +461,8 @@ class ZKDV:
         transaction = current_transaction()
         if transaction is None or transaction.proof is not self:
             return model(*args, **kwargs)
+        if self._loss is None:
+            return self._forward_loss_code(transaction, model, args, kwargs)
         # The next micro-batch's (the recorder refuses a forward past the last one).
         micro = transaction.micro_batches[min(transaction.forwards, len(transaction.micro_batches) - 1)]
         expected = (micro[0],) + micro[2:]
@@ -342,7 +475,7 @@ class ZKDV:
                    if len(transaction.micro_batches) > 1 else "")
             )
         if self._program is export_program.EXPORTED:
-            loss, output = self._native.forward_exported()
+            loss, output = self._native.forward_exported()[:2]
         else:
             loss = self._native.forward(self._program._c)
             output = self._program.output
@@ -352,6 +485,37 @@ class ZKDV:
         transaction.forwards += 1
         return output
 
+    def _forward_loss_code(self, transaction: EagerTransaction, model: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
+        micro = min(transaction.forwards, len(transaction.micro_batches) - 1)
+        call = loss_code.CallForm(args, kwargs, transaction.leaves[micro])
+        if not transaction.begun:
+            if transaction.capture is not None:
+                raise RuntimeError(
+                    "proof.backward() the loss of micro-batch 0 before proof.forward() of the next: in the first transaction "
+                    "the code between them is what the step seals"
+                )
+            # The first transaction runs the model eagerly and watches the loop's code to the loss;
+            # proof.backward() seals both and runs the transaction through the sealed step.
+            transaction.call = call
+            transaction.autocast = _autocast_state()
+            transaction.saved_buffers = buffers.saved(model)
+            output = model(*args, **kwargs)
+            capture = loss_code.Capture(model, transaction.leaves[0], output)
+            capture.start()
+            transaction.capture = capture
+            transaction.forwards += 1
+            return output
+        sealed = self._loss_code
+        if not call.same_as(sealed.call):
+            raise RuntimeError(
+                "proof.forward(model, ...) at %s calls the model otherwise than the sealed step does: it was sealed calling it with "
+                "the same batch tensors in the same places and the same other arguments in every transaction" % loss_code.user_line()
+            )
+        outputs = self._run_loss_code_step()
+        transaction.loss = outputs[0]
+        transaction.forwards += 1
+        return loss_code.rebuild_output(outputs[1:], sealed.output_constants, sealed.output_spec)
+
     def backward(self, loss: torch.Tensor, gradient: Any = None) -> None:
         """Differentiates the sealed program's loss (the one the tape records)."""
 
@@ -359,6 +523,8 @@ class ZKDV:
         if transaction is None or transaction.proof is not self:
             torch.autograd.backward(loss, gradient)
             return
+        if transaction.capture is not None:
+            self._seal_loss_code(transaction, loss)
         recorded = transaction.loss
         if recorded is None:
             raise RuntimeError("proof.backward() before proof.forward(): compute the loss from proof.forward(model, inputs)")
@@ -371,11 +537,19 @@ class ZKDV:
         if written is not recorded and not _same_value(written, recorded):
             scale = _loss_scale(written, recorded)
             if scale is None:
+                if self._loss_code is not None:
+                    raise RuntimeError(
+                        "proof.backward() at %s received a loss the sealed program did not compute: the step was sealed at the "
+                        "first transaction from the loop's code at %s, and the code between proof.forward() and proof.backward() "
+                        "computes the same function in every transaction (a number read from a tensor, or a branch taken "
+                        "then, is part of it as it was)" % (loss_code.user_line(), ", ".join(self._loss_code.lines) or "proof.forward()")
+                    )
                 raise RuntimeError(
                     "proof.backward() received a loss the sealed program did not compute: the tape records "
                     "loss(model(inputs), targets) with the prepared loss module, divided or multiplied by a number "
                     "(loss / accumulation_steps) at most, and multiplied by the scale of a GradScaler prepared with "
-                    "proof.prepare(scaler) (scaler.scale(loss)); anything else added to it is not replayed"
+                    "proof.prepare(scaler) (scaler.scale(loss)); anything else added to it is not replayed (to seal a loss "
+                    "written as code, do not prepare a loss module)"
                 )
             op, by, integral = scale
             by = int(by) if integral else by
@@ -494,10 +668,11 @@ def _is_scheduler(value: Any) -> bool:
     return isinstance(value, (base, lr_scheduler.ReduceLROnPlateau))
 
 
-def _require_training_mode(model: torch.nn.Module, loss: torch.nn.Module) -> None:
+def _require_training_mode(model: torch.nn.Module, loss: Optional[torch.nn.Module] = None) -> None:
     # The auditor replays the sealed step after module.train(); a module sealed in eval mode
     # (BatchNorm on running statistics, dropout off) would replay differently.
-    evaluating = [name or type(module).__name__ for owner in (model, loss) for name, module in owner.named_modules() if not module.training]
+    owners = (model,) if loss is None else (model, loss)
+    evaluating = [name or type(module).__name__ for owner in owners for name, module in owner.named_modules() if not module.training]
     if evaluating:
         raise RuntimeError(
             "ZKDV seals the training step in training mode (the auditor replays it after module.train()), but "
@@ -542,3 +717,42 @@ def _same_value(loss: torch.Tensor, recorded: torch.Tensor) -> bool:
         and loss.shape == recorded.shape
         and bool(torch.equal(loss.detach(), recorded.detach()))
     )
+
+
+class _SealedLossCode:
+    """What a step sealed with the loss written as code fixes for every later transaction."""
+
+    def __init__(self, call: loss_code.CallForm, batch_form: Any, capture: loss_code.Capture, lines: list) -> None:
+        self.call = call
+        self.batch_form = batch_form
+        self.output_spec = capture.output_spec
+        self.output_constants = capture.output_constants
+        self.lines = lines
+
+
+def _autocast_state() -> tuple:
+    """The autocast proof.forward() ran under: ((device type, dtype), ...)."""
+
+    state = []
+    for device in ("cpu", "cuda"):
+        try:
+            enabled = torch.is_autocast_enabled(device)
+        except TypeError:  # torch < 2.4
+            enabled = torch.is_autocast_cpu_enabled() if device == "cpu" else torch.is_autocast_enabled()
+        if enabled:
+            getter = getattr(torch, "get_autocast_dtype", None)
+            dtype = getter(device) if getter else (torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype())
+            state.append((device, dtype))
+    return tuple(state)
+
+
+def _autocast(state: tuple) -> contextlib.ExitStack:
+    # The forward's autocast again, for the sealed step's run of micro-batch 0 in backward().
+    stack = contextlib.ExitStack()
+    enabled = dict(state)
+    for device, now in ((d, dict(_autocast_state()).get(d)) for d in ("cpu", "cuda")):
+        if device in enabled:
+            stack.enter_context(torch.autocast(device, dtype=enabled[device]))
+        elif now is not None:
+            stack.enter_context(torch.autocast(device, enabled=False))
+    return stack

@@ -3,6 +3,8 @@
 from contextvars import ContextVar
 from typing import Optional
 
+import torch
+
 from zkdv import overlap as overlap_policy
 
 # One transaction at a time in a thread or task, across every proof (as the seed).
@@ -29,14 +31,21 @@ class EagerTransaction:
         self.proof = proof
         # A list of batches is gradient accumulation: one step over several micro-batches, each
         # through proof.forward() and proof.backward() in order (docs/python.md).
-        if isinstance(batch, list) and batch and all(isinstance(micro, (tuple, list)) for micro in batch):
-            self.micro_batches = tuple(tuple(micro) for micro in batch)
+        if isinstance(batch, list) and batch and all(isinstance(micro, (tuple, list, dict)) for micro in batch):
+            self.micro_batches = tuple(_micro_batch(micro) for micro in batch)
         else:
-            self.micro_batches = (tuple(batch),)
+            self.micro_batches = (_micro_batch(batch),)
         self.batch = self.micro_batches[0]  # the micro-batch of the next (or last) forward
         self.forwards = 0
         self.overlap = overlap
         self.loss = None  # the sealed program's loss of the last forward
+        # With the loss written as code: each micro-batch's tensors in pytree order (what the
+        # tape records), and, in the first transaction, the capture of the code (loss_code.py)
+        # until the recorder begins the transaction at the first proof.backward().
+        self.leaves = None
+        self.capture = None
+        self.saved_buffers = {}  # the model's buffers before the capture's eager forward
+        self.begun = False
         proof._open_transaction(self)
         self._token = _CURRENT.set(self)
 
@@ -55,3 +64,12 @@ class EagerTransaction:
         _CURRENT.reset(self._token)
         self._token = None
         self.proof._close_transaction(self, failing)
+
+
+def _micro_batch(batch):
+    # A dict is a batch of named tensors (model(**batch)); a lone tensor is a batch of one.
+    if isinstance(batch, dict):
+        return batch
+    if isinstance(batch, torch.Tensor):
+        return (batch,)
+    return tuple(batch)
