@@ -41,6 +41,7 @@ constexpr std::array kAllowed = {
     "aten::expand_as", "aten::view_as", "aten::select.int", "aten::slice.Tensor", "aten::narrow", "aten::split.Tensor",
     "aten::split_with_sizes", "aten::chunk", "aten::unbind.int", "aten::cat", "aten::stack", "aten::repeat", "aten::clone",
     "aten::alias", "aten::movedim.int", "aten::index_select", "aten::gather", "aten::index.Tensor", "aten::masked_fill.Scalar",
+    "aten::masked_fill_.Scalar",
     "aten::masked_fill.Tensor", "aten::where.self", "aten::where.ScalarOther", "aten::where.ScalarSelf", "aten::tril", "aten::triu",
     "aten::pad", "aten::constant_pad_nd", "aten::embedding", "aten::one_hot", "aten::detach",
     // dtype conversion; the device a graph names is never its own choice: the interpreter runs
@@ -82,7 +83,7 @@ constexpr std::array kAllowed = {
 // tests/program/test_exported_graph.cpp checks this table against the schemas of the
 // libtorch it is built with.
 constexpr const char* kMayAliasFirst[] = {
-    "aten::relu_", "aten::add_.Tensor", "aten::mul_.Tensor", "aten::dropout", "aten::feature_dropout", "aten::view", "aten::reshape",
+    "aten::relu_", "aten::add_.Tensor", "aten::mul_.Tensor", "aten::masked_fill_.Scalar", "aten::dropout", "aten::feature_dropout", "aten::view", "aten::reshape",
     "aten::flatten.using_ints", "aten::unflatten.int", "aten::permute", "aten::transpose.int", "aten::t", "aten::unsqueeze",
     "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims", "aten::contiguous", "aten::expand", "aten::expand_as",
     "aten::view_as", "aten::select.int", "aten::slice.Tensor", "aten::narrow", "aten::split.Tensor", "aten::split_with_sizes",
@@ -111,6 +112,7 @@ constexpr WritingOperator kWriting[] = {
     {"aten::relu_", {{0, "self"}, {}}, 1},
     {"aten::add_.Tensor", {{0, "self"}, {}}, 1},
     {"aten::mul_.Tensor", {{0, "self"}, {}}, 1},  // transformers.Trainer's loss *= loss_scale
+    {"aten::masked_fill_.Scalar", {{0, "self"}, {}}, 1},  // a bool attention mask made additive
     {"aten::batch_norm", {{3, "running_mean"}, {4, "running_var"}}, 2},
     {"aten::instance_norm", {{3, "running_mean"}, {4, "running_var"}}, 2},
 };

@@ -326,3 +326,68 @@ def test_a_tensor_the_model_holds_outside_its_state_is_refused(tmp_path, program
         with proof.transaction(batch=(x, y)):
             proof.backward(F.cross_entropy(proof.forward(model, x), y))
     proof.close()
+
+
+class PaddedEncoder(torch.nn.Module):
+    """nn.TransformerEncoderLayer with a bool key padding mask from the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.head = torch.nn.Linear(16, 3)
+
+    def forward(self, x, pad):
+        return self.head(self.layer(x, src_key_padding_mask=pad).mean(1))
+
+
+class CausalAttention(torch.nn.Module):
+    """nn.MultiheadAttention with a bool causal mask from the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = torch.nn.Linear(16, 3)
+
+    def forward(self, x, mask):
+        return self.head(self.attn(x, x, x, attn_mask=mask, need_weights=False)[0].mean(1))
+
+
+def masked_batches(kind, steps=6, seed=12):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        y = torch.randint(0, 3, (4,), generator=generator)
+        x = torch.randn(4, 5, 16, generator=generator)
+        if kind == "padding":
+            mask = torch.zeros(4, 5, dtype=torch.bool)
+            mask[0, 3:] = True
+        else:
+            mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+        yield x, y, mask
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("kind", ["padding", "causal"])
+def test_bool_attention_masks_from_the_batch(tmp_path, kind, program):
+    """torch makes a bool mask additive in place (zeros_like(mask).masked_fill_(mask, -inf)):
+    the in-place fill of the step's own value is admitted, and the run is torch's."""
+    make = PaddedEncoder if kind == "padding" else CausalAttention
+    steps = 6
+    tape = tmp_path / ("%s.zkdv" % kind)
+    torch.manual_seed(31)
+    model = make()
+    with zkdv.torch.ZKDV(tape, CONFIGS[program], replay_snapshot_interval=4) as proof:
+        model, optimizer = proof.prepare(model, adamw(model))
+        for x, y, mask in masked_batches(kind, steps):
+            with proof.transaction(batch=(x, y, mask)):
+                optimizer.zero_grad()
+                proof.backward(F.cross_entropy(proof.forward(model, x, mask), y))
+                optimizer.step()
+    torch.manual_seed(31)
+    plain = make()
+    optimizer = adamw(plain)
+    for x, y, mask in masked_batches(kind, steps):
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(plain(x, mask), y).backward()
+        optimizer.step()
+    assert_same_training(model, plain)
+    assert_replays_exact(tmp_path, tape, steps)
