@@ -391,3 +391,31 @@ def test_bool_attention_masks_from_the_batch(tmp_path, kind, program):
         optimizer.step()
     assert_same_training(model, plain)
     assert_replays_exact(tmp_path, tape, steps)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_the_loss_written_as_code_under_autocast(tmp_path, program):
+    """bfloat16 CPU autocast around the forward and the loss, backward outside it (torch's
+    recipe): the sealed step runs under the recorded autocast, as the loop did."""
+    steps = 6
+    tape = tmp_path / "autocast.zkdv"
+    model = fresh_mlp()
+    with zkdv.torch.ZKDV(tape, CONFIGS[program], replay_snapshot_interval=4) as proof:
+        model, optimizer = proof.prepare(model, adamw(model))
+        for x, y in batches(steps):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    loss = F.cross_entropy(proof.forward(model, x), y)
+                proof.backward(loss)
+                optimizer.step()
+    plain = fresh_mlp()
+    optimizer = adamw(plain)
+    for x, y in batches(steps):
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.cross_entropy(plain(x), y)
+        loss.backward()
+        optimizer.step()
+    assert_same_training(model, plain)
+    assert_replays_exact(tmp_path, tape, steps)

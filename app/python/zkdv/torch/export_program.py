@@ -66,7 +66,7 @@ def export_module(step: torch.nn.Module, batch: Sequence[torch.Tensor]) -> Tuple
     try:
         # Without autocast: the graph holds the operators as written, and the recorder and the
         # replay run it under the autocast the tape records for each transaction (spec 5.5).
-        with buffers.kept(step), _without_autocast():
+        with buffers.kept(step), without_autocast():
             exported = torch.export.export(step, tuple(batch), strict=False)
     except Exception as error:
         raise RuntimeError("ZKDV could not export the training step with torch.export: " + str(error)) from error
@@ -83,12 +83,18 @@ def export_module(step: torch.nn.Module, batch: Sequence[torch.Tensor]) -> Tuple
     return program, [(name, tensors[name]) for name in parameter_names], [(name, tensors[name]) for name in buffer_names]
 
 
-def _without_autocast():
+def without_autocast():
+    """Autocast off for capturing a step (export or trace): the program holds the operators as
+    written, and the recorder and the replay run it under each transaction's recorded autocast."""
     import contextlib
 
     stack = contextlib.ExitStack()
     for device in ("cpu", "cuda"):
-        if torch.is_autocast_enabled(device):
+        try:
+            enabled = torch.is_autocast_enabled(device)
+        except TypeError:  # torch < 2.4
+            enabled = torch.is_autocast_cpu_enabled() if device == "cpu" else torch.is_autocast_enabled()
+        if enabled:
             stack.enter_context(torch.autocast(device, enabled=False))
     return stack
 

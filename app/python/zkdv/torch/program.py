@@ -1,13 +1,14 @@
 """The sealed program generated from the user's model and loss module (docs/python.md)."""
 
+import contextlib
 import io
 import warnings
-from typing import List, Optional
+from typing import Callable, ContextManager, List, Optional
 
 import torch
 from torch import Tensor
 
-from zkdv.torch import buffers
+from zkdv.torch import buffers, export_program
 
 
 class _Step(torch.nn.Module):
@@ -102,16 +103,18 @@ def seal(model: torch.nn.Module, loss: torch.nn.Module, extra_inputs: int = 0) -
         ) from error
 
 
-def seal_traced(step: torch.nn.Module, batch: List[Tensor], expected: List[Tensor]) -> torch.jit.ScriptModule:
+def seal_traced(step: torch.nn.Module, batch: List[Tensor], expected: List[Tensor],
+                autocast: Callable[[], ContextManager] = contextlib.nullcontext) -> torch.jit.ScriptModule:
     """Traces `step` (forward(batch: List[Tensor]) -> [loss, *outputs]) on the first micro-batch
     and scripts the TracedStep around it. The trace records the operators the model and the
     captured code ran for this batch: what the model's Python decided (a branch, a shape) is
     fixed as it was, as in an exported graph, and a tensor made there is a constant, which the
     program check refuses. The model's own tensors are shared, as with scripting. `expected` is
-    what the loop's own code computed on that batch ([loss, *output tensors])."""
+    what the loop's own code computed on that batch ([loss, *output tensors]), under the autocast
+    `autocast()` enters (the forward's)."""
 
     try:
-        with buffers.kept(step), warnings.catch_warnings():
+        with buffers.kept(step), export_program.without_autocast(), warnings.catch_warnings():
             # The tracer warns of every Python value it fixes; the loss check of every later
             # transaction is what catches one that would differ (docs/python.md).
             warnings.simplefilter("ignore")
@@ -119,11 +122,12 @@ def seal_traced(step: torch.nn.Module, batch: List[Tensor], expected: List[Tenso
             scripted = torch.jit.script(TracedStep(traced))
     except Exception as error:
         raise RuntimeError("ZKDV could not trace the training step with torch.jit.trace: " + str(error)) from error
-    _require_same_once_saved(scripted, batch, expected)
+    _require_same_once_saved(scripted, batch, expected, autocast)
     return scripted
 
 
-def _require_same_once_saved(scripted: torch.jit.ScriptModule, batch: List[Tensor], expected: List[Tensor]) -> None:
+def _require_same_once_saved(scripted: torch.jit.ScriptModule, batch: List[Tensor], expected: List[Tensor],
+                             autocast: Callable[[], ContextManager]) -> None:
     """The auditor runs the program as saved and loaded. A trace records a Python number used
     with a tensor (`1e-3 * l2`) as a 0-dim tensor constant that, in memory, promotes like the
     number but, once saved, like a float64 tensor: the saved step would compute another dtype
@@ -137,15 +141,23 @@ def _require_same_once_saved(scripted: torch.jit.ScriptModule, batch: List[Tenso
     torch.jit.save(scripted, saved)
     saved.seek(0)
     loaded = torch.jit.load(saved)
-    with torch.no_grad(), torch.jit.optimized_execution(False):
+    with torch.no_grad(), torch.jit.optimized_execution(False), autocast():
         there = [loaded.training_step(list(batch))] + list(loaded.output[1:])
     for index, (a, b) in enumerate(zip(expected, there)):
-        if a.dtype != b.dtype or a.shape != b.shape or not torch.equal(a.detach(), b):
-            what = "the loss" if index == 0 else "output tensor %d" % (index - 1)
-            raise RuntimeError(
-                "ZKDV cannot seal this loss written as code as TorchScript: the loop's code computed %s as %s %s, but the traced "
-                "program, as the auditor loads it, computes %s %s (a Python number the code multiplies or adds to a 0-dim tensor "
-                "becomes a float64 constant once a trace is saved); seal the step with torch.export "
-                "(ZKDVConfig(program=\"exported-graph\"), torch 2.x), or prepare a loss module" % (
-                    what, str(a.dtype).replace("torch.", ""), list(a.shape), str(b.dtype).replace("torch.", ""), list(b.shape))
-            )
+        if a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.detach(), b):
+            continue
+        what = "the loss" if index == 0 else "output tensor %d" % (index - 1)
+        if a.dtype != b.dtype:
+            why = ("computes %s %s (a Python number the code multiplies or adds to a 0-dim tensor becomes a float64 constant "
+                   "once a trace is saved)" % (_dtype(b), list(b.shape)))
+        else:
+            why = "computes other values (the trace fixed something the loop's code computes otherwise)"
+        raise RuntimeError(
+            "ZKDV cannot seal this loss written as code as TorchScript: the loop's code computed %s as %s %s, but the traced "
+            "program, as the auditor loads it, %s; seal the step with torch.export (ZKDVConfig(program=\"exported-graph\"), "
+            "torch 2.x), or prepare a loss module" % (what, _dtype(a), list(a.shape), why)
+        )
+
+
+def _dtype(tensor: Tensor) -> str:
+    return str(tensor.dtype).replace("torch.", "")

@@ -426,19 +426,19 @@ class ZKDV:
         finally:
             buffers.restore(self._model, transaction.saved_buffers)
         expected = [capture.value(tail.loss)] + capture.output_tensors
-        self._sealing(lambda: self._seal_loss_code_step(transaction.call, tail, transaction.leaves[0], expected))
+        self._sealing(lambda: self._seal_loss_code_step(transaction.call, tail, transaction.leaves[0], expected, transaction.autocast))
         self._loss_code = _SealedLossCode(transaction.call, pytree.tree_flatten(transaction.micro_batches[0])[1], capture, tail.lines())
         self._native.begin(transaction.leaves)
         transaction.begun = True
         with _autocast(transaction.autocast):
             transaction.loss = self._run_loss_code_step()[0]
 
-    def _seal_loss_code_step(self, call: loss_code.CallForm, tail: loss_code.Tail, batch: list, expected: list) -> None:
+    def _seal_loss_code_step(self, call: loss_code.CallForm, tail: loss_code.Tail, batch: list, expected: list, autocast: tuple) -> None:
         if self._program_kind == "exported-graph":
             self._prepare_exported(loss_code.LossCodeStep(self._model, call, tail), batch)
             self._bind_program(export_program.EXPORTED)
             return
-        scripted = program.seal_traced(loss_code.ListedLossCodeStep(self._model, call, tail), batch, expected)
+        scripted = program.seal_traced(loss_code.ListedLossCodeStep(self._model, call, tail), batch, expected, lambda: _autocast(autocast))
         self._native.prepare_model(scripted._c)
         self._bind_program(scripted)
 
