@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
-from zkdv.torch import buffers
+from zkdv.torch import autocast, buffers
 
 _DTYPES = {
     torch.float64: "F64",
@@ -64,9 +64,8 @@ def export_module(step: torch.nn.Module, batch: Sequence[torch.Tensor]) -> Tuple
     # torch.export runs the step once to trace it: keep BatchNorm's running statistics (and
     # anything else the step updates) as they were, so the recorded first step starts there.
     try:
-        # Without autocast: the graph holds the operators as written, and the recorder and the
-        # replay run it under the autocast the tape records for each transaction (spec 5.5).
-        with buffers.kept(step), without_autocast():
+        # Without autocast (autocast.py): the graph holds the operators as written (spec 5.5).
+        with buffers.kept(step), autocast.off():
             exported = torch.export.export(step, tuple(batch), strict=False)
     except Exception as error:
         raise RuntimeError("ZKDV could not export the training step with torch.export: " + str(error)) from error
@@ -81,22 +80,6 @@ def export_module(step: torch.nn.Module, batch: Sequence[torch.Tensor]) -> Tuple
     canonical = {name: first.get(id(tensor), name) for name, tensor in tensors.items()}
     program, parameter_names, buffer_names = _write(exported, canonical)
     return program, [(name, tensors[name]) for name in parameter_names], [(name, tensors[name]) for name in buffer_names]
-
-
-def without_autocast():
-    """Autocast off for capturing a step (export or trace): the program holds the operators as
-    written, and the recorder and the replay run it under each transaction's recorded autocast."""
-    import contextlib
-
-    stack = contextlib.ExitStack()
-    for device in ("cpu", "cuda"):
-        try:
-            enabled = torch.is_autocast_enabled(device)
-        except TypeError:  # torch < 2.4
-            enabled = torch.is_autocast_cpu_enabled() if device == "cpu" else torch.is_autocast_enabled()
-        if enabled:
-            stack.enter_context(torch.autocast(device, enabled=False))
-    return stack
 
 
 def _write(exported: "torch.export.ExportedProgram", canonical: Dict[str, str]) -> Tuple[bytes, List[str], List[str]]:

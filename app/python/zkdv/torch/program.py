@@ -8,7 +8,7 @@ from typing import Callable, ContextManager, List, Optional
 import torch
 from torch import Tensor
 
-from zkdv.torch import buffers, export_program
+from zkdv.torch import autocast, buffers
 
 
 class _Step(torch.nn.Module):
@@ -104,17 +104,17 @@ def seal(model: torch.nn.Module, loss: torch.nn.Module, extra_inputs: int = 0) -
 
 
 def seal_traced(step: torch.nn.Module, batch: List[Tensor], expected: List[Tensor],
-                autocast: Callable[[], ContextManager] = contextlib.nullcontext) -> torch.jit.ScriptModule:
+                forward_autocast: Callable[[], ContextManager] = contextlib.nullcontext) -> torch.jit.ScriptModule:
     """Traces `step` (forward(batch: List[Tensor]) -> [loss, *outputs]) on the first micro-batch
     and scripts the TracedStep around it. The trace records the operators the model and the
     captured code ran for this batch: what the model's Python decided (a branch, a shape) is
     fixed as it was, as in an exported graph, and a tensor made there is a constant, which the
     program check refuses. The model's own tensors are shared, as with scripting. `expected` is
     what the loop's own code computed on that batch ([loss, *output tensors]), under the autocast
-    `autocast()` enters (the forward's)."""
+    `forward_autocast()` enters (the forward's)."""
 
     try:
-        with buffers.kept(step), export_program.without_autocast(), warnings.catch_warnings():
+        with buffers.kept(step), autocast.off(), warnings.catch_warnings():
             # The tracer warns of every Python value it fixes; the loss check of every later
             # transaction is what catches one that would differ (docs/python.md).
             warnings.simplefilter("ignore")
@@ -122,12 +122,12 @@ def seal_traced(step: torch.nn.Module, batch: List[Tensor], expected: List[Tenso
             scripted = torch.jit.script(TracedStep(traced))
     except Exception as error:
         raise RuntimeError("ZKDV could not trace the training step with torch.jit.trace: " + str(error)) from error
-    _require_same_once_saved(scripted, batch, expected, autocast)
+    _require_same_once_saved(scripted, batch, expected, forward_autocast)
     return scripted
 
 
 def _require_same_once_saved(scripted: torch.jit.ScriptModule, batch: List[Tensor], expected: List[Tensor],
-                             autocast: Callable[[], ContextManager]) -> None:
+                             forward_autocast: Callable[[], ContextManager]) -> None:
     """The auditor runs the program as saved and loaded. A trace records a Python number used
     with a tensor (`1e-3 * l2`) as a 0-dim tensor constant that, in memory, promotes like the
     number but, once saved, like a float64 tensor: the saved step would compute another dtype
@@ -141,7 +141,7 @@ def _require_same_once_saved(scripted: torch.jit.ScriptModule, batch: List[Tenso
     torch.jit.save(scripted, saved)
     saved.seek(0)
     loaded = torch.jit.load(saved)
-    with torch.no_grad(), torch.jit.optimized_execution(False), autocast():
+    with torch.no_grad(), torch.jit.optimized_execution(False), forward_autocast():
         there = [loaded.training_step(list(batch))] + list(loaded.output[1:])
     for index, (a, b) in enumerate(zip(expected, there)):
         if a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.detach(), b):

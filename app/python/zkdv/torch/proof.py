@@ -1,6 +1,5 @@
 """zkdv.torch.ZKDV: the seed's Torch frontend, recording through the C++ core."""
 
-import contextlib
 import json
 import os
 import sys
@@ -13,7 +12,7 @@ from torch.utils import _pytree as pytree
 from zkdv import _native
 from zkdv import overlap as overlap_policy
 from zkdv.config import ZKDVConfig
-from zkdv.torch import buffers, export_program, loss_code, program, schedules
+from zkdv.torch import autocast, buffers, export_program, loss_code, program, schedules
 from zkdv.torch.grad_scaler import PreparedGradScaler, is_grad_scaler
 from zkdv.torch.optimizers import OptimizerContract
 from zkdv.torch.options import SCHEDULER_ENTRIES
@@ -430,15 +429,15 @@ class ZKDV:
         self._loss_code = _SealedLossCode(transaction.call, pytree.tree_flatten(transaction.micro_batches[0])[1], capture, tail.lines())
         self._native.begin(transaction.leaves)
         transaction.begun = True
-        with _autocast(transaction.autocast):
+        with autocast.entered(transaction.autocast):
             transaction.loss = self._run_loss_code_step()[0]
 
-    def _seal_loss_code_step(self, call: loss_code.CallForm, tail: loss_code.Tail, batch: list, expected: list, autocast: tuple) -> None:
+    def _seal_loss_code_step(self, call: loss_code.CallForm, tail: loss_code.Tail, batch: list, expected: list, forward_autocast: tuple) -> None:
         if self._program_kind == "exported-graph":
             self._prepare_exported(loss_code.LossCodeStep(self._model, call, tail), batch)
             self._bind_program(export_program.EXPORTED)
             return
-        scripted = program.seal_traced(loss_code.ListedLossCodeStep(self._model, call, tail), batch, expected, lambda: _autocast(autocast))
+        scripted = program.seal_traced(loss_code.ListedLossCodeStep(self._model, call, tail), batch, expected, lambda: autocast.entered(forward_autocast))
         self._native.prepare_model(scripted._c)
         self._bind_program(scripted)
 
@@ -497,7 +496,7 @@ class ZKDV:
             # The first transaction runs the model eagerly and watches the loop's code to the loss;
             # proof.backward() seals both and runs the transaction through the sealed step.
             transaction.call = call
-            transaction.autocast = _autocast_state()
+            transaction.autocast = autocast.state()
             transaction.saved_buffers = buffers.saved(model)
             output = model(*args, **kwargs)
             capture = loss_code.Capture(model, transaction.leaves[0], output)
@@ -728,31 +727,3 @@ class _SealedLossCode:
         self.output_spec = capture.output_spec
         self.output_constants = capture.output_constants
         self.lines = lines
-
-
-def _autocast_state() -> tuple:
-    """The autocast proof.forward() ran under: ((device type, dtype), ...)."""
-
-    state = []
-    for device in ("cpu", "cuda"):
-        try:
-            enabled = torch.is_autocast_enabled(device)
-        except TypeError:  # torch < 2.4
-            enabled = torch.is_autocast_cpu_enabled() if device == "cpu" else torch.is_autocast_enabled()
-        if enabled:
-            getter = getattr(torch, "get_autocast_dtype", None)
-            dtype = getter(device) if getter else (torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype())
-            state.append((device, dtype))
-    return tuple(state)
-
-
-def _autocast(state: tuple) -> contextlib.ExitStack:
-    # The forward's autocast again, for the sealed step's run of micro-batch 0 in backward().
-    stack = contextlib.ExitStack()
-    enabled = dict(state)
-    for device, now in ((d, dict(_autocast_state()).get(d)) for d in ("cpu", "cuda")):
-        if device in enabled:
-            stack.enter_context(torch.autocast(device, dtype=enabled[device]))
-        elif now is not None:
-            stack.enter_context(torch.autocast(device, enabled=False))
-    return stack
