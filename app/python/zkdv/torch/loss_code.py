@@ -164,8 +164,9 @@ class Capture:
         if TorchFunctionMode is object:
             raise RuntimeError("this torch has no torch.overrides.TorchFunctionMode: prepare the loss module with the model")
         self._refs: Dict[int, Ref] = {}
+        # Every tensor seen stays alive (bound ones in _values), so that no id() is reused meanwhile.
         self._values: Dict[Ref, torch.Tensor] = {}
-        self._alive: List[Any] = []  # every tensor seen stays alive, so no id() is reused meanwhile
+        self._alive: List[Any] = []
         self._state: Dict[int, str] = {}
         for name, tensor in model.named_parameters():
             self._state.setdefault(id(tensor), name)
@@ -209,7 +210,6 @@ class Capture:
     def _bind(self, tensor: torch.Tensor, ref: Ref) -> None:
         self._refs[id(tensor)] = ref
         self._values[ref] = tensor
-        self._alive.append(tensor)
 
     def value(self, ref: Ref) -> torch.Tensor:
         """The tensor the loop's code computed for `ref` (a batch tensor, an output, a result)."""

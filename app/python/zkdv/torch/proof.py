@@ -309,6 +309,7 @@ class ZKDV:
                 raise RuntimeError("every micro-batch of a transaction has the same form: micro-batch %d is not shaped as micro-batch 0" % index)
             leaves.append(flat)
         transaction.leaves = leaves
+        transaction.batch_form = form
         if self._program is None:
             # The recorder begins the first transaction once the code has run to proof.backward().
             self._require_loss_code_sealable(loss_code.user_line())
@@ -395,9 +396,9 @@ class ZKDV:
         self._extra_inputs = extra_inputs
 
     def _prepare_exported(self, step: torch.nn.Module, batch) -> None:
-        graph, parameters, buffers = export_program.export_module(step, batch)
-        self._native.prepare_exported(graph, [n for n, _ in parameters], [t for _, t in parameters], [n for n, _ in buffers],
-                                      [t for _, t in buffers])
+        graph, parameters, held = export_program.export_module(step, batch)
+        self._native.prepare_exported(graph, [n for n, _ in parameters], [t for _, t in parameters], [n for n, _ in held],
+                                      [t for _, t in held])
 
     def _bind_program(self, sealed: Any) -> None:
         # The recorder now holds the model; with the optimizer it writes the root.
@@ -426,7 +427,7 @@ class ZKDV:
             buffers.restore(self._model, transaction.saved_buffers)
         expected = [capture.value(tail.loss)] + capture.output_tensors
         self._sealing(lambda: self._seal_loss_code_step(transaction.call, tail, transaction.leaves[0], expected, transaction.autocast))
-        self._loss_code = _SealedLossCode(transaction.call, pytree.tree_flatten(transaction.micro_batches[0])[1], capture, tail.lines())
+        self._loss_code = _SealedLossCode(transaction.call, transaction.batch_form, capture, tail.lines())
         self._native.begin(transaction.leaves)
         transaction.begun = True
         with autocast.entered(transaction.autocast):

@@ -43,6 +43,7 @@ class EagerTransaction:
         # tape records), and, in the first transaction, the capture of the code (loss_code.py)
         # until the recorder begins the transaction at the first proof.backward().
         self.leaves = None
+        self.batch_form = None  # their pytree form, one for all micro-batches
         self.capture = None
         self.saved_buffers = {}  # the model's buffers before the capture's eager forward
         self.begun = False
