@@ -68,6 +68,10 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     std::printf("gradients  %s\n", gradients.text(summary.transactionCount).c_str());
     if (root.gradScaler)
         std::printf("  grad scaler: %s (the rule and the scale of transaction 0)\n", gradScalerDeclarationJson(*root.gradScaler).c_str());
+    if (root.resumes)
+        std::printf("resumes    the tape of chain head %s (%llu bytes): its transaction 0 is the run's %llu, from the state of digest %s\n",
+                    toHex(root.resumes->chainHead).c_str(), static_cast<unsigned long long>(root.resumes->size),
+                    static_cast<unsigned long long>(root.resumes->transactionsBefore), toHex(root.resumes->stateDigest).c_str());
     std::printf("model      %zu parameters, %zu buffers\n", root.parameters.size(), root.buffers.size());
     for (const TensorSpec& spec : root.parameters)
         std::printf("  parameter %-32s %-5s %s\n", spec.name.c_str(), std::string(dtypeName(spec.dtype)).c_str(), shapeText(spec.shape).c_str());
@@ -132,6 +136,10 @@ int caseInfo(const std::string& path, bool json)
                     tape.snapshotInterval);
         std::printf("  program %s %s (%s)\n", tape.programKind.c_str(), tape.programSha256.c_str(),
                     tape.programPresent ? "present in the case" : "missing: supply the program file");
+        if (tape.link.status != TapeLinkStatus::StartsRun)
+            std::printf("  run: transactions %llu-%llu of a resumed run; %s\n", static_cast<unsigned long long>(tape.transactionsBefore),
+                        static_cast<unsigned long long>(tape.transactionsBefore + std::max<std::uint64_t>(tape.transactionCount, 1) - 1),
+                        tape.link.describe().c_str());
         if (const std::optional<SamplingPlausibility> plausibility = tapeSamplingPlausibility(store.database(), tape))
             std::printf("%s", samplingPlausibilityLines(*plausibility).c_str());
     }

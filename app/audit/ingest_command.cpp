@@ -69,6 +69,11 @@ int runIngest(int argc, char** argv)
                 if (!parser.has("json"))
                     std::printf("%s: %s as tape %lld (%s)\n", path.c_str(), result.alreadyPresent ? "already in the case" : "ingested",
                                 static_cast<long long>(result.tapeId), summaryLine(result.summary).c_str());
+                // A tape of a resumed run: whether it continues the tape it names (its link is
+                // checked again whenever the case is read, so a predecessor ingested later counts).
+                if (result.summary.root && result.summary.root->resumes && !parser.has("json"))
+                    if (const std::optional<CaseTape> tape = store.tape(result.tapeId))
+                        std::printf("  %s\n", tape->link.describe().c_str());
             } catch (const IngestError& error) {
                 progress.finish();
                 entry["result"] = "rejected";

@@ -91,6 +91,11 @@ nlohmann::json rootJson(const RootRecord& root)
         {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},
         {"numerics", root.numerics ? json::parse(root.numerics->toJson()) : json()},
         {"grad_scaler", root.gradScaler ? json::parse(gradScalerDeclarationJson(*root.gradScaler)) : json()},
+        {"resumes", root.resumes ? json{{"chain_head", toHex(root.resumes->chainHead)},
+                                        {"size", root.resumes->size},
+                                        {"transactions", root.resumes->transactionsBefore},
+                                        {"state_digest", toHex(root.resumes->stateDigest)}}
+                                 : json()},
     };
 }
 
@@ -112,6 +117,11 @@ nlohmann::json caseTapeJson(const CaseTape& tape)
         {"snapshots", tape.snapshotCount},
         {"embedded", tape.embedded},
         {"ingested_at", tape.ingestedAt},
+        {"run",
+         {{"transactions_before", tape.transactionsBefore},
+          {"link", std::string(tapeLinkStatusName(tape.link.status))},
+          {"continues_tape", tape.link.previousTapeId ? json(tape.link.previousTapeId) : json()},
+          {"problem", tape.link.problem.empty() ? json() : json(tape.link.problem)}}},
     };
 }
 

@@ -76,4 +76,9 @@ const SlotState& ContractOptimizer::state(const at::Tensor& parameter) const
     return it == states_.end() ? empty : it->second;
 }
 
+void ContractOptimizer::loadState(const at::Tensor& parameter, SlotState state)
+{
+    states_[parameter.unsafeGetTensorImpl()] = std::move(state);
+}
+
 }  // namespace zkdv::optim

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
+#include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -75,6 +77,50 @@ void sortConstantsByName(const torch::jit::Module& module)
     }
 }
 
+// The program is the step's code; a replay takes every value from the tape's snapshots. Saved
+// with its parameters and buffers as zeros, one code and layout seal to one digest whatever
+// the values at sealing, so a resumed run's tape shows it runs its predecessor's program
+// (docs/tape-format.md section 4). The module's own tensors are put back after saving; a
+// tensor held under two names (tied weights) is one zero tensor under both.
+class ZeroedState {
+public:
+    explicit ZeroedState(const torch::jit::Module& module)
+    {
+        std::unordered_map<const void*, at::Tensor> zeros;
+        for (const torch::jit::Module& part : module.modules()) {
+            const c10::ClassTypePtr type = part.type();
+            for (std::size_t slot = 0; slot < type->numAttributes(); ++slot) {
+                if (!type->is_parameter(slot) && !type->is_buffer(slot))
+                    continue;
+                const c10::IValue value = part._ivalue()->getSlot(slot);
+                if (!value.isTensor() || !value.toTensor().defined())
+                    continue;
+                const at::Tensor& tensor = value.toTensor();
+                auto [zero, added] = zeros.try_emplace(tensor.unsafeGetTensorImpl());
+                if (added)
+                    zero->second = at::zeros_like(tensor, at::MemoryFormat::Contiguous).requires_grad_(tensor.requires_grad());
+                saved_.push_back({part._ivalue(), slot, value});
+                part._ivalue()->setSlot(slot, c10::IValue(zero->second));
+            }
+        }
+    }
+    ~ZeroedState()
+    {
+        for (auto& [object, slot, value] : saved_)
+            object->setSlot(slot, std::move(value));
+    }
+    ZeroedState(const ZeroedState&) = delete;
+    ZeroedState& operator=(const ZeroedState&) = delete;
+
+private:
+    struct Saved {
+        c10::intrusive_ptr<c10::ivalue::Object> object;
+        std::size_t slot;
+        c10::IValue value;
+    };
+    std::vector<Saved> saved_;
+};
+
 }  // namespace
 
 void checkSealedProgram(const torch::jit::Module& module)
@@ -118,7 +164,10 @@ SealedProgram sealProgram(const torch::jit::Module& module)
     checkSealedProgram(module);
     sortConstantsByName(module);
     std::ostringstream out;
-    module.save(out);
+    {
+        const ZeroedState zeroed(module);
+        module.save(out);
+    }
     const std::string text = out.str();
     SealedProgram program;
     program.bytes.assign(text.begin(), text.end());

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <future>
 
 #include <ATen/core/grad_mode.h>
@@ -9,6 +10,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "background_writer.h"
+#include "resume_point.h"
 #include "snapshot_pool.h"
 #include "tensor_watch.h"
 #include "zkdv/audit/grad_scaler_follower.h"
@@ -165,6 +167,7 @@ struct Recorder::Impl {
     std::uint64_t transactions = 0;
     std::uint64_t snapshots = 0;
     std::uint64_t aborted = 0;
+    std::optional<ResumePoint> resumePoint;  // the tape this one continues
 
     Impl(const std::string& p, RecorderOptions c)
         : path(p), config(std::move(c)),
@@ -355,11 +358,12 @@ struct Recorder::Impl {
         } else {
             program = sealProgram(model->module());
         }
+        const std::vector<at::Tensor> parameters = model->parameters(), buffers = model->buffers();
+        state = startingState(parameters);
         RootRecord root;
         root.producerName = config.producerName;
         root.producerVersion = kVersion;
         root.torchVersion = libtorchVersion();
-        const std::vector<at::Tensor> parameters = model->parameters(), buffers = model->buffers();
         root.device = parameters.empty() ? "cpu" : parameters.front().device().str();
         root.intraOpThreads = currentIntraOpThreads();
         root.numerics = numericEnvironment();
@@ -387,6 +391,10 @@ struct Recorder::Impl {
         root.maxInFlight = config.maxInFlight;
         root.overlap = "unchecked";
         root.metadataJson = config.metadataJson;
+        if (resumePoint) {
+            const CanonicalState canonical = canonicalState();
+            root.resumes = resumePoint->continueWith(root, canonical.names, canonical.tensors);
+        }
         // Validate what we are about to write with the reader's own rules.
         const std::string rootJson = root.toJson();
         const RootRecord written = RootRecord::parse(ByteSpan(std::string_view(rootJson)));
@@ -406,10 +414,39 @@ struct Recorder::Impl {
             if (embed)
                 w.append(tape::RecordType::Program, ByteSpan(shared->bytes));
         });
-        state = bridge->initialState(parameters);
         started = true;
         snapshot(0);
         markRecordedState();
+    }
+
+    // The optimizer state of snapshot 0: torch's initial state, or, for a resumed run, the
+    // state loaded into the optimizer (checked against the tape it continues when the root is
+    // written). State a new run's optimizer already holds would be left out of the tape.
+    std::vector<optim::SlotState> startingState(const std::vector<at::Tensor>& parameters) const
+    {
+        std::vector<optim::SlotState> initial = bridge->initialState(parameters);
+        const optim::ContractOptimizer& own = optimizer->optimizer();
+        bool loaded = false;
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            const optim::SlotState& slots = own.state(parameters[i]);
+            if (slots.empty())
+                continue;
+            if (!resumePoint) {
+                for (const auto& [slot, tensor] : slots) {
+                    auto same = initial[i].find(slot);
+                    if (same == initial[i].end() || !bitwiseEqual(same->second.to(at::kCPU), tensor.detach().to(at::kCPU)))
+                        throw RecorderError("the optimizer's state of " + model->parameterNames()[i] + " (" + slot +
+                                            ") is not torch's initial state: a new tape starts from fresh optimizer state; to continue the tape "
+                                            "its checkpoint was saved with, name that tape (RecorderOptions.resumeFrom, ZKDV(..., resume_from=...))");
+                }
+                continue;
+            }
+            initial[i] = optim::cloneState(slots);
+            loaded = true;
+        }
+        if (loaded)
+            optim::packState(initial);
+        return initial;
     }
 
     void snapshot(std::uint64_t beforeTransaction)
@@ -460,7 +497,16 @@ Recorder::Recorder(const std::string& path, RecorderOptions config)
         throw RecorderError("sampling probabilities must lie in [0, 1]");
     if (!nlohmann::json::accept(config.metadataJson) || !nlohmann::json::parse(config.metadataJson).is_object())
         throw RecorderError("run metadata must be a JSON object");
+    // Read before the file is created, so a resume that cannot work leaves nothing behind.
+    std::optional<ResumePoint> resumePoint;
+    if (!config.resumeFrom.empty()) {
+        std::error_code ignored;
+        if (std::filesystem::equivalent(config.resumeFrom, path, ignored))
+            throw RecorderError("a resumed tape is a new file: " + path + " is the tape it continues");
+        resumePoint = ResumePoint::read(config.resumeFrom);
+    }
     impl_ = std::make_unique<Impl>(path, std::move(config));
+    impl_->resumePoint = std::move(resumePoint);
 }
 
 Recorder::~Recorder()

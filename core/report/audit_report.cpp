@@ -15,6 +15,8 @@
 #include "zkdv/audit/selection.h"
 #include "zkdv/graph/exported_graph.h"
 #include "zkdv/report/audit_report.h"
+
+#include "zkdv/store/tape_link.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
@@ -341,6 +343,10 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.snapshotCount = tape.snapshotCount;
     report.recordCount = tape.recordCount;
     report.producer = tape.producer;
+    report.runTransactionsBefore = tape.transactionsBefore;
+    report.runLink = std::string(tapeLinkStatusName(tape.link.status));
+    report.runLinkText = tape.link.describe();
+    report.runTapes = runTapes(store.database(), tape.id);
     readTrainingSide(tape, report);
     if (tape.transactionCount > 0 && !replays.snapshotRecord(tape.id, tape.transactionCount)) {
         const auto interval = static_cast<std::uint64_t>(std::max(1, tape.snapshotInterval));

@@ -144,6 +144,10 @@ SamplingStatement samplingStatement(std::uint64_t population, std::uint64_t samp
 void writeConclusion(ReportData& report)
 {
     report.warnings.clear();
+    // A run resumed from checkpoints: this tape's own transactions are judged below whatever
+    // its link, but its claim to continue another tape is part of what the report states.
+    if (report.runLink == "broken" || report.runLink == "previous-missing")
+        report.warnings.push_back("This tape " + report.runLinkText + (report.runLink == "broken" ? ": it is not part of that run." : "."));
     // A property of the tape, whatever the run: so few sampled checks that no honest recorder
     // draws them (zkdv/tape/sampling_plausibility.h).
     const bool implausibleSampling = report.tapeSampling && report.tapeSampling->implausible();

@@ -81,7 +81,12 @@ std::string renderReportJson(const ReportData& r)
                    {"snapshot_count", r.snapshotCount},
                    {"producer", r.producer},
                    {"trained_on", r.trainedOn},
-                   {"sampling_plausibility", samplingPlausibilityJson(r.tapeSampling)}};
+                   {"sampling_plausibility", samplingPlausibilityJson(r.tapeSampling)},
+                   {"run",
+                    {{"transactions_before", r.runTransactionsBefore},
+                     {"link", r.runLink},
+                     {"link_text", r.runLinkText},
+                     {"tapes", r.runTapes}}}};
     out["program"] = {{"kind", r.programKind}, {"sha256", r.programSha256}, {"present", r.programPresent}, {"check", r.programCheck}};
     out["model"] = {{"parameter_count", r.parameterCount},
                     {"parameter_elements", r.parameterElements},

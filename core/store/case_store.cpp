@@ -22,6 +22,7 @@
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/tape_link.h"
 #include "zkdv/store/transaction_count.h"
 #include "zkdv/store/transaction_order.h"
 #include "zkdv/util/utc_time.h"
@@ -29,6 +30,13 @@
 #include "zkdv/util/mapped_file.h"
 
 namespace zkdv {
+
+namespace {
+std::optional<std::string> optionalHex(const std::optional<Digest>& digest)
+{
+    return digest ? std::optional<std::string>(toHex(*digest)) : std::nullopt;
+}
+}  // namespace
 
 namespace {
 
@@ -686,7 +694,8 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
         } else {
             Statement finish = db_->prepare(
                 "UPDATE tapes SET file_sha256 = ?1, chain_head = ?2, size = ?3, status = ?4, record_count = ?5,"
-                " transaction_count = ?6, snapshot_count = ?7 WHERE id = ?8");
+                " transaction_count = ?6, snapshot_count = ?7, first_state_digest = ?9, final_state_digest = ?10,"
+                " transactions_before = ?11 WHERE id = ?8");
             finish.bind(1, fileSha256)
                 .bind(2, chainHead)
                 .bind(3, static_cast<std::int64_t>(summary.fileSize))
@@ -694,7 +703,10 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
                 .bind(5, static_cast<std::int64_t>(summary.recordCount))
                 .bind(6, static_cast<std::int64_t>(summary.transactionCount))
                 .bind(7, static_cast<std::int64_t>(summary.snapshotCount))
-                .bind(8, visitor.tapeId());
+                .bind(8, visitor.tapeId())
+                .bind(9, optionalHex(summary.firstStateDigest))
+                .bind(10, optionalHex(summary.finalStateDigest))
+                .bind(11, static_cast<std::int64_t>(summary.root->resumes ? summary.root->resumes->transactionsBefore : 0));
             finish.run();
             visitor.storeOrders();
             transaction.commit();
@@ -708,6 +720,15 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
         complete.bind(1, *fileSha256).bind(2, result.tapeId);
         complete.run();
     }
+    // ...and its state digests, for a tape ingested before the case kept them (schema 12).
+    Statement digests = db_->prepare(
+        "UPDATE tapes SET first_state_digest = coalesce(first_state_digest, ?1), final_state_digest = coalesce(final_state_digest, ?2),"
+        " transactions_before = ?3 WHERE id = ?4 AND (first_state_digest IS NULL OR final_state_digest IS NULL)");
+    digests.bind(1, optionalHex(result.summary.firstStateDigest))
+        .bind(2, optionalHex(result.summary.finalStateDigest))
+        .bind(3, static_cast<std::int64_t>(result.summary.root->resumes ? result.summary.root->resumes->transactionsBefore : 0))
+        .bind(4, result.tapeId);
+    digests.run();
     return result;
 }
 
@@ -752,7 +773,8 @@ namespace {
 constexpr const char* kTapeColumns =
     "SELECT t.id, t.path, t.file_sha256, t.chain_head, t.size, t.status, t.producer, t.optimizer_contract, t.program_sha256,"
     " t.program_kind, EXISTS(SELECT 1 FROM programs p WHERE p.sha256 = t.program_sha256 AND p.content IS NOT NULL),"
-    " t.snapshot_interval, t.record_count, t.transaction_count, t.snapshot_count, t.embedded, t.ingested_at, t.root_json FROM tapes t";
+    " t.snapshot_interval, t.record_count, t.transaction_count, t.snapshot_count, t.embedded, t.ingested_at, t.root_json,"
+    " t.transactions_before FROM tapes t";
 
 CaseTape tapeFromRow(Database& db, const Statement& row)
 {
@@ -775,6 +797,8 @@ CaseTape tapeFromRow(Database& db, const Statement& row)
     tape.embedded = row.int64(15) != 0;
     tape.ingestedAt = row.text(16);
     tape.rootJson = row.text(17);
+    tape.transactionsBefore = static_cast<std::uint64_t>(std::max<std::int64_t>(0, row.int64(18)));
+    tape.link = tapeLink(db, tape.id);
     return tape;
 }
 }  // namespace

@@ -54,6 +54,37 @@ double probabilityMember(const json& object, const char* name)
     return p;
 }
 
+Digest digestMember(const json& object, const char* name, const char* where)
+{
+    const std::string text = stringMember(object, name, where);
+    auto digest = digestFromHex(text);
+    if (!digest)
+        fail(std::string(where) + "." + name + " must be 64 hex digits, found \"" + text + "\"");
+    return *digest;
+}
+
+// JSON integers beyond 2^53 do not survive every reader; no tape is that long.
+constexpr std::int64_t kMaxCount = std::int64_t(1) << 53;
+
+ResumedTape parseResumedTape(const json& resumes)
+{
+    if (!resumes.is_object())
+        fail("resumes must be an object, found " + resumes.dump());
+    for (const auto& [key, value] : resumes.items())
+        if (key != "chain_head" && key != "size" && key != "transactions" && key != "state_digest")
+            fail("resumes has an unknown member \"" + key + "\"");
+    ResumedTape tape;
+    tape.chainHead = digestMember(resumes, "chain_head", "resumes");
+    tape.stateDigest = digestMember(resumes, "state_digest", "resumes");
+    const std::int64_t size = integerMember(resumes, "size", "resumes", 1);
+    const std::int64_t before = integerMember(resumes, "transactions", "resumes", 1);
+    if (size > kMaxCount || before > kMaxCount)
+        fail("resumes.size and resumes.transactions must be at most 2^53, found " + std::to_string(size) + " and " + std::to_string(before));
+    tape.size = static_cast<std::uint64_t>(size);
+    tape.transactionsBefore = static_cast<std::uint64_t>(before);
+    return tape;
+}
+
 json specsToJson(const std::vector<TensorSpec>& specs)
 {
     json array = json::array();
@@ -199,6 +230,11 @@ std::string RootRecord::toJson() const
         root["numerics"] = json::parse(numerics->toJson());
     if (gradScaler)
         root["grad_scaler"] = json::parse(gradScalerDeclarationJson(*gradScaler));
+    if (resumes)
+        root["resumes"] = {{"chain_head", toHex(resumes->chainHead)},
+                           {"size", resumes->size},
+                           {"transactions", resumes->transactionsBefore},
+                           {"state_digest", toHex(resumes->stateDigest)}};
     return root.dump();
 }
 
@@ -313,6 +349,9 @@ RootRecord RootRecord::parse(ByteSpan payload)
     // Before 1.8 an unknown member, which readers ignore.
     if (auto scaler = root.find("grad_scaler"); scaler != root.end() && record.formatMinor >= tape::kGradScalerMinor)
         record.gradScaler = parseGradScalerDeclaration(scaler->dump());
+    // Before 1.10 an unknown member, which readers ignore.
+    if (auto resumes = root.find("resumes"); resumes != root.end() && record.formatMinor >= tape::kResumeMinor)
+        record.resumes = parseResumedTape(*resumes);
     auto metadata = root.find("metadata");
     if (metadata != root.end()) {
         if (!metadata->is_object())

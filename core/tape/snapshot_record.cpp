@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/state_digest.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -22,6 +23,15 @@ std::string bufferTensorName(std::string_view buffer) { return "buffer/" + std::
 std::string stateTensorName(std::string_view parameter, std::string_view slot)
 {
     return "state/" + std::string(parameter) + "/" + std::string(slot);
+}
+
+Digest SnapshotRecord::stateDigest() const
+{
+    StateDigest digest;
+    for (const auto* list : {&parameters, &buffers, &stateSlots})
+        for (const TensorView* tensor : *list)
+            digest.add(tensor->name, tensor->dtype, tensor->shape, tensor->data);
+    return digest.finish();
 }
 
 SnapshotRecord SnapshotRecord::parse(const SafetensorsView& view, const RootRecord& root)

@@ -641,7 +641,16 @@ private:
             snapshotView_.reparse(location.payload);
             SnapshotRecord snapshot = SnapshotRecord::parse(snapshotView_, *root_);
             checkSnapshotPlace(snapshot.beforeTransaction);
+            if (snapshot.beforeTransaction == 0) {
+                summary_.firstStateDigest = snapshot.stateDigest();
+                // A resumed tape starts from the state its predecessor ended in (spec 3.4).
+                if (root_->resumes && *summary_.firstStateDigest != root_->resumes->stateDigest)
+                    throw RecordOrderError("snapshot 0 holds a state of digest " + toHex(*summary_.firstStateDigest) +
+                                           ", but the root's resumes.state_digest says the tape starts from " +
+                                           toHex(root_->resumes->stateDigest));
+            }
             lastSnapshot_ = static_cast<std::int64_t>(summary_.transactionCount);
+            lastSnapshotPayload_ = {location.offset + tape::kFrameHeaderSize, location.payload.size};
             ++summary_.snapshotCount;
             if (visitor_)
                 visitor_->onSnapshot(snapshot, location);
@@ -794,10 +803,26 @@ private:
         summary_.finalStateOnTape = root_ && lastSnapshot_ == static_cast<std::int64_t>(summary_.transactionCount);
         if (summary_.problem)
             return;
+        if (summary_.finalStateOnTape)
+            summary_.finalStateDigest = finalStateDigest();
         if (sealed_)
             summary_.status = TapeStatus::Sealed;
         else
             summary_.status = TapeStatus::Unsealed;
+    }
+
+    // Read again at the end, once it is known to be the last: hashing every snapshot's state
+    // as it passes would double the hashing of most of a tape's bytes.
+    Digest finalStateDigest()
+    {
+        if (lastSnapshot_ == 0)
+            return *summary_.firstStateDigest;
+        const auto [offset, length] = lastSnapshotPayload_;
+        SafetensorsView view;
+        view.reparse(file_.bytes(offset, length));
+        const Digest digest = SnapshotRecord::parse(view, *root_).stateDigest();
+        file_.release(offset, length);
+        return digest;
     }
 
     MappedFile file_;
@@ -809,6 +834,7 @@ private:
     std::uint64_t nextIndex_ = 0;
     std::optional<RootRecord> root_;
     std::int64_t lastSnapshot_ = -1;
+    std::pair<std::uint64_t, std::uint64_t> lastSnapshotPayload_{0, 0};  // offset, length
     // Reused for every record, so the in-order checks allocate next to nothing per record;
     // one per record type, so that each sees the same header layout record after record.
     SafetensorsView view_;

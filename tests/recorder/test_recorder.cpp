@@ -24,6 +24,9 @@
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/recorder/recorder.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/tape_link.h"
+#include "zkdv/tape/resume_link.h"
+#include "tape_rewriter.h"
 #include "zkdv/tape/tape_scanner.h"
 
 using namespace zkdv;
@@ -166,6 +169,7 @@ private Q_SLOTS:
     void transactionThatRanTheProgramMustStep();
     void autocastIsRecorded();
     void existingTapeNeedsExplicitOverwrite();
+    void resumedTapeContinuesItsPredecessor();
     void failingDiskWriteIsReportedAndTrainingGoesOn();
     void snapshotPoolStaysWithinItsBound();
     void crashLeavesAReadableTruncatedTape();
@@ -176,6 +180,121 @@ private Q_SLOTS:
 private:
     test::TempDir dir_;
 };
+
+// A run stopped after 4 steps and resumed for 3 more (tape format 1.10, section 3.4): the
+// second tape names the first, starts from the state it ended in, and a case links them; a
+// resume from another state is refused naming the tensor, and so is an optimizer with state
+// but no tape it continues.
+void TestRecorder::resumedTapeContinuesItsPredecessor()
+{
+    const std::string first = dir_.file("first.zkdv"), second = dir_.file("second.zkdv");
+    torch::jit::Module model = linearModel();
+    optim::ContractOptimizer optimizer("Adam", parametersOf(model), {{"lr", 0.01}});
+    RecorderOptions config;
+    config.replaySnapshotInterval = 3;
+    std::vector<optim::SlotState> checkpoint;
+    {
+        Recorder recorder(first, config);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(optimizer);
+        trainSteps(recorder, model, prepared, 4);
+        recorder.seal();
+        for (const optim::SlotState& slots : prepared.state())
+            checkpoint.push_back(optim::cloneState(slots));
+    }
+    const std::vector<at::Tensor> parameters = parametersOf(model);
+    auto loadCheckpoint = [&](optim::ContractOptimizer& into) {
+        for (std::size_t i = 0; i < parameters.size(); ++i)
+            into.loadState(parameters[i], checkpoint[i]);
+    };
+
+    // Without the tape it continues, loaded state is refused, not left out of the tape.
+    optim::ContractOptimizer unlinked("Adam", parameters, {{"lr", 0.01}});
+    loadCheckpoint(unlinked);
+    const QString refusal = errorOf([&] {
+        Recorder recorder(dir_.file("unlinked.zkdv"), config);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(unlinked);
+        trainSteps(recorder, model, prepared, 1);
+    });
+    QVERIFY2(refusal.contains("RecorderOptions.resumeFrom"), qPrintable(refusal));
+
+    // One element of a parameter off: refused, naming it, and nothing is trained.
+    RecorderOptions resumed = config;
+    resumed.resumeFrom = first;
+    {
+        optim::ContractOptimizer loaded("Adam", parameters, {{"lr", 0.01}});
+        loadCheckpoint(loaded);
+        at::Tensor weight = parameters[0].detach();
+        const float was = weight[1][2].item<float>();
+        weight[1][2].fill_(was + 1.0f);
+        const QString tampered = errorOf([&] {
+            Recorder recorder(dir_.file("tampered.zkdv"), resumed);
+            recorder.prepare(model);
+            PreparedOptimizer& prepared = recorder.prepare(loaded);
+            trainSteps(recorder, model, prepared, 1);
+        });
+        weight[1][2].fill_(was);
+        QVERIFY2(tampered.contains("param/weight differs from the tape's in 1 of 6 elements"), qPrintable(tampered));
+    }
+
+    optim::ContractOptimizer loaded("Adam", parameters, {{"lr", 0.01}});
+    loadCheckpoint(loaded);
+    {
+        Recorder recorder(second, resumed);
+        recorder.prepare(model);
+        PreparedOptimizer& prepared = recorder.prepare(loaded);
+        trainSteps(recorder, model, prepared, 3);
+        recorder.seal();
+    }
+    const TapeSummary before = scanTape(first), after = scanTape(second);
+    QVERIFY2(after.status == TapeStatus::Sealed, after.problem ? after.problem->describe().c_str() : "");
+    QVERIFY(after.root->resumes.has_value());
+    QCOMPARE(after.root->resumes->transactionsBefore, std::uint64_t(4));
+    QCOMPARE(toHex(after.root->resumes->chainHead), toHex(before.chainHead));
+    QCOMPARE(after.root->resumes->size, before.fileSize);
+    QCOMPARE(toHex(*after.firstStateDigest), toHex(*before.finalStateDigest));
+    // The same code and layout sealed to the same program, though the values differ.
+    QCOMPARE(toHex(after.root->programSha256), toHex(before.root->programSha256));
+    const TapeEnd end{*before.root, before.chainHead, before.fileSize, before.transactionCount, true, before.finalStateDigest};
+    QCOMPARE(QString::fromStdString(resumeLinkProblem(end, *after.root)), QString());
+
+    // The link rule refuses a renumbered run, another start state, other options.
+    RootRecord renumbered = *after.root;
+    renumbered.resumes->transactionsBefore = 3;
+    QVERIFY(QString::fromStdString(resumeLinkProblem(end, renumbered)).contains("the tapes before it hold 4"));
+    RootRecord elsewhere = *after.root;
+    elsewhere.resumes->stateDigest = Sha256::of(ByteSpan(std::string_view("another state")));
+    QVERIFY(QString::fromStdString(resumeLinkProblem(end, elsewhere)).contains("but the tape it resumes ended in"));
+    RootRecord retuned = *after.root;
+    retuned.optimizerGroups[0].optionsJson = R"({"lr": 0.02})";
+    QVERIFY(QString::fromStdString(resumeLinkProblem(end, retuned)).contains("optimizer group 0 has the options"));
+
+    // A trainer who starts the second tape elsewhere and says it continues: the reader refuses it.
+    const std::string forged = dir_.file("forged.zkdv");
+    test::rewriteTape(second, forged, [](std::uint64_t, std::uint32_t type, std::string payload) {
+        if (type != static_cast<std::uint32_t>(tape::RecordType::Root))
+            return payload;
+        nlohmann::json root = nlohmann::json::parse(payload);
+        root["resumes"]["state_digest"] = toHex(Sha256::of(ByteSpan(std::string_view("another state"))));
+        return root.dump();
+    });
+    const TapeSummary refused = scanTape(forged);
+    QCOMPARE(refused.status, TapeStatus::Corrupt);
+    QVERIFY2(QString::fromStdString(refused.problem->message).contains("resumes.state_digest"), refused.problem->message.c_str());
+
+    // A case holding both, ingested last first, reads them as one run.
+    CaseStore store(dir_.file("run.zkaudit"), CaseStore::Access::ReadWrite);
+    const std::int64_t secondId = store.ingestTape(second).tapeId;
+    QCOMPARE(store.tape(secondId)->link.status, TapeLinkStatus::PreviousMissing);
+    const std::int64_t firstId = store.ingestTape(first).tapeId;
+    const CaseTape linked = *store.tape(secondId);
+    QCOMPARE(linked.link.status, TapeLinkStatus::Continues);
+    QCOMPARE(linked.link.previousTapeId, firstId);
+    QCOMPARE(linked.transactionsBefore, std::uint64_t(4));
+    QCOMPARE(runTapes(store.database(), secondId), (std::vector<std::int64_t>{firstId, secondId}));
+    QCOMPARE(runTapes(store.database(), firstId), (std::vector<std::int64_t>{firstId, secondId}));
+}
 
 void TestRecorder::recordsAVerifiableTape()
 {

@@ -59,15 +59,44 @@ private Q_SLOTS:
     void everyFormatVersionIsPresent();
     void goldenTapeReadsAsRecorded_data();
     void goldenTapeReadsAsRecorded();
+    void resumedGoldenTapesLink();
 };
+
+// The two 1.10 tapes are one run stopped and resumed (README): a case holding both reads the
+// second as continuing the first, its transactions numbered on from the first's.
+void TestGoldenTapes::resumedGoldenTapesLink()
+{
+    zkdv::test::TempDir dir;
+    const QString casePath = QString::fromStdString(dir.file("resumed.zkaudit"));
+    QStringList arguments{QStringLiteral("ingest"), QStringLiteral("--case"), casePath, QStringLiteral("--quiet")};
+    for (const char* name : {"mlp-resumed-second-1.10.zkdv", "mlp-resumed-first-1.10.zkdv"}) {
+        const QString copy = QString::fromStdString(dir.file(name));
+        QVERIFY(QFile::copy(kGoldenDir + '/' + QLatin1String(name), copy));
+        arguments << copy;
+    }
+    const Run ingest = runAudit(arguments);
+    QVERIFY2(ingest.exitCode == 0, ingest.err.constData());
+    const Run info = runAudit({QStringLiteral("info"), casePath, QStringLiteral("--json")});
+    QVERIFY2(info.exitCode == 0, (info.err + info.out).constData());
+    const QJsonArray tapes = parseObject(info.out, "info --json").value(QStringLiteral("tapes")).toArray();
+    QCOMPARE(tapes.size(), 2);
+    QJsonObject first, second;
+    for (const QJsonValue& tape : tapes)
+        (tape.toObject().value(QStringLiteral("path")).toString().contains(QLatin1String("second")) ? second : first) = tape.toObject();
+    const QJsonObject run = second.value(QStringLiteral("run")).toObject();
+    QCOMPARE(run.value(QStringLiteral("link")).toString(), QStringLiteral("continues"));
+    QCOMPARE(run.value(QStringLiteral("continues_tape")).toInt(), first.value(QStringLiteral("id")).toInt());
+    QCOMPARE(run.value(QStringLiteral("transactions_before")).toInt(), first.value(QStringLiteral("transactions")).toInt());
+    QCOMPARE(first.value(QStringLiteral("run")).toObject().value(QStringLiteral("link")).toString(), QStringLiteral("starts-run"));
+}
 
 void TestGoldenTapes::everyFormatVersionIsPresent()
 {
     // Every format version a writer of this repository produced: 1.0 (the synthetic demo of
     // f46a2e6), 1.1 (the CNN demo, the synthetic demo and the Python producer of 9a9376a),
     // 1.2 (before 2026-12-01), 1.3, 1.4 (exported graphs), 1.5 (the final snapshot), 1.6 (scheduled options), 1.7
-    // (clipping, accumulation, autocast), 1.8 (GradScaler) and 1.9 (ReduceLROnPlateau's metrics). A new format version
-    // must add its golden tapes.
+    // (clipping, accumulation, autocast), 1.8 (GradScaler), 1.9 (ReduceLROnPlateau's metrics) and 1.10 (resumed runs).
+    // A new format version must add its golden tapes.
     QSet<QString> versions;
     const QStringList expected = QDir(kGoldenDir).entryList({QStringLiteral("*.expected.json")}, QDir::Files);
     for (const QString& name : expected) {
@@ -75,7 +104,7 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
         QVERIFY(file.open(QIODevice::ReadOnly));
         versions.insert(parseObject(file.readAll(), qPrintable(name)).value(QStringLiteral("format")).toString());
     }
-    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9"})
+    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10"})
         QVERIFY2(versions.contains(QLatin1String(version)), qPrintable(QStringLiteral("no golden tape of format ") + version));
 }
 

@@ -61,6 +61,7 @@ private Q_SLOTS:
     void chartsFollowTheSelectedRowNotTheFocusedOne();
     void statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy();
     void caseTreeKeepsItsExpansionWhenShownAgain();
+    void aResumedRunShowsItsLinkAndNumbersAcrossTapes();
     void tabWalksThePanesInOrderAndLeavesTheTable();
     void copyTakesValuesAndRows();
     void displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows();
@@ -325,6 +326,35 @@ void TestWorkstationShell::caseTreeKeepsItsExpansionWhenShownAgain()
     QVERIFY(window_->openCase(secondCase_));
     QVERIFY(tree->isExpanded(tree->model()->index(0, 0)));
     QVERIFY(!tree->isExpanded(find(QStringLiteral("Model"))));
+}
+
+// A run resumed from a checkpoint (the golden 1.10 pair, 7 + 7 transactions): the case tree
+// says where the second tape stands in the run and that its link holds, and its table numbers
+// each transaction on the tape and in the run.
+void TestWorkstationShell::aResumedRunShowsItsLinkAndNumbersAcrossTapes()
+{
+    const QString casePath = QString::fromStdString(dir_.file("resumed.zkaudit"));
+    std::int64_t first = 0, second = 0;
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);
+        second = store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/mlp-resumed-second-1.10.zkdv").tapeId;
+        first = store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/mlp-resumed-first-1.10.zkdv").tapeId;
+    }
+    QVERIFY(window_->openCase(casePath));
+    auto* tree = window_->findChild<CaseOverview*>();
+    QVERIFY(tree);
+    const QModelIndexList found =
+        tree->model()->match(tree->model()->index(0, 0), Qt::DisplayRole, QStringLiteral("Resumed run"), -1, Qt::MatchRecursive | Qt::MatchExactly);
+    QCOMPARE(found.size(), 1);  // the first tape starts the run and says nothing of it
+    const QString value = found.front().siblingAtColumn(1).data().toString();
+    QVERIFY2(value.contains(QStringLiteral("transactions 7–13 of the run")) &&
+                 value.contains(QStringLiteral("continues tape %1 (the link holds)").arg(first)),
+             qPrintable(value));
+    TransactionTableModel model;
+    model.setCase(casePath, second);
+    QCOMPARE(model.data(model.index(0, TransactionTableModel::IndexColumn)).toString(), QStringLiteral("0 (run 7)"));
+    model.setCase(casePath, first);
+    QCOMPARE(model.data(model.index(0, TransactionTableModel::IndexColumn)).toString(), QStringLiteral("0"));
 }
 
 void TestWorkstationShell::tabWalksThePanesInOrderAndLeavesTheTable()

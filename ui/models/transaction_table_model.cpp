@@ -186,10 +186,19 @@ void TransactionTableModel::cacheWindow(int window, std::vector<TransactionRow> 
     recent_.prepend(window);
 }
 
+QString TransactionTableModel::indexText(quint64 index) const
+{
+    // A tape of a resumed run: its own index (what selections and filters use) and the run's.
+    if (runOffset_ == 0)
+        return QString::number(index);
+    return tr("%1 (run %2)").arg(index).arg(runOffset_ + index);
+}
+
 void TransactionTableModel::setCase(const QString& casePath, qint64 tapeId)
 {
     beginResetModel();
     closeCase();
+    runOffset_ = 0;
     casePath_ = casePath;
     tapeId_ = tapeId;
     if (!casePath.isEmpty()) {
@@ -200,6 +209,8 @@ void TransactionTableModel::setCase(const QString& casePath, qint64 tapeId)
             table_ = std::make_unique<TransactionTable>(case_->database(), tapeId);
             if (!table_->tapeExists())
                 throw Error("case " + casePath.toStdString() + " holds no tape " + std::to_string(tapeId));
+            if (const std::optional<CaseTape> tape = case_->tape(tapeId))
+                runOffset_ = tape->transactionsBefore;
             table_->setRun(requestedRun_);
             table_->setSort(tableColumn(sortColumn_), sortOrder_ == Qt::AscendingOrder);
             applyFilter();
@@ -441,7 +452,7 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
     if (!row) {
         // Still on its way from the loader: the index is known already (the order is here).
         if (role == Qt::DisplayRole && index.column() == IndexColumn && table_ && !fetchFailed_)
-            return QString::number(transactionAt(index.row()));
+            return indexText(transactionAt(index.row()));
         return {};
     }
     const int column = index.column();
@@ -449,7 +460,7 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
     case Qt::DisplayRole:
         switch (column) {
         case IndexColumn:
-            return QString::number(row->index);
+            return indexText(row->index);
         case LossColumn:
             return number(row->loss, 6);
         case LearningRateColumn:

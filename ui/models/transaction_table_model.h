@@ -94,9 +94,11 @@ private:
     void failLater(const std::exception& error) const;
     void closeCase();
     void clearWindows() const;
+    QString indexText(quint64 index) const;
 
     QString casePath_;
     qint64 tapeId_ = 0;
+    quint64 runOffset_ = 0;  // the run's transactions on the tapes before this one (a resumed run)
     qint64 requestedRun_ = 0;
     QuickFilter quickFilter_ = QuickFilter::All;
     int topq_ = 10;

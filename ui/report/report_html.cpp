@@ -178,6 +178,13 @@ QString ReportHtml::summary() const
                        QObject::tr("Transactions"), QString::number(r.transactionCount),
                        QObject::tr("Snapshots"), QString::number(r.snapshotCount),
                        QObject::tr("Intact records"), QString::number(r.recordCount),
+                       QObject::tr("Resumed run"),
+                       r.runLink == "starts-run"
+                           ? (r.runTapes.size() > 1 ? QObject::tr("starts a run of %1 tapes in this case").arg(r.runTapes.size()) : QObject::tr("—"))
+                           : QStringLiteral("<span style=\"color: %1;\">%2</span>")
+                                 .arg(r.runLink == "continues" ? kPassGreen : kFailRed,
+                                      esc(QObject::tr("transactions %1–%2 of the run; ").arg(r.runTransactionsBefore).arg(r.runTransactionsBefore + std::max<std::uint64_t>(r.transactionCount, 1) - 1).toStdString() +
+                                          r.runLinkText)),
                        QObject::tr("Recorded by"), orDash(r.producer),
                        QObject::tr("Trained on"), orDash(r.trainedOn),
                        QObject::tr("Sampled checks"),

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QColor>
 #include <QHeaderView>
 #include <QSet>
 #include <QStandardItemModel>
@@ -146,6 +147,14 @@ bool CaseOverview::showCase(const QString& casePath)
                                    .arg(tape.transactionCount)
                                    .arg(tape.snapshotCount));
         add(top, tr("Chain head"), QString::fromStdString(tape.chainHead));
+        if (tape.link.status != TapeLinkStatus::StartsRun) {
+            // A run resumed from checkpoints spans tapes: where this one stands in it.
+            const quint64 first = tape.transactionsBefore, last = first + std::max<quint64>(tape.transactionCount, 1) - 1;
+            QStandardItem* run = add(top, tr("Resumed run"),
+                                     tr("transactions %L1–%L2 of the run; %3").arg(first).arg(last).arg(QString::fromStdString(tape.link.describe())));
+            if (tape.link.status == TapeLinkStatus::Broken)
+                run->setForeground(QColor(0xb0, 0x00, 0x20));
+        }
         add(top, tr("File SHA-256"), tape.fileSha256.empty() ? tr("not computed (zkdv-audit ingest --sha256)")
                                                              : QString::fromStdString(tape.fileSha256));
         add(top, tr("Program"),

@@ -143,6 +143,14 @@ public:
         return {slots.begin(), slots.end()};
     }
 
+    // A checkpoint's state, loaded into torch's optimizer before prepare(): each parameter's
+    // slots as tensors (number slots as 0-d int64 ones), for a resumed tape's snapshot 0.
+    void loadState(const std::vector<std::pair<at::Tensor, std::map<std::string, at::Tensor>>>& states)
+    {
+        for (const auto& [parameter, slots] : states)
+            optimizer_->loadState(parameter, zkdv::optim::SlotState(slots.begin(), slots.end()));
+    }
+
     zkdv::optim::ContractOptimizer& optimizer() { return *optimizer_; }
 
 private:
@@ -160,7 +168,7 @@ private:
 class NativeRecorder {
 public:
     NativeRecorder(const std::string& path, double stateCheck, double updateCheck, std::uint64_t seed, const std::string& metadataJson,
-                   bool overwrite, int maxInFlight, int replaySnapshotInterval)
+                   bool overwrite, int maxInFlight, int replaySnapshotInterval, const std::string& resumeFrom)
     {
         zkdv::RecorderOptions config;
         config.stateCheckProbability = stateCheck;
@@ -171,6 +179,7 @@ public:
         config.producerName = "zkdv.torch (Python)";
         config.maxInFlight = maxInFlight;
         config.replaySnapshotInterval = replaySnapshotInterval;
+        config.resumeFrom = resumeFrom;
         recorder_ = std::make_unique<zkdv::Recorder>(path, config);
     }
 
@@ -418,7 +427,8 @@ PYBIND11_MODULE(_native, m)
             py::arg("adapter"), py::arg("name"), py::arg("defaults_json"), py::arg("number_slots"), py::arg("initializes_eagerly"),
             py::arg("groups"))
         .def("set_options", &NativeOptimizer::setOptions)
-        .def("number_slots", &NativeOptimizer::numberSlots);
+        .def("number_slots", &NativeOptimizer::numberSlots)
+        .def("load_state", &NativeOptimizer::loadState, py::arg("states"));
 
     // The training calls release the GIL: the background writer never needs it, and a
     // second Python thread (a data loader) keeps running while a step computes.
@@ -426,9 +436,10 @@ PYBIND11_MODULE(_native, m)
     m.attr("DEFAULT_MAX_IN_FLIGHT") = zkdv::RecorderOptions{}.maxInFlight;
     m.attr("DEFAULT_SNAPSHOT_INTERVAL") = zkdv::RecorderOptions{}.replaySnapshotInterval;
     py::class_<NativeRecorder>(m, "Recorder")
-        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int>(), py::arg("path"),
-             py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"), py::arg("metadata_json"),
-             py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"))
+        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&>(),
+             py::arg("path"), py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"),
+             py::arg("metadata_json"), py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"),
+             py::arg("resume_from") = std::string())
         .def("prepare_model", &NativeRecorder::prepareModel)
         .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
         .def("schedule", &NativeRecorder::schedule, py::arg("options"), py::arg("scheduler_json"), py::arg("epoch"))

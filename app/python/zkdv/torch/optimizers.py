@@ -80,10 +80,10 @@ class ContractAdapter:
     def _tensors(self, slots):
         if not isinstance(slots, dict):
             raise TypeError("initialize() and update() keep each parameter's state as a dict of slot name to tensor or number")
-        return {name: _as_tensor(name, value) for name, value in slots.items()}
+        return {name: slot_tensor(name, value) for name, value in slots.items()}
 
 
-def _as_tensor(name: str, value: Any) -> torch.Tensor:
+def slot_tensor(name: str, value: Any) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, bool):

@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 
 from zkdv import _native
-from zkdv.torch.optimizers import ContractAdapter, OptimizerContract
+from zkdv.torch.optimizers import ContractAdapter, OptimizerContract, slot_tensor
 from zkdv.torch.options import SCHEDULER_ENTRIES, group_options_json
 
 
@@ -20,9 +20,11 @@ class PreparedOptimizer(torch.optim.Optimizer):
     # Optimizer.__init__ is not called: the wrapped optimizer keeps the groups and the state,
     # and this object only forwards to them, so there is one copy of each.
     def __init__(self, proof, optimizer: torch.optim.Optimizer, contract: Optional[OptimizerContract] = None) -> None:
-        if any(_started(state) for state in optimizer.state.values()):
+        if not proof._resumes and any(_started(state) for state in optimizer.state.values()):
             raise RuntimeError(
-                "ZKDV starts from fresh optimizer state: prepare the optimizer before its first step"
+                "ZKDV starts a new tape from fresh optimizer state, and this optimizer has stepped or loaded a checkpoint: prepare "
+                "it before its first step, or, to continue the tape its checkpoint was saved with, name that tape: "
+                "ZKDV(path, config, resume_from=previous_tape)"
             )
         self.proof = proof
         self.optimizer = optimizer
@@ -42,6 +44,12 @@ class PreparedOptimizer(torch.optim.Optimizer):
                 groups,
             )
         self._number_slots = frozenset(self.native.number_slots())
+        if proof._resumes:
+            # The checkpoint's state, which the recorder checks against the tape it continues.
+            self.native.load_state([
+                (parameter, {name: slot_tensor(name, value) for name, value in optimizer.state[parameter].items()})
+                for group in optimizer.param_groups for parameter in group["params"] if optimizer.state.get(parameter)
+            ])
         self._sent_options = [_options_key(group) for group in optimizer.param_groups]
 
     @property
@@ -88,8 +96,8 @@ class PreparedOptimizer(torch.optim.Optimizer):
 
     def load_state_dict(self, state_dict) -> None:
         raise RuntimeError(
-            "a prepared optimizer starts from fresh state; load the state_dict into the "
-            "optimizer before proof.prepare() (resuming a tape is not supported yet)"
+            "a prepared optimizer's state is the tape's: load the checkpoint's state_dict into the optimizer before "
+            "proof.prepare(), and give the proof the tape that checkpoint was saved with (ZKDV(path, config, resume_from=previous_tape))"
         )
 
     def add_param_group(self, param_group) -> None:

@@ -29,6 +29,11 @@ class ZKDV:
     overwrite). As a context manager the proof seals the tape when the block ends normally;
     when it ends with an exception the tape is left unsealed, so it never claims a run that
     did not finish.
+
+    `resume_from` names the sealed tape a run resumed from a checkpoint continues: the model,
+    optimizer, scheduler and GradScaler then hold the checkpoint's state (their
+    `load_state_dict`, before `proof.prepare()`), which must be the state that tape ended in;
+    the new tape's root names it, and an auditor reads both as one run (docs/python.md).
     """
 
     def __init__(
@@ -38,6 +43,7 @@ class ZKDV:
         *,
         max_in_flight: int = _native.DEFAULT_MAX_IN_FLIGHT,
         replay_snapshot_interval: int = _native.DEFAULT_SNAPSHOT_INTERVAL,
+        resume_from: Any = None,
     ) -> None:
         config = config if config is not None else ZKDVConfig()
         if config.program not in ("torchscript", "exported-graph"):
@@ -53,7 +59,9 @@ class ZKDV:
             overwrite=bool(config.overwrite),
             max_in_flight=int(max_in_flight),
             replay_snapshot_interval=int(replay_snapshot_interval),
+            resume_from=os.fspath(resume_from) if resume_from is not None else "",
         )
+        self._resumes = resume_from is not None
         self._model: Optional[torch.nn.Module] = None
         self._loss: Optional[torch.nn.Module] = None
         self._optimizer: Optional[PreparedOptimizer] = None

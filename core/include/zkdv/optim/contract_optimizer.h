@@ -35,6 +35,9 @@ public:
     const OptimizerContract& contract() const { return *contract_; }
     // The parameter's state; empty until its first step, as in torch.
     const SlotState& state(const at::Tensor& parameter) const;
+    // Sets the parameter's state, as torch's load_state_dict does (a checkpoint's, to resume a
+    // run); its slots are taken as they are, and the first step uses them.
+    void loadState(const at::Tensor& parameter, SlotState state);
 
 private:
     std::shared_ptr<const OptimizerContract> contract_;

@@ -56,6 +56,10 @@ struct RecorderOptions {
     int maxInFlight = 2;  // records waiting for the disk before training blocks (at least 1)
     // A full-state snapshot every this many transactions: the replay's segment length.
     int replaySnapshotInterval = tape::kDefaultSnapshotInterval;
+    // A sealed tape this one continues (a run resumed from a checkpoint; tape format 1.10,
+    // section 3.4): the model and optimizer must then be in the state that tape ended in,
+    // the optimizer's loaded with ContractOptimizer::loadState(). Empty: a new run.
+    std::string resumeFrom;
 };
 
 // How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).

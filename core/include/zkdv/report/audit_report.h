@@ -117,6 +117,13 @@ struct ReportData {
     std::optional<std::uint64_t> endsWithoutSnapshotFrom;
     std::string producer;
     std::string trainedOn;     // device, torch version, intra-op threads
+    // A run resumed from checkpoints spans tapes (tape format 1.10): the run's transactions on
+    // the tapes before this one, whether this tape continues the one its root names
+    // (tapeLinkStatusName, and TapeLink::describe()), and the run's tapes, first to last.
+    std::uint64_t runTransactionsBefore = 0;
+    std::string runLink = "starts-run";
+    std::string runLinkText;
+    std::vector<std::int64_t> runTapes;
     // Whether the tape carries as many sampled checks as its probabilities make likely: a
     // tape with implausibly few (a sign of ground draws) fails (docs/report.md).
     std::optional<SamplingPlausibility> tapeSampling;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/store/tape_link.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/util/progress.h"
 
@@ -65,6 +66,11 @@ struct CaseTape {
     bool embedded = false;
     std::string ingestedAt;
     std::string rootJson;
+    // A run resumed from checkpoints spans tapes (tape format 1.10): the run's transactions on
+    // the tapes before this one (its transaction i is the run's transactionsBefore + i), and
+    // whether it continues the tape its root names.
+    std::uint64_t transactionsBefore = 0;
+    TapeLink link;
 };
 
 struct ProgramFileResult {

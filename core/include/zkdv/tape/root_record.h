@@ -9,6 +9,7 @@
 #include "zkdv/tape/dtype.h"
 #include "zkdv/tape/grad_scaler.h"
 #include "zkdv/tape/numeric_environment.h"
+#include "zkdv/tape/resumed_tape.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/byte_span.h"
 #include "zkdv/util/sha256.h"
@@ -67,6 +68,9 @@ struct RootRecord {
     // torch.amp.GradScaler's rule and starting state (root member grad_scaler, since 1.8, spec
     // 5.6); absent: no transaction's loss was scaled by one.
     std::optional<GradScalerDeclaration> gradScaler;
+    // The tape this one continues (root member resumes, since 1.10, spec 3.4); absent: the
+    // tape starts its run.
+    std::optional<ResumedTape> resumes;
 
     std::string programKind = "torchscript";
     Digest programSha256{};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zkdv/tape/safetensors.h"
+#include "zkdv/util/sha256.h"
 
 namespace zkdv {
 
@@ -26,6 +27,8 @@ struct SnapshotRecord {
 
     // Checks names, order, shapes and dtypes against the root; FormatError otherwise.
     static SnapshotRecord parse(const SafetensorsView& view, const RootRecord& root);
+    // The state digest (spec section 8) of the state the snapshot holds.
+    Digest stateDigest() const;
 };
 
 }  // namespace zkdv

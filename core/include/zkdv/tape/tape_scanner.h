@@ -64,6 +64,10 @@ struct TapeSummary {
     // The last valid snapshot holds the state after the last valid transaction (spec 2.4: every
     // sealed 1.5 tape; before 1.5 only when the count is a multiple of the interval).
     bool finalStateOnTape = false;
+    // The state digests (spec section 8) of snapshot 0 and, when finalStateOnTape, of the
+    // last snapshot: what a resumed tape's start is checked against (spec 3.4).
+    std::optional<Digest> firstStateDigest;
+    std::optional<Digest> finalStateDigest;
     DrawnCheckCounts drawnChecks;          // of the valid transactions
     Digest chainHead{};
     std::optional<Digest> fileSha256;  // when ScanOptions::computeFileSha256
