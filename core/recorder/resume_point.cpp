@@ -61,7 +61,8 @@ ResumedTape ResumePoint::continueWith(const RootRecord& root, const std::vector<
     resumed.resumes = ResumedTape{summary_.chainHead, summary_.fileSize,
                                   (previous.resumes ? previous.resumes->transactionsBefore : 0) + summary_.transactionCount,
                                   *summary_.finalStateDigest};
-    const TapeEnd end{previous, summary_.chainHead, summary_.fileSize, summary_.transactionCount, true, summary_.finalStateDigest};
+    const TapeEnd end{previous, summary_.chainHead, summary_.fileSize, summary_.transactionCount, true, summary_.finalStateDigest,
+                      summary_.lastScheduleEpoch, summary_.lastGradScalerStep};
     if (const std::string problem = resumeLinkProblem(end, resumed); !problem.empty())
         throw RecorderError("cannot resume from " + path_ + ": the new tape would not continue it: " + problem);
     // The link takes the final state's digest on trust; the state itself is compared here,

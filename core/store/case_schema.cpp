@@ -353,11 +353,15 @@ ALTER TABLE transactions ADD COLUMN scheduled BLOB;
 )sql"},
     // Runs resumed from checkpoints span tapes (tape format 1.10, root member resumes): the
     // state digests of a tape's first and final snapshots (hex; NULL when the tape holds none,
-    // and for tapes ingested before this migration until they are ingested again), the run's
-    // transactions on the tapes before it, and an index to find the tape a root names.
+    // and for tapes ingested before this migration until they are ingested again), where its
+    // last transaction left the scheduler's epoch and the GradScaler (its metadata
+    // grad_scaler, JSON; NULL without them), the run's transactions on the tapes before it,
+    // and an index to find the tape a root names.
     {12, R"sql(
 ALTER TABLE tapes ADD COLUMN first_state_digest TEXT;
 ALTER TABLE tapes ADD COLUMN final_state_digest TEXT;
+ALTER TABLE tapes ADD COLUMN last_schedule_epoch INTEGER;
+ALTER TABLE tapes ADD COLUMN last_grad_scaler TEXT;
 ALTER TABLE tapes ADD COLUMN transactions_before INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX tapes_by_identity ON tapes(chain_head, size);
 )sql"},

@@ -36,6 +36,11 @@ std::optional<std::string> optionalHex(const std::optional<Digest>& digest)
 {
     return digest ? std::optional<std::string>(toHex(*digest)) : std::nullopt;
 }
+
+std::optional<std::int64_t> optionalInteger(const std::optional<std::uint64_t>& value)
+{
+    return value ? std::optional<std::int64_t>(static_cast<std::int64_t>(*value)) : std::nullopt;
+}
 }  // namespace
 
 namespace {
@@ -695,7 +700,7 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
             Statement finish = db_->prepare(
                 "UPDATE tapes SET file_sha256 = ?1, chain_head = ?2, size = ?3, status = ?4, record_count = ?5,"
                 " transaction_count = ?6, snapshot_count = ?7, first_state_digest = ?9, final_state_digest = ?10,"
-                " transactions_before = ?11 WHERE id = ?8");
+                " transactions_before = ?11, last_schedule_epoch = ?12, last_grad_scaler = ?13 WHERE id = ?8");
             finish.bind(1, fileSha256)
                 .bind(2, chainHead)
                 .bind(3, static_cast<std::int64_t>(summary.fileSize))
@@ -706,7 +711,9 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
                 .bind(8, visitor.tapeId())
                 .bind(9, optionalHex(summary.firstStateDigest))
                 .bind(10, optionalHex(summary.finalStateDigest))
-                .bind(11, static_cast<std::int64_t>(summary.root->resumes ? summary.root->resumes->transactionsBefore : 0));
+                .bind(11, static_cast<std::int64_t>(summary.root->resumes ? summary.root->resumes->transactionsBefore : 0))
+                .bind(12, optionalInteger(summary.lastScheduleEpoch))
+                .bind(13, summary.lastGradScalerStep ? std::optional<std::string>(gradScalerStepJson(*summary.lastGradScalerStep)) : std::nullopt);
             finish.run();
             visitor.storeOrders();
             transaction.commit();
@@ -723,11 +730,15 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
     // ...and its state digests, for a tape ingested before the case kept them (schema 12).
     Statement digests = db_->prepare(
         "UPDATE tapes SET first_state_digest = coalesce(first_state_digest, ?1), final_state_digest = coalesce(final_state_digest, ?2),"
-        " transactions_before = ?3 WHERE id = ?4 AND (first_state_digest IS NULL OR final_state_digest IS NULL)");
+        " transactions_before = ?3, last_schedule_epoch = ?5, last_grad_scaler = ?6"
+        " WHERE id = ?4 AND (first_state_digest IS NULL OR final_state_digest IS NULL)");
     digests.bind(1, optionalHex(result.summary.firstStateDigest))
         .bind(2, optionalHex(result.summary.finalStateDigest))
         .bind(3, static_cast<std::int64_t>(result.summary.root->resumes ? result.summary.root->resumes->transactionsBefore : 0))
-        .bind(4, result.tapeId);
+        .bind(4, result.tapeId)
+        .bind(5, optionalInteger(result.summary.lastScheduleEpoch))
+        .bind(6, result.summary.lastGradScalerStep ? std::optional<std::string>(gradScalerStepJson(*result.summary.lastGradScalerStep))
+                                                   : std::nullopt);
     digests.run();
     return result;
 }

@@ -66,7 +66,8 @@ TapeLink tapeLink(Database& db, std::int64_t tapeId)
     link.previousChainHead = toHex(root.resumes->chainHead);
     link.previousSize = root.resumes->size;
     Statement previous = db.prepare(
-        "SELECT id, root_json, status, transaction_count, final_state_digest FROM tapes WHERE chain_head = ?1 AND size = ?2 ORDER BY id LIMIT 1");
+        "SELECT id, root_json, status, transaction_count, final_state_digest, last_schedule_epoch, last_grad_scaler FROM tapes"
+        " WHERE chain_head = ?1 AND size = ?2 ORDER BY id LIMIT 1");
     previous.bind(1, link.previousChainHead).bind(2, static_cast<std::int64_t>(link.previousSize));
     if (!previous.step()) {
         link.status = TapeLinkStatus::PreviousMissing;
@@ -87,6 +88,16 @@ TapeLink tapeLink(Database& db, std::int64_t tapeId)
     end.sealed = previous.text(2) == "sealed";
     end.transactions = static_cast<std::uint64_t>(std::max<std::int64_t>(0, previous.int64(3)));
     end.finalStateDigest = digestColumn(previous, 4);
+    if (!previous.isNull(5))
+        end.lastScheduleEpoch = static_cast<std::uint64_t>(std::max<std::int64_t>(0, previous.int64(5)));
+    try {
+        if (!previous.isNull(6) && end.root.gradScaler)
+            end.lastGradScalerStep = parseGradScalerStep(previous.text(6), end.root.gradScaler->rule);
+    } catch (const Error& error) {
+        link.status = TapeLinkStatus::Broken;
+        link.problem = std::string("the case's record of the GradScaler after the tape it continues no longer reads: ") + error.what();
+        return link;
+    }
     if (!end.finalStateDigest && end.sealed) {
         link.status = TapeLinkStatus::Broken;
         link.problem = "the case has no final state digest for that tape (ingested before case schema 12): ingest it again";

@@ -65,10 +65,12 @@ std::string optimizerProblem(const RootRecord& before, const RootRecord& after)
     return {};
 }
 
-// The scheduler's kind and arguments stay; its epoch goes on from where it stood. (Its base
-// and, for ReduceLROnPlateau, its state are where it stands now: they move with the run.)
-std::string scheduleProblem(const RootRecord& before, const RootRecord& after)
+// The scheduler's kind, arguments and base stay (ReduceLROnPlateau's base is the rates where
+// it stands, which move with the run, as its state does), and its epoch goes on from the one
+// the previous tape's last step recorded: it may step on between the tapes, never back.
+std::string scheduleProblem(const TapeEnd& previous, const RootRecord& after)
 {
+    const RootRecord& before = previous.root;
     const bool checkedBefore = before.optimizerSchedule && before.optimizerSchedule->checked();
     const bool checkedAfter = after.optimizerSchedule && after.optimizerSchedule->checked();
     if (checkedBefore != checkedAfter)
@@ -77,17 +79,22 @@ std::string scheduleProblem(const RootRecord& before, const RootRecord& after)
         return {};
     const json was = parseUntrustedJson(before.optimizerSchedule->schedulerJson, "optimizer schedule");
     const json now = parseUntrustedJson(after.optimizerSchedule->schedulerJson, "optimizer schedule");
-    if (was.value("kind", json()) != now.value("kind", json()) || was.value("arguments", json()) != now.value("arguments", json()))
-        return "its scheduler is " + now.value("kind", json()).dump() + " with " + now.value("arguments", json()).dump() +
-               ", the previous tape's " + was.value("kind", json()).dump() + " with " + was.value("arguments", json()).dump();
-    if (after.optimizerSchedule->epoch < before.optimizerSchedule->epoch)
-        return "its scheduler starts at epoch " + std::to_string(after.optimizerSchedule->epoch) + ", before the previous tape's start (" +
-               std::to_string(before.optimizerSchedule->epoch) + "): a scheduler steps forward";
+    const json kind = now.value("kind", json());
+    if (was.value("kind", json()) != kind || was.value("arguments", json()) != now.value("arguments", json()))
+        return "its scheduler is " + kind.dump() + " with " + now.value("arguments", json()).dump() + ", the previous tape's " +
+               was.value("kind", json()).dump() + " with " + was.value("arguments", json()).dump();
+    if (kind != "ReduceLROnPlateau" && was.value("base", json()) != now.value("base", json()))
+        return "its scheduler's base values are " + now.value("base", json()).dump() + ", the previous tape's " + was.value("base", json()).dump();
+    const std::uint64_t reached = previous.lastScheduleEpoch.value_or(before.optimizerSchedule->epoch);
+    if (after.optimizerSchedule->epoch < reached)
+        return "its scheduler starts at epoch " + std::to_string(after.optimizerSchedule->epoch) + ", before epoch " + std::to_string(reached) +
+               ", where the previous tape's last step had it: a scheduler steps forward";
     return {};
 }
 
-std::string gradScalerProblem(const RootRecord& before, const RootRecord& after)
+std::string gradScalerProblem(const TapeEnd& previous, const RootRecord& after)
 {
+    const RootRecord& before = previous.root;
     if (before.gradScaler.has_value() != after.gradScaler.has_value())
         return after.gradScaler ? "it scales losses with a GradScaler, the previous tape with none" : "it scales no loss, the previous tape with a GradScaler";
     if (!after.gradScaler)
@@ -96,6 +103,14 @@ std::string gradScalerProblem(const RootRecord& before, const RootRecord& after)
     const GradScalerRule& now = after.gradScaler->rule;
     if (was.growthFactor != now.growthFactor || was.backoffFactor != now.backoffFactor || was.growthInterval != now.growthInterval)
         return "its GradScaler's rule (growth_factor, backoff_factor, growth_interval) differs from the previous tape's";
+    // The scale goes on as torch's scaler.update() moved it after the previous tape's last step.
+    const GradScalerState expected = previous.lastGradScalerStep
+                                         ? nextGradScalerState(previous.lastGradScalerStep->state, was, previous.lastGradScalerStep->skipped)
+                                         : before.gradScaler->initial;
+    if (after.gradScaler->initial != expected)
+        return "its GradScaler starts at scale " + gradScaleText(after.gradScaler->initial.scale) + " and growth tracker " +
+               std::to_string(after.gradScaler->initial.growthTracker) + ", where the previous tape's rule leaves scale " +
+               gradScaleText(expected.scale) + " and growth tracker " + std::to_string(expected.growthTracker);
     return {};
 }
 
@@ -128,7 +143,7 @@ std::string resumeLinkProblem(const TapeEnd& previous, const RootRecord& next)
     if (next.programKind != was.programKind || next.programSha256 != was.programSha256)
         return "it runs the " + next.programKind + " program " + toHex(next.programSha256) + ", the previous tape the " + was.programKind +
                " program " + toHex(was.programSha256) + ": not the same training step";
-    for (const std::string& problem : {scheduleProblem(was, next), gradScalerProblem(was, next)})
+    for (const std::string& problem : {scheduleProblem(previous, next), gradScalerProblem(previous, next)})
         if (!problem.empty())
             return problem;
     return {};

@@ -675,6 +675,8 @@ private:
             if (std::optional<std::string> mismatch = optimizerOptions_->violation(transaction))
                 throw RecordOrderError(transactionAt(location, expected) + *mismatch);
             samplingAnchor_ = location.digest;
+            summary_.lastScheduleEpoch = transaction.scheduleEpoch;
+            summary_.lastGradScalerStep = transaction.gradScaler;
             ++summary_.transactionCount;
             summary_.drawnChecks.transactions = summary_.transactionCount;
             summary_.drawnChecks.updateChecks += transaction.deltas.empty() ? 0 : 1;

@@ -256,7 +256,7 @@ void TestRecorder::resumedTapeContinuesItsPredecessor()
     QCOMPARE(toHex(*after.firstStateDigest), toHex(*before.finalStateDigest));
     // The same code and layout sealed to the same program, though the values differ.
     QCOMPARE(toHex(after.root->programSha256), toHex(before.root->programSha256));
-    const TapeEnd end{*before.root, before.chainHead, before.fileSize, before.transactionCount, true, before.finalStateDigest};
+    const TapeEnd end{*before.root, before.chainHead, before.fileSize, before.transactionCount, true, before.finalStateDigest, before.lastScheduleEpoch, before.lastGradScalerStep};
     QCOMPARE(QString::fromStdString(resumeLinkProblem(end, *after.root)), QString());
 
     // The link rule refuses a renumbered run, another start state, other options.
@@ -269,6 +269,25 @@ void TestRecorder::resumedTapeContinuesItsPredecessor()
     RootRecord retuned = *after.root;
     retuned.optimizerGroups[0].optionsJson = R"({"lr": 0.02})";
     QVERIFY(QString::fromStdString(resumeLinkProblem(end, retuned)).contains("optimizer group 0 has the options"));
+    // A schedule goes on from the epoch the previous tape's last step had, never restarts; a
+    // GradScaler from the scale its rule leaves after that step.
+    const OptimizerSchedule cosine{{"lr"}, R"({"kind": "CosineAnnealingLR", "arguments": {"T_max": 10, "eta_min": 0.0}, "base": {"lr": [0.01]}})", 0};
+    TapeEnd scheduled = end;
+    scheduled.root.optimizerSchedule = cosine;
+    scheduled.lastScheduleEpoch = 3;
+    RootRecord restarted = *after.root;
+    restarted.optimizerSchedule = cosine;
+    QVERIFY(QString::fromStdString(resumeLinkProblem(scheduled, restarted)).contains("before epoch 3"));
+    restarted.optimizerSchedule->epoch = 4;
+    QCOMPARE(QString::fromStdString(resumeLinkProblem(scheduled, restarted)), QString());
+    TapeEnd scaled = end;
+    scaled.root.gradScaler = GradScalerDeclaration{GradScalerRule{2.0, 0.5, 3}, GradScalerState{1024.0f, 0}};
+    scaled.lastGradScalerStep = GradScalerStep{GradScalerState{1024.0f, 1}, true};
+    RootRecord rescaled = *after.root;
+    rescaled.gradScaler = GradScalerDeclaration{GradScalerRule{2.0, 0.5, 3}, GradScalerState{1024.0f, 0}};
+    QVERIFY(QString::fromStdString(resumeLinkProblem(scaled, rescaled)).contains("the previous tape's rule leaves scale 512"));
+    rescaled.gradScaler->initial.scale = 512.0f;
+    QCOMPARE(QString::fromStdString(resumeLinkProblem(scaled, rescaled)), QString());
 
     // A trainer who starts the second tape elsewhere and says it continues: the reader refuses it.
     const std::string forged = dir_.file("forged.zkdv");

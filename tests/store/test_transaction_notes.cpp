@@ -161,6 +161,9 @@ void TestTransactionNotes::aVersion7CaseMigratesKeepingItsRows()
     const std::string path = newCase("v7.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
+        db.exec("DROP INDEX tapes_by_identity");                                                            // 12
+        for (const char* column : {"first_state_digest", "final_state_digest", "last_schedule_epoch", "last_grad_scaler", "transactions_before"})
+            db.exec(std::string("ALTER TABLE tapes DROP COLUMN ") + column);                               // 12
         db.exec("ALTER TABLE transactions DROP COLUMN scheduled");                                          // 11
         db.exec("ALTER TABLE replay_runs DROP COLUMN seed_source");                                         // 10
         db.exec("ALTER TABLE run_seals DROP COLUMN found; ALTER TABLE run_seals DROP COLUMN payload_version");  // 9

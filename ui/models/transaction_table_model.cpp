@@ -209,8 +209,12 @@ void TransactionTableModel::setCase(const QString& casePath, qint64 tapeId)
             table_ = std::make_unique<TransactionTable>(case_->database(), tapeId);
             if (!table_->tapeExists())
                 throw Error("case " + casePath.toStdString() + " holds no tape " + std::to_string(tapeId));
-            if (const std::optional<CaseTape> tape = case_->tape(tapeId))
-                runOffset_ = tape->transactionsBefore;
+            // Only the run's numbering: the tape's other checks (its counts against its rows)
+            // are the case overview's, and must not keep the rows from showing.
+            Statement offset = case_->database().prepare("SELECT transactions_before FROM tapes WHERE id = ?1");
+            offset.bind(1, static_cast<std::int64_t>(tapeId));
+            if (offset.step() && !offset.isNull(0))
+                runOffset_ = static_cast<quint64>(std::max<std::int64_t>(0, offset.int64(0)));
             table_->setRun(requestedRun_);
             table_->setSort(tableColumn(sortColumn_), sortOrder_ == Qt::AscendingOrder);
             applyFilter();

@@ -20,13 +20,17 @@ struct TapeEnd {
     std::uint64_t transactions = 0;
     bool sealed = false;
     std::optional<Digest> finalStateDigest;  // the state after its last transaction
+    // Its last transaction's scheduler epoch and GradScaler step, where its root declares them.
+    std::optional<std::uint64_t> lastScheduleEpoch;
+    std::optional<GradScalerStep> lastGradScalerStep;
 };
 
 // The first reason `next` (whose root names a tape it resumes) does not continue `previous`,
 // or an empty string: `previous` is the tape `next` names (chain head and size), sealed, with
 // its final state the one `next` starts from; the run's transactions count on from it; and
 // `next` trains the same layout with the same optimizer, groups, static options, program,
-// schedule and gradient-scaling rule.
+// scheduler (going on from the epoch `previous` ended at) and GradScaler (going on from the
+// state its rule gives after `previous`'s last step).
 std::string resumeLinkProblem(const TapeEnd& previous, const RootRecord& next);
 
 }  // namespace zkdv

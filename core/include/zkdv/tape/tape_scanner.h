@@ -68,6 +68,10 @@ struct TapeSummary {
     // last snapshot: what a resumed tape's start is checked against (spec 3.4).
     std::optional<Digest> firstStateDigest;
     std::optional<Digest> finalStateDigest;
+    // What the last valid transaction recorded of its scheduler's epoch and its GradScaler's
+    // step (spec 3.3, 5.6), where the root declares them: where a resumed tape goes on from.
+    std::optional<std::uint64_t> lastScheduleEpoch;
+    std::optional<GradScalerStep> lastGradScalerStep;
     DrawnCheckCounts drawnChecks;          // of the valid transactions
     Digest chainHead{};
     std::optional<Digest> fileSha256;  // when ScanOptions::computeFileSha256
