@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 #include <sys/socket.h>
@@ -46,63 +47,68 @@ private:
 };
 
 // Every read checks the bytes left, so a message from a misbehaving worker fails with a
-// ProtocolError saying where, never reads past its end.
+// ProtocolError saying which field and where, never reads past its end or allocates more
+// than the message holds.
 class Reader {
 public:
     Reader(const std::vector<std::uint8_t>& bytes, const char* what) : bytes_(bytes), what_(what) {}
-    std::uint8_t u8() { return take(1)[0]; }
-    std::uint32_t u32() { return readLittleEndian<std::uint32_t>(take(4)); }
-    std::uint64_t u64() { return readLittleEndian<std::uint64_t>(take(8)); }
-    std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
-    double f64()
+    std::uint8_t u8(const char* field) { return take(1, field)[0]; }
+    std::uint32_t u32(const char* field) { return readLittleEndian<std::uint32_t>(take(4, field)); }
+    std::uint64_t u64(const char* field) { return readLittleEndian<std::uint64_t>(take(8, field)); }
+    std::int64_t i64(const char* field) { return static_cast<std::int64_t>(u64(field)); }
+    double f64(const char* field)
     {
-        const std::uint64_t bits = u64();
+        const std::uint64_t bits = u64(field);
         double v;
         std::memcpy(&v, &bits, 8);
         return v;
     }
-    std::vector<std::uint8_t> blob()
+    std::vector<std::uint8_t> blob(const char* field)
     {
-        const std::uint64_t size = u64();
-        const std::uint8_t* p = take(size);
+        const std::uint64_t size = u64(field);
+        const std::uint8_t* p = take(size, field);
         return std::vector<std::uint8_t>(p, p + size);
     }
-    std::string text()
+    std::string text(const char* field)
     {
-        const std::uint64_t size = u64();
-        const std::uint8_t* p = take(size);
+        const std::uint64_t size = u64(field);
+        const std::uint8_t* p = take(size, field);
         return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(size));
     }
-    Digest digest()
+    Digest digest(const char* field)
     {
         Digest d;
-        std::memcpy(d.data(), take(d.size()), d.size());
+        std::memcpy(d.data(), take(d.size(), field), d.size());
         return d;
     }
     // A count of items of at least `itemSize` bytes each, checked against the bytes left.
-    std::uint64_t count(std::size_t itemSize)
+    std::uint64_t count(std::size_t itemSize, const char* field)
     {
-        const std::uint64_t n = u64();
+        const std::size_t at = at_;
+        const std::uint64_t n = u64(field);
         if (n > (bytes_.size() - at_) / itemSize)
-            fail("a count of " + std::to_string(n) + " items");
+            fail(field, "a count of " + std::to_string(n) + " items of at least " + std::to_string(itemSize) + " bytes in " +
+                            std::to_string(bytes_.size() - at_) + " bytes", at);
         return n;
     }
     void finish() const
     {
         if (at_ != bytes_.size())
-            fail(std::to_string(bytes_.size() - at_) + " bytes after the end");
+            fail("the end", std::to_string(bytes_.size() - at_) + " bytes after it", at_);
     }
-    [[noreturn]] void fail(const std::string& why) const
+    std::size_t offset() const { return at_; }
+    // `field` (starting at byte `at`) is wrong in the way `why` says.
+    [[noreturn]] void fail(const std::string& field, const std::string& why, std::size_t at) const
     {
-        throw ProtocolError(std::string("malformed ") + what_ + " message: " + why + " at byte " + std::to_string(at_) + " of " +
-                            std::to_string(bytes_.size()));
+        throw ProtocolError(std::string("malformed ") + what_ + " message: " + field + " at byte " + std::to_string(at) + " of " +
+                            std::to_string(bytes_.size()) + ": " + why);
     }
 
 private:
-    const std::uint8_t* take(std::uint64_t n)
+    const std::uint8_t* take(std::uint64_t n, const char* field)
     {
         if (n > bytes_.size() - at_)
-            fail("needs " + std::to_string(n) + " more bytes");
+            fail(field, "needs " + std::to_string(n) + " bytes, " + std::to_string(bytes_.size() - at_) + " left", at_);
         const std::uint8_t* p = bytes_.data() + at_;
         at_ += static_cast<std::size_t>(n);
         return p;
@@ -113,19 +119,21 @@ private:
     std::size_t at_ = 0;
 };
 
-Verdict verdictFrom(Reader& in)
+Verdict verdictFrom(Reader& in, const char* field)
 {
-    const std::uint8_t v = in.u8();
+    const std::size_t at = in.offset();
+    const std::uint8_t v = in.u8(field);
     if (v > static_cast<std::uint8_t>(Verdict::Unverifiable))
-        in.fail("verdict " + std::to_string(v));
+        in.fail(field, "no verdict is numbered " + std::to_string(v), at);
     return static_cast<Verdict>(v);
 }
 
-UnverifiableCause causeFrom(Reader& in)
+UnverifiableCause causeFrom(Reader& in, const char* field)
 {
-    const std::uint8_t v = in.u8();
+    const std::size_t at = in.offset();
+    const std::uint8_t v = in.u8(field);
     if (v > static_cast<std::uint8_t>(UnverifiableCause::TapeMalformed))
-        in.fail("cause " + std::to_string(v));
+        in.fail(field, "no cause is numbered " + std::to_string(v), at);
     return static_cast<UnverifiableCause>(v);
 }
 
@@ -141,17 +149,21 @@ void writeRefs(Writer& out, const std::map<std::uint64_t, RecordRef>& refs)
     }
 }
 
-std::map<std::uint64_t, RecordRef> readRefs(Reader& in)
+// The encoder writes a map: keys ascending, each once.
+std::map<std::uint64_t, RecordRef> readRefs(Reader& in, const char* field)
 {
     std::map<std::uint64_t, RecordRef> refs;
-    for (std::uint64_t n = in.count(64); n > 0; --n) {
-        const std::uint64_t key = in.u64();
+    for (std::uint64_t n = in.count(64, field); n > 0; --n) {
+        const std::size_t at = in.offset();
+        const std::uint64_t key = in.u64(field);
+        if (!refs.empty() && key <= refs.rbegin()->first)
+            in.fail(field, "key " + std::to_string(key) + " after key " + std::to_string(refs.rbegin()->first), at);
         RecordRef ref;
-        ref.index = in.u64();
-        ref.offset = in.u64();
-        ref.frameSize = in.u64();
-        ref.digest = in.digest();
-        refs.emplace(key, ref);
+        ref.index = in.u64(field);
+        ref.offset = in.u64(field);
+        ref.frameSize = in.u64(field);
+        ref.digest = in.digest(field);
+        refs.emplace_hint(refs.end(), key, ref);
     }
     return refs;
 }
@@ -198,17 +210,23 @@ WorkerHello decodeHello(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "hello");
     WorkerHello hello;
-    hello.libtorchVersion = in.text();
-    hello.cudaVersion = in.text();
-    const std::int64_t devices = in.i64(), threads = in.i64();
-    if (devices < 0 || devices > 4096 || threads < 1 || threads > 65536)
-        in.fail(std::to_string(devices) + " CUDA devices and " + std::to_string(threads) + " threads");
+    hello.libtorchVersion = in.text("libtorch version");
+    hello.cudaVersion = in.text("CUDA version");
+    std::size_t at = in.offset();
+    const std::int64_t devices = in.i64("CUDA devices");
+    if (devices < 0 || devices > 4096)
+        in.fail("CUDA devices", std::to_string(devices) + ", not 0 to 4096", at);
+    at = in.offset();
+    const std::int64_t threads = in.i64("intra-op threads");
+    if (threads < 1 || threads > 65536)
+        in.fail("intra-op threads", std::to_string(threads) + ", not 1 to 65536", at);
     hello.cudaDevices = static_cast<int>(devices);
     hello.defaultIntraOpThreads = static_cast<int>(threads);
+    at = in.offset();
     try {
-        hello.numerics = NumericEnvironment::parse(in.text(), "the worker's numerics");
+        hello.numerics = NumericEnvironment::parse(in.text("numerics"), "the worker's numerics");
     } catch (const FormatError& error) {
-        in.fail(error.what());
+        in.fail("numerics", error.what(), at);
     }
     in.finish();
     return hello;
@@ -242,26 +260,31 @@ WorkerJob decodeJob(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "job");
     WorkerJob job;
-    job.rootJson = in.text();
-    job.program = in.blob();
-    job.device = in.text();
-    job.intraOpThreads = static_cast<int>(in.i64());
-    job.tolerance.maxUlp = in.f64();
-    job.tolerance.relativeL2 = in.f64();
-    job.tolerance.fingerprintRelative = in.f64();
-    job.tolerance.envelope = in.f64();
-    job.memoryLimitBytes = in.u64();
+    job.rootJson = in.text("root");
+    job.program = in.blob("program");
+    job.device = in.text("device");
+    std::size_t at = in.offset();
+    const std::int64_t threads = in.i64("intra-op threads");
+    if (threads < 0 || threads > std::numeric_limits<int>::max())
+        in.fail("intra-op threads", std::to_string(threads) + ", not a thread count", at);
+    job.intraOpThreads = static_cast<int>(threads);
+    job.tolerance.maxUlp = in.f64("tolerance ulp");
+    job.tolerance.relativeL2 = in.f64("tolerance rel");
+    job.tolerance.fingerprintRelative = in.f64("tolerance fingerprint");
+    job.tolerance.envelope = in.f64("tolerance envelope");
+    job.memoryLimitBytes = in.u64("memory limit");
     RecordPlan& r = job.records;
-    r.embedded = in.u8() != 0;
-    r.tapePath = in.text();
-    r.casePath = in.text();
-    r.tapeId = in.i64();
-    r.snapshotInterval = in.u64();
+    r.embedded = in.u8("embedded") != 0;
+    r.tapePath = in.text("tape path");
+    r.casePath = in.text("case path");
+    r.tapeId = in.i64("tape id");
+    at = in.offset();
+    r.snapshotInterval = in.u64("snapshot interval");
     if (r.snapshotInterval == 0)
-        in.fail("snapshot interval 0");
-    r.beforeFirstSnapshot = in.digest();
-    r.transactions = readRefs(in);
-    r.snapshots = readRefs(in);
+        in.fail("snapshot interval", "0", at);
+    r.beforeFirstSnapshot = in.digest("digest before the first snapshot");
+    r.transactions = readRefs(in, "transaction records");
+    r.snapshots = readRefs(in, "snapshot records");
     in.finish();
     return job;
 }
@@ -285,16 +308,17 @@ ReplaySegment decodeSegment(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "segment");
     ReplaySegment segment;
-    segment.snapshot = in.u64();
-    segment.lastTransaction = in.u64();
-    segment.reachesNextSnapshot = in.u8() != 0;
-    for (std::uint64_t n = in.count(8); n > 0; --n)
-        segment.selected.push_back(in.u64());
-    for (std::uint64_t n = in.count(8); n > 0; --n)
-        segment.capture.push_back(in.u64());
-    in.finish();
+    segment.snapshot = in.u64("snapshot");
+    const std::size_t at = in.offset();
+    segment.lastTransaction = in.u64("last transaction");
     if (segment.lastTransaction < segment.snapshot)
-        in.fail("a segment that ends before it starts");
+        in.fail("last transaction", std::to_string(segment.lastTransaction) + ", before the segment's start " + std::to_string(segment.snapshot), at);
+    segment.reachesNextSnapshot = in.u8("reaches next snapshot") != 0;
+    for (std::uint64_t n = in.count(8, "selected"); n > 0; --n)
+        segment.selected.push_back(in.u64("selected"));
+    for (std::uint64_t n = in.count(8, "capture"); n > 0; --n)
+        segment.capture.push_back(in.u64("capture"));
+    in.finish();
     return segment;
 }
 
@@ -350,62 +374,70 @@ TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "outcome");
     TransactionOutcome outcome;
-    outcome.index = in.u64();
-    outcome.segment = in.u64();
-    outcome.selected = in.u8() != 0;
-    outcome.verdict = verdictFrom(in);
-    outcome.cause = causeFrom(in);
-    outcome.detail = in.text();
-    outcome.replayNs = in.u64();
+    outcome.index = in.u64("index");
+    outcome.segment = in.u64("segment");
+    outcome.selected = in.u8("selected") != 0;
+    outcome.verdict = verdictFrom(in, "verdict");
+    outcome.cause = causeFrom(in, "cause");
+    outcome.detail = in.text("detail");
+    outcome.replayNs = in.u64("replay time");
     // A comparison takes at least 8 + 8 + 1 + 8 + 8 + 1 + 5 * 8 + 2 * 8 + 1 bytes.
-    for (std::uint64_t n = in.count(91); n > 0; --n) {
+    for (std::uint64_t n = in.count(91, "comparisons"); n > 0; --n) {
         TensorComparison c;
-        c.tensor = in.text();
-        c.slot = in.text();
-        c.verdict = verdictFrom(in);
-        c.note = in.text();
+        c.tensor = in.text("comparison tensor");
+        c.slot = in.text("comparison slot");
+        c.verdict = verdictFrom(in, "comparison verdict");
+        c.note = in.text("comparison note");
         DivergenceMetrics& m = c.metrics;
-        m.elements = in.u64();
-        m.bitwiseEqual = in.u8() != 0;
-        m.maxAbs = in.f64();
-        m.relativeL2 = in.f64();
-        m.cosine = in.f64();
-        m.maxUlp = in.f64();
-        m.meanUlp = in.f64();
-        m.nanMismatches = in.u64();
-        m.infMismatches = in.u64();
-        const std::uint8_t used = in.u8();
+        m.elements = in.u64("comparison elements");
+        m.bitwiseEqual = in.u8("comparison bitwise equal") != 0;
+        m.maxAbs = in.f64("comparison max abs");
+        m.relativeL2 = in.f64("comparison relative L2");
+        m.cosine = in.f64("comparison cosine");
+        m.maxUlp = in.f64("comparison max ulp");
+        m.meanUlp = in.f64("comparison mean ulp");
+        m.nanMismatches = in.u64("comparison NaN mismatches");
+        m.infMismatches = in.u64("comparison inf mismatches");
+        const std::size_t at = in.offset();
+        const std::uint8_t used = in.u8("comparison ulp histogram");
         if (used > m.ulpHistogram.size())
-            in.fail("a histogram of " + std::to_string(used) + " bins");
+            in.fail("comparison ulp histogram", std::to_string(used) + " bins, at most " + std::to_string(m.ulpHistogram.size()), at);
         for (std::size_t b = 0; b < used; ++b)
-            m.ulpHistogram[b] = in.u64();
+            m.ulpHistogram[b] = in.u64("comparison ulp histogram");
         outcome.comparisons.push_back(std::move(c));
     }
     // Values: 8 + 8 + 8 + 8 + 8 + 8 bytes at least each.
-    for (std::uint64_t n = in.count(48); n > 0; --n) {
+    for (std::uint64_t n = in.count(48, "values"); n > 0; --n) {
         ComparedValues v;
-        v.tensor = in.text();
-        v.slot = in.text();
-        const std::string dtype = in.text();
+        const std::size_t start = in.offset();
+        v.tensor = in.text("values tensor");
+        v.slot = in.text("values slot");
+        std::size_t at = in.offset();
+        const std::string dtype = in.text("values dtype");
         const std::optional<DType> known = dtypeFromName(dtype);
         if (!known)
-            in.fail("an unknown dtype '" + dtype + "'");
+            in.fail("values dtype", "unknown dtype '" + dtype.substr(0, 32) + "'", at);
         v.dtype = *known;
-        for (std::uint64_t d = in.count(8); d > 0; --d)
-            v.shape.push_back(in.i64());
-        v.recorded = in.blob();
-        v.replayed = in.blob();
-        std::uint64_t elements = 1;
-        for (std::int64_t d : v.shape) {
-            if (d < 0 || (d != 0 && elements > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d)))
-                in.fail("a shape that holds no tensor");
-            elements *= static_cast<std::uint64_t>(d);
-        }
-        if (v.recorded.size() != elements * dtypeSize(v.dtype) || (!v.replayed.empty() && v.replayed.size() != v.recorded.size()))
-            in.fail("values of " + v.tensor + " that do not fill its shape");
+        at = in.offset();
+        for (std::uint64_t d = in.count(8, "values shape"); d > 0; --d)
+            v.shape.push_back(in.i64("values shape"));
+        // The bytes the shape needs, without wrapping around (2^62 F32 elements need 2^64 bytes, not 0).
+        std::uint64_t bytes = dtypeSize(v.dtype);
+        for (std::int64_t d : v.shape)
+            if (d < 0 || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
+                in.fail("values shape", "a dimension of " + std::to_string(d) + " in a shape no tensor has", at);
+        at = in.offset();
+        v.recorded = in.blob("values recorded");
+        if (v.recorded.size() != bytes)
+            in.fail("values recorded", std::to_string(v.recorded.size()) + " bytes for a shape of " + std::to_string(bytes) + " bytes (tensor '" +
+                                           v.tensor.substr(0, 64) + "' at byte " + std::to_string(start) + ")", at);
+        at = in.offset();
+        v.replayed = in.blob("values replayed");
+        if (!v.replayed.empty() && v.replayed.size() != v.recorded.size())
+            in.fail("values replayed", std::to_string(v.replayed.size()) + " bytes, recorded " + std::to_string(v.recorded.size()), at);
         outcome.values.push_back(std::move(v));
     }
-    outcome.valuesOmitted = in.text();
+    outcome.valuesOmitted = in.text("values omitted");
     in.finish();
     return outcome;
 }
@@ -420,7 +452,7 @@ std::vector<std::uint8_t> encodeText(const std::string& text)
 std::string decodeText(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "text");
-    std::string text = in.text();
+    std::string text = in.text("text");
     in.finish();
     return text;
 }
@@ -437,8 +469,8 @@ LoadFailure decodeLoadFailure(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "load failure");
     LoadFailure failure;
-    failure.cause = causeFrom(in);
-    failure.why = in.text();
+    failure.cause = causeFrom(in, "cause");
+    failure.why = in.text("why");
     in.finish();
     return failure;
 }
@@ -453,7 +485,7 @@ std::vector<std::uint8_t> encodeCount(std::uint64_t value)
 std::uint64_t decodeCount(const std::vector<std::uint8_t>& payload)
 {
     Reader in(payload, "count");
-    const std::uint64_t value = in.u64();
+    const std::uint64_t value = in.u64("count");
     in.finish();
     return value;
 }
@@ -541,9 +573,15 @@ bool readFrame(int fd, std::uint32_t maxPayload, MessageType& type, std::vector<
     if (!knownType(rawType) || length > maxPayload)
         throw ProtocolError("unknown message type " + std::to_string(rawType) + " or length " + std::to_string(length));
     type = static_cast<MessageType>(rawType);
-    payload.resize(length);
-    if (length > 0)
-        readExactly(fd, payload.data(), length, false);
+    // The buffer grows with the bytes that arrive, so a header that promises more than is
+    // sent costs no more memory than was sent.
+    constexpr std::size_t kChunk = 1u << 20;
+    payload.clear();
+    while (payload.size() < length) {
+        const std::size_t got = payload.size();
+        payload.resize(got + std::min<std::size_t>(kChunk, length - got));
+        readExactly(fd, payload.data() + got, payload.size() - got, false);
+    }
     return true;
 }
 

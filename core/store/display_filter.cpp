@@ -1,5 +1,6 @@
 #include "zkdv/store/display_filter.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -153,13 +154,30 @@ public:
     {
         if (peek().kind == Kind::End)
             throw DisplayFilterError("the filter is empty", peek().position);
-        result_.sql = orExpression();
+        const Sql sql = orExpression();
         if (peek().kind != Kind::End)
             throw DisplayFilterError("expected && or || before " + describe(peek()), peek().position);
+        result_.sql = sql.compound ? "(" + sql.text + ")" : sql.text;
         return std::move(result_);
     }
 
+    // The filter nests at most this many groups and negations inside each other.
+    static constexpr int kMaxDepth = 64;
+
 private:
+    // SQL for part of the filter. SQLite's parser keeps a stack of at most 100 pending
+    // symbols (3.40; "parser stack overflow" past it): every group and negation the SQL
+    // nests costs at least one, every operand left of one more. So && and || chains are
+    // flat ("a AND b AND c", never "((a AND b) AND c)"), a negation adds no parentheses
+    // (NOT binds looser than a comparison and tighter than AND), and in each chain the most
+    // deeply nested operand comes first, where nothing is pending beside it. The order of a
+    // chain's operands does not change its value; parameters keep their numbers.
+    struct Sql {
+        std::string text;
+        int depth = 0;          // groups and negations nested inside
+        bool compound = false;  // a chain of more than one operand (needs parentheses inside another)
+    };
+
     const Token& peek() const { return tokens_[at_]; }
     const Token& take() { return tokens_[at_ < tokens_.size() - 1 ? at_++ : at_]; }
     bool takeOperator(const char* op)
@@ -171,33 +189,68 @@ private:
         return false;
     }
 
-    std::string orExpression()
+    // Joins a chain's operands with `op`, the most deeply nested first.
+    static Sql chain(std::vector<Sql> operands, const char* op)
     {
-        std::string sql = andExpression();
+        if (operands.size() == 1)
+            return std::move(operands.front());
+        std::size_t deepest = 0;
+        for (std::size_t i = 1; i < operands.size(); ++i)
+            if (operands[i].depth > operands[deepest].depth)
+                deepest = i;
+        std::rotate(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(deepest),
+                    operands.begin() + static_cast<std::ptrdiff_t>(deepest) + 1);
+        Sql joined;
+        joined.compound = true;
+        for (const Sql& operand : operands) {
+            joined.text += (joined.text.empty() ? "" : std::string(" ") + op + " ") + operand.text;
+            joined.depth = std::max(joined.depth, operand.depth);
+        }
+        return joined;
+    }
+
+    Sql orExpression()
+    {
+        std::vector<Sql> operands;
+        operands.push_back(andExpression());
         while (takeOperator("||"))
-            sql = "(" + sql + " OR " + andExpression() + ")";
-        return sql;
+            operands.push_back(andExpression());
+        // An && chain inside an || chain needs no parentheses: AND binds tighter.
+        return chain(std::move(operands), "OR");
     }
 
-    std::string andExpression()
+    Sql andExpression()
     {
-        std::string sql = unary();
+        std::vector<Sql> operands;
+        operands.push_back(unary());
         while (takeOperator("&&"))
-            sql = "(" + sql + " AND " + unary() + ")";
-        return sql;
+            operands.push_back(unary());
+        return chain(std::move(operands), "AND");
     }
 
-    std::string unary()
+    Sql unary()
     {
-        if (takeOperator("!"))
-            return "(NOT " + unary() + ")";
-        if (takeOperator("(")) {
-            std::string sql = orExpression();
-            if (!takeOperator(")"))
-                throw DisplayFilterError("expected ')' before " + describe(peek()), peek().position);
+        const Token& token = peek();
+        if (token.kind == Kind::Operator && (token.text == "!" || token.text == "(")) {
+            if (++depth_ > kMaxDepth)
+                throw DisplayFilterError("the filter nests more than " + std::to_string(kMaxDepth) + " levels", 1);
+            Sql sql;
+            if (takeOperator("!")) {
+                Sql operand = unary();
+                sql.text = "NOT " + (operand.compound ? "(" + operand.text + ")" : operand.text);
+                sql.depth = operand.depth + 1;
+            } else {
+                take();
+                Sql inner = orExpression();
+                if (!takeOperator(")"))
+                    throw DisplayFilterError("expected ')' before " + describe(peek()), peek().position);
+                sql.text = "(" + inner.text + ")";
+                sql.depth = inner.depth + 1;
+            }
+            --depth_;
             return sql;
         }
-        return comparison();
+        return Sql{comparison(), 0, false};
     }
 
     std::string parameter(std::variant<double, std::string> value)
@@ -284,6 +337,7 @@ private:
 
     std::vector<Token> tokens_;
     std::size_t at_ = 0;
+    int depth_ = 0;  // groups and negations open around the current token
     int nextParameter_;
     CompiledDisplayFilter result_;
 };
@@ -292,15 +346,11 @@ private:
 
 CompiledDisplayFilter compileDisplayFilter(const std::string& text, int firstParameter)
 {
-    // Bounded: a hostile or mistyped filter cannot recurse the parser off its stack.
+    // Bounded: a hostile or mistyped filter cannot recurse the parser off its stack (the
+    // compiler counts nesting as it goes: `not` and `(` alike, `!=` not at all).
     constexpr std::size_t kMaxLength = 4096;
     if (text.size() > kMaxLength)
         throw DisplayFilterError("the filter is longer than " + std::to_string(kMaxLength) + " characters", kMaxLength + 1);
-    std::size_t depth = 0;
-    for (char c : text)
-        if (c == '(' || c == '!')
-            if (++depth > 64)
-                throw DisplayFilterError("the filter nests more than 64 levels", 1);
     return Compiler(tokenize(text), firstParameter).run();
 }
 
@@ -331,6 +381,22 @@ const std::vector<DisplayFilterField>& displayFilterFields()
         return list;
     }();
     return fields;
+}
+
+std::vector<std::string> displayFilterComparisons(const std::string& name)
+{
+    const Field* field = fieldNamed(name);
+    if (!field)
+        return {};
+    switch (field->type) {
+    case FieldType::Number: return {"==", "!=", "<", "<=", ">", ">="};
+    case FieldType::VerdictName:
+    case FieldType::NoteFlag: return {"==", "!="};
+    case FieldType::Text:
+    case FieldType::AnyTensor: return {"==", "!=", "contains"};
+    case FieldType::Flag: break;
+    }
+    return {};
 }
 
 }  // namespace zkdv

@@ -48,5 +48,8 @@ struct DisplayFilterField {
     const char* meaning;
 };
 const std::vector<DisplayFilterField>& displayFilterFields();
+// The comparisons that may follow field `name` ("loss": ==, !=, <, <=, >, >=; "verdict": ==,
+// !=; "tensor": ==, !=, contains); none for a flag, which stands alone, or an unknown name.
+std::vector<std::string> displayFilterComparisons(const std::string& name);
 
 }  // namespace zkdv
