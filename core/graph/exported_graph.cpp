@@ -8,6 +8,7 @@
 
 #include "zkdv/graph/operator_allow_list.h"
 #include "zkdv/graph/random_operation.h"
+#include "zkdv/tape/shape_text.h"
 #include "zkdv/util/json_text.h"
 
 namespace zkdv {
@@ -272,14 +273,6 @@ void checkWrites(const ExportedGraph& graph)
 std::uint64_t timesSaturating(std::uint64_t a, std::uint64_t b)
 {
     return b != 0 && a > kMaxListElements / b ? kMaxListElements + 1 : a * b;
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string text = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        text += (i ? "," : "") + std::to_string(shape[i]);
-    return text + "]";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "replay_worker_pool.h"
+#include "sealed_program_check.h"
 #include "worker_log.h"
 #include "worker_process.h"
 #include "zkdv/audit/replay_plan.h"
@@ -26,35 +27,6 @@
 namespace zkdv {
 
 namespace {
-
-// The program the tape commits to, from the case; ReplayError saying why it cannot run.
-std::vector<std::uint8_t> checkedProgram(ReplayStore& store, const RootRecord& root)
-{
-    if (root.programKind != "torchscript" && root.programKind != kExportedGraphKind)
-        throw ReplayError("the tape's program is of kind '" + root.programKind + "', which cannot be replayed");
-    std::optional<std::vector<std::uint8_t>> bytes = store.programBytes(toHex(root.programSha256));
-    if (!bytes)
-        throw ReplayError("the sealed program (sha256 " + toHex(root.programSha256) + ") is not in the case; add it with "
-                          "`zkdv-audit ingest PROGRAM --case CASE`");
-    if (Sha256::of(ByteSpan(*bytes)) != root.programSha256)
-        throw ReplayError("program digest mismatch: the tape commits to sha256 " + toHex(root.programSha256) + "; refusing to run it");
-    return std::move(*bytes);
-}
-
-// As a replay links the first snapshot into the chain (replay_runner.cpp).
-Digest digestBeforeFirstSnapshot(const CaseTape& tape, const RootRecord& root, const std::vector<std::uint8_t>& program)
-{
-    Sha256 hasher;
-    const ByteSpan rootPayload(std::string_view(tape.rootJson));
-    const Digest rootDigest = frameDigest(
-        frameHeader(static_cast<std::uint32_t>(tape::RecordType::Root), tape::kFlagCritical, rootPayload.size,
-                    genesisDigest(static_cast<std::uint16_t>(root.formatMajor), static_cast<std::uint16_t>(root.formatMinor))),
-        {rootPayload}, hasher);
-    if (!root.programEmbedded)
-        return rootDigest;
-    return frameDigest(frameHeader(static_cast<std::uint32_t>(tape::RecordType::Program), tape::kFlagCritical, program.size(), rootDigest),
-                       {ByteSpan(program)}, hasher);
-}
 
 std::vector<double> widened(DType dtype, const std::vector<std::uint8_t>& bytes)
 {
@@ -149,24 +121,15 @@ ElementComparison compareTransactionElements(CaseStore& store, const ElementComp
         throw ReplayError(error.what());
     }
     worker::WorkerLog log(store.path() + ".compare-" + std::to_string(request.index) + ".log");
-    std::vector<std::uint8_t> program = checkedProgram(replayStore, root);
+    CheckedProgram checked = checkSealedProgram(replayStore, root);
+    if (checked.check != ProgramCheck::Matched)
+        throw ReplayError(checked.problem);
+    const std::vector<std::uint8_t> program = std::move(checked.bytes);
 
     worker::WorkerJob job;
     worker::RecordPlan& records = job.records;
-    {
-        std::string why;
-        try {
-            RecordReader reader(tape->path);
-            if (reader.size() != tape->size)
-                why = "the tape file " + tape->path + " has " + std::to_string(reader.size()) + " bytes, the ingested tape " +
-                      std::to_string(tape->size);
-        } catch (const Error& error) {
-            why = error.what();
-        }
-        records.embedded = !why.empty();
-        if (records.embedded && !tape->embedded)
-            throw ReplayError("the tape's records cannot be read: " + why + "; restore the file, or ingest it with --embed");
-    }
+    if (const std::string why = chooseRecordSource(*tape, records.embedded); !why.empty())
+        throw ReplayError(why);
     records.tapePath = tape->path;
     records.casePath = store.path();
     records.tapeId = tape->id;

@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 
 #include "replay_worker_pool.h"
+#include "sealed_program_check.h"
 #include "worker_log.h"
 #include "worker_process.h"
 #include "zkdv/audit/numeric_regime.h"
@@ -44,16 +45,6 @@ std::string operatingSystem()
     return std::string(name.sysname) + " " + name.release + " " + name.machine;
 }
 
-std::vector<std::uint8_t> readWholeFile(const std::string& path)
-{
-    try {
-        const MappedFile file(path);  // refuses FIFOs and devices instead of waiting on them
-        return std::vector<std::uint8_t>(file.bytes().begin(), file.bytes().end());
-    } catch (const IoError& error) {
-        throw ReplayError(std::string("cannot read program file: ") + error.what());
-    }
-}
-
 // Record locations for every record the plan reads, for the workers.
 void indexRecords(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& plan, worker::RecordPlan& records)
 {
@@ -66,22 +57,6 @@ void indexRecords(ReplayStore& store, std::int64_t tapeId, const ReplayPlan& pla
             if (auto ref = store.transactionRecord(tapeId, t))
                 records.transactions.emplace(t, *ref);
     }
-}
-
-// The digest the first snapshot links to: the program record's, or the root's when the
-// program travels apart from the tape.
-Digest digestBeforeFirstSnapshot(const CaseTape& tape, const RootRecord& root, const std::vector<std::uint8_t>& program)
-{
-    Sha256 hasher;
-    const ByteSpan rootPayload(std::string_view(tape.rootJson));
-    const Digest rootDigest = frameDigest(
-        frameHeader(static_cast<std::uint32_t>(tape::RecordType::Root), tape::kFlagCritical, rootPayload.size,
-                    genesisDigest(static_cast<std::uint16_t>(root.formatMajor), static_cast<std::uint16_t>(root.formatMinor))),
-        {rootPayload}, hasher);
-    if (!root.programEmbedded)
-        return rootDigest;
-    return frameDigest(frameHeader(static_cast<std::uint32_t>(tape::RecordType::Program), tape::kFlagCritical, program.size(), rootDigest),
-                       {ByteSpan(program)}, hasher);
 }
 
 TransactionOutcome unverifiableOutcome(std::uint64_t index, std::uint64_t interval, bool selected, UnverifiableCause cause, const std::string& why)
@@ -191,56 +166,6 @@ std::vector<std::unique_ptr<worker::WorkerProcess>> prestartWorkers(const std::s
         throw ReplayError(error.what());
     }
     return prestarted;
-}
-
-// The sealed program, checked before anything runs; when it cannot run, `problem` says why
-// and every selected transaction is unverifiable for that reason.
-struct CheckedProgram {
-    std::vector<std::uint8_t> bytes;
-    std::string problem;
-};
-
-CheckedProgram checkProgram(ReplayStore& replayStore, const RootRecord& root, const ReplayRequest& request)
-{
-    CheckedProgram checked;
-    if (root.programKind != "torchscript" && root.programKind != kExportedGraphKind) {
-        checked.problem = "the tape's program is of kind '" + root.programKind + "', which cannot be replayed";
-        return checked;
-    }
-    std::optional<std::vector<std::uint8_t>> bytes;
-    if (!request.programPath.empty())
-        bytes = readWholeFile(request.programPath);
-    else
-        bytes = replayStore.programBytes(toHex(root.programSha256));
-    if (!bytes) {
-        checked.problem = "the sealed program (sha256 " + toHex(root.programSha256) +
-                          ") is not in the case; add it with `zkdv-audit ingest PROGRAM --case CASE` or pass --program PROGRAM";
-        return checked;
-    }
-    const std::string found = toHex(Sha256::of(ByteSpan(*bytes)));
-    if (found != toHex(root.programSha256))
-        checked.problem = "program digest mismatch: the tape commits to sha256 " + toHex(root.programSha256) + ", the program supplied has " +
-                          found + "; refusing to run it";
-    else
-        checked.bytes = std::move(*bytes);
-    return checked;
-}
-
-// Where the workers read payloads from: the tape file while it is the one ingested, else the
-// case's embedded copies. Returns why neither can serve ("" when one can).
-std::string chooseRecordSource(const CaseTape& tape, bool& embedded)
-{
-    std::string why;
-    try {
-        RecordReader reader(tape.path);
-        if (reader.size() == tape.size)
-            return "";
-        why = "the tape file " + tape.path + " has " + std::to_string(reader.size()) + " bytes, the ingested tape " + std::to_string(tape.size);
-    } catch (const Error& error) {
-        why = error.what();
-    }
-    embedded = tape.embedded;
-    return embedded ? "" : "the tape's records cannot be read: " + why + "; restore the file, or ingest it with --embed";
 }
 
 // The workers' numerical environment at the run's thread count: with the tape's, it decides
@@ -377,10 +302,10 @@ bool replaySegments(ReplayStore& replayStore, std::int64_t runId, const PlannedR
         return pool.run(recordBatch, [&] { return request.progress && request.progress->cancelRequested(); });
     } catch (const std::exception& error) {
         // The run's problem names the cause, as the exception does for the caller.
-        replayStore.finishRun(runId, "failed", std::string("the replay stopped: ") + error.what());
+        replayStore.finishRun(runId, RunStatus::Failed, std::string("the replay stopped: ") + error.what());
         throw;
     } catch (...) {
-        replayStore.finishRun(runId, "failed", "the replay stopped on an exception of type " + currentExceptionType() +
+        replayStore.finishRun(runId, RunStatus::Failed, "the replay stopped on an exception of type " + currentExceptionType() +
                                                    ", which is not a std::exception");
         throw;
     }
@@ -416,7 +341,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const KernelProfile profile = kernelProfileFor(request.kernels, root.numerics, NumericEnvironment::hostCpu());
     std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted = prestartWorkers(workerPath, request, root, planned.plan, profile);
 
-    CheckedProgram program = checkProgram(replayStore, root, request);
+    CheckedProgram program = checkSealedProgram(replayStore, root, request.programPath);
     std::string& problem = program.problem;
     bool embedded = false;
     if (problem.empty() && !planned.plan.segments.empty())
@@ -432,7 +357,8 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     }
     const int intraOp = intraOpThreadsOf(request, root, hello.defaultIntraOpThreads);
     const unsigned workers = workerCount(request, planned.plan, intraOp);
-    const ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size(), profile);
+    ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size(), profile);
+    info.programCheck = program.check;
 
     ReplaySummary summary;
     summary.tapeId = tape.id;
@@ -462,8 +388,8 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
             for (std::uint64_t index : segment.selected)
                 pending.push_back(unverifiableOutcome(index, interval, true, UnverifiableCause::Environment, problem));
         record(pending);
-        summary.sealProblem = replayStore.finishRun(summary.runId, "finished", problem);
-        summary.status = "finished";
+        summary.sealProblem = replayStore.finishRun(summary.runId, RunStatus::Finished, problem);
+        summary.status = RunStatus::Finished;
     } else {
         record(pending);
         worker::WorkerJob job = workerJob(store, replayStore, tape, root, planned, std::move(program.bytes), embedded, device, intraOp, request);
@@ -481,11 +407,11 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
         try {
             setup.job = worker::encodeJob(job);
         } catch (const std::exception& error) {
-            replayStore.finishRun(summary.runId, "failed", std::string("the replay stopped: ") + error.what());
+            replayStore.finishRun(summary.runId, RunStatus::Failed, std::string("the replay stopped: ") + error.what());
             throw;
         }
         cancelled = !replaySegments(replayStore, summary.runId, planned, std::move(setup), std::move(prestarted), record, request);
-        summary.status = cancelled ? "cancelled" : "finished";
+        summary.status = cancelled ? RunStatus::Stopped : RunStatus::Finished;
         summary.sealProblem = replayStore.finishRun(summary.runId, summary.status, "");
     }
     summary.workerLog = log.writtenPath();

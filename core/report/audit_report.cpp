@@ -23,6 +23,7 @@
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_notes.h"
 #include "zkdv/tape/root_record.h"
+#include "zkdv/tape/shape_text.h"
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/version.h"
@@ -90,32 +91,24 @@ CaseTape chooseTape(CaseStore& store, std::int64_t tapeId, const std::vector<Sto
     return tapes.front();
 }
 
-std::string programCheckOf(const CaseTape& tape, const StoredReplayRun& run)
+// The shape as the case stores it (JSON), written as every output writes shapes; as stored
+// when it is not a list of integers.
+std::string shapeTextOfJson(const std::string& shapeJson)
 {
-    if (tape.programKind != "torchscript" && tape.programKind != kExportedGraphKind)
-        return "not replayable (" + tape.programKind + ")";
-    if (run.problem.rfind("program digest mismatch", 0) == 0)
-        return "mismatched: " + run.problem;
-    if (run.problem.find("is not in the case") != std::string::npos && run.problem.rfind("the sealed program", 0) == 0)
-        return "missing";
-    if (run.problem.find("cannot be replayed") != std::string::npos)
-        return "not replayable (" + tape.programKind + ")";
-    // The replay checks the program's SHA-256 against the tape before it loads it: a run
-    // without a program problem ran the program the tape commits to.
-    return "matched";
-}
-
-std::string shapeText(const std::string& shapeJson)
-{
-    std::string text = "[";
     try {
         const nlohmann::json shape = parseUntrustedJson(shapeJson, "tensor shape");
-        for (std::size_t i = 0; i < shape.size(); ++i)
-            text += (i ? ", " : "") + toJsonText(shape[i]);
+        if (!shape.is_array())
+            return shapeJson;
+        std::vector<std::int64_t> dims;
+        for (const nlohmann::json& d : shape) {
+            if (!d.is_number_integer())
+                return shapeJson;
+            dims.push_back(d.get<std::int64_t>());
+        }
+        return shapeText(dims);
     } catch (const FormatError&) {
         return shapeJson;
     }
-    return text + "]";
 }
 
 std::uint64_t elementsOf(const std::string& shapeJson)
@@ -135,7 +128,7 @@ std::uint64_t elementsOf(const std::string& shapeJson)
 void readModel(Database& db, std::int64_t tapeId, ReportData& report)
 {
     for (const StoredTensor& tensor : loadModelLayout(db, tapeId)) {
-        const std::string line = tensor.name + " " + tensor.dtype + " " + shapeText(tensor.shapeJson);
+        const std::string line = tensor.name + " " + tensor.dtype + " " + shapeTextOfJson(tensor.shapeJson);
         if (!tensor.buffer) {
             ++report.parameterCount;
             report.parameterElements += elementsOf(tensor.shapeJson);
@@ -280,7 +273,7 @@ void addSampling(ReportData& report)
         report.samplingNote = "No statistical statement: the replay's results cannot be vouched for (" + report.seal.explanation + ").";
         return;
     }
-    if (report.runStatus != "finished") {
+    if (report.runStatus != RunStatus::Finished) {
         report.samplingNote = "No statistical statement: the replay did not finish, so the transactions replayed are not the whole "
                               "random sample.";
         return;
@@ -357,7 +350,11 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.programKind = tape.programKind;
     report.programSha256 = tape.programSha256;
     report.programPresent = tape.programPresent;
-    report.programCheck = programCheckOf(tape, *run);
+    report.programCheck = run->programCheck;
+    if (!run->programCheck)
+        report.programCheckDetail = "the case holds no program check for this run";
+    else if (*run->programCheck != ProgramCheck::Matched)
+        report.programCheckDetail = run->problem;
 
     report.optimizerContract = tape.optimizerContract;
     readModel(store.database(), tape.id, report);

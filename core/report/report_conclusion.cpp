@@ -3,6 +3,7 @@
 
 #include "report_conclusion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -192,9 +193,10 @@ void writeConclusion(ReportData& report)
     const std::vector<const ReportTransaction*> trainers = unverifiableBlaming(report, true);
     const std::vector<const ReportTransaction*> environment = unverifiableBlaming(report, false);
     const bool sealed = report.tapeStatus == "sealed";
-    const bool programOk = report.programCheck == "matched";
-    const bool finished = report.runStatus == "finished";
+    const bool programOk = report.programCheck == ProgramCheck::Matched;
+    const bool finished = report.runStatus == RunStatus::Finished;
     // 1. Tampering or a faulty run found: always the first thing said.
+    const std::size_t divergedWarning = report.warnings.size();
     if (!diverged.empty()) {
         const ReportTransaction* first = firstWith(report, Verdict::Diverged);
         report.warnings.push_back(
@@ -217,6 +219,19 @@ void writeConclusion(ReportData& report)
     // 1b. What the tape's other runs found: a report of a later run that did not replay those
     // transactions must not read as a pass, nor may a failure vanish by editing or deleting
     // the run that found it.
+    // Runs that found the same thing (the same counts and diverged transactions, or the same
+    // sealed finding of altered runs) are named together in one warning, and a run that found
+    // what this run found is named in this run's warning instead of a second one.
+    struct SameFinding {
+        bool altered = false;
+        std::uint64_t diverged = 0, trainersFailures = 0;
+        std::vector<std::uint64_t> transactions;  // the first few, of unaltered runs
+        std::vector<const ReportOtherRun*> runs;
+        std::size_t warning = 0;                  // its place in report.warnings
+    };
+    std::vector<SameFinding> findings;
+    std::vector<const ReportOtherRun*> sameAsThisRun;
+    const bool thisRunWarned = !diverged.empty();
     std::vector<const ReportOtherRun*> otherFailures;
     std::vector<const ReportOtherRun*> otherAltered;
     for (const ReportOtherRun& other : report.otherRuns) {
@@ -224,21 +239,63 @@ void writeConclusion(ReportData& report)
         const bool failedWhenSealed = other.finding && replayRunFailed(other.finding->diverged, other.finding->trainersFailures);
         if (failedVouched || failedWhenSealed) {
             otherFailures.push_back(&other);
-            const bool altered = other.sealState == RunSealCheck::State::Altered;
-            const std::uint64_t d = altered ? other.finding->diverged : other.diverged;
-            const std::uint64_t p = altered ? other.finding->trainersFailures : other.trainersFailures;
-            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + other.status + ") " +
-                                      (altered ? "was altered after it was sealed, but its seal still says it found " : "found ") +
-                                      faultText(d, p) +
-                                      (!altered && !other.divergedTransactions.empty() ? " (" + indexList(other.divergedTransactions) + ")" : std::string()) +
-                                      ": this report is about run " + std::to_string(report.runId) + ", which does not undo that finding.");
+            SameFinding found;
+            found.altered = other.sealState == RunSealCheck::State::Altered;
+            found.diverged = found.altered ? other.finding->diverged : other.diverged;
+            found.trainersFailures = found.altered ? other.finding->trainersFailures : other.trainersFailures;
+            if (!found.altered)
+                found.transactions = other.divergedTransactions;
+            const std::vector<std::uint64_t> ours(diverged.begin(), diverged.begin() + static_cast<std::ptrdiff_t>(std::min(diverged.size(), found.transactions.size())));
+            if (thisRunWarned && !found.altered && found.trainersFailures == 0 && trainers.empty() && found.diverged == diverged.size() &&
+                !found.transactions.empty() && found.transactions == ours) {
+                sameAsThisRun.push_back(&other);
+                continue;
+            }
+            auto same = std::find_if(findings.begin(), findings.end(), [&](const SameFinding& f) {
+                return f.altered == found.altered && f.diverged == found.diverged && f.trainersFailures == found.trainersFailures &&
+                       f.transactions == found.transactions;
+            });
+            if (same == findings.end()) {
+                found.warning = report.warnings.size();
+                report.warnings.emplace_back();
+                findings.push_back(std::move(found));
+                same = findings.end() - 1;
+            }
+            same->runs.push_back(&other);
         } else if (other.sealState == RunSealCheck::State::Altered) {
             otherAltered.push_back(&other);
-            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + other.status +
+            report.warnings.push_back("Replay run " + std::to_string(other.id) + " of this tape (" + other.selection + ", " + std::string(runStatusName(other.status)) +
                                       ") was altered after zkdv sealed it: its rows no longer match its seal, so what it found is unknown, "
                                       "and this report cannot pass the tape while the case holds it.");
         }
     }
+    auto runOf = [](const ReportOtherRun* run) {
+        return std::to_string(run->id) + " (" + run->selection + ", " + std::string(runStatusName(run->status)) + ")";
+    };
+    auto runsText = [&](const std::vector<const ReportOtherRun*>& runs) {
+        std::string text;
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            text += (i == 0 ? "" : i + 1 == runs.size() ? " and " : ", ") + runOf(runs[i]);
+        return text;
+    };
+    for (const SameFinding& found : findings) {
+        const ReportOtherRun& first = *found.runs.front();
+        const std::string who = found.runs.size() == 1
+                                    ? "Replay run " + std::to_string(first.id) + " of this tape (" + first.selection + ", " +
+                                          std::string(runStatusName(first.status)) + ") "
+                                    : "Replay runs " + runsText(found.runs) + " of this tape " + (found.altered ? "were" : "each") + " ";
+        const std::string verb = found.altered ? (found.runs.size() == 1 ? "was altered after it was sealed, but its seal still says it found "
+                                                                          : "altered after they were sealed, but their seals still say each found ")
+                                               : std::string("found ");
+        report.warnings[found.warning] = who + verb + faultText(found.diverged, found.trainersFailures) +
+                                         (!found.transactions.empty() ? " (" + indexList(found.transactions) + ")" : std::string()) +
+                                         ": this report is about run " + std::to_string(report.runId) + ", which does not undo " +
+                                         (found.runs.size() == 1 ? "that finding." : "those findings.");
+    }
+    if (!sameAsThisRun.empty())
+        report.warnings[divergedWarning] += " Replay run " + std::to_string(report.runId) + " (this report's) and replay " +
+                                   (sameAsThisRun.size() == 1 ? "run " : "runs ") + runsText(sameAsThisRun) +
+                                   " of this tape found the same.";
     for (const ReportVanishedFailure& vanished : report.vanishedFailures)
         report.warnings.push_back("Replay run " + std::to_string(vanished.runId) + " of this tape had found the tape at fault when run " +
                                   std::to_string(report.runId) + " was sealed, and is now " + vanished.now +
@@ -249,7 +306,7 @@ void writeConclusion(ReportData& report)
     // The one pass rule of a run, and on top of it what the report asks of the tape: that
     // something was replayed and compared, that the tape is sealed, that its sampled checks
     // are plausible, and that no other run of it found the tape at fault or was altered. The headlines below say which failed.
-    report.passed = replayRunPassed(report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 &&
+    report.passed = report.runStatus && replayRunPassed(*report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 &&
                     report.comparisonCount > 0 && sealed && !othersFailed && otherAltered.empty() &&
                     !implausibleSampling;
 
@@ -277,23 +334,23 @@ void writeConclusion(ReportData& report)
     // 3. The program.
     if (!programOk) {
         std::string why;
-        if (report.programCheck == "missing")
-            why = "the training program the tape refers to is not in the case, so no step could be re-run";
-        else if (report.programCheck.rfind("mismatched", 0) == 0)
+        switch (report.programCheck.value_or(ProgramCheck::Missing)) {
+        case ProgramCheck::Missing:
+            why = report.programCheck ? "the training program the tape refers to is not in the case, so no step could be re-run"
+                                      : report.programCheckDetail;
+            break;
+        case ProgramCheck::Mismatched:
             why = "the program supplied is not the one the tape was recorded with (its fingerprint differs), so it was not run";
-        else if (report.programCheck.rfind("not replayable", 0) == 0)
-            why = "this tape's program (" + report.programKind + ") cannot be re-executed";
-        else
-            why = report.programCheck;
+            break;
+        case ProgramCheck::NotReplayable: why = "this tape's program (" + report.programKind + ") cannot be re-executed"; break;
+        case ProgramCheck::Matched: break;
+        }
         report.warnings.push_back("The training program could not be checked: " + why +
                                   ". Nothing in this report confirms that training followed the recorded program.");
     }
     // 4. The run itself.
     if (!finished)
-        report.warnings.push_back("The replay " + std::string(report.runStatus == "cancelled" ? "was cancelled" :
-                                                              report.runStatus == "running"   ? "was still running when this report was made" :
-                                                              report.runStatus == "interrupted" ? "was interrupted (its process ended before it finished)" :
-                                                                                                 "failed") +
+        report.warnings.push_back("The replay " + std::string(report.runStatus ? runStatusSentence(*report.runStatus) : "did not run") +
                                   ": only " + std::to_string(report.replayedCount) + " transactions were replayed (" +
                                   std::to_string(report.selectedCount) + " were selected).");
     if (!report.runProblem.empty() && programOk)
@@ -394,7 +451,7 @@ void writeConclusion(ReportData& report)
                   " bit for bit, " + std::to_string(report.withinTolerance) + " within the rounding tolerance " + report.tolerance + ")";
     if (!finished) {
         report.outcome = "INCOMPLETE";
-        report.headline = "INCOMPLETE: the replay " + std::string(report.runStatus == "cancelled" ? "was stopped" : "did not finish") + "; " +
+        report.headline = "INCOMPLETE: the replay " + std::string(report.runStatus == RunStatus::Stopped ? runStatusSentence(RunStatus::Stopped) : "did not finish") + "; " +
                           reproduced + ", but the selected audit was not completed.";
         return;
     }

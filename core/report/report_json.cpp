@@ -87,7 +87,8 @@ std::string renderReportJson(const ReportData& r)
                      {"link", r.runLink},
                      {"link_text", r.runLinkText},
                      {"tapes", r.runTapes}}}};
-    out["program"] = {{"kind", r.programKind}, {"sha256", r.programSha256}, {"present", r.programPresent}, {"check", r.programCheck}};
+    out["program"] = {{"kind", r.programKind}, {"sha256", r.programSha256}, {"present", r.programPresent}, {"check", r.programCheck ? std::string(programCheckName(*r.programCheck)) : std::string("not-checked")},
+                      {"check_detail", r.programCheckDetail.empty() ? nlohmann::json() : nlohmann::json(r.programCheckDetail)}};
     out["model"] = {{"parameter_count", r.parameterCount},
                     {"parameter_elements", r.parameterElements},
                     {"buffer_count", r.bufferCount},
@@ -102,7 +103,7 @@ std::string renderReportJson(const ReportData& r)
                     {"checked", !r.schedulerKind.empty()}};
     out["optimizer"] = {{"contract", r.optimizerContract}, {"groups", groups}, {"schedule", schedule}, {"schedule_statement", r.scheduleStatement}};
     out["replay"] = {{"run_id", r.runId},
-                     {"status", r.runStatus},
+                     {"status", r.runStatus ? nlohmann::json(std::string(runStatusName(*r.runStatus))) : nlohmann::json("not replayed")},
                      {"device", r.device},
                      {"libtorch_version", r.libtorchVersion},
                      {"cuda_version", r.cudaVersion},
@@ -131,7 +132,7 @@ std::string renderReportJson(const ReportData& r)
     json otherRuns = json::array();
     for (const ReportOtherRun& other : r.otherRuns)
         otherRuns.push_back({{"id", other.id},
-                             {"status", other.status},
+                             {"status", std::string(runStatusName(other.status))},
                              {"selection", other.selection},
                              {"seed", other.seed},
                              {"seed_source", std::string(seedSourceName(other.seedSource))},

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "zkdv/report/audit_report.h"
@@ -37,10 +38,13 @@ ReportData buildTapeFindingReport(const TapeSummary& summary)
         report.programKind = root.programKind;
         report.optimizerContract = root.optimizerContract;
         report.parameterCount = root.parameters.size();
+        for (const TensorSpec& parameter : root.parameters)
+            report.parameterElements += static_cast<std::uint64_t>(std::max<std::int64_t>(parameter.elementCount(), 0));
         report.bufferCount = root.buffers.size();
     }
-    report.programCheck = "not checked: the tape was not ingested";
-    report.runStatus = "not replayed";
+    // No case and no run: tapeId 0, runStatus and programCheck nullopt, and no loss series (the
+    // scan keeps no transaction's loss), so the renderers leave out what was never known.
+    report.programCheckDetail = "not checked: the tape was not ingested";
     report.samplingNote = "No statistical statement: no transaction was replayed.";
     const std::string where = summary.problem ? summary.problem->describe() : std::string("no detail recorded");
     report.passed = false;

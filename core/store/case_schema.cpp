@@ -1,5 +1,7 @@
 #include "zkdv/store/case_schema.h"
 
+#include "legacy_program_check.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
@@ -365,6 +367,12 @@ ALTER TABLE tapes ADD COLUMN last_grad_scaler TEXT;
 ALTER TABLE tapes ADD COLUMN transactions_before INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX tapes_by_identity ON tapes(chain_head, size);
 )sql"},
+    // What a run found when it checked the sealed program (zkdv/audit/program_check.h), stored
+    // with the run and signed by seals of payload version 4, so that no reader interprets the
+    // run's problem text. Runs stored before get what that text said, read once here.
+    {13, R"sql(
+ALTER TABLE replay_runs ADD COLUMN program_check TEXT CHECK(program_check IN ('matched','missing','mismatched','not-replayable'));
+)sql" "UPDATE replay_runs SET program_check = " ZKDV_LEGACY_PROGRAM_CHECK_SQL ";\n"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -179,7 +179,7 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     Statement insert = db_.prepare(
         "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
         " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time,"
-        " seed_source) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+        " seed_source, program_check) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     insert.bind(1, info.tapeId)
         .bind(2, info.device)
         .bind(3, info.libtorchVersion)
@@ -197,6 +197,7 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     insert.bind(13, owner.host).bind(14, owner.bootId).bind(15, owner.pid).bind(16, owner.startTime);
     // A seed of unknown origin counts as the auditor's: only a drawn one is stored as drawn.
     insert.bind(17, std::string(seedSourceName(info.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)));
+    insert.bind(18, std::string(programCheckName(info.programCheck)));
     insert.run();
     const std::int64_t id = db_.lastInsertRowId();
     transaction.commit();
@@ -286,7 +287,7 @@ void ReplayStore::writePending()
     }
 }
 
-std::string ReplayStore::finishRun(std::int64_t runId, const std::string& status, const std::string& problem)
+std::string ReplayStore::finishRun(std::int64_t runId, RunStatus status, const std::string& problem)
 {
     // The key is read before the write lock is taken; a run whose key cannot be had is
     // stored all the same, unsigned, since its results are worth keeping even if no report
@@ -309,7 +310,7 @@ std::string ReplayStore::finishRun(std::int64_t runId, const std::string& status
     if (!pending_.empty())
         writePending();
     Statement update = db_.prepare("UPDATE replay_runs SET status = ?1, finished_at = ?2, problem = ?3 WHERE id = ?4");
-    update.bind(1, status).bind(2, utcNow());
+    update.bind(1, std::string(storedRunStatusName(status))).bind(2, utcNow());
     if (problem.empty())
         update.bindNull(3);
     else
@@ -336,7 +337,7 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'"
         "  AND coalesce(v.cause, 'environment') <> 'environment'),"
-        " coalesce(r.seed_source, '')"
+        " coalesce(r.seed_source, ''), coalesce(r.program_check, '')"
         " FROM replay_runs r WHERE ?1 = 0 OR r.tape_id = ?1 ORDER BY r.id DESC");
     rows.bind(1, tapeId);
     std::vector<StoredReplayRun> result;
@@ -350,12 +351,14 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.selection = rows.text(5);
         run.seed = static_cast<std::uint64_t>(rows.int64(6));
         run.seedSource = seedSourceFromName(rows.text(26));
+        run.programCheck = programCheckFromName(rows.text(27));
         run.tolerance = rows.text(7);
         run.threads = static_cast<int>(rows.int64(8));
         run.intraOpThreads = static_cast<int>(rows.int64(9));
         run.startedAt = rows.text(10);
         run.finishedAt = rows.text(11);
-        run.status = rows.text(12);
+        // A name no zkdv writes (a row edited by hand) counts as a failed run.
+        run.status = runStatusFromName(rows.text(12)).value_or(RunStatus::Failed);
         run.problem = rows.text(13);
         run.environmentJson = rows.text(14);
         run.selectedCount = static_cast<std::uint64_t>(rows.int64(15));
@@ -365,12 +368,12 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.diverged = static_cast<std::uint64_t>(rows.int64(19));
         run.unverifiable = static_cast<std::uint64_t>(rows.int64(20));
         run.trainersFailures = static_cast<std::uint64_t>(rows.int64(25));
-        if (run.status == "running") {
+        if (run.status == RunStatus::Running) {
             // A reader may not write, so it shows a run whose process is gone as what the next
             // writable open will record (CaseStore).
             RunOwner owner{rows.text(21), rows.text(22), rows.int64(23), rows.int64(24)};
             if (owner.isGone()) {
-                run.status = "interrupted";
+                run.status = RunStatus::Interrupted;
                 run.problem = interruptedRunProblem(owner);
             }
         }

@@ -1,5 +1,7 @@
 #include "zkdv/store/run_seal.h"
 
+#include "legacy_program_check.h"
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -26,9 +28,15 @@ constexpr std::string_view kSealTagV2 = "zkdv replay run seal 2\n";
 // Version 3 adds the run's seed_source (case schema 10): whether zkdv drew the audit seed or
 // the auditor gave it, which the report's bound rests on.
 constexpr std::string_view kSealTagV3 = "zkdv replay run seal 3\n";
-constexpr int kLatestPayloadVersion = 3;
+// Version 4 adds the run's program_check (case schema 13): whether the program that ran is
+// the one the tape commits to, which the report states from that column alone.
+constexpr std::string_view kSealTagV4 = "zkdv replay run seal 4\n";
+constexpr int kLatestPayloadVersion = 4;
 
-std::string_view sealTag(int version) { return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : kSealTagV3; }
+std::string_view sealTag(int version)
+{
+    return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : version == 3 ? kSealTagV3 : kSealTagV4;
+}
 
 constexpr const char* kTapeQuery =
     "SELECT t.chain_head, t.size, t.status, t.transaction_count, t.program_sha256"
@@ -39,6 +47,10 @@ constexpr const char* kRunQuery =
 constexpr const char* kRunQueryV3 =
     "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
     " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source FROM replay_runs WHERE id = ?1";
+constexpr const char* kRunQueryV4 =
+    "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
+    " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check FROM replay_runs"
+    " WHERE id = ?1";
 constexpr const char* kVerdictQuery =
     "SELECT idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns"
     " FROM verdicts WHERE run_id = ?1 ORDER BY idx";
@@ -129,7 +141,7 @@ Digest runContentDigest(Database& db, std::int64_t runId, int version)
     hashRows(hash, db, kLayoutQuery, runId, 'L');
     hashRows(hash, db, kGroupQuery, runId, 'G');
     hashRows(hash, db, kTransactionQuery, runId, 'X');
-    hashRows(hash, db, version >= 3 ? kRunQueryV3 : kRunQuery, runId, 'R');
+    hashRows(hash, db, version >= 4 ? kRunQueryV4 : version >= 3 ? kRunQueryV3 : kRunQuery, runId, 'R');
     hashRows(hash, db, kVerdictQueryV2, runId, 'V');
     hashRows(hash, db, kMetricQuery, runId, 'M');
     return hash.finish();
@@ -306,6 +318,13 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
     if (wellFormed && check.payloadVersion < 3)
         causeAdded = causeAdded ||
                      db.queryInt64("SELECT seed_source IS NOT NULL FROM replay_runs WHERE id = " + std::to_string(runId)).value_or(0) != 0;
+    // And a program check on a run sealed before version 4 other than the one its sealed
+    // problem text gives (it would claim the program matched).
+    if (wellFormed && check.payloadVersion < 4) {
+        Statement legacy = db.prepare("SELECT coalesce(program_check, '') = " ZKDV_LEGACY_PROGRAM_CHECK_SQL " FROM replay_runs WHERE id = ?1");
+        legacy.bind(1, runId);
+        causeAdded = causeAdded || !legacy.step() || legacy.int64(0) == 0;
+    }
     const bool rowsHold = wellFormed && !causeAdded && runContentDigest(db, runId, check.payloadVersion) == stored;
     if (!signatureHolds || !rowsHold) {
         check.state = RunSealCheck::State::Altered;

@@ -31,6 +31,7 @@
 #include "main_window.h"
 #include "models/transaction_table_model.h"
 #include "report/report_pdf_writer.h"
+#include "zkdv/audit/run_status.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -88,7 +89,7 @@ std::string buildCase(const std::string& dir, std::uint64_t steps, std::uint64_t
             outcomes.push_back(outcome);
         }
         replays.storeOutcomes(run, outcomes);
-        replays.finishRun(run, "finished", "");
+        replays.finishRun(run, zkdv::RunStatus::Finished, "");
     }
     std::filesystem::remove(tape);
     std::filesystem::rename(partial, casePath);

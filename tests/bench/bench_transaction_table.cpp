@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "models/transaction_table_model.h"
+#include "zkdv/audit/run_status.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_store.h"
@@ -97,7 +98,7 @@ std::string buildCase(const std::string& dir, std::uint64_t steps)
             outcomes.push_back(outcome);
         }
         replays.storeOutcomes(run, outcomes);
-        replays.finishRun(run, "finished", "");
+        replays.finishRun(run, zkdv::RunStatus::Finished, "");
     }
     std::filesystem::remove(tape);
     std::filesystem::rename(partial, casePath);

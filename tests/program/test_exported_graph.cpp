@@ -359,10 +359,10 @@ void TestExportedGraph::resolvedSizesAreBounded_data()
     // the input's shape, each declares far more. batch/0 is given the shape [65536, 1].
     QTest::addColumn<QString>("edit");
     QTest::addColumn<QString>("named");
-    QTest::newRow("expand with -1") << "expand" << "node 4 (aten::expand): its sizes, resolved against its input's shape [65536,1], declare a tensor of more than 2^32 elements";
+    QTest::newRow("expand with -1") << "expand" << "node 4 (aten::expand): its sizes, resolved against its input's shape [65536, 1], declare a tensor of more than 2^32 elements";
     QTest::newRow("expand with -1 by keyword") << "expand kwarg" << "node 4 (aten::expand): its sizes, resolved";
-    QTest::newRow("repeat") << "repeat" << "node 4 (aten::repeat): its sizes, resolved against its input's shape [65536,1]";
-    QTest::newRow("constant_pad_nd") << "pad" << "node 4 (aten::constant_pad_nd): its sizes, resolved against its input's shape [65536,1]";
+    QTest::newRow("repeat") << "repeat" << "node 4 (aten::repeat): its sizes, resolved against its input's shape [65536, 1]";
+    QTest::newRow("constant_pad_nd") << "pad" << "node 4 (aten::constant_pad_nd): its sizes, resolved against its input's shape [65536, 1]";
     QTest::newRow("one_hot sized by the data") << "one_hot" << "node 4 (aten::one_hot): one_hot's num_classes must be fixed";
     QTest::newRow("expand -1 in a new dimension") << "expand lead" << "expand's size -1 in a dimension its input does not have";
     QTest::newRow("arange past 2^32") << "arange" << "node 4 (aten::arange): arange's end declares a tensor of more than 2^32 elements";
@@ -635,7 +635,7 @@ void TestExportedGraph::cppRecordedTapeReplaysExact()
     // The embedded program is the graph's bytes, committed to by the root.
     QVERIFY(summary.embeddedProgramSha256 && *summary.embeddedProgramSha256 == Sha256::of(bytesOf(committedGraph())));
     const ReplaySummary replayed = replayAll(tape, dir_.file("mlp-exported.zkaudit"));
-    QVERIFY2(replayed.status == "finished", replayed.problem.c_str());
+    QVERIFY2(replayed.status == RunStatus::Finished, replayed.problem.c_str());
     QCOMPARE(replayed.replayed, std::uint64_t(10));
     QCOMPARE(replayed.exact, std::uint64_t(10));
 }
@@ -674,7 +674,7 @@ void TestExportedGraph::goldenTapeReplaysOrNamesTheLibtorchItNeeds()
     QCOMPARE(summary.root->programKind, std::string(kExportedGraphKind));
     std::vector<TransactionOutcome> outcomes;
     const ReplaySummary replayed = replayAll(copy, dir_.file("golden-exported.zkaudit"), &outcomes);
-    QVERIFY2(replayed.status == "finished", replayed.problem.c_str());
+    QVERIFY2(replayed.status == RunStatus::Finished, replayed.problem.c_str());
     QCOMPARE(replayed.replayed, summary.transactionCount);
     if (runsExportedGraphs()) {
         // Exact in the recording environment; on another CPU (the tape, of format 1.4, records

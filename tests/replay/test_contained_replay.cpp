@@ -265,7 +265,7 @@ void TestContainedReplay::loopingProgramExceedsItsTimeBudget()
     // Stored like that too.
     CaseStore store(casePath, CaseStore::Access::ReadOnly);
     ReplayStore replays(store.database());
-    QCOMPARE(replays.runs().front().status, std::string("finished"));
+    QCOMPARE(replays.runs().front().status, RunStatus::Finished);
     for (const StoredVerdict& verdict : replays.verdicts(replays.runs().front().id))
         QCOMPARE(verdict.verdict, Verdict::Unverifiable);
 }
@@ -301,7 +301,7 @@ void TestContainedReplay::greedyProgramHitsTheMemoryLimit()
     ReplayRequest request;
     request.selection = SelectionSpec::parse("ids:2");
     const ReplaySummary summary = runReplay(store, request);  // the default limit, from the tape
-    QCOMPARE(summary.status, std::string("finished"));
+    QCOMPARE(summary.status, RunStatus::Finished);
     QCOMPARE(summary.replayed, std::uint64_t(3));
     QCOMPARE(summary.unverifiable, std::uint64_t(3));
     const std::string& detail = summary.firstFailures.front().detail;
@@ -323,7 +323,7 @@ void TestContainedReplay::programBlowingItsLimitsOnTheCheatFails()
         ReplayRequest request;
         request.selection = SelectionSpec::parse("ids:2,5");
         const ReplaySummary summary = runReplay(store, request);
-        QCOMPARE(summary.status, std::string("finished"));
+        QCOMPARE(summary.status, RunStatus::Finished);
         QCOMPARE(summary.replayed, std::uint64_t(6));
         QCOMPARE(summary.exact, std::uint64_t(5));  // the program is honest on the others
         QCOMPARE(summary.unverifiable, std::uint64_t(1));
@@ -459,7 +459,7 @@ void TestContainedReplay::brokenWorkerIsUnverifiable()
     request.threads = 2;
     request.limits.startSeconds = 1;
     const ReplaySummary summary = runReplay(store, request);
-    QCOMPARE(summary.status, std::string("finished"));
+    QCOMPARE(summary.status, RunStatus::Finished);
     QCOMPARE(summary.replayed, std::uint64_t(2 + 2 + 2));
     QCOMPARE(summary.unverifiable, summary.replayed);
     for (const TransactionOutcome& failure : summary.firstFailures) {
@@ -543,8 +543,8 @@ void TestContainedReplay::killedReplayLeavesAUsableCase()
         // A killed run never claims to have failed, and is not left "running": opening the
         // case marks runs whose process is gone as interrupted.
         for (const StoredReplayRun& run : runs) {
-            QVERIFY2(run.status != "failed", run.problem.c_str());
-            QVERIFY2(run.status != "running", ("run " + std::to_string(run.id) + " is still running").c_str());
+            QVERIFY2(run.status != RunStatus::Failed, run.problem.c_str());
+            QVERIFY2(run.status != RunStatus::Running, ("run " + std::to_string(run.id) + " is still running").c_str());
         }
         // And the case replays again, in this process.
         ReplayRequest request;

@@ -226,7 +226,7 @@ void TestReplay::demoTapeReplaysExact()
     request.onOutcome = [&](const TransactionOutcome& outcome) { outcomes.push_back(outcome); };
     const ReplaySummary summary = runReplay(store, request);
     QVERIFY2(summary.passed(), failuresOf(summary).c_str());
-    QCOMPARE(summary.status, std::string("finished"));
+    QCOMPARE(summary.status, RunStatus::Finished);
     QCOMPARE(summary.selected.size(), std::size_t(kSteps));
     QCOMPARE(summary.replayed, kSteps);
     QCOMPARE(summary.exact, kSteps);  // bit for bit, not merely within tolerance
@@ -267,7 +267,7 @@ void TestReplay::everyOutcomeIsStoredWithMetrics()
     ReplayStore replays(store.database());
     const std::vector<StoredReplayRun> runs = replays.runs();
     QCOMPARE(runs.size(), std::size_t(1));
-    QCOMPARE(runs[0].status, std::string("finished"));
+    QCOMPARE(runs[0].status, RunStatus::Finished);
     QCOMPARE(runs[0].device, std::string("cpu"));
     QCOMPARE(runs[0].selection, std::string("ids:5,30"));
     QCOMPARE(runs[0].selectedCount, std::uint64_t(2));
@@ -340,7 +340,7 @@ void TestReplay::pythonTapesReplayExact()
     CaseStore store(dir_.file("python-" + safe + ".zkaudit"), CaseStore::Access::ReadWrite);
     store.ingestTape(path.toStdString());
     const ReplaySummary summary = runReplay(store, replayAll());
-    QVERIFY2(summary.status == "finished", failuresOf(summary).c_str());
+    QVERIFY2(summary.status == RunStatus::Finished, failuresOf(summary).c_str());
     QCOMPARE(summary.replayed, std::uint64_t(30));
     QVERIFY2(summary.exact == 30, (std::to_string(summary.exact) + " exact, " + std::to_string(summary.withinTolerance) +
                                    " within tolerance:" + failuresOf(summary))
@@ -880,10 +880,10 @@ void TestReplay::cancelledRunIsStoredAsCancelled()
     request.threads = 1;
     request.progress = &cancel;
     const ReplaySummary summary = runReplay(store, request);
-    QCOMPARE(summary.status, std::string("cancelled"));
+    QCOMPARE(summary.status, RunStatus::Stopped);
     QVERIFY(summary.replayed < kSteps);
     QVERIFY(!summary.passed());
-    QCOMPARE(ReplayStore(store.database()).runs().front().status, std::string("cancelled"));
+    QCOMPARE(ReplayStore(store.database()).runs().front().status, RunStatus::Stopped);
 }
 
 QTEST_GUILESS_MAIN(TestReplay)

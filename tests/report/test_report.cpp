@@ -228,6 +228,8 @@ private Q_SLOTS:
     void nonRandomSelectionMakesNoStatement();
     void cliWritesReports();
     void laterRunNeverHidesAnEarlierFailure();
+    void runsThatFoundTheSameAreNamedOnce();
+    void findingReportStatesOnlyWhatIsKnown();
     void stoppedRunIsIncompleteNotFailed();
     void nothingComparedSaysNothingVerified();
     void auditorNotesAreReported();
@@ -639,6 +641,80 @@ void TestReport::laterRunNeverHidesAnEarlierFailure()
     QVERIFY2(errors.empty(), errors.empty() ? "" : errors.front().c_str());
 }
 
+// Two runs that found the same divergences are one warning naming both, not two alike; and a
+// run that found what the report's own run found is named in that run's warning.
+void TestReport::runsThatFoundTheSameAreNamedOnce()
+{
+    const std::uint64_t victim = selected_.front();
+    const std::string tampered = dir_.file("tampered-thrice.zkdv");
+    rewriteTape(tape_, tampered, [&](RawRecord& record) {
+        if (isTransaction(record, victim))
+            scaleElement(record, "delta/fc.weight", 3, 1.5f);
+    });
+    CaseStore store(dir_.file("tampered-thrice.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(tampered);
+    const ReplaySummary first = runReplay(store, randomRequest("random:6", 1));
+    const ReplaySummary second = runReplay(store, randomRequest("random:6", 1));
+    QVERIFY(first.diverged >= 1);
+    QCOMPARE(second.diverged, first.diverged);
+    auto naming = [](const ReportData& report, std::int64_t runId) {
+        std::vector<std::string> found;
+        for (const std::string& warning : report.warnings)
+            if (warning.find(" " + std::to_string(runId) + " (") != std::string::npos)
+                found.push_back(warning);
+        return found;
+    };
+    // The report of the second run: its own finding once, naming the first run too.
+    {
+        const ReportData report = buildAuditReport(store);
+        QCOMPARE(report.runId, second.runId);
+        const std::vector<std::string> aboutFirst = naming(report, first.runId);
+        QCOMPARE(aboutFirst.size(), std::size_t(1));
+        QVERIFY2(aboutFirst.front().rfind("Tampering or a faulty training run was found", 0) == 0, aboutFirst.front().c_str());
+        QVERIFY2(aboutFirst.front().find("Replay run " + std::to_string(second.runId) + " (this report's)") != std::string::npos,
+                 aboutFirst.front().c_str());
+    }
+    // A later honest run's report: one warning naming both earlier runs.
+    const std::uint64_t honest = victim == 0 ? 1 : 0;
+    const ReplaySummary third = runReplay(store, randomRequest(("ids:" + std::to_string(honest)).c_str(), 0));
+    QVERIFY(third.passed());
+    const ReportData report = buildAuditReport(store);
+    QCOMPARE(report.runId, third.runId);
+    QVERIFY(!report.passed);
+    const std::vector<std::string> aboutFirst = naming(report, first.runId), aboutSecond = naming(report, second.runId);
+    QCOMPARE(aboutFirst.size(), std::size_t(1));
+    QCOMPARE(aboutSecond, aboutFirst);
+    QVERIFY2(aboutFirst.front().find(std::to_string(victim)) != std::string::npos, aboutFirst.front().c_str());
+    std::size_t otherRunWarnings = 0;
+    for (const std::string& warning : report.warnings)
+        otherRunWarnings += warning.rfind("Replay run", 0) == 0 ? 1 : 0;
+    QCOMPARE(otherRunWarnings, std::size_t(1));
+}
+
+// The finding report of a tape that could not be ingested: no run, no case id, no program
+// check and no loss series (the scan keeps none), but the model the root declares.
+void TestReport::findingReportStatesOnlyWhatIsKnown()
+{
+    const std::string bytes = readText(tape_);
+    const std::string truncated = dir_.file("finding-truncated.zkdv");
+    std::ofstream(truncated, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+    const TapeSummary summary = scanTape(truncated);
+    QCOMPARE(summary.status, TapeStatus::Truncated);
+    const ReportData report = buildTapeFindingReport(summary);
+    QVERIFY(!report.runStatus);
+    QVERIFY(!report.programCheck);
+    QVERIFY(!report.programCheckDetail.empty());
+    QCOMPARE(report.tapeId, std::int64_t(0));
+    QVERIFY(report.loss.empty() && report.lossIndex.empty() && report.transactions.empty());
+    QVERIFY(report.parameterCount > 0);
+    std::uint64_t elements = 0;
+    for (const TensorSpec& parameter : summary.root->parameters)
+        elements += static_cast<std::uint64_t>(parameter.elementCount());
+    QCOMPARE(report.parameterElements, elements);
+    QVERIFY(elements > 0);
+    QCOMPARE(report.outcome, std::string("INCOMPLETE TAPE"));
+}
+
 void TestReport::stoppedRunIsIncompleteNotFailed()
 {
     // Stops the replay once the first transaction is in.
@@ -655,7 +731,7 @@ void TestReport::stoppedRunIsIncompleteNotFailed()
     request.threads = 1;
     request.progress = &stopper;
     const ReplaySummary summary = runReplay(store, request);
-    QCOMPARE(summary.status, std::string("cancelled"));
+    QCOMPARE(summary.status, RunStatus::Stopped);
     const ReportData report = buildAuditReport(store);
     QVERIFY(!report.passed);
     QCOMPARE(report.outcome, std::string("INCOMPLETE"));

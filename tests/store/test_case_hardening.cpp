@@ -24,6 +24,7 @@
 #include "caught.h"
 #include "sync_ahead.h"
 #include "temp_dir.h"
+#include "zkdv/audit/run_status.h"
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
@@ -353,8 +354,8 @@ void TestCaseHardening::killedReplayIsMarkedInterrupted()
         const auto runs = zkdv::ReplayStore(reader.database()).runs();
         QCOMPARE(runs.size(), std::size_t(2));
         QCOMPARE(runs[0].id, living);
-        QCOMPARE(runs[0].status, std::string("running"));
-        QCOMPARE(runs[1].status, std::string("interrupted"));
+        QCOMPARE(runs[0].status, zkdv::RunStatus::Running);
+        QCOMPARE(runs[1].status, zkdv::RunStatus::Interrupted);
         QVERIFY2(contains(runs[1].problem, "ended before the run finished"), runs[1].problem.c_str());
         QCOMPARE(runs[1].replayed, std::uint64_t(3));
         QCOMPARE(count(reader.database(), "SELECT count(*) FROM replay_runs WHERE status = 'running'"), std::int64_t(2));

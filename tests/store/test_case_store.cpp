@@ -1247,11 +1247,11 @@ void TestCaseStore::replayResultsSurviveAConcurrentIngest()
     QVERIFY2(failure.empty(), failure.c_str());
     QCOMPARE(pendingMidway, std::size_t(30));  // the ingest held the lock: kept, not failed
 
-    replay.finishRun(runId, "finished", "");
+    replay.finishRun(runId, RunStatus::Finished, "");
     QCOMPARE(replay.pendingOutcomes(), std::size_t(0));
     const std::vector<StoredReplayRun> runs = replay.runs(tapeId);
     QCOMPARE(runs.size(), std::size_t(1));
-    QCOMPARE(runs.front().status, std::string("finished"));
+    QCOMPARE(runs.front().status, RunStatus::Finished);
     QCOMPARE(runs.front().replayed, std::uint64_t(30));
     QCOMPARE(runs.front().exact, std::uint64_t(30));
     QCOMPARE(count(store.database(), "SELECT count(*) FROM metrics"), std::int64_t(30));

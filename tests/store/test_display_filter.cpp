@@ -97,7 +97,7 @@ void TestDisplayFilter::initTestCase()
     info.selection = "ids:test";
     const std::int64_t run = replays.beginRun(info);
     replays.storeOutcomes(run, outcomes());
-    replays.finishRun(run, "finished", "");
+    replays.finishRun(run, RunStatus::Finished, "");
     // The auditor's notes: 9 and 30 are diverged, 4 and 7 not replayed.
     TransactionNotes notes(store.database(), tape_);
     notes.set(4, TransactionFlag::Suspicious, "lr jumps here");

@@ -114,12 +114,13 @@ std::int64_t caseWithRun(const std::string& dir, const std::string& casePath, st
     info.seed = 3;
     info.tolerance = "exact";
     info.selectedCount = 10;
+    info.programCheck = ProgramCheck::NotReplayable;  // as a replay finds a synthetic tape's program
     const std::int64_t runId = replay.beginRun(info);
     std::vector<TransactionOutcome> outcomes;
     for (std::uint64_t i = 0; i < 10; ++i)
         outcomes.push_back(outcome(i, i == divergedAt ? Verdict::Diverged : Verdict::Exact));
     replay.storeOutcomes(runId, outcomes);
-    const std::string problem = replay.finishRun(runId, "finished", "");
+    const std::string problem = replay.finishRun(runId, RunStatus::Finished, "");
     if (sealProblem)
         *sealProblem = problem;
     return runId;
@@ -128,7 +129,7 @@ std::int64_t caseWithRun(const std::string& dir, const std::string& casePath, st
 // Adds a finished run over transactions 0-9 of the case's tape, transaction `divergedAt`
 // diverged (none when >= 10), with `extra` stored besides. Returns its id.
 std::int64_t addRun(const std::string& casePath, std::uint64_t divergedAt, const std::vector<TransactionOutcome>& extra = {},
-                    const std::string& status = "finished", std::uint64_t count = 10)
+                    RunStatus status = RunStatus::Finished, std::uint64_t count = 10)
 {
     CaseStore store(casePath, CaseStore::Access::ReadWrite);
     ReplayStore replay(store.database());
@@ -139,6 +140,7 @@ std::int64_t addRun(const std::string& casePath, std::uint64_t divergedAt, const
     info.seed = 5;
     info.tolerance = "exact";
     info.selectedCount = 10;
+    info.programCheck = ProgramCheck::NotReplayable;  // as a replay finds a synthetic tape's program
     const std::int64_t runId = replay.beginRun(info);
     std::vector<TransactionOutcome> outcomes;
     for (std::uint64_t i = 0; i < count; ++i)
@@ -204,6 +206,7 @@ private Q_SLOTS:
     void forgedPassIsNotReported();
     void anyEditIsFound_data();
     void anyEditIsFound();
+    void runsOfSchema12GetTheProgramCheckTheirProblemSays();
     void runSealedBeforeSchema9StaysVouched();
     void removedSealReadsUnsigned();
     void anotherAuditorsKeyIsTrustedOnlyWhenListed();
@@ -287,11 +290,32 @@ void TestRunSeal::anyEditIsFound_data()
     QTest::newRow("seed source removed") << "UPDATE replay_runs SET seed_source = NULL";
     QTest::newRow("run selection") << "UPDATE replay_runs SET selection_spec = 'all'";
     QTest::newRow("run problem") << "UPDATE replay_runs SET problem = 'none'";
+    // The report states the program check from this column alone (case schema 13).
+    QTest::newRow("program check") << "UPDATE replay_runs SET program_check = 'matched'";
+    QTest::newRow("program check removed") << "UPDATE replay_runs SET program_check = NULL";
     QTest::newRow("tape identity") << "UPDATE tapes SET chain_head = 'ab' || substr(chain_head, 3)";
     QTest::newRow("tape status") << "UPDATE tapes SET status = 'unsealed'";
     QTest::newRow("signature") << "UPDATE run_seals SET signature = zeroblob(64)";
     QTest::newRow("stored digest") << "UPDATE run_seals SET content_sha256 = zeroblob(32)";
     QTest::newRow("short signature") << "UPDATE run_seals SET signature = x'00'";
+}
+
+// Case schema 13 stores each run's program check; runs stored before get what their problem
+// text says, once, and read back as that check.
+void TestRunSeal::runsOfSchema12GetTheProgramCheckTheirProblemSays()
+{
+    test::TempDir dir;
+    const std::string casePath = dir.file("case.zkaudit");
+    caseWithRun(dir.path(), casePath, 99);
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        QCOMPARE(ReplayStore(store.database()).runs().front().programCheck, std::optional<ProgramCheck>(ProgramCheck::NotReplayable));
+    }
+    editByHand(casePath, "ALTER TABLE replay_runs DROP COLUMN program_check; UPDATE tapes SET program_kind = 'torchscript';"
+                         " UPDATE replay_runs SET problem = 'program digest mismatch: the tape commits to sha256 00'; PRAGMA user_version = 12");
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    const StoredReplayRun run = ReplayStore(store.database()).runs().front();
+    QCOMPARE(run.programCheck, std::optional<ProgramCheck>(ProgramCheck::Mismatched));
 }
 
 void TestRunSeal::anyEditIsFound()
@@ -343,7 +367,7 @@ void TestRunSeal::runSealedBeforeSchema9StaysVouched()
         for (std::uint64_t i = 0; i < 10; ++i)
             outcomes.push_back(outcome(i, Verdict::Exact));
         replay.storeOutcomes(runId, outcomes);
-        QCOMPARE(replay.finishRun(runId, "finished", ""), std::string());
+        QCOMPARE(replay.finishRun(runId, RunStatus::Finished, ""), std::string());
         QVERIFY(replay.runs().front().seedSource == SeedSource::Unknown);
     }
     QCOMPARE(int(checkOf(casePath, runId).state), int(RunSealCheck::State::Vouched));
@@ -447,7 +471,7 @@ void TestRunSeal::noKeyStoresTheRunUnsigned()
     CaseStore store(casePath, CaseStore::Access::ReadOnly);
     const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs();
     QCOMPARE(runs.size(), std::size_t(1));
-    QCOMPARE(runs.front().status, std::string("finished"));  // the results are kept
+    QCOMPARE(runs.front().status, RunStatus::Finished);  // the results are kept
     QCOMPARE(runs.front().exact, std::uint64_t(10));
     QCOMPARE(int(checkRunSeal(store.database(), runId).state), int(RunSealCheck::State::Unsigned));
     QVERIFY(!buildAuditReport(store).passed);
@@ -805,8 +829,8 @@ void TestRunSeal::infoSaysWhatTheReportSays()
     const std::string casePath = dir.file("case.zkaudit");
     caseWithRun(dir.path(), casePath, 99);
     editByHand(casePath, "PRAGMA foreign_keys = ON; DELETE FROM replay_runs");
-    const std::int64_t empty = addRun(casePath, 99, {}, "finished", 0);
-    const std::int64_t cancelled = addRun(casePath, 99, {}, "cancelled", 4);
+    const std::int64_t empty = addRun(casePath, 99, {}, RunStatus::Finished, 0);
+    const std::int64_t cancelled = addRun(casePath, 99, {}, RunStatus::Stopped, 4);
     auto info = [&](std::string* out) {
         test::AuditProcess process(test::auditExecutable(), {"info", casePath});
         const int status = process.wait(std::chrono::seconds(60));

@@ -109,7 +109,7 @@ ReportData reportOfExactRun(const std::string& tape, const std::string& casePath
     for (std::uint64_t i = 0; i < 10; ++i)
         outcomes.push_back(exactOutcome(i));
     replay.storeOutcomes(runId, outcomes);
-    replay.finishRun(runId, "finished", "");
+    replay.finishRun(runId, RunStatus::Finished, "");
     return buildAuditReport(store);
 }
 

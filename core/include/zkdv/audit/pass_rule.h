@@ -3,16 +3,17 @@
 // and a stored run (zkdv-audit info) are judged by.
 
 #include <cstdint>
-#include <string_view>
+
+#include "zkdv/audit/run_status.h"
 
 namespace zkdv {
 
 // The run finished and no transaction it replayed diverged or was unverifiable. (The report's
 // conclusion asks more, of the tape rather than the run: that something was replayed and
 // that the tape is sealed.)
-inline bool replayRunPassed(std::string_view status, std::uint64_t diverged, std::uint64_t unverifiable)
+inline bool replayRunPassed(RunStatus status, std::uint64_t diverged, std::uint64_t unverifiable)
 {
-    return status == "finished" && diverged == 0 && unverifiable == 0;
+    return status == RunStatus::Finished && diverged == 0 && unverifiable == 0;
 }
 
 // The run found the tape at fault, finished or not: a transaction diverged, or the trainer's

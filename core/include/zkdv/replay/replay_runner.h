@@ -58,7 +58,7 @@ struct ReplayRequest {
 struct ReplaySummary {
     std::int64_t runId = 0;
     std::int64_t tapeId = 0;
-    std::string status;  // "finished", "cancelled", "failed"
+    RunStatus status = RunStatus::Finished;
     std::string device;
     std::string selection;  // canonical spec
     std::uint64_t seed = 0;
@@ -86,7 +86,7 @@ struct ReplaySummary {
 // Runs the request against the case (opened read-write), the program only inside worker
 // processes. Throws ReplayError before anything is stored when the request is unusable
 // (also when the worker is not installed); OperationCancelled is not thrown: a
-// cancelled run is stored with status "cancelled" and the outcomes it reached.
+// stopped run is stored as RunStatus::Stopped with the outcomes it reached.
 ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request);
 
 }  // namespace zkdv

@@ -10,6 +10,8 @@
 
 #include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/divergence.h"
+#include "zkdv/audit/program_check.h"
+#include "zkdv/audit/run_status.h"
 #include "zkdv/audit/verdict.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/run_seal.h"
@@ -71,7 +73,7 @@ struct ReportTransaction : RunTransaction {
 // it never keeps quiet about what the tape's other runs found.
 struct ReportOtherRun {
     std::int64_t id = 0;
-    std::string status;
+    RunStatus status = RunStatus::Finished;
     std::string selection;
     std::uint64_t seed = 0;
     SeedSource seedSource = SeedSource::Unknown;
@@ -132,7 +134,10 @@ struct ReportData {
     std::string programKind;
     std::string programSha256;
     bool programPresent = false;
-    std::string programCheck;  // "matched", "mismatched: …", "missing", "not replayable (synthetic)"
+    // What the run found when it checked the program, as stored with it; nullopt when no run
+    // checked it (a finding report) or the case lost it. The detail says why it did not match.
+    std::optional<ProgramCheck> programCheck;
+    std::string programCheckDetail;
 
     // Model and optimizer.
     std::uint64_t parameterCount = 0;   // tensors
@@ -149,7 +154,7 @@ struct ReportData {
 
     // The replay run the report is about.
     std::int64_t runId = 0;
-    std::string runStatus;
+    std::optional<RunStatus> runStatus;  // nullopt: no replay run (a finding report)
     std::string device;
     std::string libtorchVersion;
     std::string cudaVersion;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/program_check.h"
+#include "zkdv/audit/run_status.h"
 #include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
@@ -33,6 +35,7 @@ struct ReplayRunInfo {
     unsigned threads = 0;
     int intraOpThreads = 0;
     std::uint64_t selectedCount = 0;
+    ProgramCheck programCheck = ProgramCheck::Matched;  // what the replay found before it ran anything
     std::string environmentJson = "{}";  // OS, CUDA, deterministic algorithms, program digest
 };
 
@@ -50,7 +53,9 @@ struct StoredReplayRun {
     int intraOpThreads = 0;
     std::string startedAt;
     std::string finishedAt;
-    std::string status;
+    RunStatus status = RunStatus::Running;
+    // nullopt only for a run whose row a hand edit emptied: case schema 13 backfilled older runs.
+    std::optional<ProgramCheck> programCheck;
     std::string problem;
     std::string environmentJson;
     std::uint64_t selectedCount = 0;
@@ -101,7 +106,7 @@ public:
     // the run with this user's signing key (zkdv/store/run_seal.h); waits up to
     // kLongWriteWaitMs for the write lock, then throws DatabaseError (busy()). Returns why
     // the run could not be sealed ("" when it was): it is stored unsigned then.
-    std::string finishRun(std::int64_t runId, const std::string& status, const std::string& problem);
+    std::string finishRun(std::int64_t runId, RunStatus status, const std::string& problem);
     // Outcomes storeOutcomes() accepted that are not in the case yet.
     std::size_t pendingOutcomes() const { return pending_.size(); }
 
