@@ -5,6 +5,8 @@
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDirIterator>
 #include <QDragEnterEvent>
@@ -19,6 +21,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QSpinBox>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -36,21 +40,29 @@
 #include "dialogs/help_dialog.h"
 #include "dialogs/sample_dialog.h"
 #include "jobs/background_job.h"
+#include "jobs/replay_worker_probe.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "report/report_document.h"
 #include "report/report_pdf_writer.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "ui_info.h"
 #include "widgets/case_overview.h"
+#include "widgets/display_filter_bar.h"
+#include "widgets/eliding_status_bar.h"
 #include "widgets/finding_banner.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/message_log.h"
 #include "widgets/missing_tape_bar.h"
 #include "widgets/run_list.h"
 #include "widgets/start_page.h"
+#include "widgets/top_q_count_label.h"
 #include "widgets/transaction_detail_pane.h"
+#include "widgets/wheel_guard.h"
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/workflow/file_ingest.h"
+#include "zkdv/workflow/replay_summary_text.h"
+#include "zkdv/workflow/report_export.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/report/report_file.h"
 #include "zkdv/report/transaction_table_csv.h"
@@ -60,7 +72,6 @@
 #include "zkdv/store/display_filter.h"
 #include "zkdv/store/tape_location.h"
 #include "zkdv/store/transaction_table.h"
-#include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::ui {
 
@@ -93,11 +104,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 {
     setWindowTitle(tr("ZKDV Audit Workstation"));
     setAcceptDrops(true);
+    workerProbe_ = new ReplayWorkerProbe(this);
     createCentralWidgets();
     createActions();
     progress_ = new JobProgressFrame(this);
-    statusBar()->addPermanentWidget(rowCount_);
-    statusBar()->addPermanentWidget(progress_);
+    auto* status = new ElidingStatusBar(this);
+    setStatusBar(status);
+    status->addPermanent(rowCount_);
+    status->addPermanent(progress_);
     resultsTimer_ = new QTimer(this);
     resultsTimer_->setSingleShot(true);
     resultsTimer_->setInterval(400);
@@ -139,55 +153,22 @@ void MainWindow::createCentralWidgets()
     table_->setAlternatingRowColors(true);
     charts_ = new ChartPanel(this);
 
-    quickFilter_ = new QComboBox(this);
-    quickFilter_->setObjectName(QStringLiteral("quickFilter"));
-    quickFilter_->addItems({tr("All transactions"), tr("Diverged"), tr("Not replayed"), tr("With sampled checks"), tr("Top-q updates")});
-    quickFilter_->setToolTip(tr("Quick filter (Alt+0 … Alt+4)"));
-    textFilter_ = new QLineEdit(this);
-    textFilter_->setObjectName(QStringLiteral("textFilter"));
-    textFilter_->setPlaceholderText(tr("Filter: transaction, range A-B, verdict, tensor, or loss > 0.1 && verdict == diverged (Ctrl+F)"));
-    textFilter_->setClearButtonEnabled(true);
-    auto* filterDelay = new QTimer(this);
-    filterDelay->setSingleShot(true);
-    filterDelay->setInterval(250);
-    connect(textFilter_, &QLineEdit::textChanged, filterDelay, qOverload<>(&QTimer::start));
-    connect(filterDelay, &QTimer::timeout, this, [this] {
-        // A display filter that does not compile is shown in the box and not applied: the
-        // table keeps the rows of the last filter that did.
-        const std::string text = textFilter_->text().toStdString();
-        QString problem;
-        if (looksLikeDisplayFilter(text)) {
-            try {
-                compileDisplayFilter(text);
-            } catch (const DisplayFilterError& error) {
-                problem = QString::fromStdString(error.what());
-            }
-        }
-        textFilter_->setProperty("filterError", !problem.isEmpty());
-        QPalette palette = textFilter_->style()->standardPalette();
-        if (!problem.isEmpty())
-            palette.setColor(QPalette::Base, QColor(0xf8, 0xd7, 0xd7));
-        textFilter_->setPalette(problem.isEmpty() ? QPalette() : palette);
-        textFilter_->setToolTip(problem.isEmpty() ? tr("A transaction, a range A-B, text (verdict or tensor name), or a display filter such as "
-                                                       "loss > 0.1 && verdict == diverged (F1, docs/display-filters.md)")
-                                                  : problem);
-        if (!problem.isEmpty()) {
-            showMessage(problem);
-            return;
-        }
-        model_->setTextFilter(textFilter_->text());
-    });
-    connect(quickFilter_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    // The filter row is its own widget (completion, live compile state); quickFilter_ and
+    // textFilter_ are its boxes, for the shortcuts and the row count.
+    filterBar_ = new DisplayFilterBar(this);
+    quickFilter_ = filterBar_->quickFilterBox();
+    textFilter_ = filterBar_->filterEdit();
+    connect(filterBar_, &DisplayFilterBar::filterChanged, this, [this](const QString& text) { model_->setTextFilter(text); });
+    connect(filterBar_, &DisplayFilterBar::problemFound, this, [this](const QString& problem) { showMessage(problem); });
+    connect(filterBar_, &DisplayFilterBar::quickFilterChanged, this, [this](int index) {
         model_->setQuickFilter(static_cast<TransactionTableModel::QuickFilter>(index), Settings::topQ());
     });
+    WheelGuard::guardChildren(this);  // the toolbar's device box is guarded where it is made
 
     auto* tablePane = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tablePane);
     tableLayout->setContentsMargins(0, 0, 0, 0);
-    auto* filterRow = new QHBoxLayout;
-    filterRow->addWidget(quickFilter_);
-    filterRow->addWidget(textFilter_, 1);
-    tableLayout->addLayout(filterRow);
+    tableLayout->addWidget(filterBar_);
     tableLayout->addWidget(table_, 1);
 
     auto* casePanel = new QSplitter(Qt::Vertical, this);
@@ -244,18 +225,12 @@ void MainWindow::createCentralWidgets()
     table_->setTabKeyNavigation(false);
 
     table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+    // Copy and Copy Value are the Edit menu's (one action per key, createActions); these are
+    // the same for the context menu.
     auto* copyRows = new QAction(tr("&Copy Rows"), table_);
-    copyRows->setShortcut(QKeySequence::Copy);
-    copyRows->setShortcutContext(Qt::WidgetShortcut);
     connect(copyRows, &QAction::triggered, this, [this] { copySelectedRows(); });
     auto* copyValue = new QAction(tr("Copy &Value"), table_);
-    copyValue->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
-    copyValue->setShortcutContext(Qt::WidgetShortcut);
-    connect(copyValue, &QAction::triggered, this, [this] {
-        const QModelIndex current = table_->currentIndex();
-        if (current.isValid())
-            QApplication::clipboard()->setText(current.data(TransactionTableModel::DisplayNowRole).toString());
-    });
+    connect(copyValue, &QAction::triggered, this, [this] { copyCurrentValue(); });
     auto* exportTable = new QAction(tr("&Export Table as CSV…"), table_);
     exportTable->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     exportTable->setShortcutContext(Qt::WidgetShortcut);
@@ -343,6 +318,14 @@ void MainWindow::createActions()
     caseActions_ << add << exportAction << close;
     tapeActions_ << exportAction;
 
+    // One Copy for every pane: it copies from the pane with the focus (text fields keep
+    // their own Ctrl+C, which they take before any window shortcut).
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    action(edit, tr("&Copy"), QKeySequence(QKeySequence::Copy), [this] { copyFromFocus(false); },
+           tr("Copy the selected rows of the table, the case tree or the messages, with a header line"));
+    action(edit, tr("Copy &Value"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), [this] { copyFromFocus(true); },
+           tr("Copy the value of the current cell of the table or the case tree, without the words around it"));
+
     QMenu* replay = menuBar()->addMenu(tr("&Replay"));
     QAction* selected = action(replay, tr("Replay &Selected"), QKeySequence(Qt::CTRL | Qt::Key_R), &MainWindow::replaySelected,
                                tr("Replay the selected transactions from their nearest snapshots"));
@@ -401,15 +384,28 @@ void MainWindow::createActions()
     toolbar->addSeparator();
     toolbar->addWidget(new QLabel(tr(" Device: "), this));
     device_ = new QComboBox(this);
-    for (const std::string& device : replayDevices())
-        device_->addItem(QString::fromStdString(device));
-    device_->setToolTip(tr("Where replays run: the CPU or a CUDA device libtorch sees"));
-    const int saved = device_->findText(Settings::replayDevice());
-    device_->setCurrentIndex(saved >= 0 ? saved : 0);
+    device_->addItem(QStringLiteral("cpu"));
+    device_->setToolTip(tr("Where replays run: the CPU or a CUDA device the replay worker's libtorch sees"));
+    // The CUDA devices come from a replay worker's hello, off the GUI thread: the workstation
+    // loads no libtorch. Until then only the CPU is offered, and the saved choice is kept.
+    connect(workerProbe_, &ReplayWorkerProbe::finished, this, [this] {
+        const QString saved = Settings::replayDevice();
+        const QSignalBlocker quiet(device_);
+        for (const QString& device : workerProbe_->devices())
+            if (device_->findText(device) < 0)
+                device_->addItem(device);
+        if (const int index = device_->findText(saved); index >= 0)
+            device_->setCurrentIndex(index);
+        details_->setReplayDevice(device_->currentText());
+        if (!workerProbe_->problem().isEmpty())
+            showMessage(tr("The replay worker did not start, so nothing can be replayed: %1").arg(workerProbe_->problem()), 0);
+    });
+    workerProbe_->start();
     connect(device_, &QComboBox::currentTextChanged, this, [](const QString& device) { Settings::setReplayDevice(device); });
     details_->setReplayDevice(device_->currentText());
     connect(device_, &QComboBox::currentTextChanged, details_, &TransactionDetailPane::setReplayDevice);
     toolbar->addWidget(device_);
+    WheelGuard::guard(device_);
     updateRecentFilesMenu();
 }
 
@@ -453,10 +449,19 @@ QString MainWindow::replayDevice() const { return device_->currentText(); }
 
 BackgroundJob* MainWindow::currentJob() const { return job_; }
 
+void MainWindow::clearStickyMessage()
+{
+    if (!stickyMessage_.isEmpty() && statusBar()->currentMessage() == stickyMessage_)
+        statusBar()->clearMessage();
+    stickyMessage_.clear();
+}
+
 void MainWindow::showMessage(const QString& message, int timeoutMs)
 {
     statusBar()->showMessage(message, timeoutMs);
     messageLog_->append(message);
+    // A message that stays (a problem) is about the case in view: it goes with that case.
+    stickyMessage_ = timeoutMs == 0 ? message : QString();
 }
 
 bool MainWindow::openCase(const QString& casePath)
@@ -465,6 +470,8 @@ bool MainWindow::openCase(const QString& casePath)
         showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
         return false;
     }
+    if (!details_->settlePendingNote())
+        return false;  // the auditor stays with the unsaved note
     if (!casePath.isEmpty()) {
         try {
             CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);  // creates, or brings the schema up to date
@@ -476,6 +483,7 @@ bool MainWindow::openCase(const QString& casePath)
         updateRecentFilesMenu();
     }
     casePath_ = casePath;
+    clearStickyMessage();
     pages_->setCurrentWidget(casePath_.isEmpty() ? static_cast<QWidget*>(start_) : workspace_);
     overview_->showCase(casePath_);
     setTape(overview_->currentTape());
@@ -483,9 +491,15 @@ bool MainWindow::openCase(const QString& casePath)
     setWindowTitle(casePath_.isEmpty() ? tr("ZKDV Audit Workstation") : tr("%1 — ZKDV Audit Workstation").arg(fileName(casePath_)));
     updateActions();
     Q_EMIT caseChanged(casePath_);
-    if (!casePath_.isEmpty())
-        showMessage(overview_->tapeCount() ? tr("Opened %1: %2 tape(s).").arg(casePath_).arg(overview_->tapeCount())
-                                           : tr("Opened %1. Drop tapes here to ingest them.").arg(casePath_));
+    if (!casePath_.isEmpty()) {
+        const QString opened = overview_->tapeCount() ? tr("Opened %1: %2 tape(s).").arg(casePath_).arg(overview_->tapeCount())
+                                                      : tr("Opened %1. Drop tapes here to ingest them.").arg(casePath_);
+        // A problem of the case just found (moved tapes) stays in view; the log has both.
+        if (stickyMessage_.isEmpty())
+            showMessage(opened);
+        else
+            messageLog_->append(opened);
+    }
     return true;
 }
 
@@ -587,6 +601,8 @@ void MainWindow::checkTapeFiles()
         }
     }
     const bool changed = missing.size() != missingBar_->missing().size();
+    if (missing.isEmpty() && !missingBar_->missing().isEmpty())
+        clearStickyMessage();  // the moved tapes are found: what said so goes too
     missingBar_->showMissing(missing);
     if (changed && !missing.isEmpty())
         showMessage(tr("%n tape file(s) of this case moved or changed since ingest: locate them to replay (Ctrl+L).", nullptr,
@@ -669,8 +685,8 @@ bool MainWindow::exportFindingReport(const QString& path)
         showMessage(tr("No finding to report: drop a tape first."));
         return false;
     }
-    const std::string format = reportFormatOf(path.toStdString());
-    if (format.empty()) {
+    const std::optional<ReportFormat> format = reportFormatOfPath(path.toStdString());
+    if (!format) {
         showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
         return false;
     }
@@ -678,10 +694,7 @@ bool MainWindow::exportFindingReport(const QString& path)
     std::string error;
     bool ok = true;
     try {
-        if (format == "json" || format == "csv")
-            writeReportFile(path.toStdString(), format == "json" ? renderReportJson(report) : renderReportCsv(report));
-        else
-            ok = renderReportDocument(report, format, path.toStdString(), &error);
+        writeReport(report, *format, path.toStdString(), &documents_);
     } catch (const std::exception& failure) {
         ok = false;
         error = failure.what();
@@ -715,44 +728,19 @@ void MainWindow::ingest(const QStringList& files, bool allowIncomplete, const QS
     auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), Interruption::Cancel,
                                   [casePath, paths, allowIncomplete, findings](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        IngestOptions options;
+        options.progress = &progress;
+        options.allowIncomplete = allowIncomplete;
         QStringList done, failed;
-        std::vector<std::string> programs;
-        for (const std::string& path : paths) {
-            const QString name = fileName(QString::fromStdString(path));
-            if (sniffAuditFile(path) != AuditFileKind::Tape) {
-                programs.push_back(path);
+        for (const IngestedFile& file : ingestFiles(store, paths, options)) {
+            const QString line = QString::fromStdString(file.describe());
+            if (file.ok()) {
+                done << line;
                 continue;
             }
-            IngestOptions options;
-            options.progress = &progress;
-            options.allowIncomplete = allowIncomplete;
-            try {
-                const IngestResult result = store.ingestTape(path, options);
-                done << (result.alreadyPresent ? QObject::tr("%1 already in the case").arg(name)
-                         : result.summary.complete() ? QObject::tr("%1 ingested").arg(name)
-                                                     : QObject::tr("%1 ingested up to transaction %2 (%3 tape)")
-                                                           .arg(name)
-                                                           .arg(result.summary.transactionCount)
-                                                           .arg(QString::fromStdString(std::string(tapeStatusName(result.summary.status)))));
-            } catch (const OperationCancelled&) {
-                throw;
-            } catch (const IngestError& error) {
-                failed << QString::fromStdString(error.what());
-                findings->append({QString::fromStdString(path), QString::fromStdString(error.what()), error.summary()});
-            } catch (const std::exception& error) {
-                failed << QString::fromStdString(error.what());
-                findings->append({QString::fromStdString(path), QString::fromStdString(error.what()), std::nullopt});
-            }
-        }
-        for (const std::string& path : programs) {
-            const QString name = fileName(QString::fromStdString(path));
-            try {
-                const ProgramFileResult result = store.addProgramFile(path);
-                done << QObject::tr("%1: sealed program for %n tape(s)", nullptr, static_cast<int>(result.matchingTapes.size())).arg(name);
-            } catch (const std::exception& error) {
-                failed << QObject::tr("%1: not a ZKDV tape, and not a sealed program of a tape in this case (%2)")
-                              .arg(name, QString::fromStdString(error.what()));
-            }
+            failed << line;
+            if (file.isTape())
+                findings->append({QString::fromStdString(file.path), line, file.summary});
         }
         if (!failed.isEmpty())
             throw Error((failed + done).join(QStringLiteral("; ")).toStdString());
@@ -859,26 +847,11 @@ bool MainWindow::startReplay(const QString& spec, std::optional<quint64> seed, S
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         request.progress = &progress;
         const ReplaySummary summary = runReplay(store, request);
-        QString text = QObject::tr("Replay run %1 (%2, seed %3) %4: %5 replayed, %6 exact, %7 within tolerance, %8 diverged, %9 unverifiable")
-                           .arg(summary.runId)
-                           .arg(QString::fromStdString(summary.selection))
-                           .arg(QStringLiteral("%1 %2").arg(summary.seed).arg(summary.seedSource == SeedSource::Drawn ? QObject::tr("drawn")
-                                                                                                                       : QObject::tr("given")))
-                           .arg(summary.passed()                ? QObject::tr("passed")
-                                : summary.status == "finished"  ? QObject::tr("FAILED")
-                                : summary.status == "cancelled" ? QObject::tr("incomplete (stopped)")
-                                                                : QObject::tr("incomplete (%1)").arg(QString::fromStdString(summary.status)))
-                           .arg(summary.replayed)
-                           .arg(summary.exact)
-                           .arg(summary.withinTolerance)
-                           .arg(summary.diverged)
-                           .arg(summary.unverifiable);
-        if (!summary.problem.empty())
-            text += QStringLiteral(" — ") + QString::fromStdString(summary.problem);
-        else if (!summary.firstFailures.empty())
-            text += QObject::tr(" — first: transaction %1: %2")
-                        .arg(summary.firstFailures.front().index)
-                        .arg(QString::fromStdString(summary.firstFailures.front().detail));
+        QString text = QString::fromStdString(replaySummaryHeadline(summary));
+        const std::vector<std::string> details = replaySummaryDetails(summary);
+        // The counts, then the first reason: the rest is in the run's rows and its report.
+        for (std::size_t i = 0; i < std::min<std::size_t>(details.size(), 2); ++i)
+            text += QStringLiteral(" — ") + QString::fromStdString(details[i]);
         return text;
     });
     return startJob(job);
@@ -890,42 +863,47 @@ bool MainWindow::exportReport(const QString& path)
         showMessage(tr("Nothing to report: open a case with a replayed tape first."));
         return false;
     }
-    const QString format = QString::fromStdString(reportFormatOf(path.toStdString()));
-    if (format.isEmpty()) {
+    const std::optional<ReportFormat> format = reportFormatOfPath(path.toStdString());
+    if (!format) {
         showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
         return false;
     }
     const std::string casePath = casePath_.toStdString();
     const std::string target = path.toStdString();
-    const std::string formatName = format.toStdString();
+    const ReportFormat reportFormat = *format;
     ReportOptions options;
     options.tapeId = tape_;
     // The run chosen in the run list; with All runs, the newest (the report lists the others).
     options.runId = std::max<qint64>(0, runs_->chosenRun());
-    // PDF and HTML are rendered on this thread once the data is built; JSON and CSV are
+    // Documents (PDF, HTML) are drawn on this thread once the data is built; JSON and CSV are
     // written by the job itself.
     auto report = std::make_shared<ReportData>();
-    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), Interruption::Cancel, [casePath, target, formatName, options, report](ProgressSink&) {
+    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), Interruption::Cancel, [casePath, target, reportFormat, options, report](ProgressSink&) {
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         *report = buildAuditReport(store, options);
-        if (formatName == "json" || formatName == "csv") {
-            writeReportFile(target, formatName == "json" ? renderReportJson(*report) : renderReportCsv(*report));
-        }
+        if (!isDocumentFormat(reportFormat))
+            writeReport(*report, reportFormat, target, nullptr);
         return QString();
     });
     const QString shown = QDir::toNativeSeparators(path);
-    return startJob(job, [this, report, target, formatName, shown, format](bool& ok, QString& message) {
+    return startJob(job, [this, report, target, reportFormat, shown](bool& ok, QString& message) {
         if (!ok)
             return;
-        const QString written = QObject::tr("%1 report written to %2: %3").arg(format.toUpper(), shown, QString::fromStdString(report->headline));
-        if (formatName == "html") {
+        const QString written = QObject::tr("%1 report written to %2: %3")
+                                    .arg(QString::fromStdString(std::string(reportFormatName(reportFormat))).toUpper(), shown,
+                                         QString::fromStdString(report->headline));
+        if (reportFormat == ReportFormat::Html) {
             // One file with its charts as images: quick, drawn here.
-            std::string error;
-            ok = renderReportDocument(*report, formatName, target, &error);
-            message = ok ? written : QObject::tr("Report not written: %1").arg(QString::fromStdString(error));
+            try {
+                writeReport(*report, reportFormat, target, &documents_);
+                message = written;
+            } catch (const std::exception& error) {
+                ok = false;
+                message = QObject::tr("Report not written: %1").arg(QString::fromStdString(error.what()));
+            }
             return;
         }
-        if (formatName != "pdf") {
+        if (reportFormat != ReportFormat::Pdf) {
             message = written;
             return;
         }
@@ -964,7 +942,7 @@ void MainWindow::exportReportDialog()
     if (path.isEmpty())
         return;
     // The format follows the extension; without a known one, the chosen filter's.
-    if (reportFormatOf(path.toStdString()).empty())
+    if (!reportFormatOfPath(path.toStdString()))
         path += QLatin1Char('.') + suffixes.value(std::max<qsizetype>(0, filters.indexOf(filter)));
     exportReport(path);
 }
@@ -1074,12 +1052,31 @@ void MainWindow::replayTopQ()
 {
     if (!confirmReplayable())
         return;
-    bool ok = false;
-    const int q = QInputDialog::getInt(this, tr("Replay Top-q"),
-                                       tr("Replay, for every parameter, the q transactions with the largest recorded update:"),
-                                       Settings::topQ(), 1, 1000000, 1, &ok);
-    if (!ok)
+    // How many transactions a q selects is counted as q changes (off this thread).
+    QDialog dialog(this);
+    dialog.setObjectName(QStringLiteral("topQDialog"));
+    dialog.setWindowTitle(tr("Replay Top-q"));
+    auto* layout = new QVBoxLayout(&dialog);
+    auto* prompt = new QLabel(tr("Replay, for every parameter, the q transactions with the largest recorded update:"), &dialog);
+    prompt->setWordWrap(true);
+    layout->addWidget(prompt);
+    auto* qBox = new QSpinBox(&dialog);
+    qBox->setObjectName(QStringLiteral("topQ"));
+    qBox->setRange(1, 1000000);
+    qBox->setValue(Settings::topQ());
+    layout->addWidget(qBox);
+    auto* count = new TopQCountLabel(&dialog);
+    count->setCase(casePath_, tape_);
+    count->setQ(qBox->value());
+    connect(qBox, &QSpinBox::valueChanged, count, &TopQCountLabel::setQ);
+    layout->addWidget(count);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    if (dialog.exec() != QDialog::Accepted)
         return;
+    const int q = qBox->value();
     Settings::setTopQ(q);
     startReplay(QStringLiteral("topq:%1").arg(q));
 }
@@ -1095,7 +1092,28 @@ void MainWindow::showHelp()
     help_->activateWindow();
 }
 
-void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText()); }
+void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText(*workerProbe_)); }
+
+void MainWindow::copyCurrentValue()
+{
+    const QModelIndex current = table_->currentIndex();
+    if (current.isValid())
+        QApplication::clipboard()->setText(current.data(TransactionTableModel::DisplayNowRole).toString());
+}
+
+void MainWindow::copyFromFocus(bool valueOnly)
+{
+    const QWidget* focus = QApplication::focusWidget();
+    auto within = [focus](const QWidget* pane) { return focus && pane && (focus == pane || pane->isAncestorOf(focus)); };
+    if (within(table_))
+        valueOnly ? copyCurrentValue() : copySelectedRows();
+    else if (within(overview_))
+        QApplication::clipboard()->setText(overview_->copyText(!valueOnly));
+    else if (within(messageLog_) && !valueOnly)
+        messageLog_->copySelection();
+    else
+        showMessage(tr("Nothing to copy here: select rows in the table, the case tree or the messages first."));
+}
 
 void MainWindow::copySelectedRows()
 {
@@ -1161,9 +1179,26 @@ void MainWindow::tableSelectionChanged()
     else
         for (const QItemSelectionRange& range : selection->selection())  // ranges: a million selected rows are one
             row = row < 0 ? range.top() : std::min(row, range.top());
-    if (row >= 0) {
-        charts_->selectTransaction(model_->transactionAt(row));
-        details_->showTransaction(model_->transactionAt(row), model_->runId());
+    // The note being typed is settled before its transaction goes; Cancel puts the
+    // selection back on it.
+    if (noteKeptOn_)
+        return;  // the selection is on its way back to the note kept (one click signals twice)
+    const std::optional<quint64> shown = details_->shownTransaction();
+    const std::optional<quint64> next = row >= 0 ? std::optional<quint64>(model_->transactionAt(row)) : std::nullopt;
+    if (next != shown && !details_->settlePendingNote()) {
+        if (shown) {
+            noteKeptOn_ = shown;
+            QTimer::singleShot(0, this, [this] {
+                const quint64 index = *noteKeptOn_;
+                noteKeptOn_.reset();
+                selectTransaction(index);
+            });
+        }
+        return;
+    }
+    if (next) {
+        charts_->selectTransaction(*next);
+        details_->showTransaction(*next, model_->runId());
     } else {
         charts_->clearSelection();
         details_->clearTransaction();
@@ -1212,6 +1247,10 @@ void MainWindow::dropEvent(QDropEvent* event)
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
+    if (!details_->settlePendingNote()) {
+        event->ignore();  // Cancel: the window stays, with the note
+        return;
+    }
     if (job_ && job_->isRunning())
         job_->cancel();  // its destructor waits for the thread
     Settings::setWindowGeometry(saveGeometry());

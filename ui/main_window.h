@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "report/report_document.h"
 #include "zkdv/audit/audit_seed.h"
 
 class QComboBox;
@@ -25,6 +26,7 @@ namespace zkdv::ui {
 
 class BackgroundJob;
 class CaseOverview;
+class DisplayFilterBar;
 class FindingBanner;
 class ChartPanel;
 class HelpDialog;
@@ -32,6 +34,7 @@ class JobProgressFrame;
 class MessageLog;
 class MissingTapeBar;
 class ReportPdfWriter;
+class ReplayWorkerProbe;
 class RunList;
 class StartPage;
 class TransactionDetailPane;
@@ -140,13 +143,20 @@ private:
                          const QString& shown);
     void updateRowCount();
     void copySelectedRows();
+    void copyCurrentValue();
+    // Edit > Copy (rows) and Copy Value, from the pane with the focus.
+    void copyFromFocus(bool valueOnly);
     void showHelp();
     void showAbout();
     void tableSelectionChanged();
     void selectTransaction(quint64 index);
     void showMessage(const QString& message, int timeoutMs = 8000);
+    // Clears a message shown to stay (timeout 0) when its cause is gone: the case changed, the
+    // moved tapes were found.
+    void clearStickyMessage();
 
     QString casePath_;
+    QString stickyMessage_;  // the last message shown to stay, until its cause goes
     qint64 tape_ = 0;
     quint64 transactionCount_ = 0;
     CaseOverview* overview_ = nullptr;
@@ -161,9 +171,12 @@ private:
     ChartPanel* charts_ = nullptr;
     QComboBox* quickFilter_ = nullptr;
     QLineEdit* textFilter_ = nullptr;
+    DisplayFilterBar* filterBar_ = nullptr;  // holds quickFilter_ and textFilter_
     QComboBox* device_ = nullptr;
+    ReplayWorkerProbe* workerProbe_ = nullptr;  // created first in the constructor
     JobProgressFrame* progress_ = nullptr;
     QPointer<BackgroundJob> job_;
+    const ReportDocuments documents_;  // PDF and HTML for writeReport
     QTimer* resultsTimer_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QList<QAction*> jobActions_;   // disabled while a job runs
@@ -175,6 +188,7 @@ private:
     QWidget* workspace_ = nullptr;
     MessageLog* messageLog_ = nullptr;
     TransactionDetailPane* details_ = nullptr;
+    std::optional<quint64> noteKeptOn_;  // Cancel kept an unsaved note: the selection goes back to it
     QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
     QLabel* emptyState_ = nullptr;  // over the table when it has no rows, saying why
     QPointer<HelpDialog> help_;

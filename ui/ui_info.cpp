@@ -2,10 +2,9 @@
 
 #include <qcustomplot.h>
 
+#include "jobs/replay_worker_probe.h"
 #include "zkdv/store/database.h"
-#include "zkdv/tensor/torch_build.h"
 #include "zkdv/version.h"
-#include "zkdv/worker/replay_devices.h"
 
 namespace zkdv::ui {
 
@@ -14,30 +13,34 @@ QString toolkitVersions()
     return QStringLiteral("Qt %1, QCustomPlot %2").arg(QString::fromLatin1(qVersion()), QStringLiteral(QCUSTOMPLOT_VERSION_STR));
 }
 
-QString aboutText()
+QString aboutText(const ReplayWorkerProbe& worker)
 {
-    const std::vector<std::string> devices = replayDevices();
-    QString cuda = cudaAvailable() ? QStringLiteral("available (CUDA %1, %2 device(s))").arg(QString::fromStdString(cudaVersion())).arg(cudaDeviceCount())
-                                   : QStringLiteral("not available: replays run on the CPU");
+    const QString asking = QStringLiteral("asking the replay worker…");
+    QString libtorch = worker.libtorchVersion().toHtmlEscaped();
+    QString cuda;
+    if (!worker.answered()) {
+        libtorch = cuda = asking;
+    } else if (!worker.problem().isEmpty()) {
+        libtorch = QStringLiteral("unknown: %1").arg(worker.problem().toHtmlEscaped());
+        cuda = QStringLiteral("unknown: replays cannot run until the replay worker starts");
+    } else {
+        const int cudaDevices = static_cast<int>(worker.devices().size()) - 1;
+        cuda = cudaDevices > 0 ? QStringLiteral("available (CUDA %1, %2 device(s))").arg(worker.cudaVersion().toHtmlEscaped()).arg(cudaDevices)
+                               : QStringLiteral("not available: replays run on the CPU");
+    }
     return QStringLiteral("<h3>ZKDV Audit Workstation %1</h3>"
                           "<p>Checks that a model was trained the way its trainer claims, by replaying transactions "
                           "of its verification tape.</p>"
                           "<table>"
                           "<tr><td>Qt</td><td>%2</td></tr>"
                           "<tr><td>QCustomPlot</td><td>%3</td></tr>"
-                          "<tr><td>libtorch</td><td>%4</td></tr>"
+                          "<tr><td>libtorch (replay worker)</td><td>%4</td></tr>"
                           "<tr><td>SQLite</td><td>%5</td></tr>"
                           "<tr><td>CUDA</td><td>%6</td></tr>"
                           "<tr><td>replay devices</td><td>%7</td></tr>"
                           "</table>")
-        .arg(QString::fromLatin1(kVersion), QString::fromLatin1(qVersion()), QStringLiteral(QCUSTOMPLOT_VERSION_STR),
-             QString::fromStdString(libtorchVersion()), QString::fromStdString(sqliteVersion()), cuda,
-             QString::fromStdString([&] {
-                 std::string list;
-                 for (const std::string& d : devices)
-                     list += (list.empty() ? "" : ", ") + d;
-                 return list;
-             }()));
+        .arg(QString::fromLatin1(kVersion), QString::fromLatin1(qVersion()), QStringLiteral(QCUSTOMPLOT_VERSION_STR), libtorch,
+             QString::fromStdString(sqliteVersion()), cuda, worker.devices().join(QStringLiteral(", ")).toHtmlEscaped());
 }
 
 }  // namespace zkdv::ui

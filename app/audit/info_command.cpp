@@ -16,20 +16,13 @@
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/gradient_transform_summary.h"
+#include "zkdv/tape/shape_text.h"
 #include "zkdv/tape/schedule_statement.h"
 #include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
 
 namespace {
-
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string text = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        text += (i ? ", " : "") + std::to_string(shape[i]);
-    return text + "]";
-}
 
 int tapeInfo(const std::string& path, bool json, bool quiet)
 {
@@ -151,7 +144,7 @@ int caseInfo(const std::string& path, bool json)
         const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
         const char* outcome = report.outcome.c_str();
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu (%s), tolerance %s, started %s: %s\n",
-                    static_cast<long long>(run.id), static_cast<long long>(run.tapeId), run.status.c_str(), run.device.c_str(),
+                    static_cast<long long>(run.id), static_cast<long long>(run.tapeId), std::string(runStatusName(run.status)).c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed),
                     std::string(seedSourceName(run.seedSource)).c_str(), run.tolerance.c_str(),
                     run.startedAt.c_str(), outcome);

@@ -7,6 +7,7 @@
 #include "summary_json.h"
 #include "terminal_progress.h"
 #include "zkdv/store/audit_file.h"
+#include "zkdv/workflow/file_ingest.h"
 #include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
@@ -40,75 +41,33 @@ int runIngest(int argc, char** argv)
         options.computeFileSha256 = parser.has("sha256");
         options.progress = &progress;
 
+        const bool json = parser.has("json");
         int exitCode = kExitOk;
-        auto worsen = [&](int code) { exitCode = std::max(exitCode, code); };
         nlohmann::json results = nlohmann::json::array();
-        std::vector<std::string> programs;
-        // Tapes first, so that program files given alongside find the tapes they belong to.
-        for (const std::string& path : parser.positionals()) {
-            AuditFileKind kind = AuditFileKind::Other;
-            try {
-                kind = sniffAuditFile(path);
-            } catch (const Error& error) {
-                results.push_back({{"file", path}, {"result", "unreadable"}, {"error", error.what()}});
-                std::fprintf(stderr, "%s\n", error.what());
-                worsen(kExitUsage);
-                continue;
+        ingestFiles(store, parser.positionals(), options, [&](const IngestedFile& file) {
+            progress.finish();
+            nlohmann::json entry = {{"file", file.path}, {"result", std::string(fileIngestOutcomeName(file.outcome))}};
+            if (file.kind)
+                entry["kind"] = file.isTape() ? "tape" : "program";
+            if (file.ok() && file.isTape())
+                entry["tape_id"] = file.tapeId;
+            if (file.summary)
+                entry["tape"] = summaryJson(*file.summary);
+            if (file.ok() && !file.isTape()) {
+                entry["sha256"] = file.programSha256;
+                entry["tape_ids"] = file.programTapes;
             }
-            if (kind != AuditFileKind::Tape) {
-                programs.push_back(path);
-                continue;
-            }
-            nlohmann::json entry = {{"file", path}, {"kind", "tape"}};
-            try {
-                IngestResult result = store.ingestTape(path, options);
-                progress.finish();
-                entry["result"] = result.alreadyPresent ? "already-present" : "ingested";
-                entry["tape_id"] = result.tapeId;
-                entry["tape"] = summaryJson(result.summary);
-                if (!parser.has("json"))
-                    std::printf("%s: %s as tape %lld (%s)\n", path.c_str(), result.alreadyPresent ? "already in the case" : "ingested",
-                                static_cast<long long>(result.tapeId), summaryLine(result.summary).c_str());
-                // A tape of a resumed run: whether it continues the tape it names (its link is
-                // checked again whenever the case is read, so a predecessor ingested later counts).
-                if (result.summary.root && result.summary.root->resumes && !parser.has("json"))
-                    if (const std::optional<CaseTape> tape = store.tape(result.tapeId))
-                        std::printf("  %s\n", tape->link.describe().c_str());
-            } catch (const IngestError& error) {
-                progress.finish();
-                entry["result"] = "rejected";
-                entry["error"] = error.what();
-                if (error.summary())
-                    entry["tape"] = summaryJson(*error.summary());
-                std::fprintf(stderr, "%s\n", error.what());
-                worsen(kExitCheckFailed);
-            } catch (const Error& error) {
-                progress.finish();
-                entry["result"] = "unreadable";
-                entry["error"] = error.what();
-                std::fprintf(stderr, "%s\n", error.what());
-                worsen(kExitUsage);
+            if (!file.ok()) {
+                entry["error"] = file.error;
+                std::fprintf(stderr, "%s\n", file.error.c_str());
+                // A tape that failed verification is a finding (1); a file that could not be
+                // read, or matched nothing, is the auditor's input (2).
+                exitCode = std::max(exitCode, file.outcome == FileIngestOutcome::Rejected ? kExitCheckFailed : kExitUsage);
+            } else if (!json) {
+                std::printf("%s\n", file.describe().c_str());
             }
             results.push_back(entry);
-        }
-        for (const std::string& path : programs) {
-            nlohmann::json entry = {{"file", path}, {"kind", "program"}};
-            try {
-                ProgramFileResult result = store.addProgramFile(path);
-                entry["result"] = result.alreadyPresent ? "already-present" : "ingested";
-                entry["sha256"] = result.sha256;
-                entry["tape_ids"] = result.matchingTapes;
-                if (!parser.has("json"))
-                    std::printf("%s: program %s %s for %zu tape(s)\n", path.c_str(), result.sha256.c_str(),
-                                result.alreadyPresent ? "already in the case" : "stored", result.matchingTapes.size());
-            } catch (const Error& error) {
-                entry["result"] = "unreadable";
-                entry["error"] = std::string(error.what()) + " (not a ZKDV tape either)";
-                std::fprintf(stderr, "%s: not a ZKDV tape, and as a program file: %s\n", path.c_str(), error.what());
-                worsen(kExitUsage);
-            }
-            results.push_back(entry);
-        }
+        });
         if (parser.has("json"))
             std::printf("%s\n", toJsonText(nlohmann::json{{"case", parser.value("case")}, {"files", results}}, 2).c_str());
         return exitCode;

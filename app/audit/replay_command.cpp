@@ -11,6 +11,7 @@
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/workflow/replay_summary_text.h"
 #include "zkdv/store/replay_store.h"
 
 namespace zkdv::cli {
@@ -114,25 +115,9 @@ int runReplay(int argc, char** argv)
                 }
             std::printf("%s\n", toJsonText(out, 2).c_str());
         } else {
-            std::printf("replay run %lld of tape %lld on %s: %s, seed %llu (%s): %zu of %llu transactions selected, %llu replayed in %.2f s\n",
-                        static_cast<long long>(summary.runId), static_cast<long long>(summary.tapeId), summary.device.c_str(),
-                        summary.selection.c_str(), static_cast<unsigned long long>(summary.seed),
-                        summary.seedSource == SeedSource::Drawn ? "drawn at audit time" : "given by the auditor", summary.selected.size(),
-                        static_cast<unsigned long long>(summary.transactionCount), static_cast<unsigned long long>(summary.replayed),
-                        summary.seconds);
-            std::printf("  exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu%s%s\n",
-                        static_cast<unsigned long long>(summary.exact), static_cast<unsigned long long>(summary.withinTolerance),
-                        static_cast<unsigned long long>(summary.diverged), static_cast<unsigned long long>(summary.unverifiable),
-                        summary.trainersFailures == 0 ? "" : (" (" + std::to_string(summary.trainersFailures) + " by the tape's own program or tape: the trainer's failure)").c_str(),
-                        summary.status == "finished" ? "" : (" (run " + summary.status + ")").c_str());
-            if (!summary.problem.empty())
-                std::printf("  %s\n", summary.problem.c_str());
-            if (summary.kernelProfile.choice == KernelChoice::Recorded && !summary.kernelProfile.variables.empty())
-                std::printf("  %s: %s\n", summary.kernelProfile.note.c_str(), summary.kernelProfile.describeVariables().c_str());
-            if (!summary.regimeReason.empty())
-                std::printf("  judged by the %s regime: %s\n", summary.regime.c_str(), summary.regimeReason.c_str());
-            for (const TransactionOutcome& failure : summary.firstFailures)
-                std::printf("  transaction %llu: %s\n", static_cast<unsigned long long>(failure.index), failure.detail.c_str());
+            std::printf("%s\n", replaySummaryHeadline(summary).c_str());
+            for (const std::string& line : replaySummaryDetails(summary))
+                std::printf("  %s\n", line.c_str());
         }
         if (!summary.sealProblem.empty())
             std::fprintf(stderr, "zkdv-audit replay: warning: run %lld was stored unsigned, so no report can vouch for its results: %s\n",

@@ -10,7 +10,7 @@
 #include "case_access.h"
 #include "commands.h"
 #include "zkdv/report/audit_report.h"
-#include "zkdv/report/report_file.h"
+#include "zkdv/workflow/report_export.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
 
@@ -58,9 +58,10 @@ int runReport(int argc, char** argv)
         if (!parser.has("out") || parser.value("out").empty())
             throw UsageError("-o FILE is required (the report's format follows its extension: .json, .csv, .pdf, .html)");
         const std::string out = parser.value("out");
-        std::string format = parser.value("format", reportFormatOf(out));
-        if (format != "json" && format != "csv" && format != "pdf" && format != "html")
-            throw UsageError(parser.has("format") ? "unknown --format \"" + format + "\" (json, csv, pdf or html)"
+        const std::optional<ReportFormat> format =
+            parser.has("format") ? reportFormatFromName(parser.value("format")) : reportFormatOfPath(out);
+        if (!format)
+            throw UsageError(parser.has("format") ? "unknown --format \"" + parser.value("format") + "\" (json, csv, pdf or html)"
                                                   : "cannot tell the format from \"" + out + "\"; give --format json|csv|pdf|html");
 
         const std::string& casePath = parser.positionals().front();
@@ -72,8 +73,12 @@ int runReport(int argc, char** argv)
         options.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
         options.runId = static_cast<std::int64_t>(parser.unsignedValue("run", 0));
 
-#ifndef ZKDV_WITH_REPORT_DOCUMENTS
-        if (format == "pdf" || format == "html")
+#ifdef ZKDV_WITH_REPORT_DOCUMENTS
+        const HeadlessReportDocuments qtDocuments;  // the workstation's renderer (report_documents.h)
+        const ReportDocumentRenderer* documents = &qtDocuments;
+#else
+        const ReportDocumentRenderer* documents = nullptr;
+        if (isDocumentFormat(*format))
             throw UsageError("PDF and HTML reports need the workstation build (Qt report library); this zkdv-audit writes json and csv");
 #endif
 
@@ -85,14 +90,9 @@ int runReport(int argc, char** argv)
         } catch (const ReportError& error) {
             throw UsageError(error.what());
         }
-#ifdef ZKDV_WITH_REPORT_DOCUMENTS
-        if (format == "pdf" || format == "html")
-            writeReportDocument(report, format, out);  // the workstation's renderer (report_documents.h)
-        else
-#endif
-            writeReportFile(out, format == "json" ? renderReportJson(report) : renderReportCsv(report));
+        writeReport(report, *format, out, documents);  // an Error (cannot write) is exit 2 too
         if (!parser.has("quiet")) {
-            std::printf("%s report of replay run %lld written to %s\n", format.c_str(), static_cast<long long>(report.runId), out.c_str());
+            std::printf("%s report of replay run %lld written to %s\n", std::string(reportFormatName(*format)).c_str(), static_cast<long long>(report.runId), out.c_str());
             for (const std::string& warning : report.warnings)
                 std::printf("  warning: %s\n", warning.c_str());
             std::printf("  %s\n", report.headline.c_str());

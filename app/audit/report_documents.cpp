@@ -6,7 +6,6 @@
 
 #include <memory>
 
-#include "argument_parser.h"
 #include "report/report_document.h"
 
 namespace zkdv::cli {
@@ -27,7 +26,7 @@ void quietHandler(QtMsgType type, const QMessageLogContext& context, const QStri
 
 }  // namespace
 
-void writeReportDocument(const ReportData& report, const std::string& format, const std::string& path)
+void HeadlessReportDocuments::write(const ReportData& report, ReportFormat format, const std::string& path) const
 {
     // The charts are widgets: they need a QApplication, and a terminal has no display.
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
@@ -39,12 +38,15 @@ void writeReportDocument(const ReportData& report, const std::string& format, co
     std::unique_ptr<QApplication> application;
     if (!QCoreApplication::instance())
         application = std::make_unique<QApplication>(argc, argv);
-    std::string error;
-    const bool written = ui::renderReportDocument(report, format, path, &error);
+    try {
+        ui::ReportDocuments().write(report, format, path);
+    } catch (...) {
+        application.reset();
+        qInstallMessageHandler(previousHandler);
+        throw;
+    }
     application.reset();
     qInstallMessageHandler(previousHandler);
-    if (!written)
-        throw UsageError(error);
 }
 
 }  // namespace zkdv::cli

@@ -89,7 +89,7 @@ std::int64_t storeRun(Database& db, std::int64_t tapeId, const std::vector<Trans
     const std::int64_t run = store.beginRun(info);
     store.storeOutcomes(run, outcomes);
     if (finish)
-        store.finishRun(run, "finished", "");
+        store.finishRun(run, RunStatus::Finished, "");
     return run;
 }
 

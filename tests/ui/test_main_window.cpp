@@ -28,7 +28,7 @@
 #include "main_window.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
 #include "widgets/finding_banner.h"

@@ -14,6 +14,7 @@
 #include <QSet>
 #include <QThread>
 #include <QDir>
+#include <QTextDocument>
 
 #include <cmath>
 #include <fstream>
@@ -25,12 +26,13 @@
 #include "report/report_document.h"
 #include "report/report_pdf_writer.h"
 #include "zkdv/util/progress.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/tape/tape_scanner.h"
 
 using namespace zkdv;
 
@@ -75,7 +77,7 @@ ReportData makeReport(std::size_t replayed, std::size_t failures)
     r.programKind = "torchscript";
     r.programSha256 = "5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d";
     r.programPresent = true;
-    r.programCheck = "matched";
+    r.programCheck = ProgramCheck::Matched;
     r.parameterCount = 4;
     r.parameterElements = 1234;
     r.bufferCount = 3;
@@ -83,7 +85,7 @@ ReportData makeReport(std::size_t replayed, std::size_t failures)
     r.optimizerContract = "torch.optim.Adam (zkdv contract 1)";
     r.optimizerGroups = {R"({"lr":0.001,"betas":[0.9,0.999],"eps":1e-08,"weight_decay":0})"};
     r.runId = 1;
-    r.runStatus = "finished";
+    r.runStatus = RunStatus::Finished;
     r.device = "cpu";
     r.libtorchVersion = "2.1.2";
     r.cudaVersion = "none";
@@ -480,6 +482,66 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(OperationCancelled, ui::writePdfReport(writer, stopped, &error, &stopper));
         QVERIFY(!QFileInfo::exists(QString::fromStdString(stopped)));
         QCOMPARE(QDir(QString::fromStdString(dir.path())).entryList({QStringLiteral("stopped*")}, QDir::Files), QStringList());
+    }
+
+    // The report of a tape that could not be ingested says what the scan found and nothing it
+    // could not know: no run, seed, tape id or element count of zero, no empty verdict table,
+    // charts or transaction pages.
+    void findingReportSaysOnlyWhatIsKnown()
+    {
+        test::TempDir dir;
+        TapeSummary summary;
+        summary.path = "/tapes/damaged.zkdv";
+        summary.status = TapeStatus::Corrupt;
+        summary.fileSize = 90000;
+        summary.validBytes = 40312;
+        summary.recordCount = 40;
+        summary.transactionCount = 12;
+        summary.snapshotCount = 2;
+        summary.problem = TapeProblem{40, 40312, "the record's digest does not match its bytes"};
+        const ReportData report = buildTapeFindingReport(summary);
+        std::string error;
+        const std::string html = dir.file("finding.html"), pdf = dir.file("finding.pdf");
+        QVERIFY2(ui::renderReportDocument(report, "html", html, &error), error.c_str());
+        QVERIFY2(ui::renderReportDocument(report, "pdf", pdf, &error), error.c_str());
+        keep(pdf);
+        QTextDocument document;
+        document.setHtml(QString::fromStdString(readText(html)));
+        const QString htmlText = simplified(document.toPlainText());
+        const QString pdfAll = simplified(pdfText(QString::fromStdString(pdf)));
+        for (const QString& text : {htmlText, pdfAll}) {
+            QVERIFY2(text.contains(QStringLiteral("FAILED")), qPrintable(text.left(600)));
+            QVERIFY2(text.contains(QStringLiteral("/tapes/damaged.zkdv")), qPrintable(text.left(600)));
+            for (const char* unknown : {"Run #0", "Tape #0", "#0 ", "Seed 0", "0 elements", "Seed", "Selected", "Replayed transactions",
+                                        "Worst divergences", "Charts", "Loss over"})
+                QVERIFY2(!text.contains(QLatin1String(unknown)), qPrintable(QStringLiteral("\"%1\" in: %2").arg(QLatin1String(unknown), text)));
+        }
+        QVERIFY(!QString::fromStdString(readText(html)).contains(QStringLiteral("<img")));
+        QVERIFY2(pdfText(QString::fromStdString(pdf), 2, 2).startsWith(QLatin1Char('<')), "one page, no charts or table pages");
+    }
+
+    // On a PDF page the redo command is one line, whole, whatever its length, and no table
+    // header is split inside a word.
+    void redoCommandAndHeadersStayWhole()
+    {
+        test::TempDir dir;
+        ReportData report = makeReport(24, 1);
+        report.redoCommand = "zkdv-audit replay /srv/audits/2026/customer-acme-vision/case-archive/acme-resnet-finetune-run-0042.zkaudit "
+                             "--tape 1 --select random:24 --seed 18446744073709551557 --tolerance ulp=64,rel-l2=1e-6 --threads 4";
+        const std::string pdf = dir.file("redo.pdf");
+        std::string error;
+        QVERIFY2(ui::renderReportDocument(report, "pdf", pdf, &error), error.c_str());
+        keep(pdf);
+        const QString text = pdfText(QString::fromStdString(pdf));
+        bool oneLine = false;
+        for (const QString& line : text.split(QLatin1Char('\n')))
+            oneLine = oneLine || simplified(line).contains(QString::fromStdString(report.redoCommand));
+        QVERIFY2(oneLine, qPrintable(text));
+        const QStringList words = simplified(text).split(QLatin1Char(' '));
+        for (const char* header : {"Selected", "Replayed", "Exact", "Within", "tolerance", "Diverged", "Unverifiable", "Transaction",
+                                   "Segment", "Why", "Verdict", "Loss", "Update", "norm", "Detail", "Tensor", "Slot", "Mean",
+                                   "Cosine", "NaN/Inf", "mismatches,", "where"})
+            QVERIFY2(words.contains(QLatin1String(header)), qPrintable(QStringLiteral("header word \"%1\" split: %2").arg(QLatin1String(header), text)));
     }
 
     void emptyReportStillRenders()

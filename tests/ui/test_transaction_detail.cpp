@@ -9,7 +9,13 @@
 #include <algorithm>
 
 #include <QComboBox>
+#include <QDialog>
 #include <QImage>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSpinBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTableView>
@@ -21,14 +27,17 @@
 #include "main_window.h"
 #include "models/transaction_table_model.h"
 #include "plots/element_difference_chart.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "temp_dir.h"
+#include "widgets/top_q_count_label.h"
 #include "widgets/transaction_detail_pane.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/element_comparison.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_contents.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_detail.h"
 #include "zkdv/store/transaction_notes.h"
@@ -73,8 +82,18 @@ private Q_SLOTS:
     void noteEditedInThePaneShowsInTheTableAndTheFilter();
     void coreComparisonNamesTheTamperedElementFirst();
     void compareElementsRunsInTheBackgroundAndShowsTheWorstElement();
+    void anUnsavedNoteIsSavedWhenTheRowChanges();
+    void anUnsavedNoteIsSavedWhenAnotherCaseOpens();
+    void anUnsavedNoteIsSavedWhenTheWindowCloses();
+    void aNoteThatCannotBeSavedAsksAndCancelKeepsIt();
+    void aReloadKeepsTheNoteBeingTyped();
+    void theWheelScrollsThePaneOverTheFlagWithoutChangingIt();
+    void valueCellsShowTheWholeNumberOnHover();
+    void topQDialogSaysHowManyTransactionsItReplays();
 
 private:
+    void editNote(quint64 index, TransactionFlag flag, const QString& text);
+    std::optional<TransactionNote> storedNote(quint64 index) const;
     void select(quint64 index);
     TransactionDetailPane* pane() const { return window_->detailPane(); }
 
@@ -328,6 +347,236 @@ void TestTransactionDetail::compareElementsRunsInTheBackgroundAndShowsTheWorstEl
             colours.insert(image.pixel(x, y));
     QVERIFY2(colours.size() > 50, qPrintable(QStringLiteral("%1 colours").arg(colours.size())));
     QVERIFY(image.save(QStringLiteral(ZKDV_DETAIL_SCREENSHOT_PATH)));
+}
+
+void TestTransactionDetail::editNote(quint64 index, TransactionFlag flag, const QString& text)
+{
+    select(index);
+    pane()->flagBox()->setCurrentIndex(int(flag));
+    pane()->noteEdit()->setPlainText(text);
+    QVERIFY(pane()->hasUnsavedNote());
+}
+
+std::optional<TransactionNote> TestTransactionDetail::storedNote(quint64 index) const
+{
+    CaseStore store(case_, CaseStore::Access::ReadOnly);
+    return TransactionNotes(store.database(), tape_).note(index);
+}
+
+void TestTransactionDetail::anUnsavedNoteIsSavedWhenTheRowChanges()
+{
+    editNote(kHonest, TransactionFlag::Question, QStringLiteral("typed, never saved"));
+    select(10);
+    const std::optional<TransactionNote> note = storedNote(kHonest);
+    QVERIFY(note);
+    QCOMPARE(note->flag, TransactionFlag::Question);
+    QCOMPARE(note->note, std::string("typed, never saved"));
+    QVERIFY(!pane()->hasUnsavedNote());
+    QVERIFY(!storedNote(10));
+}
+
+void TestTransactionDetail::anUnsavedNoteIsSavedWhenAnotherCaseOpens()
+{
+    editNote(kHonest, TransactionFlag::Suspicious, QStringLiteral("before the other case"));
+    const QString other = QString::fromStdString(dir_.file("other.zkaudit"));
+    QVERIFY(window_->openCase(other));
+    QCOMPARE(window_->casePath(), other);
+    const std::optional<TransactionNote> note = storedNote(kHonest);
+    QVERIFY(note);
+    QCOMPARE(note->flag, TransactionFlag::Suspicious);
+    QCOMPARE(note->note, std::string("before the other case"));
+}
+
+void TestTransactionDetail::anUnsavedNoteIsSavedWhenTheWindowCloses()
+{
+    editNote(kTampered, TransactionFlag::Confirmed, QStringLiteral("closing now"));
+    QVERIFY(window_->close());
+    const std::optional<TransactionNote> note = storedNote(kTampered);
+    QVERIFY(note);
+    QCOMPARE(note->flag, TransactionFlag::Confirmed);
+    QCOMPARE(note->note, std::string("closing now"));
+}
+
+void TestTransactionDetail::aNoteThatCannotBeSavedAsksAndCancelKeepsIt()
+{
+    editNote(kHonest, TransactionFlag::Question, QStringLiteral("kept through a busy case"));
+    // Another writer holds the case (an ingest would): the note cannot be stored now.
+    auto writer = std::make_unique<CaseStore>(case_, CaseStore::Access::ReadWrite);
+    writer->database().exec("BEGIN IMMEDIATE");
+    QStringList asked;
+    auto answer = [&asked](QMessageBox::StandardButton button) {
+        // Poll for the box the pane puts up, and answer it.
+        auto* poll = new QTimer;
+        QObject::connect(poll, &QTimer::timeout, poll, [poll, button, &asked] {
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            if (!box || box->objectName() != QStringLiteral("unsavedNoteBox"))
+                return;
+            asked << box->text() + QLatin1Char(' ') + box->informativeText();
+            box->button(button)->click();
+            poll->deleteLater();
+        });
+        poll->start(20);
+    };
+
+    // The window stays open, with the note.
+    answer(QMessageBox::Cancel);
+    QVERIFY(!window_->close());
+    QCOMPARE(asked.size(), 1);
+    QVERIFY2(asked.front().contains(QStringLiteral("transaction %1").arg(kHonest)) && asked.front().contains(QStringLiteral("being written")),
+             qPrintable(asked.front()));
+    QVERIFY(window_->isVisible());
+    QCOMPARE(pane()->noteEdit()->toPlainText(), QStringLiteral("kept through a busy case"));
+
+    // Another row: Cancel keeps the row (the selection comes back) and the note.
+    answer(QMessageBox::Cancel);
+    window_->transactionView()->selectRow(window_->transactionModel()->rowOfTransaction(10));
+    QTRY_COMPARE(asked.size(), 2);
+    QTRY_COMPARE(window_->transactionModel()->transactionAt(window_->transactionView()->selectionModel()->currentIndex().row()), quint64(kHonest));
+    QTest::qWait(200);
+    QCOMPARE(asked.size(), 2);  // asked once, though a click signals twice
+    QCOMPARE(pane()->shownTransaction(), std::optional<quint64>(kHonest));
+    QCOMPARE(pane()->noteEdit()->toPlainText(), QStringLiteral("kept through a busy case"));
+
+    // Another case: Cancel keeps this one.
+    answer(QMessageBox::Cancel);
+    QVERIFY(!window_->openCase(QString::fromStdString(dir_.file("other.zkaudit"))));
+    QCOMPARE(window_->casePath(), QString::fromStdString(case_));
+    QCOMPARE(asked.size(), 3);
+
+    // The writer done, Save stores it.
+    writer->database().exec("COMMIT");
+    writer.reset();
+    QVERIFY(pane()->settlePendingNote());
+    QCOMPARE(asked.size(), 3);
+    QCOMPARE(storedNote(kHonest)->note, std::string("kept through a busy case"));
+
+    // Discard drops it and moves on.
+    pane()->noteEdit()->setPlainText(QStringLiteral("dropped"));
+    writer = std::make_unique<CaseStore>(case_, CaseStore::Access::ReadWrite);
+    writer->database().exec("BEGIN IMMEDIATE");
+    answer(QMessageBox::Discard);
+    QVERIFY(pane()->settlePendingNote());
+    QCOMPARE(asked.size(), 4);
+    QVERIFY(!pane()->hasUnsavedNote());
+    writer->database().exec("COMMIT");
+    writer.reset();
+    QCOMPARE(storedNote(kHonest)->note, std::string("kept through a busy case"));
+}
+
+void TestTransactionDetail::aReloadKeepsTheNoteBeingTyped()
+{
+    editNote(kHonest, TransactionFlag::Question, QStringLiteral("half a thought"));
+    pane()->reload();  // as after a replay storing results
+    QCOMPARE(pane()->noteEdit()->toPlainText(), QStringLiteral("half a thought"));
+    QCOMPARE(pane()->flagBox()->currentIndex(), int(TransactionFlag::Question));
+    QVERIFY(pane()->hasUnsavedNote());
+}
+
+void TestTransactionDetail::theWheelScrollsThePaneOverTheFlagWithoutChangingIt()
+{
+    select(kHonest);
+    pane()->setFloating(true);
+    pane()->resize(420, 260);  // small enough to scroll
+    QTest::qWait(50);
+    QScrollBar* bar = pane()->scrollArea()->verticalScrollBar();
+    QTRY_VERIFY(bar->maximum() > 0);
+    QComboBox* flag = pane()->flagBox();
+    window_->transactionView()->setFocus();
+    QVERIFY(!flag->hasFocus());
+    QCOMPARE(flag->focusPolicy(), Qt::StrongFocus);  // the wheel does not give it the focus either
+    const int before = bar->value();
+    const QPointF at(flag->width() / 2.0, flag->height() / 2.0);
+    QWheelEvent wheel(at, flag->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(flag, &wheel);
+    QCOMPARE(flag->currentIndex(), 0);
+    QVERIFY(!pane()->hasUnsavedNote());
+    QVERIFY2(bar->value() > before, qPrintable(QStringLiteral("%1 -> %2").arg(before).arg(bar->value())));
+    // Every combo box of the pane, and the window's quick filter, are guarded alike.
+    for (QComboBox* box : pane()->findChildren<QComboBox*>())
+        QCOMPARE(box->focusPolicy(), Qt::StrongFocus);
+    QTRY_VERIFY(window_->findChild<QComboBox*>(QStringLiteral("quickFilter"))->focusPolicy() == Qt::StrongFocus);
+    for (QComboBox* box : window_->findChildren<QComboBox*>())
+        QVERIFY2(box->focusPolicy() != Qt::WheelFocus, qPrintable(box->objectName()));
+}
+
+void TestTransactionDetail::valueCellsShowTheWholeNumberOnHover()
+{
+    CaseStore store(case_, CaseStore::Access::ReadOnly);
+    const TransactionDetail detail = loadTransactionDetail(store, tape_, kTampered);
+    TransactionTableModel* model = window_->transactionModel();
+    const int row = model->rowOfTransaction(kTampered);
+    QVERIFY(row >= 0);
+    auto tip = [&](int column) {
+        QString text;  // the row may still be on its way from the loader thread
+        for (int i = 0; i < 250 && text.isEmpty(); ++i) {
+            text = model->data(model->index(row, column), Qt::ToolTipRole).toString();
+            if (text.isEmpty())
+                QTest::qWait(20);
+        }
+        return text;
+    };
+    const struct {
+        int column;
+        double value;
+    } cells[] = {{TransactionTableModel::LossColumn, detail.loss},
+                 {TransactionTableModel::LearningRateColumn, detail.lr},
+                 {TransactionTableModel::UpdateNormColumn, detail.updateNorm}};
+    for (const auto& cell : cells) {
+        const QString full = QString::number(cell.value, 'g', 17);
+        const QString text = tip(cell.column);
+        QVERIFY2(text.contains(full), qPrintable(QStringLiteral("column %1: '%2' lacks %3").arg(cell.column).arg(text, full)));
+        QCOMPARE(full.toDouble(), cell.value);  // read back exactly
+    }
+}
+
+void TestTransactionDetail::topQDialogSaysHowManyTransactionsItReplays()
+{
+    auto expected = [this](int q) {
+        CaseStore store(case_, CaseStore::Access::ReadOnly);
+        SelectionSpec spec;
+        spec.kind = SelectionSpec::Kind::TopQ;
+        spec.count = static_cast<std::uint64_t>(q);
+        return quint64(selectTransactions(spec, 0, ReplayStore(store.database()).selectionInput(tape_, true)).size());
+    };
+    QAction* topq = nullptr;
+    for (QAction* action : window_->findChildren<QAction*>())
+        if (action->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_T))
+            topq = action;
+    QVERIFY(topq);
+    Settings::setTopQ(1);
+    QStringList seen;
+    bool done = false;
+    QTimer poll;
+    connect(&poll, &QTimer::timeout, this, [&] {
+        auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget());
+        if (!dialog || dialog->objectName() != QStringLiteral("topQDialog") || done)
+            return;
+        auto* label = dialog->findChild<TopQCountLabel*>();
+        auto* q = dialog->findChild<QSpinBox*>(QStringLiteral("topQ"));
+        if (!label || !q)
+            return;
+        if (!label->count())
+            return;  // still counting
+        seen << label->text();
+        if (seen.size() == 1) {
+            QCOMPARE(*label->count(), expected(1));
+            q->setValue(4);  // counted again, off this thread
+        } else if (label->q() == 4) {
+            QCOMPARE(*label->count(), expected(4));
+            done = true;
+            dialog->reject();
+        }
+    });
+    poll.start(20);
+    topq->trigger();
+    poll.stop();
+    QVERIFY(done);
+    QCOMPARE(seen.size(), 2);
+    QVERIFY2(seen[0].startsWith(QStringLiteral("Top-1 selects %1 of %2 transactions").arg(expected(1)).arg(kSteps)), qPrintable(seen[0]));
+    QVERIFY2(seen[1].startsWith(QStringLiteral("Top-4 selects %1 of %2 transactions").arg(expected(4)).arg(kSteps)), qPrintable(seen[1]));
+    QVERIFY(expected(4) > expected(1));
+    QCOMPARE(Settings::topQ(), 1);  // rejected: nothing replayed, nothing kept
+    QVERIFY(!window_->currentJob() || !window_->currentJob()->isRunning());
 }
 
 QTEST_MAIN(TestTransactionDetail)

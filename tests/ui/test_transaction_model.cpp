@@ -65,7 +65,7 @@ std::int64_t storeRun(Database& db, std::int64_t tapeId, const std::vector<Trans
     info.selection = "ids:test";
     const std::int64_t run = store.beginRun(info);
     store.storeOutcomes(run, outcomes);
-    store.finishRun(run, "finished", "");
+    store.finishRun(run, RunStatus::Finished, "");
     return run;
 }
 

@@ -8,6 +8,7 @@
 #include <QAction>
 #include <QClipboard>
 #include <QComboBox>
+#include <QFile>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -17,14 +18,18 @@
 #include <QTableView>
 #include <QTextBrowser>
 
+#include <map>
+#include <set>
+
 #include "dialogs/help_dialog.h"
 #include "main_window.h"
 #include "widgets/run_list.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
+#include "widgets/eliding_status_bar.h"
 #include "widgets/message_log.h"
 #include "widgets/start_page.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -64,6 +69,8 @@ private Q_SLOTS:
     void aResumedRunShowsItsLinkAndNumbersAcrossTapes();
     void tabWalksThePanesInOrderAndLeavesTheTable();
     void copyTakesValuesAndRows();
+    void everyKeySequenceBelongsToOneAction();
+    void aLongMessageStopsBeforeTheRowCounterAndAProblemGoesWithItsCase();
     void displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows();
     void everyPaneHasRoomAt1024x700();
 
@@ -399,11 +406,15 @@ void TestWorkstationShell::copyTakesValuesAndRows()
     QTRY_VERIFY(table->model()->rowCount() >= 10);
     table->selectionModel()->select(QItemSelection(table->model()->index(2, 0), table->model()->index(4, 0)),
                                     QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    // Edit > Copy (Ctrl+C) copies from the pane with the focus.
     QAction* copy = nullptr;
-    for (QAction* action : table->actions())
+    for (QAction* action : window_->findChildren<QAction*>())
         if (action->shortcut() == QKeySequence(QKeySequence::Copy))
             copy = action;
     QVERIFY(copy);
+    window_->activateWindow();
+    table->setFocus();
+    QTRY_VERIFY(table->hasFocus());
     QApplication::clipboard()->clear();
     copy->trigger();
     const QStringList lines = QApplication::clipboard()->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
@@ -411,6 +422,69 @@ void TestWorkstationShell::copyTakesValuesAndRows()
     QVERIFY(lines[0].startsWith(QStringLiteral("Index\tLoss")));
     for (int i = 0; i < 3; ++i)
         QCOMPARE(lines[i + 1].section(QLatin1Char('\t'), 0, 0), QString::number(window_->transactionModel()->transactionAt(2 + i)));
+}
+
+// One action per key sequence, wherever it is bound (menus, panes, every chart): two actions
+// on one key leave the user guessing which runs. Charts repeat the same actions, so actions
+// are told apart by their text. And the Help table, generated from the actions, lists each.
+void TestWorkstationShell::everyKeySequenceBelongsToOneAction()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    std::map<QString, std::set<QString>> actionsOfKey;
+    for (QAction* action : window_->findChildren<QAction*>()) {
+        QString text = action->text();
+        text.remove(QLatin1Char('&'));
+        for (const QKeySequence& key : action->shortcuts())
+            if (!key.isEmpty())
+                actionsOfKey[key.toString(QKeySequence::PortableText)].insert(text);
+    }
+    QVERIFY(actionsOfKey.size() > 20);
+    QStringList duplicates;
+    for (const auto& [key, texts] : actionsOfKey)
+        if (texts.size() > 1)
+            duplicates << key + QStringLiteral(": ") + QStringList(texts.begin(), texts.end()).join(QStringLiteral(", "));
+    QVERIFY2(duplicates.isEmpty(), qPrintable(duplicates.join(QStringLiteral("; "))));
+
+    HelpDialog help(window_.get());
+    for (const auto& [key, texts] : actionsOfKey) {
+        const QString shown = QKeySequence(key, QKeySequence::PortableText).toString(QKeySequence::NativeText);
+        QVERIFY2(help.markdown().contains(QStringLiteral("| ") + shown + QStringLiteral(" | ")), qPrintable(shown + QStringLiteral(" is not in Help")));
+    }
+}
+
+// A message too long for the status bar ends in "…" left of the row counter (whole in its
+// tooltip), and a problem shown to stay goes when its case does.
+void TestWorkstationShell::aLongMessageStopsBeforeTheRowCounterAndAProblemGoesWithItsCase()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    auto* bar = qobject_cast<ElidingStatusBar*>(window_->statusBar());
+    QVERIFY(bar);
+    auto* rows = window_->findChild<QLabel*>(QStringLiteral("rowCount"));
+    QVERIFY(rows && rows->isVisible() && !rows->text().isEmpty());
+    const QString longMessage = QStringLiteral("tape 1: ") + QStringLiteral("a very long reason why ").repeated(20) + QStringLiteral("THE END");
+    bar->showMessage(longMessage, 0);
+    QCOMPARE(bar->currentMessage(), longMessage);
+    QCOMPARE(bar->toolTip(), longMessage);
+    const QString shown = bar->shownMessage();
+    QVERIFY2(shown.endsWith(QChar(0x2026)) && !shown.contains(QStringLiteral("THE END")), qPrintable(shown));
+    const QRect area = bar->messageArea();
+    QVERIFY2(area.right() < rows->x(), qPrintable(QStringLiteral("%1 >= %2").arg(area.right()).arg(rows->x())));
+    QVERIFY(bar->fontMetrics().horizontalAdvance(shown) <= area.width());
+
+    // A moved tape is a problem of its case: said when the case opens, gone with the case.
+    test::TempDir moved;
+    const QString casePath = QString::fromStdString(moved.file("moved.zkaudit"));
+    const std::string tape = moved.file("demo.zkdv");
+    QVERIFY(QFile::copy(QString::fromStdString(dir_.file("demo.zkdv")), QString::fromStdString(tape)));
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);
+        store.ingestTape(tape);
+    }
+    QVERIFY(QFile::rename(QString::fromStdString(tape), QString::fromStdString(moved.file("elsewhere.zkdv"))));
+    QVERIFY(window_->openCase(casePath));
+    QVERIFY2(bar->currentMessage().contains(QStringLiteral("moved")), qPrintable(bar->currentMessage()));
+    QVERIFY(window_->openCase(QString()));
+    QVERIFY2(!bar->currentMessage().contains(QStringLiteral("moved")), qPrintable(bar->currentMessage()));
 }
 
 void TestWorkstationShell::displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows()

@@ -23,7 +23,7 @@
 #include "main_window.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "widgets/transaction_detail_pane.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"

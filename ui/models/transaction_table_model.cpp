@@ -497,8 +497,12 @@ QVariant TransactionTableModel::data(const QModelIndex& index, int role) const
         if (column == UpdateNormColumn && !std::isnan(row->maxUpdate))
             return tr("L2 norm of the update %1, largest element %2")
                 .arg(QString::number(row->updateNorm, 'g', 17), QString::number(row->maxUpdate, 'g', 17));
+        // The cells round; the tooltip gives the whole number (17 digits: a double read back
+        // exactly).
         if (column == LossColumn && !std::isnan(row->loss))
             return QString::number(row->loss, 'g', 17);
+        if (column == LearningRateColumn && !std::isnan(row->lr))
+            return QString::number(row->lr, 'g', 17);
         if (column == NoteColumn && !row->note.empty())
             return QString::fromStdString(row->note);
         break;

@@ -4,18 +4,11 @@
 #include <cmath>
 
 #include "plots/chart_style.h"
+#include "zkdv/tape/shape_text.h"
 
 namespace zkdv::ui {
 
 namespace {
-
-QString shapeText(const std::vector<std::int64_t>& shape)
-{
-    QStringList dims;
-    for (std::int64_t d : shape)
-        dims << QString::number(d);
-    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
-}
 
 QCPRange finiteRange(const std::vector<double>& a, const std::vector<double>& b)
 {
@@ -109,8 +102,8 @@ void ElementDifferenceChart::setTensor(const QString& name, const std::vector<st
                 largestDifference_ = std::max(largestDifference_, std::abs(difference[i]));
         }
     }
-    title_->setText(compared ? tr("%1 %2: largest |replayed − recorded| %3").arg(name, shapeText(shape)).arg(largestDifference_, 0, 'g', 6)
-                             : tr("%1 %2: recorded values only (the replay's dtype or shape differs)").arg(name, shapeText(shape)));
+    title_->setText(compared ? tr("%1 %2: largest |replayed − recorded| %3").arg(name, QString::fromStdString(shapeText(shape))).arg(largestDifference_, 0, 'g', 6)
+                             : tr("%1 %2: recorded values only (the replay's dtype or shape differs)").arg(name, QString::fromStdString(shapeText(shape))));
     const QCPRange values = finiteRange(recorded, replayed);
     const double spread = largestDifference_ > 0 ? largestDifference_ : 1.0;
 

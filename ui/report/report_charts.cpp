@@ -69,11 +69,26 @@ void padRanges(QCustomPlot* plot)
 
 }  // namespace
 
+std::vector<int> ReportCharts::chartsOf(const ReportData& report)
+{
+    std::vector<int> charts;
+    if (report.runStatus || !report.loss.empty())
+        charts.push_back(0);
+    if (report.runStatus) {
+        charts.push_back(1);
+        charts.push_back(2);
+    }
+    return charts;
+}
+
 ReportCharts::ReportCharts(const ReportData& report)
 {
-    addLossChart(report);
-    addDivergenceChart(report, true);
-    addDivergenceChart(report, false);
+    for (int which : chartsOf(report)) {
+        if (which == 0)
+            addLossChart(report);
+        else
+            addDivergenceChart(report, which == 1);
+    }
 }
 
 ReportCharts::ReportCharts(const ReportData& report, int which)

@@ -25,6 +25,12 @@ class ReportCharts {
 public:
     static constexpr int kChartCount = 3;  // loss, worst ULP distance, worst relative L2
 
+    // The charts the report has data for (chart numbers as for `which` below): the loss
+    // chart when the report has a run or a loss series, the divergence charts when it has a
+    // run; none for a finding report without losses, rather than empty axes.
+    static std::vector<int> chartsOf(const ReportData& report);
+
+    // Every chart of chartsOf(report).
     explicit ReportCharts(const ReportData& report);
     // Only chart `which` (0 to kChartCount - 1), as chart 0 of this set.
     ReportCharts(const ReportData& report, int which);

@@ -76,4 +76,11 @@ bool renderReportDocument(const zkdv::ReportData& report, const std::string& for
     }
 }
 
+void ReportDocuments::write(const ReportData& report, ReportFormat format, const std::string& path) const
+{
+    std::string error;
+    if (!renderReportDocument(report, std::string(reportFormatName(format)), path, &error))
+        throw Error(error);
+}
+
 }  // namespace zkdv::ui

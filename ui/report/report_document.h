@@ -9,8 +9,9 @@
 
 #include <string>
 
+#include "zkdv/workflow/report_export.h"
+
 namespace zkdv {
-struct ReportData;
 class ProgressSink;
 }
 
@@ -20,6 +21,13 @@ namespace zkdv::ui {
 // reason in `error` (when not null) for an unknown format, a missing QApplication, the
 // wrong thread, or a file that cannot be written.
 bool renderReportDocument(const zkdv::ReportData& report, const std::string& format, const std::string& path, std::string* error);
+
+// The renderer above as the core's plug-in for PDF and HTML (zkdv/workflow/report_export.h):
+// what writeReport calls on the GUI thread of the workstation and of a headless zkdv-audit.
+class ReportDocuments : public ReportDocumentRenderer {
+public:
+    void write(const ReportData& report, ReportFormat format, const std::string& path) const override;
+};
 
 class ReportPdfWriter;
 // Writes a PDF prepared on the GUI thread (ReportPdfWriter's constructor draws the charts) on

@@ -16,6 +16,10 @@ namespace zkdv::ui {
 namespace {
 
 constexpr std::size_t kMaxLayoutLines = 300;
+// The width a PDF page gives text (A4 less 15 mm margins at 96 dpi, less the document's
+// margins), and the smallest size the redo command is shrunk to.
+constexpr double kPageTextWidthPx = 180.0 / 25.4 * 96.0 - 12.0;
+constexpr double kMinRedoPoints = 4.0;
 // Passing and failing take the verdict colours, as printed.
 const QString kFailRed = VerdictPalette::printText(Verdict::Diverged).name();
 const QString kPassGreen = VerdictPalette::printText(Verdict::Exact).name();
@@ -105,14 +109,16 @@ QString ReportHtml::summary() const
     const QString verdictColour = r.passed                ? kPassGreen
                                   : r.outcome == "FAILED" || r.outcome.empty() ? kFailRed
                                                                                 : VerdictPalette::printText(Verdict::WithinTolerance).name();
+    const bool replayed = r.runStatus.has_value();
     QString html;
 
     // Page one, top: what a non-engineer needs, large, red when the audit failed.
     html += QStringLiteral("<h1 style=\"font-size: 18pt; margin-bottom: 2px;\">%1</h1>").arg(QObject::tr("ZKDV audit report"));
-    html += QStringLiteral("<p style=\"color: #555555; font-size: 8pt;\">%1</p>")
-                .arg(esc(QObject::tr("Tape %1 · generated %2 by ZKDV %3 · case %4")
-                             .arg(QString::fromStdString(r.tapePath), QString::fromStdString(r.generatedAt),
-                                  QString::fromStdString(r.zkdvVersion), QString::fromStdString(r.casePath))));
+    QString origin = QObject::tr("Tape %1 · generated %2 by ZKDV %3")
+                         .arg(QString::fromStdString(r.tapePath), QString::fromStdString(r.generatedAt), QString::fromStdString(r.zkdvVersion));
+    if (!r.casePath.empty())
+        origin += QObject::tr(" · case %1").arg(QString::fromStdString(r.casePath));
+    html += QStringLiteral("<p style=\"color: #555555; font-size: 8pt;\">%1</p>").arg(esc(origin));
     html += QStringLiteral("<p style=\"font-size: 26pt; font-weight: bold; color: %1; margin-bottom: 4px;\">%2 %3</p>")
                 .arg(verdictColour, esc(QObject::tr("Audit")), verdictWord());
     if (!r.headline.empty())
@@ -124,6 +130,8 @@ QString ReportHtml::summary() const
         html += QStringLiteral("</ul>");
     }
 
+    // No run (a finding report): no verdict counts, which would read as zero of everything.
+    if (replayed) {
     html += heading(QObject::tr("Verdicts"));
     html += table(headerRow({QObject::tr("Selected"), QObject::tr("Replayed"), QObject::tr("Exact"), QObject::tr("Within tolerance"),
                              QObject::tr("Diverged"), QObject::tr("Unverifiable")}),
@@ -134,6 +142,7 @@ QString ReportHtml::summary() const
                                            : QStringLiteral("0")),
                            cell(r.unverifiable ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed).arg(r.unverifiable)
                                                : QStringLiteral("0"))));
+    }
     if (!r.runProblem.empty())
         html += QStringLiteral("<p style=\"color: %1;\"><b>%2</b> %3</p>").arg(kFailRed, esc(QObject::tr("Run problem:")), esc(r.runProblem));
     if (!r.otherRuns.empty()) {
@@ -141,7 +150,7 @@ QString ReportHtml::summary() const
         QString rows;
         for (const ReportOtherRun& other : r.otherRuns)
             rows += QStringLiteral("<tr>%1%2%3%4%5%6%7%8</tr>")
-                        .arg(cell(QStringLiteral("#%1").arg(other.id)), cell(esc(other.status)), cell(mono(esc(other.selection))),
+                        .arg(cell(QStringLiteral("#%1").arg(other.id)), cell(esc(std::string(runStatusName(other.status)))), cell(mono(esc(other.selection))),
                              cell(QString::number(other.replayed)), cell(QString::number(other.exact + other.withinTolerance)),
                              cell(other.diverged ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed).arg(other.diverged)
                                                  : QStringLiteral("0")),
@@ -169,8 +178,9 @@ QString ReportHtml::summary() const
 
     html += heading(QObject::tr("The tape"));
     const bool sealed = r.tapeStatus == "sealed";
-    html += keyValues({QObject::tr("Tape"), QStringLiteral("#%1 %2").arg(r.tapeId).arg(esc(r.tapePath)),
-                       QObject::tr("Hash-chain head"), mono(esc(r.chainHead)),
+    // A tape that is in no case has no id: its path alone names it.
+    html += keyValues({QObject::tr("Tape"), r.tapeId ? QStringLiteral("#%1 %2").arg(r.tapeId).arg(esc(r.tapePath)) : esc(r.tapePath),
+                       QObject::tr("Hash-chain head"), r.chainHead.empty() ? QStringLiteral("—") : mono(esc(r.chainHead)),
                        QObject::tr("File SHA-256"),
                        r.fileSha256.empty() ? QObject::tr("not computed (zkdv-audit ingest --sha256)") : mono(esc(r.fileSha256)),
                        QObject::tr("Status"),
@@ -194,12 +204,16 @@ QString ReportHtml::summary() const
                            : esc(r.tapeSampling->text())});
 
     html += heading(QObject::tr("The training program"));
-    const bool matched = r.programCheck == "matched";
-    html += keyValues({QObject::tr("Kind"), orDash(r.programKind),
-                       QObject::tr("Program SHA-256"), mono(esc(r.programSha256)),
-                       QObject::tr("In the case"), r.programPresent ? QObject::tr("yes") : QObject::tr("no"),
-                       QObject::tr("Digest check"),
-                       QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(matched ? kPassGreen : kFailRed, orDash(r.programCheck))});
+    const bool matched = r.programCheck == ProgramCheck::Matched;
+    const QString check = r.programCheck ? esc(std::string(programCheckName(*r.programCheck))) +
+                                               (r.programCheckDetail.empty() ? QString() : QStringLiteral(": ") + esc(r.programCheckDetail))
+                                         : orDash(r.programCheckDetail);
+    QStringList program = {QObject::tr("Kind"), orDash(r.programKind),
+                           QObject::tr("Program SHA-256"), r.programSha256.empty() ? QStringLiteral("—") : mono(esc(r.programSha256))};
+    if (!r.casePath.empty())
+        program << QObject::tr("In the case") << (r.programPresent ? QObject::tr("yes") : QObject::tr("no"));
+    program << QObject::tr("Digest check") << QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(matched ? kPassGreen : kFailRed, check);
+    html += keyValues(program);
 
     html += heading(QObject::tr("Model and optimizer"));
     QString layout;
@@ -210,16 +224,24 @@ QString ReportHtml::summary() const
     QString groups;
     for (std::size_t i = 0; i < r.optimizerGroups.size(); ++i)
         groups += QStringLiteral("%1 %2: %3<br>").arg(esc(QObject::tr("group"))).arg(i).arg(mono(esc(r.optimizerGroups[i])));
-    html += keyValues({QObject::tr("Parameters"),
-                       QObject::tr("%1 tensors, %2 elements").arg(r.parameterCount).arg(r.parameterElements),
-                       QObject::tr("Buffers"), QString::number(r.bufferCount),
+    // Counts only where known: a tape whose root was not read has no model to describe.
+    const QString parameters = r.parameterCount == 0     ? QStringLiteral("—")
+                               : r.parameterElements == 0 ? QObject::tr("%1 tensors").arg(r.parameterCount)
+                                                          : QObject::tr("%1 tensors, %2 elements").arg(r.parameterCount).arg(r.parameterElements);
+    html += keyValues({QObject::tr("Parameters"), parameters,
+                       QObject::tr("Buffers"), r.parameterCount == 0 && r.bufferCount == 0 ? QStringLiteral("—") : QString::number(r.bufferCount),
                        QObject::tr("Layout"), layout.isEmpty() ? QStringLiteral("—") : mono(layout),
                        QObject::tr("Optimizer contract"), orDash(r.optimizerContract),
                        QObject::tr("Options"), groups.isEmpty() ? QStringLiteral("—") : groups,
                        QObject::tr("Schedule"), orDash(r.scheduleStatement)});
 
     html += heading(QObject::tr("The replay"));
-    html += keyValues({QObject::tr("Run"), QStringLiteral("#%1 (%2)").arg(r.runId).arg(orDash(r.runStatus)),
+    if (!replayed) {
+        // No run: no run number, selection, seed or environment to state, only that.
+        html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("The tape was not replayed.")));
+        html += keyValues({QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
+    } else {
+    html += keyValues({QObject::tr("Run"), QStringLiteral("#%1 (%2)").arg(r.runId).arg(esc(std::string(runStatusName(*r.runStatus)))),
                        QObject::tr("Selection"), mono(orDash(r.selection)),
                        QObject::tr("Seed"), QStringLiteral("%1 (%2)").arg(r.seed).arg(r.seedSource == SeedSource::Drawn ? QObject::tr("drawn at audit time")
                                                                              : r.seedSource == SeedSource::Given ? QObject::tr("chosen by the auditor")
@@ -234,11 +256,14 @@ QString ReportHtml::summary() const
                        QObject::tr("Kernel settings"), orDash(r.kernelProfile),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
-    html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("Anyone with the tape can redo this audit, choosing the same transactions:")));
-    // Wrapped at spaces: a <pre> line longer than the page would be cut off in the PDF.
-    html += QStringLiteral("<p style=\"font-family: monospace; white-space: pre-wrap; background-color: #f4f4f4; font-size: 8pt;\">%1</p>")
-                .arg(orDash(r.redoCommand));
+    }
+    if (!r.redoCommand.empty()) {
+        html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("Anyone with the tape can redo this audit, choosing the same transactions:")));
+        html += redoCommand();
+    }
 
+    if (!replayed)
+        return html + auditorNotes();
     html += heading(QObject::tr("Worst divergences"));
     if (r.worstDivergences.empty() && r.comparisonCount == 0) {
         html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("None to show: no tensor or value could be compared with the tape, so nothing was verified.")));
@@ -264,9 +289,32 @@ QString ReportHtml::summary() const
     return html + auditorNotes();
 }
 
+QString ReportHtml::redoCommand() const
+{
+    const QString command = esc(report_.redoCommand);
+    if (target_ == Target::File)
+        return QStringLiteral("<pre style=\"background-color: #f4f4f4; font-size: 8pt; white-space: pre-wrap; word-break: normal; "
+                              "overflow-wrap: normal;\">%1</pre>")
+            .arg(command);
+    // On a PDF page the command stays one line, so that it is copied as it is: the font shrinks
+    // until it fits the page width (a monospace advance is at most 0.62 em). Only a command too
+    // long even at the smallest size wraps, and then at the spaces between arguments only
+    // (the document wraps at word boundaries: ReportPdfWriter).
+    const double characters = std::max<double>(1.0, static_cast<double>(report_.redoCommand.size()));
+    const double fitting = kPageTextWidthPx / (characters * 0.62 * 96.0 / 72.0);
+    const double points = std::min(8.0, std::floor(fitting * 10.0) / 10.0);
+    return QStringLiteral("<p style=\"font-family: monospace; white-space: %1; background-color: #f4f4f4; font-size: %2pt;\">%3</p>")
+        .arg(points >= kMinRedoPoints ? QStringLiteral("pre") : QStringLiteral("pre-wrap"))
+        .arg(std::max(points, kMinRedoPoints))
+        .arg(command);
+}
+
 QString ReportHtml::auditorNotes() const
 {
     const ReportData& r = report_;
+    // A report of a tape in no case (a finding report) has no auditor's notes to speak of.
+    if (r.auditorNotes.empty() && r.casePath.empty())
+        return QString();
     QString html = heading(QObject::tr("Auditor notes"));
     if (r.auditorNotes.empty())
         return html + QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("No transaction was flagged or annotated.")));
@@ -287,6 +335,8 @@ QString ReportHtml::auditorNotes() const
 QString ReportHtml::transactions() const
 {
     const ReportData& r = report_;
+    if (!r.runStatus)
+        return QString();  // no run, no table of its transactions
     QString html = heading(QObject::tr("Replayed transactions"));
     if (r.transactions.empty())
         return html + QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("No transaction was replayed.")));
@@ -319,6 +369,8 @@ QString ReportHtml::transactions() const
 
 QString ReportHtml::charts(const ReportCharts& charts)
 {
+    if (charts.count() == 0)
+        return QString();
     QString html = QStringLiteral("<h2 style=\"font-size: 14pt; color: #1f3a93;\">%1</h2>").arg(esc(QObject::tr("Charts")));
     for (int i = 0; i < charts.count(); ++i)
         html += QStringLiteral("<figure><figcaption><b>%1</b></figcaption><img alt=\"%1\" width=\"900\" height=\"360\" src=\"%2\">"

@@ -41,6 +41,9 @@ private:
     QString table(const QString& headerRow, const QString& rows) const;
     QString keyValues(const QStringList& pairs) const;
     QString heading(const QString& text) const;
+    // The redo command: one unbroken line on a PDF page (shrunk to fit), wrapped only at
+    // spaces in an HTML file.
+    QString redoCommand() const;
 
     const ReportData& report_;
     Target target_;

@@ -5,6 +5,7 @@
 #include <QPageLayout>
 #include <QPdfWriter>
 #include <QTextDocument>
+#include <QTextOption>
 
 #include <qcustomplot.h>
 
@@ -55,21 +56,30 @@ void configure(QTextDocument& document, QPdfWriter& writer, const QSizeF& pageSi
     font.setPointSizeF(9);
     document.setDefaultFont(font);
     document.setPageSize(pageSize);
+    // Lines break at spaces only, never inside a word (a table header squeezed into a
+    // narrow column keeps its words whole; the redo command its arguments).
+    QTextOption option = document.defaultTextOption();
+    option.setWrapMode(QTextOption::WordWrap);
+    document.setDefaultTextOption(option);
     document.setHtml(html);
 }
 
 }  // namespace
 
-ReportPdfWriter::ReportPdfWriter(const ReportData& report) : report_(std::make_shared<const ReportData>(report)) {}
+ReportPdfWriter::ReportPdfWriter(const ReportData& report)
+    : report_(std::make_shared<const ReportData>(report)), chartKinds_(ReportCharts::chartsOf(report))
+{
+}
 
 bool ReportPdfWriter::drawNextChart()
 {
     const int i = static_cast<int>(charts_.size());
-    if (i >= ReportCharts::kChartCount)
+    const int count = static_cast<int>(chartKinds_.size());
+    if (i >= count)
         return false;
-    const ReportCharts one(*report_, i);
+    const ReportCharts one(*report_, chartKinds_[static_cast<std::size_t>(i)]);
     ChartPage page{one.title(0), one.caption(0), QPicture()};
-    const QRectF rect = chartRect(i, ReportCharts::kChartCount, a4Layout().paintRectPixels(kDpi).size());
+    const QRectF rect = chartRect(i, count, a4Layout().paintRectPixels(kDpi).size());
     QCPPainter painter;
     painter.begin(&page.picture);
     painter.setMode(QCPPainter::pmVectorized);
@@ -77,12 +87,12 @@ bool ReportPdfWriter::drawNextChart()
     one.draw(0, &painter, QRectF(QPointF(0, 0), rect.size()));
     painter.end();
     charts_.push_back(std::move(page));
-    return charts_.size() < static_cast<std::size_t>(ReportCharts::kChartCount);
+    return charts_.size() < chartKinds_.size();
 }
 
 bool ReportPdfWriter::write(const QString& path, QString* error, ProgressSink* progress) const
 {
-    if (charts_.size() != static_cast<std::size_t>(ReportCharts::kChartCount)) {
+    if (charts_.size() != chartKinds_.size()) {
         if (error)
             *error = QObject::tr("the report's charts were not drawn");
         return false;
@@ -98,10 +108,16 @@ bool ReportPdfWriter::write(const QString& path, QString* error, ProgressSink* p
     const QSizeF content = writer.pageLayout().paintRectPixels(kDpi).size();
     const QSizeF textPage(content.width(), content.height() - kFooterHeight);
 
+    // A report without a run (a finding report) has no transaction pages, and no charts page
+    // when it has no chart to draw.
+    const bool chartsPage = !charts_.empty();
+    const QString transactionsHtml = html.transactions();
     QTextDocument summary, transactions;
     configure(summary, writer, textPage, html.document(html.summary()));
-    configure(transactions, writer, textPage, html.document(html.transactions()));
-    const int total = summary.pageCount() + 1 + transactions.pageCount();
+    if (!transactionsHtml.isEmpty())
+        configure(transactions, writer, textPage, html.document(transactionsHtml));
+    const int transactionPages = transactionsHtml.isEmpty() ? 0 : transactions.pageCount();
+    const int total = summary.pageCount() + (chartsPage ? 1 : 0) + transactionPages;
 
     QCPPainter painter;
     if (!painter.begin(&writer)) {
@@ -142,10 +158,10 @@ bool ReportPdfWriter::write(const QString& path, QString* error, ProgressSink* p
         }
     };
 
-    drawDocument(summary, false);
+    drawDocument(summary, !chartsPage && transactionPages == 0);
 
     // The charts, as vectors, on a page of their own.
-    {
+    if (chartsPage) {
         QFont headingFont = painter.font();
         headingFont.setPointSizeF(14);
         headingFont.setBold(true);
@@ -181,10 +197,11 @@ bool ReportPdfWriter::write(const QString& path, QString* error, ProgressSink* p
                              charts_[static_cast<std::size_t>(i)].caption);
             painter.restore();
         }
-        finishPage(false);
+        finishPage(transactionPages == 0);
     }
 
-    drawDocument(transactions, true);
+    if (transactionPages > 0)
+        drawDocument(transactions, true);
     painter.end();
     if (QFileInfo(path).size() <= 0) {
         if (error)

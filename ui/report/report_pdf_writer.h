@@ -44,6 +44,7 @@ private:
     };
 
     std::shared_ptr<const ReportData> report_;  // a copy: write() may outlive the caller's
+    std::vector<int> chartKinds_;  // ReportCharts::chartsOf(report)
     std::vector<ChartPage> charts_;
 };
 

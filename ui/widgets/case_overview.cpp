@@ -15,18 +15,11 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/schedule_statement.h"
+#include "zkdv/tape/shape_text.h"
 
 namespace zkdv::ui {
 
 namespace {
-
-QString shapeText(const std::vector<std::int64_t>& shape)
-{
-    QStringList dims;
-    for (std::int64_t d : shape)
-        dims << QString::number(d);
-    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
-}
 
 // What Copy takes from a value cell: the value itself (a digest, a path), not the words
 // around it in the cell.
@@ -65,15 +58,12 @@ CaseOverview::CaseOverview(QWidget* parent) : QTreeView(parent), model_(new QSta
     setEditTriggers(QAbstractItemView::NoEditTriggers);
     setSelectionMode(QAbstractItemView::ExtendedSelection);
     setContextMenuPolicy(Qt::ActionsContextMenu);
-    auto* copyValue = new QAction(tr("&Copy Value"), this);
-    copyValue->setShortcut(QKeySequence::Copy);
-    copyValue->setShortcutContext(Qt::WidgetShortcut);
-    connect(copyValue, &QAction::triggered, this, [this] { QApplication::clipboard()->setText(copyText(false)); });
-    auto* copyRows = new QAction(tr("Copy &Rows"), this);
-    copyRows->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
-    copyRows->setShortcutContext(Qt::WidgetShortcut);
+    // The keys are the window's Edit > Copy (rows) and Copy Value: one action per key.
+    auto* copyRows = new QAction(tr("&Copy Rows"), this);
     connect(copyRows, &QAction::triggered, this, [this] { QApplication::clipboard()->setText(copyText(true)); });
-    addActions({copyValue, copyRows});
+    auto* copyValue = new QAction(tr("Copy &Value"), this);
+    connect(copyValue, &QAction::triggered, this, [this] { QApplication::clipboard()->setText(copyText(false)); });
+    addActions({copyRows, copyValue});
     connect(selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
         QModelIndex top = current.siblingAtColumn(0);
         while (top.parent().isValid())
@@ -167,9 +157,9 @@ bool CaseOverview::showCase(const QString& casePath)
             const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));
             auto* model = add(top, tr("Model"), tr("%1 parameters, %2 buffers").arg(root.parameters.size()).arg(root.buffers.size()));
             for (const TensorSpec& spec : root.parameters)
-                add(model, QString::fromStdString(spec.name), QString::fromStdString(std::string(dtypeName(spec.dtype))) + QLatin1Char(' ') + shapeText(spec.shape));
+                add(model, QString::fromStdString(spec.name), QString::fromStdString(std::string(dtypeName(spec.dtype))) + QLatin1Char(' ') + QString::fromStdString(shapeText(spec.shape)));
             for (const TensorSpec& spec : root.buffers)
-                add(model, QString::fromStdString(spec.name), tr("buffer ") + QString::fromStdString(std::string(dtypeName(spec.dtype))) + QLatin1Char(' ') + shapeText(spec.shape));
+                add(model, QString::fromStdString(spec.name), tr("buffer ") + QString::fromStdString(std::string(dtypeName(spec.dtype))) + QLatin1Char(' ') + QString::fromStdString(shapeText(spec.shape)));
             auto* optimizer = add(top, tr("Optimizer"), QString::fromStdString(root.optimizerContract));
             for (std::size_t g = 0; g < root.optimizerGroups.size(); ++g)
                 add(optimizer, tr("Group %1 (%2 parameters)").arg(g).arg(root.optimizerGroups[g].parameters.size()),

@@ -18,21 +18,23 @@ MessageLog::MessageLog(QWidget* parent) : QDockWidget(tr("Messages"), parent), l
     list_->setWordWrap(true);
     list_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     list_->setContextMenuPolicy(Qt::ActionsContextMenu);
+    // Ctrl+C is the window's Edit > Copy, which copies from here when the log has the focus.
     auto* copy = new QAction(tr("&Copy"), list_);
-    copy->setShortcut(QKeySequence::Copy);
-    copy->setShortcutContext(Qt::WidgetShortcut);
-    connect(copy, &QAction::triggered, this, [this] {
-        QStringList lines;
-        for (QListWidgetItem* item : list_->selectedItems())
-            lines << item->text();
-        QApplication::clipboard()->setText(lines.join(QLatin1Char('\n')));
-    });
-    auto* clearAll = new QAction(tr("C&lear"), list_);
-    clearAll->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+    connect(copy, &QAction::triggered, this, &MessageLog::copySelection);
+    auto* clearAll = new QAction(tr("C&lear Messages"), list_);
+    clearAll->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Delete));
     clearAll->setShortcutContext(Qt::WidgetShortcut);
     connect(clearAll, &QAction::triggered, this, &MessageLog::clear);
     list_->addActions({copy, clearAll});
     setWidget(list_);
+}
+
+void MessageLog::copySelection()
+{
+    QStringList lines;
+    for (QListWidgetItem* item : list_->selectedItems())
+        lines << item->text();
+    QApplication::clipboard()->setText(lines.join(QLatin1Char('\n')));
 }
 
 void MessageLog::append(const QString& message)

@@ -18,6 +18,8 @@ public:
     void append(const QString& message);
     QStringList messages() const;  // the texts, oldest first
     void clear();
+    // The selected messages, one per line, to the clipboard.
+    void copySelection();
 
     // Older messages are dropped beyond this many.
     static constexpr int kMaxMessages = 500;

@@ -16,17 +16,10 @@ constexpr int kRunRole = Qt::UserRole;
 // A run that did not finish is incomplete: what it replayed stands, the rest was not checked.
 QString statusText(const StoredReplayRun& run)
 {
-    if (run.status == "finished")
-        return QObject::tr("finished");
-    if (run.status == "running")
-        return QObject::tr("running");
-    if (run.status == "cancelled")
-        return QObject::tr("incomplete (stopped)");
-    if (run.status == "interrupted")
-        return QObject::tr("incomplete (interrupted)");
-    if (run.status == "failed")
-        return QObject::tr("incomplete (failed)");
-    return QString::fromStdString(run.status);
+    const QString name = QString::fromStdString(std::string(runStatusName(run.status)));
+    if (run.status == RunStatus::Finished || run.status == RunStatus::Running)
+        return name;
+    return QObject::tr("incomplete (%1)").arg(name);
 }
 
 Verdict worstVerdict(const StoredReplayRun& run)

@@ -6,7 +6,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "settings.h"
+#include "settings/settings.h"
 
 namespace zkdv::ui {
 

@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
@@ -22,11 +23,13 @@
 #include "plots/element_difference_chart.h"
 #include "plots/verdict_palette.h"
 #include "widgets/job_progress_frame.h"
+#include "widgets/wheel_guard.h"
 #include "zkdv/replay/element_comparison.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/transaction_detail.h"
 #include "zkdv/store/transaction_notes.h"
+#include "zkdv/tape/shape_text.h"
 
 namespace zkdv::ui {
 
@@ -45,14 +48,6 @@ QString number(double value, int digits = 17)
     return std::isnan(value) ? QObject::tr("not recorded") : QString::number(value, 'g', digits);
 }
 
-QString shapeText(const std::vector<std::int64_t>& shape)
-{
-    QStringList dims;
-    for (std::int64_t d : shape)
-        dims << QString::number(d);
-    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
-}
-
 QTreeWidgetItem* add(QTreeWidgetItem* parent, const QString& field, const QString& value = QString())
 {
     auto* item = new QTreeWidgetItem(parent, {field, value});
@@ -63,7 +58,7 @@ QTreeWidgetItem* add(QTreeWidgetItem* parent, const QString& field, const QStrin
 QTreeWidgetItem* addTensors(QTreeWidgetItem* parent, const std::vector<RecordedTensor>& tensors)
 {
     for (const RecordedTensor& tensor : tensors) {
-        QTreeWidgetItem* item = add(parent, text(tensor.name), QStringLiteral("%1 %2").arg(text(tensor.dtype), shapeText(tensor.shape)));
+        QTreeWidgetItem* item = add(parent, text(tensor.name), QStringLiteral("%1 %2").arg(text(tensor.dtype), QString::fromStdString(shapeText(tensor.shape))));
         add(item, QObject::tr("SHA-256 of its bytes"), text(tensor.sha256));
     }
     return parent;
@@ -175,11 +170,14 @@ TransactionDetailPane::TransactionDetailPane(QWidget* parent) : QDockWidget(tr("
     layout->addWidget(split, 1);
     // Scrolled rather than squeezed: the window keeps fitting 1024x700 (and scale 1.5) with
     // the pane open.
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(body);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    setWidget(scroll);
+    scroll_ = new QScrollArea(this);
+    scroll_->setObjectName(QStringLiteral("transactionDetailScroll"));
+    scroll_->setWidget(body);
+    scroll_->setWidgetResizable(true);
+    scroll_->setFrameShape(QFrame::NoFrame);
+    setWidget(scroll_);
+    // Scrolling the pane over the flag box must not change the flag.
+    WheelGuard::guardChildren(this);
 
     loadDelay_ = new QTimer(this);
     loadDelay_->setSingleShot(true);
@@ -208,6 +206,10 @@ TransactionDetailPane::~TransactionDetailPane()
 
 void TransactionDetailPane::setCase(const QString& casePath, qint64 tapeId)
 {
+    // Another tape or case: the note goes to the case it was written in (MainWindow asks
+    // first where the auditor can still cancel; here it can only be saved).
+    if (hasUnsavedNote())
+        saveNote();
     casePath_ = casePath;
     tapeId_ = tapeId;
     clearTransaction();
@@ -227,6 +229,7 @@ void TransactionDetailPane::clearTransaction()
     loadDelay_->stop();
     pending_.reset();
     shown_.reset();
+    noteShownFor_.reset();
     tree_->clear();
     title_->setText(casePath_.isEmpty() ? tr("Open a case to see its transactions in detail.")
                                         : tr("Select a transaction in the table to see it in detail."));
@@ -254,6 +257,9 @@ void TransactionDetailPane::load()
         return;
     const quint64 index = *pending_;
     pending_.reset();
+    // Typed while the next transaction was on its way: stored before it replaces the editors.
+    if (shown_ && *shown_ != index && hasUnsavedNote())
+        saveNote();
     try {
         CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
         const TransactionDetail detail = loadTransactionDetail(store, tapeId_, index, runId_);
@@ -375,10 +381,16 @@ void TransactionDetailPane::fill(const TransactionDetail& d)
 
 void TransactionDetailPane::showNote(const TransactionDetail& d)
 {
+    // A reload of the same transaction (a replay storing its results, a save) keeps what the
+    // auditor is typing.
+    const bool keepEdit = shown_ && *shown_ == d.index && noteShownFor_ == shown_ && hasUnsavedNote();
     savedFlag_ = d.note ? static_cast<int>(d.note->flag) : 0;
     savedNote_ = d.note ? text(d.note->note) : QString();
-    flag_->setCurrentIndex(savedFlag_);
-    note_->setPlainText(savedNote_);
+    noteShownFor_ = d.index;
+    if (!keepEdit) {
+        flag_->setCurrentIndex(savedFlag_);
+        note_->setPlainText(savedNote_);
+    }
     noteInfo_->setText(d.note ? tr("by %1, %2").arg(text(d.note->author), text(d.note->updatedAt)) : tr("no note yet"));
     updateNoteButtons();
 }
@@ -393,6 +405,36 @@ void TransactionDetailPane::updateNoteButtons()
     revert_->setEnabled(changed);
 }
 
+bool TransactionDetailPane::hasUnsavedNote() const
+{
+    return shown_ && (flag_->currentIndex() != savedFlag_ || note_->toPlainText() != savedNote_);
+}
+
+bool TransactionDetailPane::settlePendingNote()
+{
+    while (hasUnsavedNote()) {
+        if (saveNote())
+            return true;
+        QMessageBox box(QMessageBox::Warning, tr("Unsaved Note"),
+                        tr("Your note on transaction %1 could not be saved.").arg(*shown_), QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
+                        this);
+        box.setObjectName(QStringLiteral("unsavedNoteBox"));
+        box.setInformativeText(tr("%1\n\nSave tries again; Discard drops the note; Cancel stays on this transaction.").arg(saveProblem_));
+        box.setDefaultButton(QMessageBox::Save);
+        switch (box.exec()) {
+        case QMessageBox::Save:
+            continue;
+        case QMessageBox::Discard:
+            flag_->setCurrentIndex(savedFlag_);
+            note_->setPlainText(savedNote_);
+            return true;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
 bool TransactionDetailPane::saveNote()
 {
     if (!shown_)
@@ -405,13 +447,15 @@ bool TransactionDetailPane::saveNote()
         TransactionNotes(store.database(), tapeId_).set(index, transactionFlags().at(static_cast<std::size_t>(flag_->currentIndex())),
                                                         note_->toPlainText().toStdString());
     } catch (const DatabaseError& error) {
-        Q_EMIT problem(error.busy() ? tr("The note on transaction %1 was not saved: the case is being written (an ingest?); save again when "
+        saveProblem_ = error.busy() ? tr("The note on transaction %1 was not saved: the case is being written (an ingest?); save again when "
                                          "it has finished.")
                                           .arg(index)
-                                    : tr("The note on transaction %1 was not saved: %2").arg(index).arg(QString::fromUtf8(error.what())));
+                                    : tr("The note on transaction %1 was not saved: %2").arg(index).arg(QString::fromUtf8(error.what()));
+        Q_EMIT problem(saveProblem_);
         return false;
     } catch (const std::exception& error) {
-        Q_EMIT problem(tr("The note on transaction %1 was not saved: %2").arg(index).arg(QString::fromUtf8(error.what())));
+        saveProblem_ = tr("The note on transaction %1 was not saved: %2").arg(index).arg(QString::fromUtf8(error.what()));
+        Q_EMIT problem(saveProblem_);
         return false;
     }
     Q_EMIT noteSaved(index);

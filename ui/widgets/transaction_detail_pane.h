@@ -15,6 +15,7 @@ class QComboBox;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QScrollArea;
 class QTableWidget;
 class QTimer;
 class QTreeWidget;
@@ -53,6 +54,13 @@ public:
     // Stores the flag and note being edited for the shown transaction; false (and problem())
     // when the case cannot take it now.
     bool saveNote();
+    // The flag or note differs from what the case holds for the shown transaction.
+    bool hasUnsavedNote() const;
+    // Before the shown transaction goes (another row, another case, the window closing): an
+    // unsaved note is saved; when that fails, the auditor chooses Save (again), Discard or
+    // Cancel. True when it is safe to move on; false (Cancel) to stay where one is.
+    bool settlePendingNote();
+    QScrollArea* scrollArea() const { return scroll_; }
 
     // Where "Compare elements" replays ("cpu", "cuda:0").
     void setReplayDevice(const QString& device) { device_ = device; }
@@ -87,6 +95,7 @@ private:
     qint64 runId_ = 0;
     std::optional<quint64> pending_;
     std::optional<quint64> shown_;
+    std::optional<quint64> noteShownFor_;  // the transaction whose note the editors hold
     QTimer* loadDelay_;
     QLabel* title_;
     QTreeWidget* tree_;
@@ -107,6 +116,8 @@ private:
     QString device_ = QStringLiteral("cpu");
     int savedFlag_ = 0;
     QString savedNote_;
+    QString saveProblem_;  // why the last saveNote() failed
+    QScrollArea* scroll_;
 };
 
 }  // namespace zkdv::ui

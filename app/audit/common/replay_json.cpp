@@ -55,7 +55,7 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
     return {{"json_version", kCliJsonVersion},
             {"run_id", s.runId},
             {"tape_id", s.tapeId},
-            {"status", s.status},
+            {"status", std::string(runStatusName(s.status))},
             {"passed", s.passed()},
             {"failed", s.failed()},
             {"device", s.device},
@@ -88,7 +88,7 @@ nlohmann::json storedRunJson(const StoredReplayRun& r)
     }
     return {{"run_id", r.id},
             {"tape_id", r.tapeId},
-            {"status", r.status},
+            {"status", std::string(runStatusName(r.status))},
             {"device", r.device},
             {"libtorch", r.libtorchVersion},
             {"zkdv", r.zkdvVersion},

@@ -1,0 +1,3 @@
+#include "panes/pane.h"
+#include "window.h"
+#include "zkdv/recorder/recorder.h"
