@@ -39,6 +39,7 @@
 
 #include "dialogs/help_dialog.h"
 #include "dialogs/sample_dialog.h"
+#include "dialogs/top_q_dialog.h"
 #include "jobs/background_job.h"
 #include "jobs/replay_worker_probe.h"
 #include "models/transaction_table_model.h"
@@ -54,13 +55,15 @@
 #include "widgets/job_progress_frame.h"
 #include "widgets/message_log.h"
 #include "widgets/missing_tape_bar.h"
+#include "widgets/record_bytes_pane.h"
 #include "widgets/run_list.h"
 #include "widgets/start_page.h"
-#include "widgets/top_q_count_label.h"
 #include "widgets/transaction_detail_pane.h"
+#include "widgets/transaction_table_view.h"
 #include "widgets/wheel_guard.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/workflow/file_ingest.h"
+#include "zkdv/workflow/replay_precheck.h"
 #include "zkdv/workflow/replay_summary_text.h"
 #include "zkdv/workflow/report_export.h"
 #include "zkdv/report/audit_report.h"
@@ -68,7 +71,6 @@
 #include "zkdv/report/transaction_table_csv.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
-#include "zkdv/graph/exported_graph.h"
 #include "zkdv/store/display_filter.h"
 #include "zkdv/store/tape_location.h"
 #include "zkdv/store/transaction_table.h"
@@ -121,6 +123,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     if (!restoreState(Settings::windowState()))
     {
         resizeDocks({messageLog_}, {110}, Qt::Vertical);  // a few lines: the workspace keeps the room
+        QTimer::singleShot(0, messageLog_, &QWidget::raise);  // the messages in front of the bytes, once tabbed
         // Once laid out (a dock is sized only then): the details take a third, the table keeps the rest.
         QTimer::singleShot(0, this, [this] { resizeDocks({details_}, {std::max(320, width() / 3)}, Qt::Horizontal); });
     }
@@ -137,20 +140,15 @@ void MainWindow::createCentralWidgets()
     model_ = new TransactionTableModel(this);
     model_->setRun(TransactionTable::kEveryRun);
     model_->setBackgroundFetch(true);
-    table_ = new QTableView(this);
-    table_->setModel(model_);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    table_->setSortingEnabled(true);
-    table_->sortByColumn(TransactionTableModel::IndexColumn, Qt::AscendingOrder);
-    table_->verticalHeader()->hide();
-    table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
-    table_->horizontalHeader()->setStretchLastSection(true);
-    // A verdict says which bound it met and whether runs disagree: never cut (the header
-    // sizes the column to the rows in view).
-    table_->horizontalHeader()->setSectionResizeMode(TransactionTableModel::VerdictColumn, QHeaderView::ResizeToContents);
-    table_->setAlternatingRowColors(true);
+    table_ = new TransactionTableView(model_, this);
+    connect(table_, &TransactionTableView::exportRequested, this, [this] {
+        const QFileInfo caseFile(casePath_);
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export Table as CSV"),
+                                                          caseFile.absoluteDir().filePath(caseFile.completeBaseName() + QStringLiteral("-table.csv")),
+                                                          tr("CSV (*.csv)"));
+        if (!path.isEmpty())
+            exportTableCsv(path);
+    });
     charts_ = new ChartPanel(this);
 
     // The filter row is its own widget (completion, live compile state); quickFilter_ and
@@ -216,33 +214,46 @@ void MainWindow::createCentralWidgets()
     addDockWidget(Qt::BottomDockWidgetArea, messageLog_);
     details_ = new TransactionDetailPane(this);
     addDockWidget(Qt::RightDockWidgetArea, details_);
+    // The selected record's bytes, tabbed with the messages; read only while it is in view.
+    recordBytes_ = new RecordBytesPane(this);
+    addDockWidget(Qt::BottomDockWidgetArea, recordBytes_);
+    tabifyDockWidget(messageLog_, recordBytes_);
+    connect(details_, &TransactionDetailPane::recordShown, this,
+            [this](const QString& tapeFile, quint64 frameOffset, const QString& caption, const QString& why) {
+                pendingRecord_ = [this, tapeFile, frameOffset, caption, why] {
+                    if (tapeFile.isEmpty())
+                        recordBytes_->clear(why);
+                    else
+                        recordBytes_->showRecord(tapeFile, frameOffset, std::nullopt, caption);
+                };
+                if (recordBytesInView_)
+                    std::exchange(pendingRecord_, {})();
+            });
+    // Unlike isVisible(), this also says when its tab is behind another one.
+    connect(recordBytes_, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        recordBytesInView_ = visible;
+        if (visible && pendingRecord_)
+            std::exchange(pendingRecord_, {})();
+    });
+    connect(banner_, &FindingBanner::recordBytesRequested, this,
+            [this](const QString& tapeFile, quint64 frameOffset, quint64 faultByte, const QString& caption) {
+                pendingRecord_ = {};
+                recordBytes_->show();
+                recordBytes_->raise();
+                recordBytes_->showRecord(tapeFile, frameOffset, faultByte, caption);
+            });
     connect(details_, &TransactionDetailPane::problem, this, [this](const QString& message) { showMessage(message); });
     // A stored note shows in the table's Note column (and in what a flag filter selects).
     connect(details_, &TransactionDetailPane::noteSaved, this, [this] { model_->refresh(); });
 
-    // Tab walks the panes in reading order (filters, table, charts, case tree), and leaves the
-    // table in one step: arrow keys move between its cells.
-    table_->setTabKeyNavigation(false);
-
-    table_->setContextMenuPolicy(Qt::ActionsContextMenu);
     // Copy and Copy Value are the Edit menu's (one action per key, createActions); these are
-    // the same for the context menu.
+    // the same for the table's context menu.
     auto* copyRows = new QAction(tr("&Copy Rows"), table_);
     connect(copyRows, &QAction::triggered, this, [this] { copySelectedRows(); });
     auto* copyValue = new QAction(tr("Copy &Value"), table_);
-    connect(copyValue, &QAction::triggered, this, [this] { copyCurrentValue(); });
-    auto* exportTable = new QAction(tr("&Export Table as CSV…"), table_);
-    exportTable->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
-    exportTable->setShortcutContext(Qt::WidgetShortcut);
-    connect(exportTable, &QAction::triggered, this, [this] {
-        const QFileInfo caseFile(casePath_);
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export Table as CSV"),
-                                                          caseFile.absoluteDir().filePath(caseFile.completeBaseName() + QStringLiteral("-table.csv")),
-                                                          tr("CSV (*.csv)"));
-        if (!path.isEmpty())
-            exportTableCsv(path);
-    });
-    table_->addActions({copyRows, copyValue, exportTable});
+    connect(copyValue, &QAction::triggered, this, [this] { QApplication::clipboard()->setText(table_->currentValueText()); });
+    table_->insertActions(table_->actions().value(0), {copyRows, copyValue});
+    // Tab walks the panes in reading order (filters, table, charts, case tree).
     setTabOrder(quickFilter_, textFilter_);
     setTabOrder(textFilter_, table_);
     setTabOrder(table_, charts_);
@@ -267,17 +278,10 @@ void MainWindow::createCentralWidgets()
     // selecting, and a row can be selected away from the focus.
     rowCount_ = new QLabel(this);
     rowCount_->setObjectName(QStringLiteral("rowCount"));
-    emptyState_ = new QLabel(table_->viewport());
-    emptyState_->setObjectName(QStringLiteral("emptyState"));
-    emptyState_->setAlignment(Qt::AlignCenter);
-    emptyState_->setWordWrap(true);
-    emptyState_->setForegroundRole(QPalette::PlaceholderText);
-    emptyState_->hide();
     connect(model_, &QAbstractItemModel::modelReset, this, &MainWindow::updateRowCount);
     connect(model_, &QAbstractItemModel::layoutChanged, this, &MainWindow::updateRowCount);
     connect(model_, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateRowCount);
     connect(model_, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateRowCount);
-    table_->viewport()->installEventFilter(this);
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::tableSelectionChanged);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::tableSelectionChanged);
 }
@@ -367,6 +371,16 @@ void MainWindow::createActions()
     details->setText(tr("Transaction &Details"));
     details->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
     view->addAction(details);
+    // Brings the pane to the front even when its tab is behind the messages (a toggle would
+    // close it then), and closes it when it is in front.
+    action(view, tr("Record &Bytes"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B), [this] {
+        if (recordBytesInView_) {
+            recordBytes_->hide();
+            return;
+        }
+        recordBytes_->show();
+        recordBytes_->raise();
+    }, tr("The selected transaction's record on the tape, field by field beside its bytes"));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     action(help, tr("&Workstation Help"), QKeySequence(QKeySequence::HelpContents), &MainWindow::showHelp);
@@ -523,6 +537,8 @@ void MainWindow::setTape(qint64 tapeId)
     charts_->setCase(tapeId ? casePath_ : QString(), tapeId);
     charts_->setRun(runs_->chosenRun());
     details_->setCase(tapeId ? casePath_ : QString(), tapeId);
+    pendingRecord_ = {};
+    recordBytes_->clear(tapeId ? tr("Select a transaction to see its record's bytes.") : QString());
     updateRowCount();
     updateActions();
 }
@@ -996,18 +1012,10 @@ QString MainWindow::nothingToVerify() const
     try {
         CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
         const std::optional<CaseTape> tape = store.tape(tape_);
-        if (!tape)
-            return {};
-        if (tape->programKind != "torchscript" && tape->programKind != kExportedGraphKind)
-            return tr("the tape's program (%1) cannot be re-executed, so no transaction can be compared with the tape")
-                .arg(QString::fromStdString(tape->programKind));
-        if (!tape->programPresent)
-            return tr("the case lacks the tape's sealed program (%1); drop the program file here first")
-                .arg(QString::fromStdString(tape->programSha256));
+        return tape ? QString::fromStdString(whyReplayVerifiesNothing(*tape)) : QString();
     } catch (const std::exception& error) {
         return QString::fromStdString(error.what());
     }
-    return {};
 }
 
 bool MainWindow::confirmReplayable()
@@ -1052,33 +1060,11 @@ void MainWindow::replayTopQ()
 {
     if (!confirmReplayable())
         return;
-    // How many transactions a q selects is counted as q changes (off this thread).
-    QDialog dialog(this);
-    dialog.setObjectName(QStringLiteral("topQDialog"));
-    dialog.setWindowTitle(tr("Replay Top-q"));
-    auto* layout = new QVBoxLayout(&dialog);
-    auto* prompt = new QLabel(tr("Replay, for every parameter, the q transactions with the largest recorded update:"), &dialog);
-    prompt->setWordWrap(true);
-    layout->addWidget(prompt);
-    auto* qBox = new QSpinBox(&dialog);
-    qBox->setObjectName(QStringLiteral("topQ"));
-    qBox->setRange(1, 1000000);
-    qBox->setValue(Settings::topQ());
-    layout->addWidget(qBox);
-    auto* count = new TopQCountLabel(&dialog);
-    count->setCase(casePath_, tape_);
-    count->setQ(qBox->value());
-    connect(qBox, &QSpinBox::valueChanged, count, &TopQCountLabel::setQ);
-    layout->addWidget(count);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-    layout->addWidget(buttons);
+    TopQDialog dialog(casePath_, tape_, Settings::topQ(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
-    const int q = qBox->value();
-    Settings::setTopQ(q);
-    startReplay(QStringLiteral("topq:%1").arg(q));
+    Settings::setTopQ(dialog.q());
+    startReplay(dialog.selectionSpec());
 }
 
 bool MainWindow::showsStartPage() const { return pages_->currentWidget() == start_; }
@@ -1094,19 +1080,12 @@ void MainWindow::showHelp()
 
 void MainWindow::showAbout() { QMessageBox::about(this, tr("About ZKDV Audit Workstation"), aboutText(*workerProbe_)); }
 
-void MainWindow::copyCurrentValue()
-{
-    const QModelIndex current = table_->currentIndex();
-    if (current.isValid())
-        QApplication::clipboard()->setText(current.data(TransactionTableModel::DisplayNowRole).toString());
-}
-
 void MainWindow::copyFromFocus(bool valueOnly)
 {
     const QWidget* focus = QApplication::focusWidget();
     auto within = [focus](const QWidget* pane) { return focus && pane && (focus == pane || pane->isAncestorOf(focus)); };
     if (within(table_))
-        valueOnly ? copyCurrentValue() : copySelectedRows();
+        valueOnly ? QApplication::clipboard()->setText(table_->currentValueText()) : copySelectedRows();
     else if (within(overview_))
         QApplication::clipboard()->setText(overview_->copyText(!valueOnly));
     else if (within(messageLog_) && !valueOnly)
@@ -1117,26 +1096,8 @@ void MainWindow::copyFromFocus(bool valueOnly)
 
 void MainWindow::copySelectedRows()
 {
-    // Tab-separated with a header, as a spreadsheet pastes it; a selection of a million rows
-    // is cut at kMaxCopiedRows, and the status bar says so.
-    constexpr int kMaxCopiedRows = 100000;
-    QStringList lines, header;
-    for (int column = 0; column < model_->columnCount(); ++column)
-        header << model_->headerData(column, Qt::Horizontal).toString();
-    lines << header.join(QLatin1Char('\t'));
     int rows = 0, selected = 0;
-    QItemSelection ranges = table_->selectionModel()->selection();
-    std::sort(ranges.begin(), ranges.end(), [](const QItemSelectionRange& a, const QItemSelectionRange& b) { return a.top() < b.top(); });
-    for (const QItemSelectionRange& range : ranges) {
-        selected += range.height();
-        for (int row = range.top(); row <= range.bottom() && rows < kMaxCopiedRows; ++row, ++rows) {
-            QStringList cells;
-            for (int column = 0; column < model_->columnCount(); ++column)
-                cells << model_->index(row, column).data(TransactionTableModel::DisplayNowRole).toString();
-            lines << cells.join(QLatin1Char('\t'));
-        }
-    }
-    QApplication::clipboard()->setText(lines.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+    QApplication::clipboard()->setText(table_->selectedRowsText(&rows, &selected));
     showMessage(rows < selected ? tr("Copied the first %L1 of %L2 selected rows.").arg(rows).arg(selected) : tr("Copied %L1 rows.").arg(rows));
 }
 
@@ -1146,7 +1107,7 @@ void MainWindow::updateRowCount()
     const bool filtered = quickFilter_->currentIndex() != 0 || !textFilter_->text().trimmed().isEmpty();
     if (tape_ == 0) {
         rowCount_->clear();
-        emptyState_->hide();
+        table_->setEmptyText(QString());
         return;
     }
     rowCount_->setText(filtered ? tr("%L1 of %L2 transactions").arg(rows).arg(transactionCount_) : tr("%L1 transactions").arg(rows));
@@ -1156,29 +1117,12 @@ void MainWindow::updateRowCount()
     else if (rows == 0)
         empty = tr("No transaction matches the filter (%1%2).\nChoose “All transactions” (Alt+0) or clear the text filter (Ctrl+F).")
                     .arg(quickFilter_->currentText(), textFilter_->text().trimmed().isEmpty() ? QString() : tr(", “%1”").arg(textFilter_->text().trimmed()));
-    emptyState_->setText(empty);
-    emptyState_->setVisible(!empty.isEmpty());
-    emptyState_->setGeometry(table_->viewport()->rect().adjusted(12, 12, -12, -12));
-}
-
-bool MainWindow::eventFilter(QObject* watched, QEvent* event)
-{
-    if (watched == table_->viewport() && event->type() == QEvent::Resize)
-        emptyState_->setGeometry(table_->viewport()->rect().adjusted(12, 12, -12, -12));
-    return QMainWindow::eventFilter(watched, event);
+    table_->setEmptyText(empty);
 }
 
 void MainWindow::tableSelectionChanged()
 {
-    QItemSelectionModel* selection = table_->selectionModel();
-    const QModelIndex current = selection->currentIndex();
-    // The focused row when it is one of the selected ones, else the selected row nearest the top.
-    int row = -1;
-    if (current.isValid() && selection->isRowSelected(current.row(), QModelIndex()))
-        row = current.row();
-    else
-        for (const QItemSelectionRange& range : selection->selection())  // ranges: a million selected rows are one
-            row = row < 0 ? range.top() : std::min(row, range.top());
+    const int row = table_->rowToShow();
     // The note being typed is settled before its transaction goes; Cancel puts the
     // selection back on it.
     if (noteKeptOn_)

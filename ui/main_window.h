@@ -12,6 +12,7 @@
 #include <string>
 
 #include "report/report_document.h"
+#include "widgets/transaction_table_view.h"
 #include "zkdv/audit/audit_seed.h"
 
 class QComboBox;
@@ -19,7 +20,6 @@ class QLabel;
 class QLineEdit;
 class QMenu;
 class QStackedWidget;
-class QTableView;
 class QTimer;
 
 namespace zkdv::ui {
@@ -35,6 +35,7 @@ class MessageLog;
 class MissingTapeBar;
 class ReportPdfWriter;
 class ReplayWorkerProbe;
+class RecordBytesPane;
 class RunList;
 class StartPage;
 class TransactionDetailPane;
@@ -74,7 +75,7 @@ public:
     QString casePath() const { return casePath_; }
     qint64 currentTape() const { return tape_; }
     TransactionTableModel* transactionModel() const { return model_; }
-    QTableView* transactionView() const { return table_; }
+    TransactionTableView* transactionView() const { return table_; }
     ChartPanel* charts() const { return charts_; }
     StartPage* startPage() const { return start_; }
     RunList* runList() const { return runs_; }
@@ -84,6 +85,9 @@ public:
     bool showsStartPage() const;
     MessageLog* messageLog() const { return messageLog_; }
     TransactionDetailPane* detailPane() const { return details_; }
+    RecordBytesPane* recordBytesPane() const { return recordBytes_; }
+    // The bytes pane is shown and its tab in front (it reads records only then).
+    bool recordBytesInView() const { return recordBytesInView_; }
     BackgroundJob* currentJob() const;
     QString replayDevice() const;
 
@@ -96,7 +100,6 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
-    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void createActions();
@@ -143,7 +146,6 @@ private:
                          const QString& shown);
     void updateRowCount();
     void copySelectedRows();
-    void copyCurrentValue();
     // Edit > Copy (rows) and Copy Value, from the pane with the focus.
     void copyFromFocus(bool valueOnly);
     void showHelp();
@@ -167,7 +169,7 @@ private:
     QAction* ingestPartAction_ = nullptr;
     QAction* exportFindingAction_ = nullptr;
     TransactionTableModel* model_ = nullptr;
-    QTableView* table_ = nullptr;
+    TransactionTableView* table_ = nullptr;
     ChartPanel* charts_ = nullptr;
     QComboBox* quickFilter_ = nullptr;
     QLineEdit* textFilter_ = nullptr;
@@ -188,9 +190,11 @@ private:
     QWidget* workspace_ = nullptr;
     MessageLog* messageLog_ = nullptr;
     TransactionDetailPane* details_ = nullptr;
+    RecordBytesPane* recordBytes_ = nullptr;
+    std::function<void()> pendingRecord_;  // the record to show once the bytes pane is in view
+    bool recordBytesInView_ = false;
     std::optional<quint64> noteKeptOn_;  // Cancel kept an unsaved note: the selection goes back to it
     QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
-    QLabel* emptyState_ = nullptr;  // over the table when it has no rows, saying why
     QPointer<HelpDialog> help_;
     std::function<void()> continuation_;
 };

@@ -13,6 +13,7 @@
 #include "zkdv/util/json_text.h"
 #include "zkdv/workflow/replay_summary_text.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/workflow/replay_precheck.h"
 
 namespace zkdv::cli {
 
@@ -94,6 +95,13 @@ int runReplay(int argc, char** argv)
         if (access(casePath.c_str(), F_OK) != 0)
             throw UsageError("case " + casePath + " does not exist; create it with `zkdv-audit ingest TAPE --case " + casePath + "`");
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        // The same warning the workstation gives before such a replay; the run still goes, and
+        // its report says that nothing was verified.
+        const std::vector<CaseTape> tapes = store.tapes();
+        for (const CaseTape& tape : tapes)
+            if (tape.id == request.tapeId || (request.tapeId == 0 && tapes.size() == 1))
+                if (const std::string why = whyReplayVerifiesNothing(tape, !request.programPath.empty()); !why.empty())
+                    std::fprintf(stderr, "zkdv-audit replay: warning: this replay can verify nothing: %s\n", why.c_str());
         TerminalProgress progress(!parser.has("quiet"));
         request.progress = &progress;
         ReplaySummary summary;

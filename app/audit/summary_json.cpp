@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "zkdv/util/json_text.h"
+#include "zkdv/workflow/tape_summary_text.h"
 
 namespace zkdv::cli {
 
@@ -40,12 +41,18 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     // null when the scan did not reach a root, like sampling_guarantee
     out["final_state"] = summary.root ? json(summary.finalStateOnTape ? "snapshot" : "absent") : json();
     out["sampling_plausibility"] = samplingPlausibilityJson(summary.samplingPlausibility());
-    if (summary.problem)
-        out["problem"] = {{"record", summary.problem->recordIndex},
-                          {"byte_offset", summary.problem->byteOffset},
-                          {"message", summary.problem->message}};
-    else
+    if (summary.problem) {
+        const TapeProblem& problem = *summary.problem;
+        const auto optional = [](const auto& value) { return value ? json(*value) : json(); };
+        out["problem"] = {{"record", problem.recordIndex},
+                          {"byte_offset", problem.byteOffset},
+                          {"message", problem.message},
+                          {"record_type", problem.recordType ? json(std::string(tape::recordTypeName(*problem.recordType))) : json()},
+                          {"transaction", optional(problem.transactionIndex)},
+                          {"frame_offset", optional(problem.frameOffset)}};
+    } else {
         out["problem"] = nullptr;
+    }
     return out;
 }
 
@@ -127,8 +134,7 @@ nlohmann::json caseTapeJson(const CaseTape& tape)
 
 std::string summaryLine(const TapeSummary& summary)
 {
-    std::string line = std::string(tapeStatusName(summary.status)) + ", " + std::to_string(summary.transactionCount) + " transactions, " +
-                       std::to_string(summary.snapshotCount) + " snapshots, " + std::to_string(summary.recordCount) + " records";
+    std::string line = tapeCountsText(summary);
     if (summary.problem)
         line += "\n  " + summary.problem->describe();
     return line;

@@ -375,6 +375,12 @@ void checkDeclaredSize(const GraphNode& node, const std::vector<std::int64_t>* i
                         ", declare a tensor of more than 2^32 elements; no training step holds one");
 }
 
+std::string capturedTensorStateRefusal(const std::string& names)
+{
+    return "attested Torch code captured unprepared tensor state (" + names +
+           "); register it as a parameter or buffer of the sealed program, or pass it in the batch";
+}
+
 ExportedGraph ExportedGraph::parse(ByteSpan bytes)
 {
     Json json;
@@ -398,6 +404,7 @@ ExportedGraph ExportedGraph::parse(ByteSpan bytes)
     if (!inputs.is_array() || inputs.size() > kMaxGraphInputs)
         fail("inputs", "expected an array of at most " + std::to_string(kMaxGraphInputs) + " inputs");
     std::set<std::string> names;
+    std::string captured;  // the "constant" inputs: refused together, once every input is read
     std::size_t batch = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const std::string where = "inputs[" + std::to_string(i) + "]";
@@ -406,6 +413,12 @@ ExportedGraph ExportedGraph::parse(ByteSpan bytes)
             fail(where, "expected an object");
         GraphInput input;
         const std::string& kind = text(member(in, "kind", where), where + ".kind");
+        if (kind == "constant") {
+            // A tensor the export lifted out of the step (torch.export's CONSTANT_TENSOR): the
+            // writer declares it so that this reader, the one check, refuses it by name.
+            captured += (captured.empty() ? "" : ", ") + text(member(in, "name", where), where + ".name", 1024);
+            continue;
+        }
         if (kind == "parameter" || kind == "buffer") {
             input.kind = kind == "parameter" ? GraphInput::Kind::Parameter : GraphInput::Kind::Buffer;
             input.name = text(member(in, "name", where), where + ".name", 1024);
@@ -419,7 +432,7 @@ ExportedGraph ExportedGraph::parse(ByteSpan bytes)
             ++batch;
             input.name = "batch/" + std::to_string(input.batchIndex);
         } else {
-            fail(where + ".kind", "expected \"parameter\", \"buffer\" or \"batch\", found \"" + kind + "\"");
+            fail(where + ".kind", "expected \"parameter\", \"buffer\", \"batch\" or \"constant\", found \"" + kind + "\"");
         }
         if (!names.insert(input.name).second)
             fail(where + ".name", "\"" + input.name + "\" is declared twice");
@@ -441,6 +454,8 @@ ExportedGraph ExportedGraph::parse(ByteSpan bytes)
             fail(where + ".shape", "declares a tensor of more than " + std::to_string(kMaxDeclaredBytes >> 30) + " GiB");
         graph.inputs.push_back(std::move(input));
     }
+    if (!captured.empty())
+        throw ExportedGraphError(capturedTensorStateRefusal(captured));
 
     const Json& nodes = member(json, "nodes", "document");
     if (!nodes.is_array() || nodes.size() > kMaxGraphNodes)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "step_graph.h"
+#include "zkdv/graph/exported_graph.h"
 #include "zkdv/program/sealed_program.h"
 
 namespace zkdv {
@@ -78,8 +79,7 @@ void checkHeldState(const torch::jit::Module& module)
     HeldStateWalk walk(module);
     walk.walk(module._ivalue(), "", 0);
     if (!walk.captured().empty())
-        throw ProgramError("attested Torch code captured unprepared tensor state (" + walk.captured() +
-                           "); register it as a parameter or buffer of the sealed program, or pass it in the batch");
+        throw ProgramError(capturedTensorStateRefusal(walk.captured()));
 }
 
 }  // namespace zkdv

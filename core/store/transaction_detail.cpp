@@ -59,6 +59,7 @@ void readRecord(CaseStore& store, const CaseTape& tape, const RecordRef& ref, Tr
             reader = std::make_unique<RecordReader>(tape.path);
             payload = reader->payload(ref, tape::RecordType::Transaction);
             detail.recordSource = tape.path;
+            detail.tapeFile = tape.path;
         } catch (const Error& error) {
             tapeProblem = error.what();
             std::optional<std::vector<std::uint8_t>> copy =

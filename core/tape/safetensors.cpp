@@ -60,6 +60,13 @@ struct Placement {
     std::uint64_t offsetsAt = 0;
     std::uint64_t nameHash = 0;
     std::size_t index = 0;
+    // The rest of where the entry's JSON lies, for SafetensorsLayout.
+    std::uint64_t entryEnd = 0;
+    std::uint64_t dtypeAt = 0;
+    std::uint64_t dtypeEnd = 0;
+    std::uint64_t shapeAt = 0;
+    std::uint64_t shapeEnd = 0;
+    std::uint64_t offsetsEnd = 0;
 };
 
 // FNV-1a: cheap for short names, and only ever compared, never trusted, so collisions
@@ -127,9 +134,13 @@ ParseStorage& parseStorage()
     throw FormatError("expected distinct metadata keys, found " + JsonScanner::quoteForMessage(key) + " twice", keyAt);
 }
 
+using MetadataPlaces = std::vector<SafetensorsLayout::MetadataEntry>;
+
 // Reads the "__metadata__" object at the scanner's cursor into the empty map `metadata`,
-// taking nodes (and their strings' storage) from `spareNodes` while there are any.
-void parseMetadataObject(JsonScanner& scanner, MetadataMap& metadata, std::vector<MetadataMap::node_type>& spareNodes)
+// taking nodes (and their strings' storage) from `spareNodes` while there are any, and,
+// when `places` is given, also each entry and where its text lies, in the header's order.
+void parseMetadataObject(JsonScanner& scanner, MetadataMap& metadata, std::vector<MetadataMap::node_type>& spareNodes,
+                         MetadataPlaces* places = nullptr)
 {
     scanner.expect('{', "'{' opening the \"__metadata__\" object");
     if (scanner.consumeIf('}'))
@@ -142,6 +153,8 @@ void parseMetadataObject(JsonScanner& scanner, MetadataMap& metadata, std::vecto
             scanner.expect(':', "':' after a metadata key");
             std::string value;
             scanner.readString(value, "a string as the metadata value");
+            if (places)
+                places->push_back({key, value, {keyAt, scanner.offset()}});
             const auto [position, inserted] = metadata.emplace(std::move(key), std::move(value));
             if (!inserted)
                 duplicateMetadataKey(position->first, keyAt);
@@ -152,6 +165,8 @@ void parseMetadataObject(JsonScanner& scanner, MetadataMap& metadata, std::vecto
         scanner.readString(node.key(), "a '\"' opening a metadata key");
         scanner.expect(':', "':' after a metadata key");
         scanner.readString(node.mapped(), "a string as the metadata value");
+        if (places)
+            places->push_back({node.key(), node.mapped(), {keyAt, scanner.offset()}});
         auto result = metadata.insert(std::move(node));
         if (!result.inserted)
             duplicateMetadataKey(result.position->first, keyAt);
@@ -161,10 +176,12 @@ void parseMetadataObject(JsonScanner& scanner, MetadataMap& metadata, std::vecto
 
 class HeaderParser {
 public:
-    HeaderParser(ByteSpan blob, std::uint64_t headerLength)
-        : scanner_(blob.data + kLengthPrefixSize, static_cast<std::size_t>(headerLength), kLengthPrefixSize),
-          bufferSize_(blob.size - kLengthPrefixSize - headerLength), placements_(parseStorage().placements),
-          spareNodes_(parseStorage().spareNodes)
+    // `header` is the JSON text, right after the length prefix; `bufferSize` the size of the
+    // data buffer after it. `metadataPlaces`, when given, receives the metadata entries.
+    HeaderParser(const std::uint8_t* header, std::uint64_t headerLength, std::uint64_t bufferSize,
+                 MetadataPlaces* metadataPlaces = nullptr)
+        : scanner_(header, static_cast<std::size_t>(headerLength), kLengthPrefixSize), bufferSize_(bufferSize),
+          placements_(parseStorage().placements), spareNodes_(parseStorage().spareNodes), metadataPlaces_(metadataPlaces)
     {
         placements_.clear();
     }
@@ -238,7 +255,7 @@ private:
     void parseMetadata(MetadataMap& metadata)
     {
         metadataBegin_ = scanner_.cursor();
-        parseMetadataObject(scanner_, metadata, spareNodes_);
+        parseMetadataObject(scanner_, metadata, spareNodes_, metadataPlaces_);
         metadataEnd_ = scanner_.cursor();
     }
 
@@ -337,8 +354,10 @@ private:
             ++p;
         const std::optional<DType> dtype = dtypeFromName(
             std::string_view(reinterpret_cast<const char*>(dtypeStart), static_cast<std::size_t>(p - dtypeStart)));
+        const std::uint8_t* dtypeNameEnd = p;
         if (!dtype || !matchLiteral(p, end, "\",\"shape\":["))
             return false;
+        const std::uint8_t* shapeStart = p - 1;
         std::int64_t dims[kInlineDims];
         std::size_t count = 0;
         if (!matchLiteral(p, end, "]")) {
@@ -351,6 +370,7 @@ private:
             if (!matchLiteral(p, end, "]"))
                 return false;
         }
+        const std::uint8_t* shapeEnd = p;
         if (!matchLiteral(p, end, ",\"data_offsets\":"))
             return false;
         const std::uint8_t* offsetsStart = p;
@@ -358,6 +378,12 @@ private:
             !matchSmallInteger(p, end, placement.end) || !matchLiteral(p, end, "]}"))
             return false;
         placement.offsetsAt = scanner_.offsetOf(offsetsStart);
+        placement.offsetsEnd = scanner_.offsetOf(p - 1);
+        placement.entryEnd = scanner_.offsetOf(p);
+        placement.dtypeAt = scanner_.offsetOf(dtypeStart - 1);
+        placement.dtypeEnd = scanner_.offsetOf(dtypeNameEnd + 1);  // past the closing quote
+        placement.shapeAt = scanner_.offsetOf(shapeStart);
+        placement.shapeEnd = scanner_.offsetOf(shapeEnd);
         tensor.dtype = *dtype;
         tensor.shape.assign(dims, dims + count);
         scanner_.setCursor(p);
@@ -403,15 +429,23 @@ private:
                 }
                 seen |= field;
                 scanner_.expect(':', "':' after a tensor field name");
-                if (field == kDtype)
+                const std::uint64_t valueAt = (scanner_.skipWhitespace(), scanner_.offset());
+                if (field == kDtype) {
                     tensor.dtype = readDtype();
-                else if (field == kShape)
+                    placement.dtypeAt = valueAt;
+                    placement.dtypeEnd = scanner_.offset();
+                } else if (field == kShape) {
                     readShape(tensor.shape);
-                else
+                    placement.shapeAt = valueAt;
+                    placement.shapeEnd = scanner_.offset();
+                } else {
                     readDataOffsets(placement);
+                    placement.offsetsEnd = scanner_.offset();
+                }
             } while (scanner_.consumeIf(','));
             scanner_.expect('}', "',' or '}' in a tensor object");
         }
+        placement.entryEnd = scanner_.offset();
         if (seen != (kDtype | kShape | kDataOffsets)) {
             const char* missing = !(seen & kDtype) ? "\"dtype\"" : !(seen & kShape) ? "\"shape\"" : "\"data_offsets\"";
             throw FormatError("expected the tensor " + JsonScanner::quoteForMessage(tensor.name) + " to have " +
@@ -452,6 +486,7 @@ private:
     std::uint64_t bufferSize_;
     std::vector<Placement>& placements_;
     std::vector<MetadataMap::node_type>& spareNodes_;
+    MetadataPlaces* metadataPlaces_;
     std::size_t used_ = 0;  // tensors filled so far
     const std::uint8_t* metadataBegin_ = nullptr;
     const std::uint8_t* metadataEnd_ = nullptr;
@@ -485,6 +520,62 @@ void rejectDuplicateNames(const std::vector<TensorView>& tensors, const std::vec
         if (tensors[order[i]].name == tensors[order[i - 1]].name)
             fail(order[i]);
     }
+}
+
+// The length prefix of a blob of `blobSize` bytes whose first bytes are `head`, checked
+// against the limit and the blob's size.
+std::uint64_t checkedHeaderLength(ByteSpan head, std::uint64_t blobSize)
+{
+    if (blobSize < kLengthPrefixSize || head.size < kLengthPrefixSize)
+        throw FormatError("expected at least 8 bytes (the header length), found " + std::to_string(std::min<std::uint64_t>(blobSize, head.size)), 0);
+    const std::uint64_t headerLength = readLittleEndian64(head.data);
+    if (headerLength == 0)
+        throw FormatError("expected a header length of at least 1, found 0", 0);
+    if (headerLength > SafetensorsView::kMaxHeaderSize)
+        throw FormatError("expected a header length of at most " + std::to_string(SafetensorsView::kMaxHeaderSize) + ", found " +
+                              std::to_string(headerLength),
+                          0);
+    if (headerLength > blobSize - kLengthPrefixSize)
+        throw FormatError("expected a header length of at most " + std::to_string(blobSize - kLengthPrefixSize) +
+                              " (the bytes after the length), found " + std::to_string(headerLength),
+                          0);
+    return headerLength;
+}
+
+// Sorts `placements` into the order of the tensors' data and checks that the tensors tile
+// the data buffer exactly; true when the header already listed them in that order.
+bool placeInDataOrder(std::vector<Placement>& placements, const std::vector<TensorView>& tensors, std::uint64_t bufferSize,
+                      std::uint64_t dataOffset)
+{
+    // Sorting by (begin, end) as the reference does lets zero-size tensors share an offset
+    // with the tensor that starts there, whatever the header order.
+    const auto byOffsets = [](const Placement& a, const Placement& b) {
+        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    };
+    const bool inOrder = std::is_sorted(placements.begin(), placements.end(), byOffsets);
+    if (!inOrder)
+        std::stable_sort(placements.begin(), placements.end(), byOffsets);
+
+    std::uint64_t cursor = 0;
+    for (const Placement& placement : placements) {
+        if (placement.begin != cursor) {
+            const std::string quoted = JsonScanner::quoteForMessage(tensors[placement.index].name);
+            const std::string problem = placement.begin < cursor ? "overlapping the previous tensor"
+                                                                 : "leaving a hole of " +
+                                                                       std::to_string(placement.begin - cursor) +
+                                                                       " bytes";
+            throw FormatError("expected " + quoted + " to start at data offset " + std::to_string(cursor) +
+                                  " where the previous tensor ends, found " + std::to_string(placement.begin) +
+                                  ", " + problem,
+                              placement.offsetsAt);
+        }
+        cursor = placement.end;
+    }
+    if (cursor != bufferSize)
+        throw FormatError("expected the tensors to cover the whole data buffer of " + std::to_string(bufferSize) +
+                              " bytes, found " + std::to_string(bufferSize - cursor) + " unused bytes after the last tensor",
+                          dataOffset + cursor);
+    return inOrder;
 }
 
 void appendJsonString(std::string& out, std::string_view text)
@@ -604,56 +695,15 @@ void SafetensorsView::forgetLayout()
 void SafetensorsView::parseInto(ByteSpan blob)
 {
     SafetensorsView& view = *this;
-    if (blob.size < kLengthPrefixSize)
-        throw FormatError("expected at least 8 bytes (the header length), found " + std::to_string(blob.size), 0);
-    const std::uint64_t headerLength = readLittleEndian64(blob.data);
-    if (headerLength == 0)
-        throw FormatError("expected a header length of at least 1, found 0", 0);
-    if (headerLength > kMaxHeaderSize)
-        throw FormatError("expected a header length of at most " + std::to_string(kMaxHeaderSize) + ", found " +
-                              std::to_string(headerLength),
-                          0);
-    if (headerLength > blob.size - kLengthPrefixSize)
-        throw FormatError("expected a header length of at most " + std::to_string(blob.size - kLengthPrefixSize) +
-                              " (the bytes after the length), found " + std::to_string(headerLength),
-                          0);
+    const std::uint64_t headerLength = checkedHeaderLength(blob, blob.size);
 
     view.forgetLayout();
     view.dataOffset_ = kLengthPrefixSize + headerLength;
-    HeaderParser parser(blob, headerLength);
+    HeaderParser parser(blob.data + kLengthPrefixSize, headerLength, blob.size - kLengthPrefixSize - headerLength);
     parser.parse(view.tensors_, view.metadata_);
     std::vector<Placement>& placements = parser.placements();
     rejectDuplicateNames(view.tensors_, placements);
-
-    // Sorting by (begin, end) as the reference does lets zero-size tensors share an offset
-    // with the tensor that starts there, whatever the header order.
-    const auto byOffsets = [](const Placement& a, const Placement& b) {
-        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-    };
-    const bool inOrder = std::is_sorted(placements.begin(), placements.end(), byOffsets);
-    if (!inOrder)
-        std::stable_sort(placements.begin(), placements.end(), byOffsets);
-
-    std::uint64_t cursor = 0;
-    for (const Placement& placement : placements) {
-        if (placement.begin != cursor) {
-            const std::string quoted = JsonScanner::quoteForMessage(view.tensors_[placement.index].name);
-            const std::string problem = placement.begin < cursor ? "overlapping the previous tensor"
-                                                                 : "leaving a hole of " +
-                                                                       std::to_string(placement.begin - cursor) +
-                                                                       " bytes";
-            throw FormatError("expected " + quoted + " to start at data offset " + std::to_string(cursor) +
-                                  " where the previous tensor ends, found " + std::to_string(placement.begin) +
-                                  ", " + problem,
-                              placement.offsetsAt);
-        }
-        cursor = placement.end;
-    }
-    if (cursor != parser.bufferSize())
-        throw FormatError("expected the tensors to cover the whole data buffer of " +
-                              std::to_string(parser.bufferSize()) + " bytes, found " +
-                              std::to_string(parser.bufferSize() - cursor) + " unused bytes after the last tensor",
-                          view.dataOffset_ + cursor);
+    const bool inOrder = placeInDataOrder(placements, view.tensors_, parser.bufferSize(), view.dataOffset_);
 
     const std::uint8_t* buffer = blob.data + view.dataOffset_;
     if (inOrder) {
@@ -701,6 +751,38 @@ std::string_view SafetensorsView::metadataValue(std::string_view key) const
 {
     const auto found = metadata_.find(key);
     return found == metadata_.end() ? std::string_view() : std::string_view(found->second);
+}
+
+SafetensorsLayout SafetensorsLayout::parse(ByteSpan head, std::uint64_t blobSize)
+{
+    const std::uint64_t headerLength = checkedHeaderLength(head, blobSize);
+    if (head.size - kLengthPrefixSize < headerLength)
+        throw FormatError("expected the whole header of " + std::to_string(headerLength) + " bytes, found " +
+                              std::to_string(head.size - kLengthPrefixSize),
+                          head.size);
+    SafetensorsLayout layout;
+    layout.headerLength = headerLength;
+    layout.dataOffset = kLengthPrefixSize + headerLength;
+    std::vector<TensorView> tensors;
+    MetadataMap metadata;
+    HeaderParser parser(head.data + kLengthPrefixSize, headerLength, blobSize - layout.dataOffset, &layout.metadata);
+    parser.parse(tensors, metadata);
+    std::vector<Placement>& placements = parser.placements();
+    rejectDuplicateNames(tensors, placements);
+    placeInDataOrder(placements, tensors, parser.bufferSize(), layout.dataOffset);
+
+    layout.tensors.reserve(placements.size());
+    for (const Placement& placement : placements) {
+        TensorView& tensor = tensors[placement.index];
+        layout.tensors.push_back({std::move(tensor.name), tensor.dtype, std::move(tensor.shape),
+                                  {placement.keyAt, placement.entryEnd}, {placement.dtypeAt, placement.dtypeEnd},
+                                  {placement.shapeAt, placement.shapeEnd}, {placement.offsetsAt, placement.offsetsEnd},
+                                  {layout.dataOffset + placement.begin, layout.dataOffset + placement.end}});
+    }
+    if (parser.metadataBegin())
+        layout.metadataObject = Extent{static_cast<std::uint64_t>(parser.metadataBegin() - head.data),
+                                       static_cast<std::uint64_t>(parser.metadataEnd() - head.data)};
+    return layout;
 }
 
 void SafetensorsBuilder::setMetadata(std::string key, std::string value)

@@ -41,9 +41,22 @@ std::optional<SamplingPlausibility> TapeSummary::samplingPlausibility() const
     return zkdv::samplingPlausibility(root->updateCheckProbability, root->stateCheckProbability, drawnChecks);
 }
 
+std::string TapeProblem::recordText() const
+{
+    if (!recordType)
+        return {};
+    if (transactionIndex)
+        return "transaction " + std::to_string(*transactionIndex);
+    if (!tape::isKnownRecordType(*recordType))
+        return "unknown type " + std::to_string(*recordType);
+    return std::string(tape::recordTypeName(*recordType));
+}
+
 std::string TapeProblem::describe() const
 {
-    return "record " + std::to_string(recordIndex) + " at byte " + std::to_string(byteOffset) + ": " + message;
+    const std::string kind = recordText();
+    return "record " + std::to_string(recordIndex) + (kind.empty() ? "" : " (" + kind + ")") + " at byte " + std::to_string(byteOffset) +
+           ": " + message;
 }
 
 namespace {
@@ -345,6 +358,7 @@ private:
             if (remaining < tape::kFrameHeaderSize) {
                 batch.stop = TapeProblem{index, offset,
                                          "file ends inside the record's 56-byte frame header (" + std::to_string(remaining) + " bytes present)"};
+                batch.stop->frameOffset = offset;
                 batch.stopStatus = TapeStatus::Truncated;
                 break;
             }
@@ -363,21 +377,30 @@ private:
                 batch.stop = TapeProblem{index, offset + 16,
                                          "frame header check failed: stored " + hex32(storedCheck) + ", computed " + hex32(computedCheck) +
                                              " (type, flags or length were altered)"};
+                batch.stop->frameOffset = offset;
                 break;
             }
+            // From here on the header check vouches for the type; process() adds the
+            // transaction index, which only the in-order checks know.
             if (frame.flags & ~tape::kKnownFlags) {
                 batch.stop = TapeProblem{index, offset + 4, "unknown frame flags " + hex32(frame.flags)};
+                batch.stop->recordType = frame.type;
+                batch.stop->frameOffset = offset;
                 break;
             }
             std::uint32_t reserved = readLittleEndian<std::uint32_t>(header + 20);
             if (reserved != 0) {
                 batch.stop = TapeProblem{index, offset + 20, "frame reserved field must be 0, found " + hex32(reserved)};
+                batch.stop->recordType = frame.type;
+                batch.stop->frameOffset = offset;
                 break;
             }
             if (frame.length > remaining || tape::frameSize(frame.length) > remaining) {
                 batch.stop = TapeProblem{index, offset,
                                          "file ends inside the record: its frame needs " + std::to_string(tape::frameSize(frame.length)) +
                                              " bytes, " + std::to_string(remaining) + " remain"};
+                batch.stop->recordType = frame.type;
+                batch.stop->frameOffset = offset;
                 batch.stopStatus = TapeStatus::Truncated;
                 break;
             }
@@ -502,11 +525,14 @@ private:
                 return false;
         }
         if (batch.stop) {
-            if (sealed_)
+            if (sealed_) {
                 corrupt(nextIndex_, batch.stop->byteOffset, std::to_string(file_.size() - summary_.validBytes) + " bytes follow the seal");
-            else {
+                summary_.problem->frameOffset = batch.stop->frameOffset;
+            } else {
                 summary_.problem = batch.stop;
                 summary_.status = batch.stopStatus;
+                if (summary_.problem->recordType)
+                    nameRecord(*summary_.problem, *summary_.problem->recordType);
             }
             return false;
         }
@@ -534,6 +560,23 @@ private:
         stopped_ = true;
     }
 
+    // The problem of a frame whose header check matched, so its type can be named.
+    void corrupt(const Frame& frame, std::uint64_t index, std::uint64_t offset, std::string message)
+    {
+        corrupt(index, offset, std::move(message));
+        summary_.problem->frameOffset = frame.offset;
+        nameRecord(*summary_.problem, frame.type);
+    }
+
+    // Every record before the one at fault was valid, so the transactions counted so far
+    // are the ones before it.
+    void nameRecord(TapeProblem& problem, std::uint32_t type) const
+    {
+        problem.recordType = type;
+        if (type == static_cast<std::uint32_t>(tape::RecordType::Transaction))
+            problem.transactionIndex = summary_.transactionCount;
+    }
+
     bool processFrame(const Frame& frame)
     {
         const std::uint64_t index = nextIndex_;
@@ -542,20 +585,20 @@ private:
         Digest stored;
         std::memcpy(stored.data(), base + frame.size - tape::kDigestSize, stored.size());
         if (stored != frame.computed) {
-            corrupt(index, digestOffset,
+            corrupt(frame, index, digestOffset,
                     "record digest mismatch: stored " + toHex(stored) + ", computed " + toHex(frame.computed) + " (the record's bytes were altered)");
             return false;
         }
         Digest link;
         std::memcpy(link.data(), base + 24, link.size());
         if (link != previous_) {
-            corrupt(index, frame.offset + 24,
+            corrupt(frame, index, frame.offset + 24,
                     "hash chain broken: previous digest expected " + toHex(previous_) + ", found " + toHex(link) +
                         " (a record was removed, inserted or reordered before this one)");
             return false;
         }
         if (sealed_) {
-            corrupt(index, frame.offset, "a " + std::string(tape::recordTypeName(frame.type)) + " record follows the seal");
+            corrupt(frame, index, frame.offset, "a " + std::string(tape::recordTypeName(frame.type)) + " record follows the seal");
             return false;
         }
 
@@ -573,10 +616,10 @@ private:
             throw;
         } catch (const FormatError& error) {
             // An error about the record as a whole (no offset) points at its payload's first byte.
-            corrupt(index, payloadOffset + error.offset().value_or(0), error.detail());
+            corrupt(frame, index, payloadOffset + error.offset().value_or(0), error.detail());
             return false;
         } catch (const RecordOrderError& error) {
-            corrupt(index, frame.offset, error.what());
+            corrupt(frame, index, frame.offset, error.what());
             return false;
         }
         previous_ = frame.computed;

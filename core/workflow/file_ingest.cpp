@@ -2,6 +2,7 @@
 
 #include "zkdv/store/tape_link.h"
 #include "zkdv/util/progress.h"
+#include "zkdv/workflow/tape_summary_text.h"
 
 namespace zkdv {
 
@@ -11,12 +12,6 @@ std::string fileNameOf(const std::string& path)
 {
     const std::size_t slash = path.find_last_of('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string countsText(const TapeSummary& summary)
-{
-    return std::string(tapeStatusName(summary.status)) + ", " + std::to_string(summary.transactionCount) + " transactions, " +
-           std::to_string(summary.snapshotCount) + " snapshots, " + std::to_string(summary.recordCount) + " records";
 }
 
 IngestedFile ingestTapeFile(CaseStore& store, const std::string& path, const IngestOptions& options)
@@ -85,7 +80,7 @@ std::string IngestedFile::describe() const
     std::string line = name + ": " + (outcome == FileIngestOutcome::AlreadyPresent ? "already in the case" : "ingested") + " as tape " +
                        std::to_string(tapeId);
     if (summary) {
-        line += " (" + countsText(*summary) + ")";
+        line += " (" + tapeCountsText(*summary) + ")";
         if (!summary->complete())
             line += ": its readable part, up to transaction " + std::to_string(summary->transactionCount);
     }

@@ -255,11 +255,13 @@ void TestCli::verifyJson_data()
     QTest::addColumn<int>("transactions");
     QTest::addColumn<qint64>("record");      // the problem's record index; -1: not checked
     QTest::addColumn<qint64>("byteOffset");  // the problem's byte offset; -1: not checked
-    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps << qint64(-1) << qint64(-1);
-    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20 << qint64(-1) << qint64(-1);
-    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13 << static_cast<qint64>(corruptRecord_) << qint64(-1);
+    QTest::addColumn<qint64>("transaction");  // the transaction the problem names; -1: none (null)
+    QTest::newRow("good") << "{good}" << 0 << "sealed" << kSteps << qint64(-1) << qint64(-1) << qint64(-1);
+    QTest::newRow("truncated in transaction 20") << "{truncated}" << 1 << "truncated" << 20 << qint64(-1) << qint64(-1) << qint64(20);
+    QTest::newRow("corrupt in transaction 13") << "{corrupt}" << 1 << "corrupt" << 13 << static_cast<qint64>(corruptRecord_) << qint64(-1)
+                                               << qint64(13);
     QTest::newRow("10 bytes after the seal") << "{trailing}" << 1 << "corrupt" << kSteps << static_cast<qint64>(goodRecords_)
-                                             << static_cast<qint64>(goodSize_);
+                                             << static_cast<qint64>(goodSize_) << qint64(-1);
 }
 
 void TestCli::verifyJson()
@@ -270,6 +272,7 @@ void TestCli::verifyJson()
     QFETCH(int, transactions);
     QFETCH(qint64, record);
     QFETCH(qint64, byteOffset);
+    QFETCH(qint64, transaction);
     const Result result = runAudit({QStringLiteral("verify"), QStringLiteral("--json"), QStringLiteral("--sha256"), expand(tape)});
     QVERIFY2(!result.crashed && result.exitCode == exitCode, qPrintable(result.describe()));
     const QJsonObject json = jsonObject(result.out);
@@ -291,13 +294,24 @@ void TestCli::verifyJson()
         QCOMPARE(problem.value(QStringLiteral("record")).toInteger(-1), record);
     if (byteOffset >= 0)
         QCOMPARE(problem.value(QStringLiteral("byte_offset")).toInteger(-1), byteOffset);
+    if (status != QLatin1String("sealed")) {
+        // docs/cli-json.md: the members are there, null when unknown.
+        for (const char* member : {"record_type", "transaction", "frame_offset"})
+            QVERIFY2(problem.contains(QLatin1String(member)), member);
+        if (transaction >= 0) {
+            QCOMPARE(problem.value(QStringLiteral("transaction")).toInteger(-1), transaction);
+            QCOMPARE(problem.value(QStringLiteral("record_type")).toString(), QStringLiteral("transaction"));
+        } else {
+            QVERIFY(problem.value(QStringLiteral("transaction")).isNull());
+        }
+    }
 }
 
 void TestCli::corruptTapeIsLocated()
 {
     const Result result = runAudit({QStringLiteral("verify"), expand(QStringLiteral("{corrupt}"))});
     QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
-    QVERIFY2(result.all().contains(QStringLiteral("record %1 at byte ").arg(corruptRecord_)), qPrintable(result.describe()));
+    QVERIFY2(result.all().contains(QStringLiteral("record %1 (transaction 13) at byte ").arg(corruptRecord_)), qPrintable(result.describe()));
     QVERIFY2(result.all().contains(QStringLiteral("corrupt")), qPrintable(result.describe()));
 }
 
@@ -360,7 +374,7 @@ void TestCli::ingestAndInfo()
 
     const Result corrupt = runAudit({QStringLiteral("ingest"), expand(QStringLiteral("{corrupt}")), QStringLiteral("--case"), casePath});
     QVERIFY2(!corrupt.crashed && corrupt.exitCode == 1, qPrintable(corrupt.describe()));
-    QVERIFY2(corrupt.err.contains(QStringLiteral("record %1 at byte").arg(corruptRecord_)), qPrintable(corrupt.describe()));
+    QVERIFY2(corrupt.err.contains(QStringLiteral("record %1 (transaction 13) at byte").arg(corruptRecord_)), qPrintable(corrupt.describe()));
 
     auto [info, tapes] = caseTapes();
     QVERIFY2(!info.crashed && info.exitCode == 0, qPrintable(info.describe()));

@@ -192,7 +192,9 @@ void TestUntrustedInputCli::deepJsonInATape()
         return payload;
     });
     const QString tape = QString::fromStdString(deep);
-    const QString where = QStringLiteral("record %1 at byte ").arg(editedIndex);
+    const QString where = QStringLiteral("record %1 (%2) at byte ")
+                              .arg(editedIndex)
+                              .arg(QString::fromLatin1(tape::recordTypeName(static_cast<std::uint32_t>(recordType)).data()));
 
     Result result = runAudit({"verify", tape});
     QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));

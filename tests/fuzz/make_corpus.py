@@ -10,9 +10,10 @@ JSON target its root and seal payloads and too-deep variants; the selection and 
 targets every documented form of their specs. The worker-protocol target gets one valid
 message of each type (encoded here as core/replay/worker_protocol.cpp encodes it, the job
 carrying the tape's root), behind the byte that chooses its decoder, and streams of frames;
-the display-filter target the filters of docs/display-filters.md and hostile ones.
+the display-filter target the filters of docs/display-filters.md and hostile ones; the
+record-dissection target the tape's first records whole, cut and damaged.
 Regression inputs are named regression-*. --only writes the named targets' folders alone
-(tests/fuzz/corpus/fuzz_tape/synthetic-3-steps.tape serves as TAPE for the last two).
+(tests/fuzz/corpus/fuzz_tape/synthetic-3-steps.tape serves as TAPE for the last three).
 """
 
 import hashlib
@@ -212,6 +213,26 @@ def display_filter(target):
     write(target, "deep-65.txt", "(" * 65 + "replayed" + ")" * 65)
 
 
+def record_dissection(target, tape):
+    """The tape up to its first transaction (the dissector reads record after record from byte
+    16), then that transaction cut, and damaged where the dissector reads lengths."""
+    offset, kind = FILE_HEADER, None
+    while kind != TRANSACTION:
+        start = offset
+        kind, _, length = struct.unpack_from("<IIQ", tape, offset)
+        offset += FRAME_HEADER + length + padding(length) + DIGEST
+    head = tape[:offset]
+    write(target, "first-records.tape", head)
+    write(target, "cut-transaction.tape", head[: start + FRAME_HEADER + 100])
+    payload = start + FRAME_HEADER
+    write(target, "huge-safetensors-header.tape", head[:payload] + u64(2**63) + head[payload + 8:])
+    write(target, "damaged-header-check.tape", head[: start + 16] + bytes([head[start + 16] ^ 1]) + head[start + 17:])
+    # A payload length no file holds, which the header check vouches for.
+    frame = struct.pack("<IIQ", TRANSACTION, 1, 2**64 - 4)
+    frame += struct.pack("<II", zlib.crc32(frame), 0)
+    write(target, "huge-payload-length.tape", head[:start] + frame + head[start + 24:])
+
+
 def main():
     args = sys.argv[1:]
     only = None
@@ -230,6 +251,8 @@ def main():
             worker_protocol(os.path.join(corpus, "fuzz_worker_protocol"), root)
         if "fuzz_display_filter" in only:
             display_filter(os.path.join(corpus, "fuzz_display_filter"))
+        if "fuzz_record_dissection" in only:
+            record_dissection(os.path.join(corpus, "fuzz_record_dissection"), tape)
         return
     deep = "[" * DEEP + "]" * DEEP
     deep_root = root.replace('"metadata":{', '"metadata":{"deep":' + deep + ",", 1)
@@ -277,6 +300,7 @@ def main():
 
     worker_protocol(os.path.join(corpus, "fuzz_worker_protocol"), root)
     display_filter(os.path.join(corpus, "fuzz_display_filter"))
+    record_dissection(os.path.join(corpus, "fuzz_record_dissection"), tape)
 
 
 if __name__ == "__main__":

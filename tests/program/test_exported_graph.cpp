@@ -163,6 +163,10 @@ void TestExportedGraph::hostileGraphsAreRefused_data()
     QTest::newRow("no loss") << "no loss" << "missing member \"loss\"";
     QTest::newRow("batch out of order") << "batch order" << "inputs[4].index: batch inputs are numbered 0, 1, … in order";
     QTest::newRow("duplicate parameter") << "duplicate" << "\"model.hidden.bias\" is declared twice";
+    // A tensor the step captured (torch.export's lifted constant): the TorchScript path's words.
+    QTest::newRow("captured tensors") << "constant input"
+                                      << "attested Torch code captured unprepared tensor state (lifted_tensor_0, scale); register it "
+                                         "as a parameter or buffer of the sealed program, or pass it in the batch";
 }
 
 void TestExportedGraph::hostileGraphsAreRefused()
@@ -203,6 +207,10 @@ void TestExportedGraph::hostileGraphsAreRefused()
         graph["inputs"][4]["index"] = 1;
     else if (what == "duplicate")
         graph["inputs"][0]["name"] = "model.hidden.bias";
+    else if (what == "constant input") {
+        graph["inputs"].push_back({{"kind", "constant"}, {"name", "lifted_tensor_0"}});
+        graph["inputs"].push_back({{"kind", "constant"}, {"name", "scale"}});
+    }
     text = what == "truncated" ? original.substr(0, original.size() / 2) : graph.dump();
     const std::string refusal = refusalOf(text);
     QVERIFY2(refusal.find(named.toStdString()) != std::string::npos, refusal.c_str());

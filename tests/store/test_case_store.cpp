@@ -828,7 +828,8 @@ void TestCaseStore::corruptTapeIsRefusedAndCaseUnchanged()
         QFAIL("a corrupt tape was ingested");
     } catch (const IngestError& error) {
         const std::string message = error.what();
-        QVERIFY2(contains(message, "record " + std::to_string(record.index) + " at byte"), message.c_str());
+        QVERIFY2(contains(message, "record " + std::to_string(record.index) + " (transaction " + std::to_string(transaction) + ") at byte"),
+                 message.c_str());
         QVERIFY2(contains(message, "corrupt"), message.c_str());
         QVERIFY(error.summary());
         QCOMPARE(error.summary()->status, TapeStatus::Corrupt);

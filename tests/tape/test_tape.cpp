@@ -142,6 +142,7 @@ private Q_SLOTS:
     void roundTripEveryRecordTypeAndDtype();
     void stateDigestFollowsTheSpec();
     void everySingleByteFlipIsDetectedAndLocated();
+    void problemNamesTheTransactionAtFault();
     void everyTruncationIsReportedNeverComplete();
     void removedReorderedOrInsertedRecordsBreakTheChain();
     void recordOrderIsEnforced();
@@ -378,6 +379,21 @@ void TestTape::everySingleByteFlipIsDetectedAndLocated()
             if (offset >= tape::kFileHeaderSize) {
                 const RecordLocation& record = layout.records[static_cast<std::size_t>(expected)];
                 QVERIFY(summary.problem->byteOffset >= record.offset && summary.problem->byteOffset < record.offset + record.frameSize);
+                // A flip in frame bytes 0-19 fails the header check, which then vouches for no type.
+                const TapeProblem& problem = *summary.problem;
+                const QString where = QStringLiteral("flip at byte %1: %2").arg(offset).arg(QString::fromStdString(problem.describe()));
+                QVERIFY2(problem.frameOffset == record.offset, qPrintable(where));
+                if (offset - record.offset < 20) {
+                    QVERIFY2(!problem.recordType && !problem.transactionIndex, qPrintable(where));
+                } else {
+                    QVERIFY2(problem.recordType == record.type, qPrintable(where));
+                    const auto before = static_cast<std::uint64_t>(
+                        std::count_if(layout.records.begin(), layout.records.begin() + expected, [](const RecordLocation& r) {
+                            return r.type == static_cast<std::uint32_t>(tape::RecordType::Transaction);
+                        }));
+                    const bool transaction = record.type == static_cast<std::uint32_t>(tape::RecordType::Transaction);
+                    QVERIFY2(transaction ? problem.transactionIndex == before : !problem.transactionIndex, qPrintable(where));
+                }
             }
         } catch (const NotATapeError& error) {
             QVERIFY2(offset < 10, qPrintable(QStringLiteral("flip at byte %1 called not a tape").arg(offset)));
@@ -386,6 +402,51 @@ void TestTape::everySingleByteFlipIsDetectedAndLocated()
         ++checked;
     }
     QCOMPARE(checked, static_cast<int>(bytes.size()));
+}
+
+// The auditor knows transactions by their index, not by record numbers: a damaged
+// transaction's finding names it, unless its header check failed (then its type is unknown).
+void TestTape::problemNamesTheTransactionAtFault()
+{
+    const std::string original = smallDemoTape(dir_.file("named-original.zkdv"));
+    RecordingVisitor layout;
+    QVERIFY(scanTape(original, &layout).status == TapeStatus::Sealed);
+    // The second transaction: records before it include the root, the program and snapshots.
+    std::uint64_t transactions = 0;
+    const RecordLocation* second = nullptr;
+    for (const RecordLocation& record : layout.records)
+        if (record.type == static_cast<std::uint32_t>(tape::RecordType::Transaction) && transactions++ == 1)
+            second = &record;
+    QVERIFY(second && second->index > 1);
+    const std::vector<std::uint8_t> bytes = readAll(original);
+    const std::string damaged = dir_.file("named.zkdv");
+
+    std::vector<std::uint8_t> payloadFlipped = bytes;
+    payloadFlipped[second->offset + tape::kFrameHeaderSize + 100] ^= 0x10;
+    writeAll(damaged, payloadFlipped);
+    TapeSummary summary = scanTape(damaged);
+    QVERIFY(summary.problem);
+    QCOMPARE(summary.problem->transactionIndex, std::optional<std::uint64_t>(1));
+    QCOMPARE(summary.problem->recordType, std::optional<std::uint32_t>(static_cast<std::uint32_t>(tape::RecordType::Transaction)));
+    QCOMPARE(summary.problem->frameOffset, std::optional<std::uint64_t>(second->offset));
+    const std::string named = "record " + std::to_string(second->index) + " (transaction 1) at byte ";
+    QVERIFY2(summary.problem->describe().rfind(named, 0) == 0, summary.problem->describe().c_str());
+
+    std::vector<std::uint8_t> checkDamaged = bytes;
+    checkDamaged[second->offset + 16] ^= 0x01;  // the header check itself
+    writeAll(damaged, checkDamaged);
+    summary = scanTape(damaged);
+    QVERIFY(summary.problem);
+    QVERIFY(!summary.problem->recordType && !summary.problem->transactionIndex);
+    QCOMPARE(summary.problem->frameOffset, std::optional<std::uint64_t>(second->offset));
+    QVERIFY2(summary.problem->describe().rfind("record " + std::to_string(second->index) + " at byte ", 0) == 0,
+             summary.problem->describe().c_str());
+
+    // A cut transaction, whose header is whole and checked, is named too.
+    writeAll(damaged, bytes, second->offset + second->frameSize - 1);
+    summary = scanTape(damaged);
+    QCOMPARE(summary.status, TapeStatus::Truncated);
+    QCOMPARE(summary.problem->transactionIndex, std::optional<std::uint64_t>(1));
 }
 
 void TestTape::everyTruncationIsReportedNeverComplete()

@@ -1,9 +1,14 @@
 // What every chart lets its user do (ChartTools): x-only zoom that stays within the data while
 // y follows the data in view, reset by double-click and by Home, export as PNG, SVG and CSV
-// read back, the loss's log/linear toggle, and log-axis tick labels that say different things.
+// read back, PNG at a chosen size with a title and a footer (and the chart on screen left as it
+// was), the export dialog, the loss's log/linear toggle, and log-axis tick labels that say
+// different things.
 
 #include <QAction>
+#include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
+#include <QSpinBox>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QXmlStreamReader>
@@ -15,12 +20,17 @@
 
 #include <qcustomplot.h>
 
+#include "image_ink.h"
+#include "plots/chart_image_dialog.h"
 #include "plots/chart_style.h"
 #include "plots/chart_tools.h"
 #include "plots/divergence_chart.h"
 #include "plots/transaction_chart.h"
 #include "temp_dir.h"
 
+using zkdv::test::darkPixels;
+using zkdv::ui::ChartImageDialog;
+using zkdv::ui::ChartImageOptions;
 using zkdv::ui::ChartStyle;
 using zkdv::ui::ChartTools;
 using zkdv::ui::TransactionChart;
@@ -54,6 +64,46 @@ QCPRange visibleLoss(const TransactionChart& chart)
     return chart.lossGraph()->getValueRange(found, QCP::sdBoth, chart.xAxis->range());
 }
 
+// 50 transactions of a model of 16 layers: a legend that must wrap into columns.
+void setSixteenLayers(TransactionChart& chart)
+{
+    auto loss = QSharedPointer<QCPGraphDataContainer>::create();
+    QVector<QSharedPointer<QCPGraphDataContainer>> norms;
+    QStringList names;
+    for (int i = 0; i < 50; ++i)
+        loss->add(QCPGraphData(i, lossAt(i)));
+    for (int p = 0; p < 16; ++p) {
+        names << QStringLiteral("layer%1.weight").arg(p);
+        norms << QSharedPointer<QCPGraphDataContainer>::create();
+        for (int i = 0; i < 50; ++i)
+            norms.back()->add(QCPGraphData(i, 1e-3 * (p + 1)));
+    }
+    chart.setSeries(loss, names, 16, norms);
+}
+
+// What the chart on screen is made of and where: unchanged by an export.
+QStringList layoutOf(TransactionChart& chart)
+{
+    QStringList parts;
+    const auto rect = [](const QRect& r) { return QStringLiteral("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height()); };
+    parts << QStringLiteral("elements %1, items %2, plottables %3, layers %4, legend items %5")
+                 .arg(chart.plotLayout()->elements(true).size())
+                 .arg(chart.itemCount())
+                 .arg(chart.plottableCount())
+                 .arg(chart.layerCount())
+                 .arg(chart.legend->itemCount());
+    parts << QStringLiteral("grid %1x%2").arg(chart.plotLayout()->rowCount()).arg(chart.plotLayout()->columnCount());
+    for (QCPLayoutElement* element : chart.plotLayout()->elements(true))
+        if (element) {
+            parts << QString::fromLatin1(element->metaObject()->className()) + QLatin1Char(' ') + rect(element->outerRect());
+            if (auto* legend = qobject_cast<QCPLegend*>(element))
+                parts << QStringLiteral("legend wrap %1").arg(legend->wrap());
+        }
+    parts << QStringLiteral("x %1..%2 y %3..%4").arg(chart.xAxis->range().lower).arg(chart.xAxis->range().upper)
+                 .arg(chart.yAxis->range().lower).arg(chart.yAxis->range().upper);
+    return parts;
+}
+
 QWheelEvent wheel(const QWidget& widget, QPointF at, int notches)
 {
     return QWheelEvent(at, widget.mapToGlobal(at), QPoint(), QPoint(0, 120 * notches), Qt::NoButton, Qt::NoModifier,
@@ -72,6 +122,10 @@ private Q_SLOTS:
     void doubleClickAndHomeResetTheZoom();
     void exportsReadBack();
     void exportToAnUnwritablePlaceSaysWhy();
+    void pngAtAChosenSizeHasTitleAndFooter();
+    void pngExportLeavesTheChartOnScreenAsItWas();
+    void pngSizeOutOfBoundsIsRefused();
+    void imageDialogProposesAndReturns();
     void lossAxisTogglesBetweenLinearAndLog();
     void contextMenuOffersEveryAction();
     void logAxisTickLabelsDiffer();
@@ -241,6 +295,129 @@ void TestChartTools::exportToAnUnwritablePlaceSaysWhy()
     QVERIFY(!QFileInfo::exists(path));
 }
 
+void TestChartTools::pngAtAChosenSizeHasTitleAndFooter()
+{
+    auto chart = makeChart();
+    chart->show();
+    QVERIFY(QTest::qWaitForWindowExposed(chart.get()));
+    ChartTools* tools = ChartTools::of(chart.get());
+    // Without a caption: the chart's name, no footer.
+    chart->setAccessibleName(QStringLiteral("Loss and updates"));
+    QCOMPARE(tools->imageOptions().title, QStringLiteral("Loss and updates"));
+    QCOMPARE(tools->imageOptions().footer, QString());
+    tools->setCaption(QStringLiteral("demo.zkdv — Run #5 (cuda:0)"),
+                      QStringLiteral("Tape: demo.zkdv (chain head 0123456789abcdef…), tape 1 of the case\nRun: Run #5 · cuda:0 · finished\n"
+                                     "Case: /cases/demo.zkaudit"));
+    ChartImageOptions options = tools->imageOptions();
+    QCOMPARE(options.size, chart->size());
+    QCOMPARE(options.title, QStringLiteral("demo.zkdv — Run #5 (cuda:0)"));
+    QVERIFY(options.footer.startsWith(QStringLiteral("Tape: demo.zkdv")));
+
+    options.size = QSize(1234, 567);
+    const QString png = QString::fromStdString(dir_.file("sized.png"));
+    QString error;
+    QVERIFY2(tools->exportPng(png, options, &error), qPrintable(error));
+    const QImage image(png);
+    QCOMPARE(image.size(), QSize(1234, 567));
+
+    // The same chart without a title or footer, for what the bands hold on their own.
+    ChartImageOptions bare = options;
+    bare.title.clear();
+    bare.footer.clear();
+    const QImage plain = tools->renderImage(bare, &error);
+    QCOMPARE(plain.size(), QSize(1234, 567));
+    // The title: text across the middle of the top band, where the bare chart has none.
+    const QRect titleBand(1234 / 3, 0, 1234 / 3, 28);
+    const int title = darkPixels(image, titleBand);
+    QVERIFY2(title > 60 && title > 4 * darkPixels(plain, titleBand) + 20,
+             qPrintable(QStringLiteral("%1 vs %2").arg(title).arg(darkPixels(plain, titleBand))));
+    // The footer: three lines at the bottom left, below the chart's axis.
+    const QRect footerBand(0, 567 - 50, 300, 50);
+    const int footer = darkPixels(image, footerBand);
+    QVERIFY2(footer > 60 && footer > 2 * darkPixels(plain, footerBand) + 20,
+             qPrintable(QStringLiteral("%1 vs %2").arg(footer).arg(darkPixels(plain, footerBand))));
+    // The chart itself is between them: its loss line is drawn, and not in the title band.
+    const QColor lossColor = chart->lossGraph()->pen().color();
+    int top = image.height(), bottom = -1;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x)
+            if (image.pixelColor(x, y) == lossColor) {
+                top = std::min(top, y);
+                bottom = std::max(bottom, y);
+            }
+    QVERIFY2(top >= 28 && bottom >= 0 && bottom < 567 - 40, qPrintable(QStringLiteral("%1..%2").arg(top).arg(bottom)));
+}
+
+void TestChartTools::pngExportLeavesTheChartOnScreenAsItWas()
+{
+    // Sixteen parameters: a legend that wraps into columns by the height it is laid out in.
+    TransactionChart chart;
+    chart.resize(760, 300);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    setSixteenLayers(chart);
+    chart.replot();
+    chart.replot();
+    QTest::qWait(50);  // any queued re-wrap done
+    ChartTools* tools = ChartTools::of(&chart);
+    tools->setCaption(QStringLiteral("A title"), QStringLiteral("A footer\nTwo lines"));
+    const QStringList before = layoutOf(chart);
+    const QImage screenBefore = chart.grab().toImage();
+    ChartImageOptions options = tools->imageOptions();
+    // Much taller and narrower than the screen's: another layout, other legend columns.
+    options.size = QSize(500, 1600);
+    QString error;
+    QVERIFY2(tools->exportPng(QString::fromStdString(dir_.file("tall.png")), options, &error), qPrintable(error));
+    QCOMPARE(QImage(QString::fromStdString(dir_.file("tall.png"))).size(), QSize(500, 1600));
+    QCOMPARE(layoutOf(chart), before);
+    QTest::qWait(50);
+    QCOMPARE(layoutOf(chart), before);
+    QCOMPARE(chart.grab().toImage(), screenBefore);
+    // And it still finds points under the mouse where the screen shows them.
+    const QPointF point(chart.xAxis->coordToPixel(10), chart.yAxis->coordToPixel(lossAt(10)));
+    QCOMPARE(chart.transactionAt(point).value_or(999), quint64(10));
+}
+
+void TestChartTools::pngSizeOutOfBoundsIsRefused()
+{
+    auto chart = makeChart();
+    ChartTools* tools = ChartTools::of(chart.get());
+    const QString path = QString::fromStdString(dir_.file("refused.png"));
+    for (const QSize& size : {QSize(ChartTools::kMinImageSide - 1, 400), QSize(400, ChartTools::kMaxImageSide + 1), QSize(0, 0)}) {
+        QString error;
+        QVERIFY(!tools->exportPng(path, ChartImageOptions{size, QStringLiteral("t"), QString()}, &error));
+        QVERIFY2(error.contains(QStringLiteral("200 to 8000")), qPrintable(error));
+        QVERIFY(!QFileInfo::exists(path));
+    }
+    // A footer so long that the chart would have no room.
+    QString error;
+    QVERIFY(!tools->exportPng(path, ChartImageOptions{QSize(400, 200), QStringLiteral("t"), QStringLiteral("line\n").repeated(12)}, &error));
+    QVERIFY2(error.contains(QStringLiteral("leaves the chart")), qPrintable(error));
+    QVERIFY(!QFileInfo::exists(path));
+    // The smallest and largest sides allowed are written.
+    QVERIFY2(tools->exportPng(path, ChartImageOptions{QSize(ChartTools::kMinImageSide, ChartTools::kMinImageSide), QString(), QString()}, &error),
+             qPrintable(error));
+    QCOMPARE(QImage(path).size(), QSize(ChartTools::kMinImageSide, ChartTools::kMinImageSide));
+}
+
+void TestChartTools::imageDialogProposesAndReturns()
+{
+    ChartImageDialog dialog(ChartImageOptions{QSize(640, 480), QStringLiteral("demo.zkdv — Run #3 (cpu)"), QStringLiteral("Tape: demo.zkdv")});
+    QCOMPARE(dialog.widthBox()->value(), 640);
+    QCOMPARE(dialog.heightBox()->value(), 480);
+    QCOMPARE(dialog.widthBox()->minimum(), ChartTools::kMinImageSide);
+    QCOMPARE(dialog.heightBox()->maximum(), ChartTools::kMaxImageSide);
+    QCOMPARE(dialog.titleEdit()->text(), QStringLiteral("demo.zkdv — Run #3 (cpu)"));
+    QVERIFY(dialog.findChild<QLabel*>(QStringLiteral("imageFooter"))->text().contains(QStringLiteral("Tape: demo.zkdv")));
+    dialog.widthBox()->setValue(2400);
+    dialog.heightBox()->setValue(50);  // below the least side: held at it
+    dialog.titleEdit()->setText(QStringLiteral("  CPU against GPU "));
+    const ChartImageOptions chosen = dialog.options();
+    QCOMPARE(chosen.size, QSize(2400, ChartTools::kMinImageSide));
+    QCOMPARE(chosen.title, QStringLiteral("CPU against GPU"));
+    QCOMPARE(chosen.footer, QStringLiteral("Tape: demo.zkdv"));
+}
+
 void TestChartTools::lossAxisTogglesBetweenLinearAndLog()
 {
     auto chart = makeChart();
@@ -329,18 +506,7 @@ void TestChartTools::legendsNeverCoverDataNorCutEntries()
     chart.resize(700, 180);
     chart.show();  // QCustomPlot lays out in its viewport, which a resize of a hidden widget leaves as it was
     QVERIFY(QTest::qWaitForWindowExposed(&chart));
-    auto loss = QSharedPointer<QCPGraphDataContainer>::create();
-    QVector<QSharedPointer<QCPGraphDataContainer>> norms;
-    QStringList names;
-    for (int i = 0; i < 50; ++i)
-        loss->add(QCPGraphData(i, lossAt(i)));
-    for (int p = 0; p < 16; ++p) {
-        names << QStringLiteral("layer%1.weight").arg(p);
-        norms << QSharedPointer<QCPGraphDataContainer>::create();
-        for (int i = 0; i < 50; ++i)
-            norms.back()->add(QCPGraphData(i, 1e-3 * (p + 1)));
-    }
-    chart.setSeries(loss, names, 16, norms);
+    setSixteenLayers(chart);
     chart.replot();
     chart.replot();  // the legends re-wrap to the height they were laid out in, then lay out again
     const QRect whole(QPoint(0, 0), chart.size());

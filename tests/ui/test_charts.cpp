@@ -1,8 +1,10 @@
 // The workstation's charts against the case they show: point, marker and bar counts equal
 // what the case holds (counted with SQL here), the series reader against the replay's own
 // fingerprint reader, clicks and selection, refresh as results arrive, clearing, a case
-// without runs, and unreadable cases.
+// without runs, unreadable cases, a second run drawn over the shown one (and refused when it is
+// of another tape or gone), and the tape, runs and case an exported image names.
 
+#include <QComboBox>
 #include <QSignalSpy>
 #include <QToolTip>
 #include <QtTest>
@@ -15,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "image_ink.h"
 #include "plots/chart_panel.h"
+#include "plots/chart_tools.h"
 #include "plots/divergence_chart.h"
 #include "plots/slot_divergence_chart.h"
 #include "plots/transaction_chart.h"
@@ -27,10 +31,12 @@
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/transaction_series.h"
+#include "zkdv/store/transaction_table.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/tape/transaction_record.h"
 
 using namespace zkdv;
+using test::darkPixels;
 using zkdv::ui::ChartPanel;
 
 namespace {
@@ -78,13 +84,13 @@ TransactionOutcome outcome(std::uint64_t index, Verdict verdict, double maxUlp, 
 }
 
 std::int64_t storeRun(Database& db, std::int64_t tapeId, const std::vector<TransactionOutcome>& outcomes, bool finish = true,
-                      const std::string& tolerance = "")
+                      const std::string& tolerance = "", const std::string& device = "cpu")
 {
     ReplayStore store(db);
     ReplayRunInfo info;
     info.tapeId = tapeId;
     info.tolerance = tolerance;
-    info.device = "cpu";
+    info.device = device;
     info.selection = "ids:test";
     const std::int64_t run = store.beginRun(info);
     store.storeOutcomes(run, outcomes);
@@ -123,6 +129,16 @@ QStringList titlesOf(QCustomPlot* plot)
     return titles;
 }
 
+// The names of the entries of a chart's legend.
+QStringList legendNames(QCustomPlot* plot)
+{
+    QStringList names;
+    for (int i = 0; i < plot->legend->itemCount(); ++i)
+        if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i)))
+            names << item->plottable()->name();
+    return names;
+}
+
 // Waits until every read the panel asked for has been applied.
 bool settle(ChartPanel& panel)
 {
@@ -154,8 +170,24 @@ private slots:
     void unreadableCaseReportsAProblem_data();
     void unreadableCaseReportsAProblem();
     void histogramBinLabels();
+    void comparisonRunIsDrawnOverTheShownRun();
+    void comparisonIsChosenInThePanel();
+    void comparisonRunOfAnotherTapeIsRefused();
+    void removedComparisonRunIsCleared();
+    void exportedImageNamesTapeRunsAndCase();
 
 private:
+    // A copy of the case with a newer run of the same tape on another device ("cuda:0"), and
+    // a second tape with a run of its own.
+    struct ComparisonCase {
+        std::string path;
+        std::int64_t gpuRun = 0;
+        std::int64_t otherTape = 0;
+        std::int64_t otherTapeRun = 0;
+    };
+    ComparisonCase makeComparisonCase(test::TempDir& dir);
+
+
     std::unique_ptr<test::TempDir> dir_;
     std::string casePath_;
     std::string bareCasePath_;  // a tape, no replay runs
@@ -597,6 +629,284 @@ void TestCharts::histogramBinLabels()
     QCOMPARE(UlpHistogramChart::binLabel(3), QString("[4, 8)"));
     QCOMPARE(UlpHistogramChart::binLabel(12), QString("[2^11, 2^12)"));
     QCOMPARE(UlpHistogramChart::binLabel(64), QString("[2^63, 2^64)"));
+}
+
+TestCharts::ComparisonCase TestCharts::makeComparisonCase(test::TempDir& dir)
+{
+    ComparisonCase made;
+    made.path = dir.file("compare.zkaudit");
+    std::filesystem::copy_file(casePath_, made.path);
+    SyntheticDemoOptions options;
+    options.steps = 30;
+    options.seed = 11;
+    writeSyntheticDemoTape(dir.file("other.zkdv"), options);
+    CaseStore store(made.path, CaseStore::Access::ReadWrite);
+    made.gpuRun = storeRun(store.database(), tapeId_,
+                           {outcome(5, Verdict::Exact, 0, 0), outcome(17, Verdict::Diverged, 70, 1e-4), outcome(40, Verdict::Diverged, 9000, 2e-3),
+                            outcome(99, Verdict::WithinTolerance, 2, 1e-8)},
+                           true, "", "cuda:0");
+    made.otherTape = store.ingestTape(dir.file("other.zkdv")).tapeId;
+    made.otherTapeRun = storeRun(store.database(), made.otherTape, {outcome(3, Verdict::Exact, 0, 0)});
+    return made;
+}
+
+void TestCharts::comparisonRunIsDrawnOverTheShownRun()
+{
+    test::TempDir dir;
+    const ComparisonCase made = makeComparisonCase(dir);
+    ChartPanel panel;
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(made.path), tapeId_);
+    QVERIFY(settle(panel));
+    QCOMPARE(panel.runId(), made.gpuRun);  // the newest
+    ui::DivergenceChart* chart = panel.divergencePlot();
+    QCOMPARE(legendNames(chart), QStringList({"max ULP", "relative L2"}));
+
+    panel.setComparisonRun(run_);
+    QCOMPARE(panel.comparisonRun(), run_);
+    QVERIFY(settle(panel));
+    QCOMPARE(problems.count(), 0);
+    QVERIFY(panel.isComparing());
+    Database db(made.path, Database::Mode::ReadOnly);
+    const auto verdictCount = [&](std::int64_t run) { return count(db, "SELECT count(*) FROM verdicts WHERE run_id = " + std::to_string(run)); };
+    QCOMPARE(panel.divergencePointCount(), verdictCount(made.gpuRun));
+    QCOMPARE(panel.comparisonPointCount(), verdictCount(run_));
+    QCOMPARE(panel.divergencePointCount(), 4);
+    QCOMPARE(panel.comparisonPointCount(), int(outcomes_.size()));
+    QVERIFY(chart->comparisonMaxUlpGraph()->visible());
+    // Each point of the comparison is the comparison run's, at its transaction.
+    QCOMPARE(chart->comparisonMaxUlpGraph()->data()->at(2)->key, 40.0);
+    QCOMPARE(chart->comparisonMaxUlpGraph()->data()->at(2)->value, 4096.0 * 2);
+    QCOMPARE(chart->maxUlpGraph()->data()->at(2)->value, 9000.0 * 2);
+    // Told apart by colour and marker, and named with their devices.
+    QVERIFY(chart->maxUlpGraph()->scatterStyle().shape() != chart->comparisonMaxUlpGraph()->scatterStyle().shape());
+    QVERIFY(chart->maxUlpGraph()->scatterStyle().pen().color() != chart->comparisonMaxUlpGraph()->scatterStyle().pen().color());
+    QVERIFY(chart->relativeL2Graph()->scatterStyle().shape() != chart->comparisonRelativeL2Graph()->scatterStyle().shape());
+    const QString gpu = QStringLiteral("Run #%1 (cuda:0)").arg(made.gpuRun), cpu = QStringLiteral("Run #%1 (cpu)").arg(run_);
+    QCOMPARE(legendNames(chart), QStringList({gpu + ": max ULP", gpu + ": relative L2", cpu + ": max ULP", cpu + ": relative L2"}));
+
+    // The ULP histogram has the comparison run's beside the shown run's: the whole run's, then
+    // the selected transaction's.
+    ui::UlpHistogramChart* histogram = panel.histogramPlot();
+    QVERIFY(histogram->hasComparison());
+    QCOMPARE(histogram->total(), histogramSum(db, "run_id = " + std::to_string(made.gpuRun)));
+    QCOMPARE(histogram->comparisonTotal(), histogramSum(db, "run_id = " + std::to_string(run_)));
+    QCOMPARE(legendNames(histogram), QStringList({gpu, cpu}));
+    panel.selectTransaction(40);
+    QCOMPARE(histogram->comparisonTotal(), histogramSum(db, "run_id = " + std::to_string(run_) + " AND idx = 40"));
+    QCOMPARE(histogram->total(), histogramSum(db, "run_id = " + std::to_string(made.gpuRun) + " AND idx = 40"));
+    panel.clearSelection();
+
+    // The shown run compared with itself adds nothing; showing another run brings it back.
+    panel.setRun(run_);
+    QVERIFY(settle(panel));
+    QVERIFY(!panel.isComparing());
+    QCOMPARE(panel.comparisonPointCount(), 0);
+    QCOMPARE(legendNames(chart), QStringList({"max ULP", "relative L2"}));
+    QVERIFY(!histogram->hasComparison());
+    panel.setRun(made.gpuRun);
+    QVERIFY(settle(panel));
+    QVERIFY(panel.isComparing());
+    QCOMPARE(panel.comparisonPointCount(), int(outcomes_.size()));
+
+    // Every run (newest result per transaction) against one run.
+    panel.setRun(TransactionTable::kEveryRun);
+    QVERIFY(settle(panel));
+    QVERIFY(panel.isComparing());
+    QCOMPARE(legendNames(chart).first(), QStringLiteral("All runs: max ULP"));
+
+    // Cleared: the comparison's graphs leave the chart and its legend.
+    panel.setComparisonRun(0);
+    QVERIFY(settle(panel));
+    QVERIFY(!panel.isComparing());
+    QCOMPARE(panel.comparisonPointCount(), 0);
+    QVERIFY(!chart->comparisonMaxUlpGraph()->visible());
+    QCOMPARE(legendNames(chart), QStringList({"max ULP", "relative L2"}));
+    QVERIFY(!histogram->hasComparison());
+    QVERIFY(!histogram->legend->visible());
+    QCOMPARE(problems.count(), 0);
+
+    // Another tape: no comparison carried over.
+    panel.setComparisonRun(run_);
+    QVERIFY(settle(panel));
+    QVERIFY(panel.isComparing());
+    panel.setCase(QString::fromStdString(made.path), made.otherTape);
+    QCOMPARE(panel.comparisonRun(), qint64(0));
+    QVERIFY(settle(panel));
+    QVERIFY(!panel.isComparing());
+    QCOMPARE(panel.comparisonPointCount(), 0);
+}
+
+void TestCharts::comparisonIsChosenInThePanel()
+{
+    test::TempDir dir;
+    const ComparisonCase made = makeComparisonCase(dir);
+    ChartPanel panel;
+    QComboBox* box = panel.comparisonBox();
+    QVERIFY(box);
+    QCOMPARE(panel.cornerWidget(Qt::TopRightCorner)->findChild<QComboBox*>(), box);
+    QCOMPARE(box->count(), 1);
+    QCOMPARE(box->currentText(), QStringLiteral("No comparison"));
+    panel.setCase(QString::fromStdString(made.path), tapeId_);
+    QVERIFY(settle(panel));
+    // None first, then the tape's other runs, newest first; the other tape's run is not offered.
+    QStringList texts;
+    for (int i = 0; i < box->count(); ++i)
+        texts << box->itemText(i);
+    QCOMPARE(texts, QStringList({QStringLiteral("No comparison"), QStringLiteral("vs Run #%1 · cpu · finished").arg(run_),
+                                 QStringLiteral("vs Run #%1 · cpu · finished").arg(olderRun_)}));
+    QVERIFY(box->isEnabled());
+
+    // The user picks a run: the panel compares with it.
+    Q_EMIT box->activated(2);
+    QCOMPARE(panel.comparisonRun(), olderRun_);
+    QVERIFY(settle(panel));
+    QVERIFY(panel.isComparing());
+    QCOMPARE(panel.comparisonPointCount(), 1);
+    QCOMPARE(box->currentIndex(), 2);
+    // Set from outside, the box follows.
+    panel.setComparisonRun(run_);
+    QCOMPARE(box->currentIndex(), 1);
+    QVERIFY(settle(panel));
+    Q_EMIT box->activated(0);
+    QCOMPARE(panel.comparisonRun(), qint64(0));
+    QVERIFY(settle(panel));
+    QCOMPARE(panel.comparisonPointCount(), 0);
+}
+
+void TestCharts::comparisonRunOfAnotherTapeIsRefused()
+{
+    test::TempDir dir;
+    const ComparisonCase made = makeComparisonCase(dir);
+    ChartPanel panel;
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(made.path), tapeId_);
+    QVERIFY(settle(panel));
+    panel.setComparisonRun(run_);
+    QVERIFY(settle(panel));
+    QVERIFY(panel.isComparing());
+    for (const qint64 refused : {qint64(made.otherTapeRun), qint64(made.gpuRun + 1000), qint64(TransactionTable::kEveryRun)}) {
+        const int before = problems.count();
+        panel.setComparisonRun(refused);
+        QCOMPARE(problems.count(), before + 1);
+        const QString message = problems.last().first().toString();
+        QVERIFY2(message.contains(QStringLiteral("Not compared with run %1").arg(refused)), qPrintable(message));
+        // Refused, and what was compared before is cleared.
+        QCOMPARE(panel.comparisonRun(), qint64(0));
+        QVERIFY(settle(panel));
+        QVERIFY(!panel.isComparing());
+        QCOMPARE(panel.comparisonPointCount(), 0);
+        QCOMPARE(panel.comparisonBox()->currentIndex(), 0);
+        panel.setComparisonRun(run_);
+        QVERIFY(settle(panel));
+    }
+    // Without a case nothing can be compared.
+    panel.setCase(QString(), 0);
+    panel.setComparisonRun(run_);
+    QCOMPARE(panel.comparisonRun(), qint64(0));
+    QVERIFY(problems.last().first().toString().contains(QStringLiteral("no case")));
+}
+
+void TestCharts::removedComparisonRunIsCleared()
+{
+    test::TempDir dir;
+    const ComparisonCase made = makeComparisonCase(dir);
+    ChartPanel panel;
+    QSignalSpy problems(&panel, &ChartPanel::problem);
+    panel.setCase(QString::fromStdString(made.path), tapeId_);
+    QVERIFY(settle(panel));
+    panel.setComparisonRun(run_);
+    QVERIFY(settle(panel));
+    QVERIFY(panel.isComparing());
+    QCOMPARE(problems.count(), 0);
+    {
+        // Gone from the case while charted (a hand edit: the case has no command for it).
+        Database db(made.path, Database::Mode::ReadWrite);
+        db.exec("DELETE FROM replay_runs WHERE id = " + std::to_string(run_));
+    }
+    panel.refresh();
+    QVERIFY(settle(panel));
+    QCOMPARE(problems.count(), 1);
+    QVERIFY2(problems.first().first().toString().contains(QStringLiteral("Not compared with run %1").arg(run_)),
+             qPrintable(problems.first().first().toString()));
+    QCOMPARE(panel.comparisonRun(), qint64(0));
+    QVERIFY(!panel.isComparing());
+    QCOMPARE(panel.comparisonPointCount(), 0);
+    // The shown run is still charted, and the box no longer offers the run.
+    QCOMPARE(panel.divergencePointCount(), 4);
+    for (int i = 0; i < panel.comparisonBox()->count(); ++i)
+        QVERIFY(panel.comparisonBox()->itemData(i).toLongLong() != run_);
+}
+
+void TestCharts::exportedImageNamesTapeRunsAndCase()
+{
+    test::TempDir dir;
+    const ComparisonCase made = makeComparisonCase(dir);
+    ChartPanel panel;
+    panel.resize(1000, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.setCase(QString::fromStdString(made.path), tapeId_);
+    QVERIFY(settle(panel));
+    std::string chainHead;
+    {
+        CaseStore store(made.path, CaseStore::Access::ReadOnly);
+        chainHead = store.tape(tapeId_)->chainHead;
+    }
+    const QString gpu = QStringLiteral("Run #%1 (cuda:0)").arg(made.gpuRun), cpu = QStringLiteral("Run #%1 (cpu)").arg(run_);
+    ui::ChartTools* divergence = ui::ChartTools::of(panel.divergencePlot());
+    ui::ChartTools* loss = ui::ChartTools::of(panel.lossPlot());
+    QCOMPARE(divergence->captionTitle(), QStringLiteral("demo.zkdv — ") + gpu);
+    const QStringList footer = divergence->captionFooter().split(QLatin1Char('\n'));
+    QCOMPARE(footer.size(), 3);
+    QVERIFY2(footer[0].contains(QStringLiteral("demo.zkdv")) && footer[0].contains(QString::fromStdString(chainHead.substr(0, 16)))
+                 && footer[0].contains(QStringLiteral("tape %1").arg(tapeId_)),
+             qPrintable(footer[0]));
+    QCOMPARE(footer[1], QStringLiteral("Run: Run #%1 · cuda:0 · finished").arg(made.gpuRun));
+    QCOMPARE(footer[2], QStringLiteral("Case: ") + QDir::toNativeSeparators(QString::fromStdString(made.path)));
+
+    // Compared: the charts that draw the comparison name it; the others do not.
+    panel.setComparisonRun(run_);
+    QVERIFY(settle(panel));
+    QCOMPARE(divergence->captionTitle(), QStringLiteral("demo.zkdv — %1 vs %2").arg(gpu, cpu));
+    QVERIFY2(divergence->captionFooter().contains(QStringLiteral("compared with Run #%1 · cpu · finished").arg(run_)),
+             qPrintable(divergence->captionFooter()));
+    QVERIFY(ui::ChartTools::of(panel.histogramPlot())->captionTitle().endsWith(QStringLiteral(" vs ") + cpu));
+    QCOMPARE(loss->captionTitle(), QStringLiteral("demo.zkdv — ") + gpu);
+    QVERIFY(!loss->captionFooter().contains(QStringLiteral("compared")));
+
+    // The export dialog proposes the chart's size and caption; the image has exactly the size asked.
+    panel.setCurrentWidget(panel.divergencePlot());
+    QTRY_VERIFY(panel.divergencePlot()->isVisible());
+    ui::ChartImageOptions options = divergence->imageOptions();
+    QCOMPARE(options.size, panel.divergencePlot()->size());
+    QCOMPARE(options.title, divergence->captionTitle());
+    QCOMPARE(options.footer, divergence->captionFooter());
+    options.size = QSize(1400, 900);
+    const QString png = QString::fromStdString(dir.file("divergence.png"));
+    QString error;
+    QVERIFY2(divergence->exportPng(png, options, &error), qPrintable(error));
+    const QImage image(png);
+    QCOMPARE(image.size(), QSize(1400, 900));
+    QVERIFY(darkPixels(image, QRect(450, 0, 500, 30)) > 40);   // the title, centred
+    QVERIFY(darkPixels(image, QRect(0, 860, 400, 40)) > 40);   // the footer's last line, at the left
+    // Both runs' markers are in it (the comparison's hollow ones drawn antialiased: near their colour).
+    const auto hasColour = [&image](const QColor& colour) {
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x) {
+                const QColor pixel = image.pixelColor(x, y);
+                if (std::abs(pixel.red() - colour.red()) + std::abs(pixel.green() - colour.green()) + std::abs(pixel.blue() - colour.blue()) < 40)
+                    return true;
+            }
+        return false;
+    };
+    QVERIFY(hasColour(panel.divergencePlot()->maxUlpGraph()->scatterStyle().pen().color()));
+    QVERIFY(hasColour(panel.divergencePlot()->comparisonMaxUlpGraph()->scatterStyle().pen().color()));
+
+    // No case: the captions go.
+    panel.setCase(QString(), 0);
+    QCOMPARE(divergence->captionFooter(), QString());
+    QCOMPARE(divergence->captionTitle(), panel.divergencePlot()->accessibleName());
 }
 
 QTEST_MAIN(TestCharts)

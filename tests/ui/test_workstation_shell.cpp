@@ -12,28 +12,41 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTextBrowser>
 
+#include <qcustomplot.h>
+
 #include <map>
 #include <set>
 
 #include "dialogs/help_dialog.h"
+#include "jobs/background_job.h"
 #include "main_window.h"
 #include "widgets/run_list.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
+#include "plots/chart_text_room.h"
+#include "widgets/transaction_detail_pane.h"
 #include "settings/settings.h"
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
 #include "widgets/eliding_status_bar.h"
 #include "widgets/message_log.h"
+#include "widgets/record_bytes_pane.h"
+#include "widgets/finding_banner.h"
 #include "widgets/start_page.h"
+#include "widgets/transaction_table_view.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/transaction_notes.h"
+#include "zkdv/tape/record_dissection.h"
+#include "file_bytes.h"
 
 using namespace zkdv;
 using namespace zkdv::ui;
@@ -73,6 +86,7 @@ private Q_SLOTS:
     void aLongMessageStopsBeforeTheRowCounterAndAProblemGoesWithItsCase();
     void displayFiltersApplyAndABadOneSaysWhereWithoutLosingTheRows();
     void everyPaneHasRoomAt1024x700();
+    void recordBytesFollowTheSelectionAndTheFinding();
 
 private:
     test::TempDir dir_;
@@ -91,12 +105,16 @@ void TestWorkstationShell::initTestCase()
     secondCase_ = QString::fromStdString(dir_.file("second.zkaudit"));
     for (const QString& path : {firstCase_, secondCase_}) {
         CaseStore store(path.toStdString(), CaseStore::Access::ReadWrite);
-        store.ingestTape(dir_.file("demo.zkdv"));
+        const std::int64_t tape = store.ingestTape(dir_.file("demo.zkdv")).tapeId;
+        // A note longer than any column: the layout test's text column to cut.
+        TransactionNotes(store.database(), tape)
+            .set(0, TransactionFlag::Question, std::string(20, 'x') + " ask the trainer why the loss of this step is lower than the one before it, twice");
     }
 }
 
 void TestWorkstationShell::init()
 {
+    Settings::setTransactionColumns({});
     Settings::clearRecentFiles();
     Settings::addRecentFile(firstCase_);
     Settings::addRecentFile(secondCase_);  // most recent first
@@ -135,6 +153,53 @@ void TestWorkstationShell::everyPaneHasRoomAt1024x700()
         if (!widget->isVisible() || widget->isWindow() || widget->sizePolicy().horizontalPolicy() == QSizePolicy::Ignored)
             continue;
         QVERIFY2(widget->width() > 0 && widget->height() > 0, qPrintable(widget->metaObject()->className() + QStringLiteral(" ") + widget->objectName()));
+    }
+
+    // The default layout: the detail pane open beside the table, and what an auditor reads
+    // first in view without scrolling: the verdict, the worst divergence and the note.
+    QVERIFY(window_->detailPane()->isVisible());
+    QTRY_VERIFY2(window_->detailPane()->width() >= 300, qPrintable(QString::number(window_->detailPane()->width())));
+    TransactionTableView* table = window_->transactionView();
+    QTRY_VERIFY(!table->model()->index(0, TransactionTableModel::LossColumn).data().toString().isEmpty());
+    QTest::qWait(50);
+    QHeaderView* header = table->horizontalHeader();
+    auto name = [&](int column) { return table->model()->headerData(column, Qt::Horizontal).toString(); };
+    for (int column : {int(TransactionTableModel::VerdictColumn), int(TransactionTableModel::WorstDivergenceColumn), int(TransactionTableModel::NoteColumn)}) {
+        QVERIFY2(!header->isSectionHidden(column), qPrintable(name(column)));
+        const int left = header->sectionViewportPosition(column);
+        QVERIFY2(left >= 0 && left + header->sectionSize(column) <= table->viewport()->width(),
+                 qPrintable(QStringLiteral("%1 at %2+%3 of %4").arg(name(column)).arg(left).arg(header->sectionSize(column)).arg(table->viewport()->width())));
+    }
+    // Columns fit their header and the rows in view; the text columns up to their share of
+    // the view (a long note, transaction 0's, is cut there: whole in its tooltip and the pane).
+    for (int column = 0; column < TransactionTableModel::ColumnCount; ++column) {
+        if (header->isSectionHidden(column))
+            continue;
+        const int needed = std::min(table->neededWidth(column), table->widthLimit(column));
+        QVERIFY2(header->sectionSize(column) >= needed && header->sectionSize(column) >= header->sectionSizeHint(column),
+                 qPrintable(QStringLiteral("%1: %2 wide, needs %3").arg(name(column)).arg(header->sectionSize(column)).arg(needed)));
+    }
+    QVERIFY2(table->neededWidth(TransactionTableModel::NoteColumn) > header->sectionSize(TransactionTableModel::NoteColumn),
+             "the long note is cut to its share");
+
+    // No text shown runs out of its place: labels, and the charts' tick labels, titles and
+    // legends (ChartTextRoom).
+    for (QLabel* label : window_->findChildren<QLabel*>()) {
+        if (!label->isVisible() || label->text().isEmpty() || Qt::mightBeRichText(label->text()))
+            continue;
+        const QRect room = label->contentsRect();
+        const QRect needed =
+            label->fontMetrics().boundingRect(room, int(label->alignment()) | (label->wordWrap() ? Qt::TextWordWrap : 0), label->text());
+        QVERIFY2(needed.width() <= room.width() + 1 && needed.height() <= room.height() + 1,
+                 qPrintable(QStringLiteral("label \"%1\" (%2): needs %3x%4, has %5x%6")
+                                .arg(label->text(), label->objectName()).arg(needed.width()).arg(needed.height()).arg(room.width()).arg(room.height())));
+    }
+    for (QCustomPlot* plot : window_->findChildren<QCustomPlot*>()) {
+        if (!plot->isVisible())
+            continue;
+        plot->replot();
+        QTRY_VERIFY2(ChartTextRoom::crowdedText(plot).isEmpty(),
+                     qPrintable(plot->metaObject()->className() + QStringLiteral(": ") + ChartTextRoom::crowdedText(plot).join(QStringLiteral("; "))));
     }
 }
 
@@ -419,9 +484,25 @@ void TestWorkstationShell::copyTakesValuesAndRows()
     copy->trigger();
     const QStringList lines = QApplication::clipboard()->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 4);
-    QVERIFY(lines[0].startsWith(QStringLiteral("Index\tLoss")));
-    for (int i = 0; i < 3; ++i)
-        QCOMPARE(lines[i + 1].section(QLatin1Char('\t'), 0, 0), QString::number(window_->transactionModel()->transactionAt(2 + i)));
+    // The rows as shown: the header's order, without the columns hidden.
+    QHeaderView* header = table->horizontalHeader();
+    header->moveSection(header->visualIndex(TransactionTableModel::LossColumn), 1);
+    header->setSectionHidden(TransactionTableModel::SegmentColumn, true);
+    QApplication::clipboard()->clear();
+    copy->trigger();
+    const QStringList shown = QApplication::clipboard()->text().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(shown.size(), 4);
+    const QStringList columns = shown[0].split(QLatin1Char('\t'));
+    QCOMPARE(columns.size(), TransactionTableModel::ColumnCount - 1);
+    QCOMPARE(columns.value(0), QStringLiteral("Index"));
+    QCOMPARE(columns.value(1), QStringLiteral("Loss"));
+    QVERIFY(!columns.contains(QStringLiteral("Segment")));
+    for (int i = 0; i < 3; ++i) {
+        QCOMPARE(shown[i + 1].section(QLatin1Char('\t'), 0, 0), QString::number(window_->transactionModel()->transactionAt(2 + i)));
+        QCOMPARE(shown[i + 1].section(QLatin1Char('\t'), 1, 1),
+                 window_->transactionModel()->index(2 + i, TransactionTableModel::LossColumn).data().toString());
+    }
+    static_cast<TransactionTableView*>(table)->resetColumns();
 }
 
 // One action per key sequence, wherever it is bound (menus, panes, every chart): two actions
@@ -503,6 +584,55 @@ void TestWorkstationShell::displayFiltersApplyAndABadOneSaysWhereWithoutLosingTh
     filter->clear();
     QTRY_COMPARE(window_->transactionModel()->rowCount(), 30);
     QVERIFY(!filter->property("filterError").toBool());
+}
+
+void TestWorkstationShell::recordBytesFollowTheSelectionAndTheFinding()
+{
+    QVERIFY(window_->openCase(firstCase_));
+    RecordBytesPane* pane = window_->recordBytesPane();
+    QVERIFY(pane);
+    QVERIFY(!window_->recordBytesInView());  // tabbed behind the messages
+    QTableView* table = window_->transactionView();
+    QTRY_VERIFY(table->model()->rowCount() >= 10);
+    std::uint64_t frameOffset = 0;
+    {
+        CaseStore store(firstCase_.toStdString(), CaseStore::Access::ReadOnly);
+        Statement offset = store.database().prepare("SELECT record_offset FROM transactions WHERE idx = 4");
+        QVERIFY(offset.step());
+        frameOffset = static_cast<std::uint64_t>(offset.int64(0));
+    }
+    // Selected while the pane is hidden: nothing is read until it comes into view.
+    const int row = window_->transactionModel()->rowOfTransaction(4);
+    table->selectRow(row);
+    QTest::qWait(300);
+    QVERIFY(!pane->record() && !pane->isLoading());
+    QAction* toggle = actionWithShortcut(*window_, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B));
+    QVERIFY(toggle);
+    toggle->trigger();
+    QTRY_VERIFY(window_->recordBytesInView());
+    QTRY_VERIFY(pane->record() != nullptr);
+    QVERIFY2(pane->message().contains(QStringLiteral("transaction 4")), qPrintable(pane->message()));
+    QCOMPARE(pane->record()->dissection.frameOffset, frameOffset);
+
+    // A corrupt tape's finding: the banner hands its record at fault, with the byte marked.
+    std::vector<std::uint8_t> bytes = test::readAll(dir_.file("demo.zkdv"));
+    const std::size_t flipped = bytes.size() / 2;
+    bytes[flipped] ^= 0x10;
+    const std::string corrupt = dir_.file("corrupt-shell.zkdv");
+    test::writeAll(corrupt, bytes);
+    QSignalSpy finished(window_.get(), &MainWindow::jobFinished);
+    window_->openPaths({QString::fromStdString(corrupt)});
+    QVERIFY(finished.wait(60000));
+    QPushButton* showBytes = nullptr;
+    for (QPushButton* button : window_->findingBanner()->findChildren<QPushButton*>())
+        if (button->text() == QStringLiteral("Show Record Bytes"))
+            showBytes = button;
+    QVERIFY(showBytes && showBytes->isVisible());
+    showBytes->click();
+    QTRY_VERIFY(pane->record() != nullptr && pane->findingByte().has_value());
+    QVERIFY(pane->isVisible());
+    QVERIFY(*pane->findingByte() >= pane->record()->dissection.frameOffset);
+    QVERIFY(pane->isByteVisible(*pane->findingByte()));
 }
 
 QTEST_MAIN(TestWorkstationShell)

@@ -99,6 +99,15 @@ int main(int argc, char** argv)
     window.transactionView()->scrollTo(window.transactionModel()->index(row, 0), QAbstractItemView::PositionAtCenter);
     bool ok = save(window, out + QStringLiteral("/workstation.png"));
 
+    // The default layout at the smallest size the workstation is made for: the detail pane
+    // open beside the table, whose verdict, worst divergence and note columns stay in view.
+    if (auto* details = window.findChild<ui::TransactionDetailPane*>())
+        details->show();
+    window.resize(1024, 700);
+    window.transactionView()->scrollTo(window.transactionModel()->index(row, 0), QAbstractItemView::PositionAtCenter);
+    ok = save(window, out + QStringLiteral("/workstation-1024x700.png")) && ok;
+    window.resize(1700, 950);
+
     // A corrupt tape dropped on the window: the finding stays in view.
     std::vector<std::uint8_t> bytes = test::readAll(honest);
     bytes[bytes.size() / 2] ^= 0x10;

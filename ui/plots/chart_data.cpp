@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include <QFileInfo>
+
+#include "zkdv/audit/run_status.h"
 #include "zkdv/audit/tolerance.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
@@ -33,7 +36,23 @@ QSharedPointer<QCPGraphDataContainer> container(const std::vector<double>& keys,
 
 }  // namespace
 
-ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, int parts, ProgressSink* progress)
+QString ChartRun::name() const
+{
+    return device.isEmpty() ? QObject::tr("Run #%1").arg(id) : QObject::tr("Run #%1 (%2)").arg(id).arg(device);
+}
+
+QString ChartRun::label() const
+{
+    QStringList parts{QObject::tr("Run #%1").arg(id)};
+    if (!device.isEmpty())
+        parts << device;
+    if (!status.isEmpty())
+        parts << status;
+    return parts.join(QStringLiteral(" · "));
+}
+
+ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, int parts, ProgressSink* progress,
+                          qint64 comparisonRunId)
 {
     ChartData data;
     try {
@@ -41,6 +60,11 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
         CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
         Database& db = store.database();
         if (parts & Series) {
+            if (const std::optional<CaseTape> tape = store.tape(tapeId)) {
+                data.tapeName = QFileInfo(QString::fromStdString(tape->path)).fileName();
+                data.tapeDigestIsFileSha256 = !tape->fileSha256.empty();
+                data.tapeDigest = QString::fromStdString(data.tapeDigestIsFileSha256 ? tape->fileSha256 : tape->chainHead);
+            }
             TransactionSeries series = loadTransactionSeries(db, tapeId, kMaxParameters, progress);
             data.loss = container(series.indexes, series.losses, false);
             for (std::size_t p = 0; p < series.parameterNames.size(); ++p) {
@@ -58,24 +82,29 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
                 }
             data.parts |= Series;
         }
-        if (parts & Verdicts) {
-            if (runId == TransactionTable::kEveryRun) {
-                data.runId = runId;
-                data.verdicts = loadLatestVerdictPoints(db, tapeId);
-                data.runHistogram = loadLatestUlpHistogram(db, tapeId, progress);
-                // Tolerance lines only when every run drew the same ones.
-                const std::string tolerance = commonRunTolerance(db, tapeId);
-                if (!tolerance.empty()) {
-                    try {
-                        const Tolerance parsed = Tolerance::parse(tolerance);
-                        data.ulpTolerance = parsed.maxUlp;
-                        data.relativeTolerance = parsed.relativeL2;
-                    } catch (const ToleranceError&) {
-                    }
+        std::vector<StoredReplayRun> runs;
+        if (parts & (Verdicts | Comparison)) {
+            runs = ReplayStore(db).runs(tapeId);
+            for (const StoredReplayRun& run : runs)
+                data.runs.append(ChartRun{run.id, QString::fromStdString(run.device), QString::fromStdString(std::string(runStatusName(run.status)))});
+            data.runsRead = true;
+        }
+        if ((parts & Verdicts) && runId == TransactionTable::kEveryRun) {
+            data.runId = runId;
+            data.verdicts = loadLatestVerdictPoints(db, tapeId);
+            data.runHistogram = loadLatestUlpHistogram(db, tapeId, progress);
+            // Tolerance lines only when every run drew the same ones.
+            const std::string tolerance = commonRunTolerance(db, tapeId);
+            if (!tolerance.empty()) {
+                try {
+                    const Tolerance parsed = Tolerance::parse(tolerance);
+                    data.ulpTolerance = parsed.maxUlp;
+                    data.relativeTolerance = parsed.relativeL2;
+                } catch (const ToleranceError&) {
                 }
-                data.parts |= Verdicts;
-                return data;
             }
+            data.parts |= Verdicts;
+        } else if (parts & Verdicts) {
             if (runId != 0 && !replayRunBelongsToTape(db, runId, tapeId))
                 throw Error("replay run " + std::to_string(runId) + " is not a run of tape " + std::to_string(tapeId));
             if (runId == 0)
@@ -84,7 +113,7 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
             if (runId != 0) {
                 data.verdicts = loadVerdictPoints(db, runId);
                 data.runHistogram = loadRunUlpHistogram(db, runId, progress);
-                for (const StoredReplayRun& run : ReplayStore(db).runs(tapeId))
+                for (const StoredReplayRun& run : runs)
                     if (run.id == runId) {
                         try {
                             const Tolerance tolerance = Tolerance::parse(run.tolerance);
@@ -96,6 +125,18 @@ ChartData ChartData::read(const QString& casePath, qint64 tapeId, qint64 runId, 
                     }
             }
             data.parts |= Verdicts;
+        }
+        if (parts & Comparison) {
+            data.comparisonRunId = comparisonRunId;
+            if (comparisonRunId > 0 && !replayRunBelongsToTape(db, comparisonRunId, tapeId)) {
+                data.comparisonProblem = QObject::tr("replay run %1 is not a run of tape %2 (removed, or of another tape)")
+                                             .arg(comparisonRunId)
+                                             .arg(tapeId);
+            } else if (comparisonRunId > 0) {
+                data.comparisonVerdicts = loadVerdictPoints(db, comparisonRunId);
+                data.comparisonHistogram = loadRunUlpHistogram(db, comparisonRunId, progress);
+            }
+            data.parts |= Comparison;
         }
     } catch (const OperationCancelled&) {
         throw;

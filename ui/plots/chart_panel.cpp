@@ -4,9 +4,14 @@
 #include <atomic>
 #include <initializer_list>
 
+#include <QComboBox>
+#include <QDir>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSignalBlocker>
 #include <QThread>
 
-#include "plots/chart_data.h"
+#include "plots/chart_tools.h"
 #include "plots/divergence_chart.h"
 #include "plots/slot_divergence_chart.h"
 #include "plots/tensor_divergence_bars.h"
@@ -22,6 +27,7 @@ namespace zkdv::ui {
 namespace {
 
 constexpr int kRefreshDelayMs = 250;  // replay results arriving in bursts make one re-read
+constexpr int kDigestShown = 16;      // hex digits of the tape's digest an exported image names
 
 // Lets a superseded read stop between batches of rows.
 class ReadCancellation : public ProgressSink {
@@ -56,6 +62,25 @@ ChartPanel::ChartPanel(QWidget* parent) : QTabWidget(parent)
         chart->setAccessibleName(name);  // names its exports (ChartTools)
     }
 
+    // The comparison is chosen here, beside the tabs it draws on, not in the main window.
+    auto* corner = new QWidget(this);
+    auto* cornerLayout = new QHBoxLayout(corner);
+    cornerLayout->setContentsMargins(4, 0, 2, 0);
+    compare_ = new QComboBox(corner);
+    compare_->setObjectName(QStringLiteral("compareRun"));
+    // Narrow in the tab bar (the tabs keep their room); the open list shows whole labels.
+    compare_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    compare_->setMinimumContentsLength(11);
+    compare_->setFocusPolicy(Qt::StrongFocus);
+    compare_->setToolTip(tr("Draw another replay run of this tape over the shown one, on the Divergence and ULP histogram "
+                            "charts: to see two runs, or a CPU and a GPU run, side by side"));
+    // No label beside it: at 1024 pixels the five tabs and the box only just share the row,
+    // so the box names itself ("No comparison", "vs Run #3 · cpu · finished").
+    cornerLayout->addWidget(compare_);
+    setCornerWidget(corner, Qt::TopRightCorner);
+    connect(compare_, &QComboBox::activated, this, [this](int index) { setComparisonRun(compare_->itemData(index).toLongLong()); });
+    fillComparisonChoices();
+
     timer_.setSingleShot(true);
     connect(&timer_, &QTimer::timeout, this, &ChartPanel::drain);
     connect(this, &QTabWidget::currentChanged, this, [this] { schedule(Replot, 0); });
@@ -84,8 +109,18 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
     requestedRun_ = 0;
     runId_ = 0;
     selected_.reset();
-    pendingTiers_ &= ~(RereadSeries | RereadVerdicts | Recalculate);
-    verdictsStale_ = false;
+    // A comparison is of the tape shown: another tape, or another case, has other runs.
+    comparisonRun_ = 0;
+    comparisonHeld_ = 0;
+    comparisonVerdicts_.clear();
+    comparisonHistogram_ = {};
+    runs_.clear();
+    tapeName_.clear();
+    tapeDigest_.clear();
+    pendingTiers_ &= ~(RereadSeries | RereadVerdicts | RereadComparison | Recalculate);
+    staleParts_ = 0;
+    fillComparisonChoices();
+    updateCaptions();
     if (casePath_.isEmpty()) {
         schedule(Replot, 0);
         return;
@@ -96,10 +131,12 @@ void ChartPanel::setCase(const QString& casePath, qint64 tapeId)
     } catch (const std::exception& error) {
         casePath_.clear();
         Q_EMIT problem(tr("Cannot chart %1: %2").arg(casePath, QString::fromStdString(error.what())));
+        updateCaptions();
         schedule(Replot, 0);
         return;
     }
     runId_ = resolveRun();
+    updateCaptions();
     schedule(RereadSeries | RereadVerdicts | Replot, 0);
 }
 
@@ -109,8 +146,60 @@ void ChartPanel::setRun(qint64 runId)
     if (!db_)
         return;
     runId_ = resolveRun();
+    showComparison();
     fillTransactionCharts();
     schedule(RereadVerdicts | Replot, 0);
+}
+
+void ChartPanel::setComparisonRun(qint64 runId)
+{
+    if (runId == comparisonRun_)
+        return;
+    if (runId != 0) {
+        bool belongs = false;
+        if (db_ && runId > 0) {
+            try {
+                belongs = replayRunBelongsToTape(*db_, runId, tapeId_);
+            } catch (const std::exception& error) {
+                Q_EMIT problem(tr("Cannot read the replay runs of %1: %2").arg(casePath_, QString::fromStdString(error.what())));
+            }
+        }
+        if (!belongs) {
+            Q_EMIT problem(db_ ? tr("Not compared with run %1: it is not a replay run of tape %2 in %3 (removed, or of another tape)")
+                                     .arg(runId)
+                                     .arg(tapeId_)
+                                     .arg(QDir::toNativeSeparators(casePath_))
+                               : tr("Not compared with run %1: no case is charted").arg(runId));
+            runId = 0;
+        }
+    }
+    comparisonRun_ = runId;
+    if (comparisonHeld_ != comparisonRun_) {
+        comparisonHeld_ = 0;
+        comparisonVerdicts_.clear();
+        comparisonHistogram_ = {};
+    }
+    showComparison();
+    fillTransactionCharts();
+    fillComparisonChoices();
+    schedule(comparisonRun_ != 0 ? RereadComparison | Replot : Replot, 0);
+}
+
+bool ChartPanel::isComparing() const
+{
+    return comparisonRun_ > 0 && comparisonHeld_ == comparisonRun_ && comparisonRun_ != runId_;
+}
+
+QString ChartPanel::runName(qint64 runId) const
+{
+    if (runId == TransactionTable::kEveryRun)
+        return tr("All runs");
+    if (runId <= 0)
+        return QString();
+    for (const ChartRun& run : runs_)
+        if (run.id == runId)
+            return run.name();
+    return ChartRun{runId, QString(), QString()}.name();
 }
 
 void ChartPanel::refresh()
@@ -141,12 +230,13 @@ void ChartPanel::clearSelection()
 
 bool ChartPanel::isLoading() const
 {
-    return !reads_.empty() || (pendingTiers_ & (RereadSeries | RereadVerdicts)) != 0 || verdictsStale_;
+    return !reads_.empty() || (pendingTiers_ & (RereadSeries | RereadVerdicts | RereadComparison)) != 0 || staleParts_ != 0;
 }
 
 int ChartPanel::lossPointCount() const { return transactions_->lossPointCount(); }
 int ChartPanel::verdictMarkerCount() const { return transactions_->verdictMarkerCount(); }
 int ChartPanel::divergencePointCount() const { return divergence_->pointCount(); }
+int ChartPanel::comparisonPointCount() const { return divergence_->hasComparison() ? divergence_->comparisonPointCount() : 0; }
 int ChartPanel::tensorBarCount() const { return tensors_->barCount(); }
 int ChartPanel::slotBarCount() const { return slots_->barCount(); }
 quint64 ChartPanel::histogramTotal() const { return histogram_->total(); }
@@ -167,11 +257,15 @@ void ChartPanel::drain()
             parts |= ChartData::Series | ChartData::Verdicts;
         if (tiers & RereadVerdicts)
             parts |= ChartData::Verdicts;
-        const bool verdictsInFlight = std::any_of(reads_.begin(), reads_.end(), [this](const std::unique_ptr<Read>& read) {
-            return read->generation == generation_ && (read->parts & ChartData::Verdicts);
-        });
-        if (parts == ChartData::Verdicts && verdictsInFlight)
-            verdictsStale_ = true;  // read again once the one in flight lands
+        // The comparison run may be growing as the shown one does: read again with it.
+        if ((tiers & (RereadSeries | RereadVerdicts | RereadComparison)) && comparisonRun_ != 0)
+            parts |= ChartData::Comparison;
+        int inFlight = 0;
+        for (const std::unique_ptr<Read>& read : reads_)
+            if (read->generation == generation_)
+                inFlight |= read->parts;
+        if (parts != 0 && !(parts & ChartData::Series) && (parts & ~inFlight) == 0)
+            staleParts_ |= parts;  // read again once the one in flight lands
         else if (parts != 0)
             startRead(parts);
     }
@@ -189,10 +283,10 @@ void ChartPanel::startRead(int parts)
     read->generation = generation_;
     read->cancel = std::make_shared<ReadCancellation>();
     read->result = std::make_shared<std::optional<ChartData>>();
-    read->thread = QThread::create([path = casePath_, tapeId = tapeId_, runId = requestedRun_, parts, cancel = read->cancel,
-                                    result = read->result] {
+    read->thread = QThread::create([path = casePath_, tapeId = tapeId_, runId = requestedRun_, comparison = comparisonRun_, parts,
+                                    cancel = read->cancel, result = read->result] {
         try {
-            *result = ChartData::read(path, tapeId, runId, parts, cancel.get());
+            *result = ChartData::read(path, tapeId, runId, parts, cancel.get(), comparison);
         } catch (const OperationCancelled&) {
             // superseded: nothing to apply
         }
@@ -213,9 +307,9 @@ void ChartPanel::finishRead(QThread* thread)
     thread->deleteLater();
     if (read->generation == generation_ && *read->result)
         apply(read->sequence, **read->result);
-    if (verdictsStale_ && read->generation == generation_) {
-        verdictsStale_ = false;
-        schedule(RereadVerdicts, 0);
+    if (staleParts_ != 0 && read->generation == generation_) {
+        const int stale = std::exchange(staleParts_, 0);
+        schedule(((stale & ChartData::Verdicts) ? RereadVerdicts : 0) | ((stale & ChartData::Comparison) ? RereadComparison : 0), 0);
     }
     if (!isLoading())
         Q_EMIT loaded();
@@ -232,7 +326,12 @@ void ChartPanel::apply(quint64 sequence, const ChartData& data)
         transactions_->setScheduledOptions(data.scheduledNames, data.scheduledValues);
         const quint64 count = data.loss && !data.loss->isEmpty() ? static_cast<quint64>((data.loss->constEnd() - 1)->key) + 1 : 0;
         divergence_->setTransactionCount(count);
+        tapeName_ = data.tapeName;
+        tapeDigest_ = data.tapeDigest;
+        tapeDigestIsFileSha256_ = data.tapeDigestIsFileSha256;
     }
+    if (data.runsRead)
+        runs_ = data.runs;
     // A verdict read that started earlier than one already applied is older news.
     if ((data.parts & ChartData::Verdicts) && sequence > appliedVerdicts_) {
         appliedVerdicts_ = sequence;
@@ -242,10 +341,100 @@ void ChartPanel::apply(quint64 sequence, const ChartData& data)
         divergence_->setTolerance(data.ulpTolerance, data.relativeTolerance);
         runHistogram_ = data.runHistogram;
         verdicts_ = data.verdicts;
-        // The selected transaction's comparisons may have arrived with them.
-        fillTransactionCharts();
     }
+    // Likewise a comparison, and one of a run no longer asked for.
+    if ((data.parts & ChartData::Comparison) && sequence > appliedComparison_ && data.comparisonRunId == comparisonRun_) {
+        appliedComparison_ = sequence;
+        if (!data.comparisonProblem.isEmpty()) {
+            Q_EMIT problem(tr("Not compared with run %1: %2").arg(comparisonRun_).arg(data.comparisonProblem));
+            comparisonRun_ = 0;
+            comparisonHeld_ = 0;
+            comparisonVerdicts_.clear();
+            comparisonHistogram_ = {};
+        } else {
+            comparisonHeld_ = data.comparisonRunId;
+            comparisonVerdicts_ = data.comparisonVerdicts;
+            comparisonHistogram_ = data.comparisonHistogram;
+        }
+    }
+    showComparison();
+    fillComparisonChoices();
+    // The selected transaction's comparisons may have arrived with the verdicts.
+    if (data.parts & (ChartData::Verdicts | ChartData::Comparison))
+        fillTransactionCharts();
     schedule(Replot, 0);
+}
+
+void ChartPanel::showComparison()
+{
+    if (isComparing()) {
+        divergence_->setRunName(runName(runId_));
+        divergence_->setComparison(comparisonVerdicts_, runName(comparisonRun_));
+    } else if (divergence_->hasComparison()) {
+        divergence_->clearComparison();
+    }
+    updateCaptions();
+}
+
+void ChartPanel::fillComparisonChoices()
+{
+    QList<std::pair<QString, qint64>> choices{{tr("No comparison"), 0}};
+    bool listed = comparisonRun_ == 0;
+    for (const ChartRun& run : runs_) {
+        // The shown run has nothing to add to itself; listed only while it is the one chosen.
+        if (run.id == runId_ && run.id != comparisonRun_)
+            continue;
+        choices.append({run.id == runId_ ? tr("vs %1 (shown)").arg(run.label()) : tr("vs %1").arg(run.label()), run.id});
+        listed = listed || run.id == comparisonRun_;
+    }
+    if (!listed)  // chosen before the runs were read
+        choices.append({tr("vs %1").arg(ChartRun{comparisonRun_, QString(), QString()}.label()), comparisonRun_});
+    // Refreshes come with every batch of results: an open list is rebuilt only when it changes.
+    bool same = compare_->count() == choices.size();
+    for (int i = 0; same && i < choices.size(); ++i)
+        same = compare_->itemText(i) == choices[i].first && compare_->itemData(i).toLongLong() == choices[i].second;
+    const QSignalBlocker blocker(compare_);
+    if (!same) {
+        compare_->clear();
+        for (const auto& [text, id] : choices)
+            compare_->addItem(text, QVariant::fromValue<qint64>(id));
+    }
+    compare_->setCurrentIndex(std::max(0, compare_->findData(QVariant::fromValue<qint64>(comparisonRun_))));
+    compare_->setEnabled(compare_->count() > 1);
+}
+
+void ChartPanel::updateCaptions()
+{
+    const std::initializer_list<QCustomPlot*> plots{transactions_, divergence_, tensors_, slots_, histogram_};
+    if (casePath_.isEmpty()) {
+        for (QCustomPlot* plot : plots)
+            ChartTools::of(plot)->setCaption(QString(), QString());
+        return;
+    }
+    const QString tape = tapeName_.isEmpty() ? tr("tape %1").arg(tapeId_) : tapeName_;
+    const auto described = [this](qint64 runId) {
+        if (runId == TransactionTable::kEveryRun)
+            return tr("All runs (newest result per transaction)");
+        for (const ChartRun& run : runs_)
+            if (run.id == runId)
+                return run.label();
+        return ChartRun{runId, QString(), QString()}.label();
+    };
+    const QString shown = runId_ == 0 ? tr("no replay run") : runName(runId_);
+    QString tapeLine = tr("Tape: %1, tape %2 of the case").arg(tape).arg(tapeId_);
+    if (!tapeDigest_.isEmpty())
+        tapeLine = tr("Tape: %1 (%2 %3…), tape %4 of the case")
+                       .arg(tape, tapeDigestIsFileSha256_ ? tr("SHA-256") : tr("chain head"), tapeDigest_.left(kDigestShown))
+                       .arg(tapeId_);
+    const QString runLine = runId_ == 0 ? tr("Run: none (the tape has no replay run)") : tr("Run: %1").arg(described(runId_));
+    const QString caseLine = tr("Case: %1").arg(QDir::toNativeSeparators(casePath_));
+    const bool comparing = isComparing();
+    for (QCustomPlot* plot : plots) {
+        const bool overlaid = comparing && (plot == divergence_ || plot == histogram_);
+        const QString title = tape + QStringLiteral(" — ") + shown + (overlaid ? tr(" vs %1").arg(runName(comparisonRun_)) : QString());
+        const QString runs = overlaid ? tr("%1, compared with %2").arg(runLine, described(comparisonRun_)) : runLine;
+        ChartTools::of(plot)->setCaption(title, QStringList{tapeLine, runs, caseLine}.join(QLatin1Char('\n')));
+    }
 }
 
 void ChartPanel::fillTransactionCharts()
@@ -279,6 +468,27 @@ void ChartPanel::fillTransactionCharts()
         histogram_->setHistogram(runHistogram_, tr("Run %1, every comparison").arg(runId_));
     else
         histogram_->clear();
+
+    // Beside it, the comparison run's histogram of the same transaction, or of the whole run.
+    if (!db_ || !isComparing() || (runId_ <= 0 && runId_ != TransactionTable::kEveryRun)) {
+        histogram_->clearComparison();
+        return;
+    }
+    const bool perTransaction = selected_ && run > 0;  // as the shown run's histogram is
+    UlpHistogram compared = comparisonHistogram_;
+    if (perTransaction) {
+        try {
+            compared = sumUlpHistograms(loadTransactionComparisons(*db_, comparisonRun_, *selected_));
+        } catch (const std::exception& error) {
+            Q_EMIT problem(tr("Cannot read the comparisons of transaction %1 in run %2: %3")
+                               .arg(*selected_)
+                               .arg(comparisonRun_)
+                               .arg(QString::fromStdString(error.what())));
+            compared = {};
+        }
+    }
+    const QString shownName = perTransaction ? runName(run) : runName(runId_);
+    histogram_->setComparison(compared, runName(comparisonRun_), shownName);
 }
 
 void ChartPanel::replotVisible()

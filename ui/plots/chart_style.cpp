@@ -1,5 +1,7 @@
 #include "plots/chart_style.h"
 
+#include "plots/chart_text_room.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -48,6 +50,8 @@ void ChartStyle::applyInteractions(QCustomPlot* plot)
 
 void ChartStyle::applyDesktopPalette(QCustomPlot* plot)
 {
+    // Every chart is styled here, so every chart keeps its tick labels legible when narrow.
+    ChartTextRoom::keepTickLabelsApart(plot);
     const QPalette palette = plot->palette();
     const QColor text = palette.color(QPalette::WindowText);
     QColor grid = palette.color(QPalette::Mid);

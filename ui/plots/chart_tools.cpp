@@ -5,6 +5,8 @@
 #include <QAction>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHash>
+#include <QImage>
 #include <QMenu>
 #include <QMessageBox>
 #include <QSaveFile>
@@ -15,6 +17,7 @@
 
 #include <qcustomplot.h>
 
+#include "plots/chart_image_dialog.h"
 #include "plots/chart_style.h"
 
 namespace zkdv::ui {
@@ -24,6 +27,8 @@ namespace {
 constexpr double kWheelStep = 0.85;  // the x span one wheel notch keeps
 constexpr double kLinearMargin = 0.05;  // of the visible values' span, above and below
 constexpr double kLogMargin = 1.6;      // factor below the lowest and above the highest value
+constexpr int kBandPadding = 8;         // pixels around an exported image's title and footer
+constexpr int kMinChartHeight = 100;    // pixels the bands must leave the chart
 
 QString csvField(const QString& text)
 {
@@ -302,6 +307,111 @@ bool ChartTools::exportPng(const QString& path, QString* error) const
     return commit(file, path, error);
 }
 
+void ChartTools::setCaption(const QString& title, const QString& footer)
+{
+    title_ = title;
+    footer_ = footer;
+}
+
+QString ChartTools::captionTitle() const
+{
+    return title_.isEmpty() ? chartName() : title_;
+}
+
+ChartImageOptions ChartTools::imageOptions() const
+{
+    const QSize size = plot_->size().expandedTo(QSize(kMinImageSide, kMinImageSide)).boundedTo(QSize(kMaxImageSide, kMaxImageSide));
+    return ChartImageOptions{size, captionTitle(), footer_};
+}
+
+QImage ChartTools::renderImage(const ChartImageOptions& options, QString* error) const
+{
+    const auto fail = [error](const QString& why) {
+        if (error)
+            *error = why;
+        return QImage();
+    };
+    const QSize size = options.size;
+    if (size.width() < kMinImageSide || size.height() < kMinImageSide || size.width() > kMaxImageSide || size.height() > kMaxImageSide)
+        return fail(tr("an image of %1 × %2 pixels: each side must be %3 to %4").arg(size.width()).arg(size.height()).arg(kMinImageSide).arg(kMaxImageSide));
+    QImage image(size, QImage::Format_ARGB32_Premultiplied);
+    if (image.isNull())
+        return fail(tr("no memory for an image of %1 × %2 pixels").arg(size.width()).arg(size.height()));
+
+    const QPalette palette = plot_->palette();
+    QFont titleFont = plot_->font();
+    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.3);
+    titleFont.setBold(true);
+    const QFontMetrics titleMetrics(titleFont, &image);
+    const QFontMetrics footerMetrics(plot_->font(), &image);
+    const QStringList footerLines = options.footer.isEmpty() ? QStringList() : options.footer.split(QLatin1Char('\n'));
+    const int titleHeight = options.title.isEmpty() ? 0 : titleMetrics.height() + 2 * kBandPadding;
+    const int footerHeight = footerLines.isEmpty() ? 0 : static_cast<int>(footerLines.size()) * footerMetrics.lineSpacing() + 2 * kBandPadding;
+    const int chartHeight = size.height() - titleHeight - footerHeight;
+    if (chartHeight < kMinChartHeight)
+        return fail(tr("an image %1 pixels high leaves the chart %2 pixels under the title and above the footer: at least %3 are needed")
+                        .arg(size.height()).arg(chartHeight).arg(kMinChartHeight));
+
+    // Legends re-wrap to the height they are laid out in (ChartStyle::placeLegendBeside) after
+    // the layout that measured it: a first pass into a scratch image lays the chart out at the
+    // image's size, the second draws it so. Their wraps, as the screen had them, come back after.
+    QHash<QCPLegend*, int> wraps;
+    for (QCPLayoutElement* element : plot_->plotLayout()->elements(true))
+        if (auto* legend = qobject_cast<QCPLegend*>(element))
+            wraps.insert(legend, legend->wrap());
+    {
+        QImage scratch(1, 1, QImage::Format_ARGB32_Premultiplied);
+        QCPPainter painter(&scratch);
+        plot_->toPainter(&painter, size.width(), chartHeight);
+    }
+
+    image.fill(palette.color(QPalette::Base));
+    {
+        QCPPainter painter(&image);
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setRenderHint(QPainter::TextAntialiasing);
+        painter.setPen(palette.color(QPalette::WindowText));
+        const int textWidth = size.width() - 2 * kBandPadding;
+        if (titleHeight > 0) {
+            painter.setFont(titleFont);
+            painter.drawText(QRect(kBandPadding, kBandPadding, textWidth, titleMetrics.height()), Qt::AlignCenter,
+                             titleMetrics.elidedText(options.title, Qt::ElideRight, textWidth));
+        }
+        painter.setFont(plot_->font());
+        int y = titleHeight + chartHeight + kBandPadding;
+        for (const QString& line : footerLines) {
+            painter.drawText(QRect(kBandPadding, y, textWidth, footerMetrics.lineSpacing()), Qt::AlignLeft | Qt::AlignVCenter,
+                             footerMetrics.elidedText(line, Qt::ElideMiddle, textWidth));
+            y += footerMetrics.lineSpacing();
+        }
+        painter.translate(0, titleHeight);
+        painter.setClipRect(QRect(0, 0, size.width(), chartHeight));
+        plot_->toPainter(&painter, size.width(), chartHeight);
+    }
+
+    // Back to the screen's layout: QCustomPlot finds points and axes under the mouse by it.
+    for (auto it = wraps.constBegin(); it != wraps.constEnd(); ++it) {
+        it.key()->setWrap(it.value());
+        it.key()->setFillOrder(it.key()->fillOrder(), true);
+    }
+    plot_->replot();
+    return image;
+}
+
+bool ChartTools::exportPng(const QString& path, const ChartImageOptions& options, QString* error) const
+{
+    const QImage image = renderImage(options, error);
+    if (image.isNull())
+        return false;
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || !image.save(&file, "PNG")) {
+        if (error)
+            *error = tr("cannot write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
+        return false;
+    }
+    return commit(file, path, error);
+}
+
 bool ChartTools::exportSvg(const QString& path, QString* error) const
 {
     QSaveFile file(path);
@@ -365,6 +475,13 @@ bool ChartTools::exportCsv(const QString& path, QString* error) const
 
 void ChartTools::exportDialog(const QString& format)
 {
+    ChartImageOptions image;
+    if (format == QLatin1String("png")) {
+        ChartImageDialog dialog(imageOptions(), plot_);
+        if (dialog.exec() != QDialog::Accepted)
+            return;
+        image = dialog.options();
+    }
     QSettings settings;
     const QString folder = settings.value(QStringLiteral("charts/exportFolder")).toString();
     const QString name = chartName().toLower().replace(QLatin1Char(' '), QLatin1Char('-')) + QLatin1Char('.') + format;
@@ -378,7 +495,7 @@ void ChartTools::exportDialog(const QString& format)
         path += QLatin1Char('.') + format;
     settings.setValue(QStringLiteral("charts/exportFolder"), QFileInfo(path).absolutePath());
     QString error;
-    const bool ok = format == QLatin1String("png")   ? exportPng(path, &error)
+    const bool ok = format == QLatin1String("png")   ? exportPng(path, image, &error)
                     : format == QLatin1String("svg") ? exportSvg(path, &error)
                                                      : exportCsv(path, &error);
     if (!ok)

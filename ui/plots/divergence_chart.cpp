@@ -15,6 +15,33 @@ namespace {
 
 constexpr double kPointRadius = 8.0;
 
+// Sorts `verdicts` by index and fills the two graphs with them: the worst comparison's max ULP
+// and relative L2 error per transaction.
+void fillGraphs(std::vector<VerdictPoint>& verdicts, QCPGraph* maxUlp, QCPGraph* relativeL2)
+{
+    std::sort(verdicts.begin(), verdicts.end(), [](const VerdictPoint& a, const VerdictPoint& b) { return a.index < b.index; });
+    QVector<QCPGraphData> ulp, relative;
+    ulp.reserve(static_cast<qsizetype>(verdicts.size()));
+    relative.reserve(static_cast<qsizetype>(verdicts.size()));
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    for (const VerdictPoint& point : verdicts) {
+        const double key = static_cast<double>(point.index);
+        // Unverifiable without a measured difference: no point to draw (not a zero).
+        const bool measured = point.verdict != Verdict::Unverifiable || point.worstMaxUlp != 0 || point.worstRelativeL2 != 0;
+        ulp.append(QCPGraphData(key, measured ? ChartStyle::onLogAxis(point.worstMaxUlp, ChartStyle::kUlpFloor) : none));
+        relative.append(QCPGraphData(key, measured ? ChartStyle::onLogAxis(point.worstRelativeL2, ChartStyle::kRelativeL2Floor) : none));
+    }
+    maxUlp->data()->set(ulp, true);
+    relativeL2->data()->set(relative, true);
+}
+
+const VerdictPoint* verdictOf(const std::vector<VerdictPoint>& verdicts, quint64 index)
+{
+    auto it = std::lower_bound(verdicts.begin(), verdicts.end(), index,
+                               [](const VerdictPoint& point, quint64 wanted) { return point.index < wanted; });
+    return it != verdicts.end() && it->index == index ? &*it : nullptr;
+}
+
 // A horizontal line at value `at` of `valueAxis`, across the plot, and its label at the right.
 QCPItemStraightLine* toleranceLine(QCustomPlot* plot, QCPAxis* valueAxis, const QColor& color, QCPItemText** label)
 {
@@ -66,6 +93,18 @@ DivergenceChart::DivergenceChart(QWidget* parent) : TransactionPlot(parent)
     relativeL2_->setName(tr("relative L2"));
     relativeL2_->setLineStyle(QCPGraph::lsNone);
     relativeL2_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0xff, 0x7f, 0x0e), 6));
+    // The comparison run: hollow shapes in other colours, seen around the shown run's points
+    // where both runs measured the same.
+    comparisonMaxUlp_ = addGraph(xAxis, yAxis);
+    comparisonMaxUlp_->setLineStyle(QCPGraph::lsNone);
+    comparisonMaxUlp_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0x94, 0x67, 0xbd), 8));
+    comparisonRelativeL2_ = addGraph(xAxis, yAxis2);
+    comparisonRelativeL2_->setLineStyle(QCPGraph::lsNone);
+    comparisonRelativeL2_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, QColor(0x8c, 0x56, 0x4b), 7));
+    for (QCPGraph* graph : {comparisonMaxUlp_, comparisonRelativeL2_}) {
+        graph->setVisible(false);
+        graph->removeFromLegend();
+    }
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
     ChartStyle::placeLegendBeside(this, legend, axisRect());
@@ -109,21 +148,42 @@ void DivergenceChart::setTolerance(double maxUlp, double relativeL2)
 void DivergenceChart::setVerdicts(const std::vector<VerdictPoint>& verdicts)
 {
     verdicts_ = verdicts;
-    std::sort(verdicts_.begin(), verdicts_.end(), [](const VerdictPoint& a, const VerdictPoint& b) { return a.index < b.index; });
-    QVector<QCPGraphData> ulp, relative;
-    ulp.reserve(static_cast<qsizetype>(verdicts_.size()));
-    relative.reserve(static_cast<qsizetype>(verdicts_.size()));
-    const double none = std::numeric_limits<double>::quiet_NaN();
-    for (const VerdictPoint& point : verdicts_) {
-        const double key = static_cast<double>(point.index);
-        // Unverifiable without a measured difference: no point to draw (not a zero).
-        const bool measured = point.verdict != Verdict::Unverifiable || point.worstMaxUlp != 0 || point.worstRelativeL2 != 0;
-        ulp.append(QCPGraphData(key, measured ? ChartStyle::onLogAxis(point.worstMaxUlp, ChartStyle::kUlpFloor) : none));
-        relative.append(QCPGraphData(key, measured ? ChartStyle::onLogAxis(point.worstRelativeL2, ChartStyle::kRelativeL2Floor) : none));
-    }
-    maxUlp_->data()->set(ulp, true);
-    relativeL2_->data()->set(relative, true);
+    fillGraphs(verdicts_, maxUlp_, relativeL2_);
     rescale();
+}
+
+void DivergenceChart::setRunName(const QString& name)
+{
+    runName_ = name;
+    nameGraphs();
+}
+
+void DivergenceChart::setComparison(const std::vector<VerdictPoint>& verdicts, const QString& name)
+{
+    comparisonName_ = name;
+    comparison_ = name.isEmpty() ? std::vector<VerdictPoint>() : verdicts;
+    fillGraphs(comparison_, comparisonMaxUlp_, comparisonRelativeL2_);
+    for (QCPGraph* graph : {comparisonMaxUlp_, comparisonRelativeL2_}) {
+        graph->setVisible(hasComparison());
+        if (hasComparison())
+            graph->addToLegend();
+        else
+            graph->removeFromLegend();
+    }
+    nameGraphs();
+    if (hasComparison())
+        ChartStyle::applyDesktopPalette(this);  // the entries just added, in the desktop's colours
+    rescale();
+}
+
+void DivergenceChart::nameGraphs()
+{
+    // One run: the legend names the metrics; two: each entry names its run too.
+    const QString shown = hasComparison() ? (runName_.isEmpty() ? tr("shown run") : runName_) + QStringLiteral(": ") : QString();
+    maxUlp_->setName(shown + tr("max ULP"));
+    relativeL2_->setName(shown + tr("relative L2"));
+    comparisonMaxUlp_->setName(comparisonName_ + QStringLiteral(": ") + tr("max ULP"));
+    comparisonRelativeL2_->setName(comparisonName_ + QStringLiteral(": ") + tr("relative L2"));
 }
 
 void DivergenceChart::setTransactionCount(quint64 count)
@@ -134,19 +194,41 @@ void DivergenceChart::setTransactionCount(quint64 count)
 
 void DivergenceChart::rescale()
 {
-    if (transactionCount_ > 0)
+    const bool any = !verdicts_.empty() || !comparison_.empty();
+    if (transactionCount_ > 0) {
         xAxis->setRange(-0.5, static_cast<double>(transactionCount_) - 0.5);
-    else if (!verdicts_.empty())
-        xAxis->setRange(static_cast<double>(verdicts_.front().index) - 0.5, static_cast<double>(verdicts_.back().index) + 0.5);
-    if (verdicts_.empty())
+    } else if (any) {
+        std::uint64_t lower = std::numeric_limits<std::uint64_t>::max(), upper = 0;
+        for (const std::vector<VerdictPoint>* run : {&verdicts_, &comparison_})
+            if (!run->empty()) {
+                lower = std::min(lower, run->front().index);
+                upper = std::max(upper, run->back().index);
+            }
+        xAxis->setRange(static_cast<double>(lower) - 0.5, static_cast<double>(upper) + 0.5);
+    }
+    if (!any)
         return;
+    // The values of both runs, where a comparison is drawn.
+    const auto valueRange = [](QCPGraph* shown, QCPGraph* compared, bool* found) {
+        bool foundShown = false, foundCompared = false;
+        QCPRange range = shown->data()->valueRange(foundShown, QCP::sdPositive);
+        const QCPRange other = compared->visible() ? compared->data()->valueRange(foundCompared, QCP::sdPositive) : QCPRange();
+        if (foundCompared) {
+            if (foundShown)
+                range.expand(other);
+            else
+                range = other;
+        }
+        *found = foundShown || foundCompared;
+        return range;
+    };
     // Each value axis reaches above its tolerance line, so the line is seen against the points.
     const auto above = [](double tolerance) { return tolerance > 0 && std::isfinite(tolerance) ? tolerance * 4 : 0.0; };
     bool found = false;
-    const QCPRange ulp = maxUlp_->data()->valueRange(found, QCP::sdPositive);
+    const QCPRange ulp = valueRange(maxUlp_, comparisonMaxUlp_, &found);
     if (found)
         yAxis->setRange(ChartStyle::kUlpFloor / 2, std::max({ulp.upper * 4, 8.0, above(tolerance_.first)}));
-    const QCPRange relative = relativeL2_->data()->valueRange(found, QCP::sdPositive);
+    const QCPRange relative = valueRange(relativeL2_, comparisonRelativeL2_, &found);
     if (found)
         yAxis2->setRange(std::min(relative.lower / 4, ChartStyle::kRelativeL2Floor / 2),
                          std::max({relative.upper * 4, 1e-6, above(tolerance_.second)}));
@@ -166,6 +248,7 @@ void DivergenceChart::clear()
     transactionCount_ = 0;
     setTolerance(std::nan(""), std::nan(""));
     setVerdicts({});
+    clearComparison();
     setSelectedTransaction(std::nullopt);
     xAxis->setRange(0, 1);
 }
@@ -174,7 +257,9 @@ std::optional<quint64> DivergenceChart::transactionAt(const QPointF& pos) const
 {
     double best = kPointRadius;
     std::optional<quint64> found;
-    for (QCPGraph* graph : {maxUlp_, relativeL2_}) {
+    for (QCPGraph* graph : {maxUlp_, relativeL2_, comparisonMaxUlp_, comparisonRelativeL2_}) {
+        if (!graph->visible())
+            continue;
         double distance = 0;
         const int at = PointPicker::nearestOnScreen(*graph, pos, kPointRadius, &distance);
         if (at >= 0 && distance <= best) {
@@ -187,14 +272,20 @@ std::optional<quint64> DivergenceChart::transactionAt(const QPointF& pos) const
 
 QString DivergenceChart::tooltipFor(quint64 index) const
 {
-    auto it = std::lower_bound(verdicts_.begin(), verdicts_.end(), index,
-                               [](const VerdictPoint& point, quint64 wanted) { return point.index < wanted; });
-    if (it == verdicts_.end() || it->index != index)
-        return tr("transaction %1").arg(index);
-    return tr("transaction %1\nverdict %2\nmax ULP %3\nrelative L2 %4%5")
-        .arg(index)
-        .arg(VerdictPalette::label(it->verdict), ChartStyle::formatValue(it->worstMaxUlp),
-             ChartStyle::formatValue(it->worstRelativeL2), it->selected ? QString() : tr("\n(replayed as a prefix)"));
+    const auto describe = [](const VerdictPoint& point) {
+        return tr("verdict %1\nmax ULP %2\nrelative L2 %3%4")
+            .arg(VerdictPalette::label(point.verdict), ChartStyle::formatValue(point.worstMaxUlp),
+                 ChartStyle::formatValue(point.worstRelativeL2), point.selected ? QString() : tr("\n(replayed as a prefix)"));
+    };
+    const VerdictPoint* shown = verdictOf(verdicts_, index);
+    QString text = tr("transaction %1").arg(index);
+    if (!hasComparison())
+        return shown ? text + QLatin1Char('\n') + describe(*shown) : text;
+    const VerdictPoint* compared = verdictOf(comparison_, index);
+    const QString notReplayed = tr("not replayed");
+    text += QStringLiteral("\n%1: %2").arg(runName_.isEmpty() ? tr("shown run") : runName_, shown ? describe(*shown).replace(QLatin1Char('\n'), QStringLiteral(", ")) : notReplayed);
+    text += QStringLiteral("\n%1: %2").arg(comparisonName_, compared ? describe(*compared).replace(QLatin1Char('\n'), QStringLiteral(", ")) : notReplayed);
+    return text;
 }
 
 }  // namespace zkdv::ui

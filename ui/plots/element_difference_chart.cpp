@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "plots/chart_style.h"
+#include "plots/wrapped_text_element.h"
 #include "zkdv/tape/shape_text.h"
 
 namespace zkdv::ui {
@@ -44,7 +45,7 @@ void ElementDifferenceChart::reset()
     histogram_ = nullptr;
     heatmap_ = false;
     largestDifference_ = 0.0;
-    title_ = new QCPTextElement(this, tr("Compare elements: replay the transaction to see its deltas element by element"));
+    title_ = new WrappedTextElement(this, tr("Compare elements: replay the transaction to see its deltas element by element"));
     plotLayout()->addElement(0, 0, title_);
 }
 

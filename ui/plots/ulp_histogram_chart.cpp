@@ -10,9 +10,26 @@ namespace zkdv::ui {
 
 namespace {
 
+constexpr double kBarWidth = 0.8;  // of a bin; each run's half of it beside a comparison
+
 QString powerOfTwo(int exponent)
 {
     return exponent <= 10 ? QString::number(1ull << exponent) : QStringLiteral("2^%1").arg(exponent);
+}
+
+// The bins as bars, and their sum.
+quint64 fillBars(QCPBars* bars, const UlpHistogram& histogram)
+{
+    quint64 total = 0;
+    QVector<QCPBarsData> data;
+    data.reserve(static_cast<qsizetype>(histogram.size()));
+    for (std::size_t bin = 0; bin < histogram.size(); ++bin) {
+        total += histogram[bin];
+        // An empty bin has no bar (0 lies off a log axis); it still has a data point.
+        data.append(QCPBarsData(static_cast<double>(bin), static_cast<double>(histogram[bin])));
+    }
+    bars->data()->set(data, true);
+    return total;
 }
 
 }  // namespace
@@ -38,27 +55,72 @@ UlpHistogramChart::UlpHistogramChart(QWidget* parent) : QCustomPlot(parent)
     bars_->setName(tr("elements"));
     bars_->setPen(QPen(QColor(0x1f, 0x3a, 0x93), 0));
     bars_->setBrush(QColor(0x1f, 0x77, 0xb4));
-    bars_->setWidth(0.8);
+    bars_->setWidth(kBarWidth);
+    comparisonBars_ = new QCPBars(xAxis, yAxis);
+    comparisonBars_->setPen(QPen(QColor(0x94, 0x67, 0xbd), 1.5));
+    comparisonBars_->setBrush(QColor(0x94, 0x67, 0xbd, 0x50));
+    comparisonBars_->setVisible(false);
+    group_ = new QCPBarsGroup(this);
+    group_->setSpacing(0);
+    // The legend names the runs only while two are shown: empty (and as narrow as its
+    // margins) beside the bars otherwise.
+    legend->setFont(QFont(font().family(), 8));
+    ChartStyle::placeLegendBeside(this, legend, axisRect());
+    bars_->removeFromLegend();
+    comparisonBars_->removeFromLegend();
+    legend->setVisible(false);
 }
 
 void UlpHistogramChart::setHistogram(const UlpHistogram& histogram, const QString& caption)
 {
     histogram_ = histogram;
-    total_ = 0;
-    QVector<QCPBarsData> data;
-    data.reserve(static_cast<qsizetype>(histogram.size()));
-    double largest = 1;
-    for (std::size_t bin = 0; bin < histogram.size(); ++bin) {
-        total_ += histogram[bin];
-        // An empty bin has no bar (0 lies off a log axis); it still has a data point.
-        const double count = static_cast<double>(histogram[bin]);
-        largest = std::max(largest, count);
-        data.append(QCPBarsData(static_cast<double>(bin), count));
-    }
-    bars_->data()->set(data, true);
-    yAxis->setRange(ChartStyle::kCountFloor, largest * 4);
+    total_ = fillBars(bars_, histogram);
+    rescale();
+    nameBars();
     title_->setText(total_ > 0 ? tr("%1: %2 elements compared").arg(caption).arg(total_)
                                : tr("%1: no ULP histogram").arg(caption));
+}
+
+void UlpHistogramChart::setComparison(const UlpHistogram& histogram, const QString& name, const QString& shownName)
+{
+    comparisonName_ = name;
+    shownName_ = shownName;
+    comparison_ = name.isEmpty() ? UlpHistogram{} : histogram;
+    comparisonTotal_ = fillBars(comparisonBars_, comparison_);
+    const bool shown = hasComparison();
+    comparisonBars_->setVisible(shown);
+    bars_->setWidth(shown ? kBarWidth / 2 : kBarWidth);
+    comparisonBars_->setWidth(kBarWidth / 2);
+    bars_->setBarsGroup(shown ? group_ : nullptr);
+    comparisonBars_->setBarsGroup(shown ? group_ : nullptr);
+    nameBars();
+    if (shown) {
+        bars_->addToLegend();
+        comparisonBars_->addToLegend();
+        ChartStyle::applyDesktopPalette(this);  // the entries just added, in the desktop's colours
+    } else {
+        bars_->removeFromLegend();
+        comparisonBars_->removeFromLegend();
+    }
+    legend->setVisible(shown);
+    rescale();
+}
+
+void UlpHistogramChart::nameBars()
+{
+    // Just the runs: a narrow legend leaves the bins' tick labels their room (counts are in
+    // the tooltips).
+    bars_->setName(hasComparison() ? shownName_ : tr("elements"));
+    comparisonBars_->setName(comparisonName_);
+}
+
+void UlpHistogramChart::rescale()
+{
+    double largest = 1;
+    for (const UlpHistogram* histogram : {&histogram_, &comparison_})
+        for (quint64 count : *histogram)
+            largest = std::max(largest, static_cast<double>(count));
+    yAxis->setRange(ChartStyle::kCountFloor, largest * 4);
 }
 
 void UlpHistogramChart::clear()
@@ -66,6 +128,7 @@ void UlpHistogramChart::clear()
     histogram_ = {};
     total_ = 0;
     bars_->data()->clear();
+    clearComparison();
     title_->setText(tr("no replay run"));
 }
 
@@ -90,10 +153,15 @@ void UlpHistogramChart::mouseMoveEvent(QMouseEvent* event)
     }
     const int bin = static_cast<int>(key);
     const quint64 count = histogram_[static_cast<std::size_t>(bin)];
-    const QString share = total_ > 0 ? QStringLiteral(" (%1 %)").arg(100.0 * static_cast<double>(count) / static_cast<double>(total_), 0, 'g', 4)
-                                     : QString();
-    QToolTip::showText(event->globalPosition().toPoint(),
-                       tr("ULP distance %1\n%2 elements%3").arg(binLabel(bin)).arg(count).arg(share), this);
+    const auto share = [](quint64 part, quint64 whole) {
+        return whole > 0 ? QStringLiteral(" (%1 %)").arg(100.0 * static_cast<double>(part) / static_cast<double>(whole), 0, 'g', 4) : QString();
+    };
+    QString text = tr("ULP distance %1\n%2 elements%3").arg(binLabel(bin)).arg(count).arg(share(count, total_));
+    if (hasComparison()) {
+        const quint64 compared = comparison_[static_cast<std::size_t>(bin)];
+        text += tr("\n%1: %2 elements%3").arg(comparisonName_).arg(compared).arg(share(compared, comparisonTotal_));
+    }
+    QToolTip::showText(event->globalPosition().toPoint(), text, this);
 }
 
 }  // namespace zkdv::ui

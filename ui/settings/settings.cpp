@@ -9,6 +9,7 @@ namespace {
 const QString kRecentFiles = QStringLiteral("files/recent");
 const QString kGeometry = QStringLiteral("window/geometry");
 const QString kState = QStringLiteral("window/state");
+const QString kColumns = QStringLiteral("table/columns");
 const QString kDevice = QStringLiteral("replay/device");
 const QString kSampleSpec = QStringLiteral("replay/sample");
 const QString kTopQ = QStringLiteral("replay/topq");
@@ -54,5 +55,15 @@ QString Settings::sampleSpec() { return QSettings().value(kSampleSpec, QStringLi
 void Settings::setSampleSpec(const QString& spec) { QSettings().setValue(kSampleSpec, spec); }
 int Settings::topQ() { return QSettings().value(kTopQ, 10).toInt(); }
 void Settings::setTopQ(int q) { QSettings().setValue(kTopQ, q); }
+
+QByteArray Settings::transactionColumns() { return QSettings().value(kColumns).toByteArray(); }
+
+void Settings::setTransactionColumns(const QByteArray& state)
+{
+    if (state.isEmpty())
+        QSettings().remove(kColumns);
+    else
+        QSettings().setValue(kColumns, state);
+}
 
 }  // namespace zkdv::ui

@@ -22,6 +22,11 @@ public:
     static QByteArray windowState();
     static void setWindowState(const QByteArray& state);
 
+    // The transaction table's columns (order, widths, hidden ones) as QHeaderView saves
+    // them; empty: the default layout.
+    static QByteArray transactionColumns();
+    static void setTransactionColumns(const QByteArray& state);
+
     static QString replayDevice();  // default "cpu"
     static void setReplayDevice(const QString& device);
     static QString sampleSpec();    // default "random:100"

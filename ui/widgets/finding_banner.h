@@ -1,7 +1,8 @@
 #pragma once
 // What was wrong with tapes that could not be ingested, in full (file, record, byte offset,
 // what was expected and what was found), in a banner that stays until dismissed, with what
-// the auditor can do next: ingest an incomplete tape's readable part, report the finding.
+// the auditor can do next: ingest an incomplete tape's readable part, report the finding, look
+// at the bytes of the record at fault.
 
 #include <QFrame>
 #include <QList>
@@ -39,15 +40,21 @@ public:
     // The first finding that can be reported (the file is a tape), if any.
     const TapeFinding* reportable() const;
     QStringList incompleteTapes() const;
+    // The first finding whose problem lies in a record's frame (its bytes can be shown).
+    const TapeFinding* recordAtFault() const;
 
 Q_SIGNALS:
     void ingestReadablePartRequested(const QStringList& tapes);
     void exportReportRequested();
+    // The record at fault, to show in the record bytes pane: where its frame starts, the byte
+    // at fault (both file offsets) and the record's name ("record 17 (transaction 14) of t.zkdv").
+    void recordBytesRequested(const QString& tapePath, quint64 frameOffset, quint64 faultByte, const QString& caption);
 
 private:
     QLabel* text_;
     QPushButton* ingestPart_;
     QPushButton* exportReport_;
+    QPushButton* showBytes_;
     QList<TapeFinding> findings_;
 };
 

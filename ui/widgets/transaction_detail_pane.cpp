@@ -276,8 +276,12 @@ void TransactionDetailPane::fill(const TransactionDetail& d)
     const bool sameTransaction = shown_ && *shown_ == d.index;
     shown_ = d.index;
     shownHasDeltas_ = d.hasDeltas;
-    if (!sameTransaction)
+    if (!sameTransaction) {
         clearElements(d.hasDeltas ? QString() : tr("Transaction %1 carries no recorded deltas: only its fingerprints can be compared.").arg(d.index));
+        Q_EMIT recordShown(QString::fromStdString(d.tapeFile), d.recordOffset, tr("transaction %1 (record %2)").arg(d.index).arg(d.recordIndex),
+                           d.tapeFile.empty() ? tr("Transaction %1's record: %2").arg(d.index).arg(text(d.recordSource.empty() ? d.recordProblem : d.recordSource))
+                                              : QString());
+    }
     else
         compare_->setEnabled(d.hasDeltas && !(job_ && job_->isRunning()));
     title_->setText(tr("<b>Transaction %1</b> of tape %2%3")

@@ -81,6 +81,9 @@ Q_SIGNALS:
     // "Compare elements" finished; ok false when it failed or was cancelled (message says why).
     void elementComparisonFinished(bool ok, const QString& message);
     void problem(const QString& message);
+    // Another transaction is shown: where its record's frame starts in `tapeFile` (empty when
+    // the tape file could not be read: `why`), for the record bytes pane.
+    void recordShown(const QString& tapeFile, quint64 frameOffset, const QString& caption, const QString& why);
 
 private:
     void load();

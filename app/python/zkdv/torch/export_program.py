@@ -86,12 +86,6 @@ def _write(exported: "torch.export.ExportedProgram", canonical: Dict[str, str]) 
     from torch.export.graph_signature import InputKind, OutputKind
 
     signature = exported.graph_signature
-    captured = [spec.target for spec in signature.input_specs if spec.kind == InputKind.CONSTANT_TENSOR]
-    if captured:
-        raise RuntimeError(
-            "attested Torch code captured unprepared tensor state (" + ", ".join(captured) + "); register it as a parameter or "
-            "buffer of the model or pass it in the batch"
-        )
     graph = exported.graph
     placeholders = [node for node in graph.nodes if node.op == "placeholder"]
     if len(placeholders) != len(signature.input_specs):
@@ -103,6 +97,12 @@ def _write(exported: "torch.export.ExportedProgram", canonical: Dict[str, str]) 
     batch_index = 0
     named: Dict[str, Dict[str, Any]] = {}  # a parameter's or buffer's input, by its canonical name
     for node, spec in zip(placeholders, signature.input_specs):
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            # A tensor the step captured outside the prepared state: declared by name, and
+            # refused by the core's reader (the one check, with the TorchScript path's words).
+            refs[node] = {"input": len(inputs)}
+            inputs.append({"kind": "constant", "name": str(spec.target)})
+            continue
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER) and canonical.get(spec.target, spec.target) in named:
             refs[node] = named[canonical[spec.target]]
             continue

@@ -25,6 +25,12 @@ public:
     using Error::Error;
 };
 
+// The one refusal of a step that captured a tensor outside the prepared parameters and
+// buffers (state no snapshot holds), for both program kinds: a TorchScript module holding it
+// (program/held_state.cpp) and an exported graph declaring it as a "constant" input.
+// `names` lists where the tensors were found.
+std::string capturedTensorStateRefusal(const std::string& names);
+
 // The value of the program kind in the root record.
 inline constexpr const char* kExportedGraphKind = "exported-graph";
 

@@ -49,6 +49,7 @@ struct TransactionDetail {
 
     // Read from the record itself; when it cannot be read, recordProblem says why and these are empty.
     std::string recordSource;  // the tape file, or "the case (embedded copy)"
+    std::string tapeFile;      // the tape file when the record was read from it ("" otherwise)
     std::string recordProblem;
     std::string lossDtype;
     std::vector<RecordedTensor> batch;

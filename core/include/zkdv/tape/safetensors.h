@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,44 @@ private:
     std::string headerAfter_;
     std::uint64_t layoutBufferSize_ = 0;
     std::vector<std::uint64_t> layoutDataBegins_;
+};
+
+// Where a blob's header puts each of its parts, in bytes from the blob's start, read from the
+// blob's first bytes alone: what a viewer of a record (the workstation's bytes pane) shows
+// without holding data buffers of hundreds of MB. Not for reading tensors: it has no data.
+struct SafetensorsLayout {
+    // [begin, end) of one piece of the header's JSON text.
+    struct Extent {
+        std::uint64_t begin = 0;
+        std::uint64_t end = 0;
+    };
+    struct Tensor {
+        std::string name;
+        DType dtype = DType::F32;
+        std::vector<std::int64_t> shape;
+        Extent entry;        // from the name's opening quote to the tensor object's '}'
+        Extent dtypeText;    // the dtype string, quotes included
+        Extent shapeText;    // the shape array
+        Extent offsetsText;  // the data_offsets array
+        Extent data;         // the tensor's bytes (dataOffset + data_offsets)
+    };
+    struct MetadataEntry {
+        std::string key;
+        std::string value;
+        Extent text;  // from the key's opening quote to the value's closing quote
+    };
+
+    std::uint64_t headerLength = 0;  // N, the JSON header's length
+    std::uint64_t dataOffset = 0;    // 8 + N
+    std::vector<Tensor> tensors;     // in the order of their data
+    std::vector<MetadataEntry> metadata;  // in the header's order
+    std::optional<Extent> metadataObject;  // the "__metadata__" object, when present
+
+    // Validates the header as SafetensorsView::parse() validates a whole blob of `blobSize`
+    // bytes (tiling checked against that size), reading only `head`, the blob's first bytes,
+    // which must hold the length prefix and the whole header. Throws FormatError (offset
+    // relative to the blob) as parse() does, and also when `head` stops inside the header.
+    static SafetensorsLayout parse(ByteSpan head, std::uint64_t blobSize);
 };
 
 // Builds one blob. Tensor bytes are referenced, not copied: they must stay alive until

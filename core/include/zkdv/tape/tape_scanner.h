@@ -32,11 +32,28 @@ public:
 
 // The first thing wrong with a tape: which record, where in the file, what and why.
 struct TapeProblem {
+    TapeProblem() = default;
+    TapeProblem(std::uint64_t recordIndex, std::uint64_t byteOffset, std::string message)
+        : recordIndex(recordIndex), byteOffset(byteOffset), message(std::move(message))
+    {
+    }
+
     std::uint64_t recordIndex = 0;  // the record at fault (the one that would come next when truncated)
     std::uint64_t byteOffset = 0;   // file offset of the field at fault
     std::string message;            // says what was expected and what was found
+    // What the record at fault says it is: its type, when its frame header is whole and its
+    // header check matches (a type behind a failed check may be the damage itself); and,
+    // when that type is a transaction, the transaction index it holds by its place (the
+    // valid transactions before it), which the auditor knows the transaction by.
+    std::optional<std::uint32_t> recordType;
+    std::optional<std::uint64_t> transactionIndex;
+    // The start of the frame of the record at fault, when the problem lies in a frame rather
+    // than the file header: where the record can be read again (the workstation's bytes pane).
+    std::optional<std::uint64_t> frameOffset;
 
-    std::string describe() const;   // "record 17 at byte 40312: …"
+    std::string describe() const;   // "record 17 (transaction 14) at byte 40312: …"
+    // "transaction 14", "snapshot", "unknown type 77"; empty when the type is not known.
+    std::string recordText() const;
 };
 
 // Where one record sits and what it holds; payload points into the reader's window (or
