@@ -6,46 +6,39 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDialog>
-#include <QDialogButtonBox>
 #include <QDir>
-#include <QDirIterator>
 #include <QDragEnterEvent>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QHeaderView>
-#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
-#include <QSpinBox>
 #include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
-#include <QStyle>
-#include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 
 #include <algorithm>
-#include <climits>
 #include <atomic>
-#include <fstream>
 #include <memory>
 
 #include "dialogs/help_dialog.h"
 #include "dialogs/sample_dialog.h"
 #include "dialogs/top_q_dialog.h"
 #include "jobs/background_job.h"
+#include "jobs/case_jobs.h"
+#include "jobs/job_runner.h"
+#include "jobs/report_export_job.h"
 #include "jobs/replay_worker_probe.h"
+#include "models/case_queries.h"
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "report/report_document.h"
-#include "report/report_pdf_writer.h"
 #include "settings/settings.h"
 #include "ui_info.h"
 #include "widgets/case_overview.h"
@@ -63,16 +56,8 @@
 #include "widgets/wheel_guard.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/workflow/file_ingest.h"
-#include "zkdv/workflow/replay_precheck.h"
-#include "zkdv/workflow/replay_summary_text.h"
+#include "zkdv/workflow/handed_files.h"
 #include "zkdv/workflow/report_export.h"
-#include "zkdv/report/audit_report.h"
-#include "zkdv/report/report_file.h"
-#include "zkdv/report/transaction_table_csv.h"
-#include "zkdv/store/audit_file.h"
-#include "zkdv/store/case_store.h"
-#include "zkdv/store/display_filter.h"
-#include "zkdv/store/tape_location.h"
 #include "zkdv/store/transaction_table.h"
 
 namespace zkdv::ui {
@@ -81,25 +66,6 @@ namespace {
 
 QString fileName(const QString& path) { return QFileInfo(path).fileName(); }
 
-// Files in `paths`, folders expanded (recursively), in a stable order.
-QStringList expandFolders(const QStringList& paths)
-{
-    QStringList files;
-    for (const QString& path : paths) {
-        if (!QFileInfo(path).isDir()) {
-            files << path;
-            continue;
-        }
-        QStringList inside;
-        QDirIterator it(path, QDir::Files | QDir::Readable, QDirIterator::Subdirectories);
-        while (it.hasNext())
-            inside << it.next();
-        inside.sort();
-        files << inside;
-    }
-    return files;
-}
-
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
@@ -107,9 +73,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     setWindowTitle(tr("ZKDV Audit Workstation"));
     setAcceptDrops(true);
     workerProbe_ = new ReplayWorkerProbe(this);
+    jobs_ = new JobRunner(this);
     createCentralWidgets();
     createActions();
     progress_ = new JobProgressFrame(this);
+    connect(jobs_, &JobRunner::started, this, [this](BackgroundJob* job) {
+        progress_->follow(job);
+        updateActions();
+    });
+    connect(jobs_, &JobRunner::refused, this, [this](const QString& why) { showMessage(why); });
+    connect(jobs_, &JobRunner::finished, this, &MainWindow::jobDone);
     auto* status = new ElidingStatusBar(this);
     setStatusBar(status);
     status->addPermanent(rowCount_);
@@ -218,26 +191,9 @@ void MainWindow::createCentralWidgets()
     recordBytes_ = new RecordBytesPane(this);
     addDockWidget(Qt::BottomDockWidgetArea, recordBytes_);
     tabifyDockWidget(messageLog_, recordBytes_);
-    connect(details_, &TransactionDetailPane::recordShown, this,
-            [this](const QString& tapeFile, quint64 frameOffset, const QString& caption, const QString& why) {
-                pendingRecord_ = [this, tapeFile, frameOffset, caption, why] {
-                    if (tapeFile.isEmpty())
-                        recordBytes_->clear(why);
-                    else
-                        recordBytes_->showRecord(tapeFile, frameOffset, std::nullopt, caption);
-                };
-                if (recordBytesInView_)
-                    std::exchange(pendingRecord_, {})();
-            });
-    // Unlike isVisible(), this also says when its tab is behind another one.
-    connect(recordBytes_, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        recordBytesInView_ = visible;
-        if (visible && pendingRecord_)
-            std::exchange(pendingRecord_, {})();
-    });
+    connect(details_, &TransactionDetailPane::recordShown, recordBytes_, &RecordBytesPane::follow);
     connect(banner_, &FindingBanner::recordBytesRequested, this,
             [this](const QString& tapeFile, quint64 frameOffset, quint64 faultByte, const QString& caption) {
-                pendingRecord_ = {};
                 recordBytes_->show();
                 recordBytes_->raise();
                 recordBytes_->showRecord(tapeFile, frameOffset, faultByte, caption);
@@ -261,7 +217,14 @@ void MainWindow::createCentralWidgets()
     setTabOrder(overview_, runs_);
     setTabOrder(runs_, details_);
 
-    connect(overview_, &CaseOverview::tapeChosen, this, &MainWindow::setTape);
+    connect(overview_, &CaseOverview::tapeChosen, this, [this](qint64 tapeId) {
+        // The note being typed is settled before its tape goes; Cancel takes the choice back.
+        if (tapeId != tape_ && !details_->settlePendingNote()) {
+            QTimer::singleShot(0, this, [this] { overview_->chooseTape(tape_); });
+            return;
+        }
+        setTape(tapeId);
+    });
     connect(runs_, &RunList::runChosen, this, [this](qint64 run) {
         model_->setRun(run);
         charts_->setRun(run);
@@ -338,10 +301,7 @@ void MainWindow::createActions()
     QAction* topq = action(replay, tr("Replay &Top-q…"), QKeySequence(Qt::CTRL | Qt::Key_T), &MainWindow::replayTopQ,
                            tr("Replay each parameter's q largest recorded updates"));
     replay->addSeparator();
-    cancelAction_ = action(replay, tr("&Cancel"), QKeySequence(Qt::Key_Escape), [this] {
-        if (job_)
-            job_->cancel();
-    }, tr("Stop the running job; what it finished is kept"));
+    cancelAction_ = action(replay, tr("&Cancel"), QKeySequence(Qt::Key_Escape), [this] { jobs_->cancel(); }, tr("Stop the running job; what it finished is kept"));
     jobActions_ << selected << sample << topq;
     tapeActions_ << selected << sample << topq;
 
@@ -373,14 +333,7 @@ void MainWindow::createActions()
     view->addAction(details);
     // Brings the pane to the front even when its tab is behind the messages (a toggle would
     // close it then), and closes it when it is in front.
-    action(view, tr("Record &Bytes"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B), [this] {
-        if (recordBytesInView_) {
-            recordBytes_->hide();
-            return;
-        }
-        recordBytes_->show();
-        recordBytes_->raise();
-    }, tr("The selected transaction's record on the tape, field by field beside its bytes"));
+    action(view, tr("Record &Bytes"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B), [this] { recordBytes_->toggleInView(); }, tr("The selected transaction's record on the tape, field by field beside its bytes"));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     action(help, tr("&Workstation Help"), QKeySequence(QKeySequence::HelpContents), &MainWindow::showHelp);
@@ -446,7 +399,7 @@ void MainWindow::updateRecentFilesMenu()
 
 void MainWindow::updateActions()
 {
-    const bool busy = job_ && job_->isRunning();
+    const bool busy = jobs_->isBusy();
     for (QAction* a : jobActions_)
         a->setEnabled(!busy && (!caseActions_.contains(a) || !casePath_.isEmpty()) && (!tapeActions_.contains(a) || tape_ != 0));
     cancelAction_->setEnabled(busy);
@@ -454,14 +407,16 @@ void MainWindow::updateActions()
     exportFindingAction_->setEnabled(!busy && banner_->reportable() != nullptr);
     locateAction_->setEnabled(!busy && !missingBar_->missing().isEmpty());
     if (busy) {
-        cancelAction_->setText(QLatin1Char('&') + job_->interruptLabel());
-        cancelAction_->setToolTip(job_->interruptToolTip());
+        cancelAction_->setText(QLatin1Char('&') + jobs_->current()->interruptLabel());
+        cancelAction_->setToolTip(jobs_->current()->interruptToolTip());
     }
 }
 
+bool MainWindow::recordBytesInView() const { return recordBytes_->isInView(); }
+
 QString MainWindow::replayDevice() const { return device_->currentText(); }
 
-BackgroundJob* MainWindow::currentJob() const { return job_; }
+BackgroundJob* MainWindow::currentJob() const { return jobs_->current(); }
 
 void MainWindow::clearStickyMessage()
 {
@@ -480,15 +435,15 @@ void MainWindow::showMessage(const QString& message, int timeoutMs)
 
 bool MainWindow::openCase(const QString& casePath)
 {
-    if (job_ && job_->isRunning()) {
-        showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
+    if (jobs_->isBusy()) {
+        showMessage(jobs_->busyText());
         return false;
     }
     if (!details_->settlePendingNote())
         return false;  // the auditor stays with the unsaved note
     if (!casePath.isEmpty()) {
         try {
-            CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);  // creates, or brings the schema up to date
+            prepareCase(casePath);
         } catch (const std::exception& error) {
             showMessage(tr("%1: %2").arg(fileName(casePath), QString::fromStdString(error.what())));
             return false;
@@ -523,9 +478,7 @@ void MainWindow::setTape(qint64 tapeId)
     transactionCount_ = 0;
     if (!casePath_.isEmpty() && tapeId != 0) {
         try {
-            CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
-            if (auto tape = store.tape(tapeId))
-                transactionCount_ = tape->transactionCount;
+            transactionCount_ = tapeTransactionCount(casePath_, tapeId);
         } catch (const std::exception& error) {
             showMessage(QString::fromStdString(error.what()));
         }
@@ -537,7 +490,6 @@ void MainWindow::setTape(qint64 tapeId)
     charts_->setCase(tapeId ? casePath_ : QString(), tapeId);
     charts_->setRun(runs_->chosenRun());
     details_->setCase(tapeId ? casePath_ : QString(), tapeId);
-    pendingRecord_ = {};
     recordBytes_->clear(tapeId ? tr("Select a transaction to see its record's bytes.") : QString());
     updateRowCount();
     updateActions();
@@ -545,25 +497,20 @@ void MainWindow::setTape(qint64 tapeId)
 
 void MainWindow::openPaths(const QStringList& paths)
 {
-    QStringList tapes, others, refused;
-    QString caseToOpen;
-    for (const QString& path : expandFolders(paths)) {
-        try {
-            switch (sniffAuditFile(path.toStdString())) {
-            case AuditFileKind::Case:
-                if (caseToOpen.isEmpty())
-                    caseToOpen = path;
-                else
-                    refused << tr("%1: one case at a time").arg(fileName(path));
-                break;
-            case AuditFileKind::Tape: tapes << path; break;
-            case AuditFileKind::Other: others << path; break;
-            }
-        } catch (const std::exception& error) {
-            refused << QString::fromStdString(error.what());
-        }
-    }
-    if (!caseToOpen.isEmpty() && !openCase(caseToOpen))
+    std::vector<std::string> names;
+    for (const QString& path : paths)
+        names.push_back(path.toStdString());
+    const HandedFiles handed = sortHandedFiles(names);
+    auto qt = [](const std::vector<std::string>& list) {
+        QStringList out;
+        for (const std::string& entry : list)
+            out << QString::fromStdString(entry);
+        return out;
+    };
+    QStringList tapes = qt(handed.tapes), others = qt(handed.others), refused = qt(handed.unreadable);
+    for (std::size_t i = 1; i < handed.cases.size(); ++i)
+        refused << tr("%1: one case at a time").arg(fileName(QString::fromStdString(handed.cases[i])));
+    if (!handed.cases.empty() && !openCase(QString::fromStdString(handed.cases.front())))
         return;
     QString createdCase;
     if (casePath_.isEmpty() && !tapes.isEmpty() && !openCaseBeside(tapes.front(), &createdCase))
@@ -606,12 +553,10 @@ void MainWindow::ingestReadablePart(const QStringList& tapes)
 
 void MainWindow::checkTapeFiles()
 {
-    QList<MissingTapeBar::Missing> missing;
+    QList<MovedTape> missing;
     if (!casePath_.isEmpty()) {
         try {
-            CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
-            for (const CaseTape& tape : misplacedTapes(store))
-                missing.append({tape.id, QString::fromStdString(tape.path), QString::fromStdString(tapeFileProblem(tape))});
+            missing = movedTapes(casePath_);
         } catch (const std::exception& error) {
             showMessage(QString::fromStdString(error.what()));
         }
@@ -630,7 +575,7 @@ void MainWindow::checkTapeFiles()
 void MainWindow::locateTapeDialog(qint64 tapeId)
 {
     QString expected;
-    for (const MissingTapeBar::Missing& entry : missingBar_->missing())
+    for (const MovedTape& entry : missingBar_->missing())
         if (entry.tapeId == tapeId)
             expected = entry.path;
     const QString path = QFileDialog::getOpenFileName(this, tr("Locate Tape %1 (%2)").arg(tapeId).arg(fileName(expected)),
@@ -643,30 +588,16 @@ bool MainWindow::locateTape(qint64 tapeId, const QString& path)
 {
     if (casePath_.isEmpty())
         return false;
-    const std::string casePath = casePath_.toStdString();
-    const std::string file = path.toStdString();
-    auto* job = new BackgroundJob(tr("Checking %1 against tape %2").arg(fileName(path)).arg(tapeId), Interruption::Cancel,
-                                  [casePath, tapeId, file](ProgressSink& progress) {
-        CaseStore store(casePath, CaseStore::Access::ReadWrite);
-        relocateTape(store, tapeId, file, &progress);
-        return QObject::tr("Tape %1 is now read from %2: the same tape (chain head and size match).").arg(tapeId).arg(QString::fromStdString(file));
-    });
-    return startJob(job, [this](bool&, QString&) { checkTapeFiles(); });
+    return jobs_->start(relocateTapeJob(casePath_, tapeId, path), [this](bool&, QString&) { checkTapeFiles(); });
 }
 
 void MainWindow::discardEmptyCase(const QString& casePath)
 {
-    try {
-        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
-        if (!store.tapes().empty())
-            return;
-    } catch (const std::exception&) {
-        return;  // not ours to remove
-    }
+    if (!caseHoldsNoTape(casePath))
+        return;
     if (casePath_ == casePath)
         openCase(QString());
-    for (const QString& suffix : {QString(), QStringLiteral("-wal"), QStringLiteral("-shm")})
-        QFile::remove(casePath + suffix);
+    removeCaseFiles(casePath);
     Settings::removeRecentFile(casePath);
     updateRecentFilesMenu();
     showMessage(tr("Removed %1 again: nothing could be ingested into it.").arg(fileName(casePath)));
@@ -678,20 +609,7 @@ bool MainWindow::exportTableCsv(const QString& path)
         showMessage(tr("Nothing to export: open a case with a tape first."));
         return false;
     }
-    const std::string casePath = casePath_.toStdString();
-    const std::string target = path.toStdString();
-    const qint64 tapeId = tape_;
-    const TransactionTable::View view = model_->tableView();
-    const QString shown = QDir::toNativeSeparators(path);
-    auto* job = new BackgroundJob(tr("Exporting the table to %1").arg(fileName(path)), Interruption::Cancel,
-                                  [casePath, target, tapeId, view, shown](ProgressSink& progress) {
-        CaseStore store(casePath, CaseStore::Access::ReadOnly);
-        TransactionTable table(store.database(), tapeId);
-        table.setView(view);
-        writeTransactionTableCsv(table, target, &progress);
-        return QObject::tr("%n row(s) written to %1", nullptr, static_cast<int>(std::min<std::uint64_t>(table.rowCount(), INT_MAX))).arg(shown);
-    });
-    return startJob(job, {}, true);
+    return jobs_->start(tableCsvJob(casePath_, tape_, model_->tableView(), path), {}, true);
 }
 
 bool MainWindow::exportFindingReport(const QString& path)
@@ -736,78 +654,34 @@ void MainWindow::exportFindingReportDialog()
 
 void MainWindow::ingest(const QStringList& files, bool allowIncomplete, const QString& createdCase)
 {
-    const std::string casePath = casePath_.toStdString();
-    std::vector<std::string> paths;
-    for (const QString& file : files)
-        paths.push_back(file.toStdString());
-    auto findings = std::make_shared<QList<TapeFinding>>();
-    auto* job = new BackgroundJob(tr("Ingesting %n file(s)", nullptr, files.size()), Interruption::Cancel,
-                                  [casePath, paths, allowIncomplete, findings](ProgressSink& progress) {
-        CaseStore store(casePath, CaseStore::Access::ReadWrite);
-        IngestOptions options;
-        options.progress = &progress;
-        options.allowIncomplete = allowIncomplete;
-        QStringList done, failed;
-        for (const IngestedFile& file : ingestFiles(store, paths, options)) {
-            const QString line = QString::fromStdString(file.describe());
-            if (file.ok()) {
-                done << line;
-                continue;
-            }
-            failed << line;
-            if (file.isTape())
-                findings->append({QString::fromStdString(file.path), line, file.summary});
-        }
-        if (!failed.isEmpty())
-            throw Error((failed + done).join(QStringLiteral("; ")).toStdString());
-        return done.join(QStringLiteral("; "));
-    });
-    startJob(job, [this, findings, createdCase](bool&, QString&) {
+    auto results = std::make_shared<std::vector<IngestedFile>>();
+    jobs_->start(ingestJob(casePath_, files, allowIncomplete, results), [this, results, createdCase](bool&, QString&) {
         // The whole finding stays in view, and a case made for a tape that was refused does
         // not linger empty on disk or in Open Recent.
-        if (!findings->isEmpty())
-            banner_->showFindings(*findings);
+        QList<TapeFinding> findings;
+        for (const IngestedFile& file : *results)
+            if (!file.ok() && file.isTape())
+                findings.append({QString::fromStdString(file.path), QString::fromStdString(file.describe()), file.summary});
+        if (!findings.isEmpty())
+            banner_->showFindings(findings);
         if (!createdCase.isEmpty())
             discardEmptyCase(createdCase);
     });
 }
 
-bool MainWindow::startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish, bool readsOnly)
+void MainWindow::jobDone(bool ok, const QString& message, bool readsOnly)
 {
-    if (job_ && job_->isRunning()) {
-        showMessage(tr("Busy: %1. Wait for it or cancel it (Esc) first.").arg(job_->title()));
-        delete job;
-        return false;
+    showMessage(message, ok ? 10000 : 0);
+    if (!readsOnly) {
+        overview_->showCase(casePath_);
+        if (overview_->currentTape() != tape_)
+            setTape(overview_->currentTape());
+        else
+            refreshResults();
+        updateRecentFilesMenu();
     }
-    delete job_;
-    job_ = job;
-    job->setParent(this);
-    connect(job, &BackgroundJob::finished, this, [this, finish, readsOnly](bool jobOk, const QString& jobMessage) {
-        bool ok = jobOk;
-        QString message = jobMessage;
-        if (finish)
-            finish(ok, message);
-        if (continuation_) {
-            // The work goes on in another job: started once this one is gone.
-            QTimer::singleShot(0, this, [this, next = std::exchange(continuation_, {})] { next(); });
-            return;
-        }
-        showMessage(message, ok ? 10000 : 0);
-        if (!readsOnly) {
-            overview_->showCase(casePath_);
-            if (overview_->currentTape() != tape_)
-                setTape(overview_->currentTape());
-            else
-                refreshResults();
-            updateRecentFilesMenu();
-        }
-        updateActions();
-        Q_EMIT jobFinished(ok, message);
-    });
-    progress_->follow(job);
-    job->start();
     updateActions();
-    return true;
+    Q_EMIT jobFinished(ok, message);
 }
 
 bool MainWindow::startReplay(const QString& spec, std::optional<quint64> seed, SeedSource source)
@@ -826,13 +700,10 @@ bool MainWindow::startReplay(const QString& spec, std::optional<quint64> seed, S
     // A tape file that moved is located first: a replay of it would only fail, and a failed
     // run would stay in the case.
     try {
-        CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
-        if (const std::optional<CaseTape> tape = store.tape(tape_)) {
-            if (const std::string problem = tapeFileProblem(*tape); !problem.empty()) {
-                checkTapeFiles();
-                showMessage(tr("Not replayed: %1 (Ctrl+L)").arg(QString::fromStdString(problem)), 0);
-                return false;
-            }
+        if (const QString problem = tapeFileProblemOf(casePath_, tape_); !problem.isEmpty()) {
+            checkTapeFiles();
+            showMessage(tr("Not replayed: %1 (Ctrl+L)").arg(problem), 0);
+            return false;
         }
     } catch (const std::exception& error) {
         showMessage(QString::fromStdString(error.what()));
@@ -858,19 +729,7 @@ bool MainWindow::startReplay(const QString& spec, std::optional<quint64> seed, S
                     window->resultsTimer_->start();
             }, Qt::QueuedConnection);
     };
-    const std::string casePath = casePath_.toStdString();
-    auto* job = new BackgroundJob(tr("Replaying %1 on %2").arg(spec, replayDevice()), Interruption::Stop, [casePath, request](ProgressSink& progress) mutable {
-        CaseStore store(casePath, CaseStore::Access::ReadWrite);
-        request.progress = &progress;
-        const ReplaySummary summary = runReplay(store, request);
-        QString text = QString::fromStdString(replaySummaryHeadline(summary));
-        const std::vector<std::string> details = replaySummaryDetails(summary);
-        // The counts, then the first reason: the rest is in the run's rows and its report.
-        for (std::size_t i = 0; i < std::min<std::size_t>(details.size(), 2); ++i)
-            text += QStringLiteral(" — ") + QString::fromStdString(details[i]);
-        return text;
-    });
-    return startJob(job);
+    return jobs_->start(replayJob(casePath_, request, tr("Replaying %1 on %2").arg(spec, replayDevice())));
 }
 
 bool MainWindow::exportReport(const QString& path)
@@ -884,66 +743,11 @@ bool MainWindow::exportReport(const QString& path)
         showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
         return false;
     }
-    const std::string casePath = casePath_.toStdString();
-    const std::string target = path.toStdString();
-    const ReportFormat reportFormat = *format;
     ReportOptions options;
     options.tapeId = tape_;
     // The run chosen in the run list; with All runs, the newest (the report lists the others).
     options.runId = std::max<qint64>(0, runs_->chosenRun());
-    // Documents (PDF, HTML) are drawn on this thread once the data is built; JSON and CSV are
-    // written by the job itself.
-    auto report = std::make_shared<ReportData>();
-    auto* job = new BackgroundJob(tr("Exporting the report to %1").arg(fileName(path)), Interruption::Cancel, [casePath, target, reportFormat, options, report](ProgressSink&) {
-        CaseStore store(casePath, CaseStore::Access::ReadOnly);
-        *report = buildAuditReport(store, options);
-        if (!isDocumentFormat(reportFormat))
-            writeReport(*report, reportFormat, target, nullptr);
-        return QString();
-    });
-    const QString shown = QDir::toNativeSeparators(path);
-    return startJob(job, [this, report, target, reportFormat, shown](bool& ok, QString& message) {
-        if (!ok)
-            return;
-        const QString written = QObject::tr("%1 report written to %2: %3")
-                                    .arg(QString::fromStdString(std::string(reportFormatName(reportFormat))).toUpper(), shown,
-                                         QString::fromStdString(report->headline));
-        if (reportFormat == ReportFormat::Html) {
-            // One file with its charts as images: quick, drawn here.
-            try {
-                writeReport(*report, reportFormat, target, &documents_);
-                message = written;
-            } catch (const std::exception& error) {
-                ok = false;
-                message = QObject::tr("Report not written: %1").arg(QString::fromStdString(error.what()));
-            }
-            return;
-        }
-        if (reportFormat != ReportFormat::Pdf) {
-            message = written;
-            return;
-        }
-        // The charts are widgets: drawn here into vector pictures, one per turn of the event
-        // loop; the pages are laid out and painted in the background, with progress and cancel.
-        auto writer = std::make_shared<ReportPdfWriter>(*report);
-        continueWith([this, writer, target, written, shown] { writePdfInSteps(writer, target, written, shown); });
-    }, true);
-}
-
-void MainWindow::writePdfInSteps(const std::shared_ptr<ReportPdfWriter>& writer, const std::string& target, const QString& written,
-                                 const QString& shown)
-{
-    if (writer->drawNextChart()) {
-        QTimer::singleShot(0, this, [this, writer, target, written, shown] { writePdfInSteps(writer, target, written, shown); });
-        return;
-    }
-    auto* pages = new BackgroundJob(tr("Writing the PDF report %1").arg(shown), Interruption::Cancel, [writer, target, written](ProgressSink& progress) {
-        std::string error;
-        if (!writePdfReport(*writer, target, &error, &progress))
-            throw Error(error);
-        return written;
-    });
-    startJob(pages, {}, true);
+    return startReportExport(*jobs_, documents_, casePath_, options, *format, path);
 }
 
 void MainWindow::exportReportDialog()
@@ -1010,9 +814,7 @@ QString MainWindow::nothingToVerify() const
     if (casePath_.isEmpty() || tape_ == 0)
         return {};
     try {
-        CaseStore store(casePath_.toStdString(), CaseStore::Access::ReadOnly);
-        const std::optional<CaseTape> tape = store.tape(tape_);
-        return tape ? QString::fromStdString(whyReplayVerifiesNothing(*tape)) : QString();
+        return whyNothingToVerify(casePath_, tape_);
     } catch (const std::exception& error) {
         return QString::fromStdString(error.what());
     }
@@ -1170,8 +972,8 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event)
             showMessage(tr("Only local files can be dropped here (%1 is not one).").arg(url.toDisplayString()));
             return;
         }
-    if (job_ && job_->isRunning()) {
-        showMessage(tr("Busy: %1. Drop again when it has finished, or cancel it (Esc).").arg(job_->title()));
+    if (jobs_->isBusy()) {
+        showMessage(tr("Busy: %1. Drop again when it has finished, or cancel it (Esc).").arg(jobs_->current()->title()));
         return;
     }
     event->acceptProposedAction();
@@ -1195,8 +997,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
         event->ignore();  // Cancel: the window stays, with the note
         return;
     }
-    if (job_ && job_->isRunning())
-        job_->cancel();  // its destructor waits for the thread
+    jobs_->cancel();  // the job's destructor waits for its thread
     Settings::setWindowGeometry(saveGeometry());
     Settings::setWindowState(saveState());
     event->accept();

@@ -31,9 +31,9 @@ class FindingBanner;
 class ChartPanel;
 class HelpDialog;
 class JobProgressFrame;
+class JobRunner;
 class MessageLog;
 class MissingTapeBar;
-class ReportPdfWriter;
 class ReplayWorkerProbe;
 class RecordBytesPane;
 class RunList;
@@ -87,7 +87,7 @@ public:
     TransactionDetailPane* detailPane() const { return details_; }
     RecordBytesPane* recordBytesPane() const { return recordBytes_; }
     // The bytes pane is shown and its tab in front (it reads records only then).
-    bool recordBytesInView() const { return recordBytesInView_; }
+    bool recordBytesInView() const;
     BackgroundJob* currentJob() const;
     QString replayDevice() const;
 
@@ -107,15 +107,9 @@ private:
     void updateRecentFilesMenu();
     void updateActions();
     void setTape(qint64 tapeId);
-    // `finish`, when given, runs on this thread before the job's result is shown and may
-    // change it (a report rendered after its data was built in the background).
-    // `readsOnly`: the job changes nothing in the case (an export), so the case tree and the
-    // results are not read again after it.
-    bool startJob(BackgroundJob* job, std::function<void(bool& ok, QString& message)> finish = {}, bool readsOnly = false);
-    // Called from a job's `finish`: once that job is done, `next` starts the job that
-    // continues it (e.g. a report's pages, written after its charts were drawn here), and
-    // jobFinished waits for that one.
-    void continueWith(std::function<void()> next) { continuation_ = std::move(next); }
+    // After every job (JobRunner::finished): the result in the status bar, and the case read
+    // again unless the job only read it.
+    void jobDone(bool ok, const QString& message, bool readsOnly);
     // `createdCase`: the case this ingest's drop created, removed again (from disk and the
     // recent files) when no tape could be ingested into it.
     void ingest(const QStringList& files, bool allowIncomplete = false, const QString& createdCase = QString());
@@ -140,10 +134,6 @@ private:
     void replaySample();
     void replayTopQ();
     void exportReportDialog();
-    // Draws a PDF report's charts one per turn of the event loop, then writes its pages in
-    // a background job.
-    void writePdfInSteps(const std::shared_ptr<ReportPdfWriter>& writer, const std::string& target, const QString& written,
-                         const QString& shown);
     void updateRowCount();
     void copySelectedRows();
     // Edit > Copy (rows) and Copy Value, from the pane with the focus.
@@ -177,7 +167,7 @@ private:
     QComboBox* device_ = nullptr;
     ReplayWorkerProbe* workerProbe_ = nullptr;  // created first in the constructor
     JobProgressFrame* progress_ = nullptr;
-    QPointer<BackgroundJob> job_;
+    JobRunner* jobs_ = nullptr;  // the one background job at a time
     const ReportDocuments documents_;  // PDF and HTML for writeReport
     QTimer* resultsTimer_ = nullptr;
     QMenu* recentMenu_ = nullptr;
@@ -191,12 +181,9 @@ private:
     MessageLog* messageLog_ = nullptr;
     TransactionDetailPane* details_ = nullptr;
     RecordBytesPane* recordBytes_ = nullptr;
-    std::function<void()> pendingRecord_;  // the record to show once the bytes pane is in view
-    bool recordBytesInView_ = false;
     std::optional<quint64> noteKeptOn_;  // Cancel kept an unsaved note: the selection goes back to it
     QLabel* rowCount_ = nullptr;    // "N of M transactions" in the status bar
     QPointer<HelpDialog> help_;
-    std::function<void()> continuation_;
 };
 
 }  // namespace zkdv::ui

@@ -8,6 +8,7 @@
 #include "terminal_progress.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/workflow/file_ingest.h"
+#include "zkdv/workflow/handed_files.h"
 #include "zkdv/util/json_text.h"
 
 namespace zkdv::cli {
@@ -15,15 +16,16 @@ namespace zkdv::cli {
 
 int runIngest(int argc, char** argv)
 {
-    ArgumentParser parser("zkdv-audit ingest FILE... --case CASE [--embed] [--allow-incomplete] [--sha256] [--json]",
+    ArgumentParser parser("zkdv-audit ingest FILE|FOLDER... --case CASE [--embed] [--allow-incomplete] [--sha256] [--json]",
                           "Verifies tapes and loads them into an audit case (created if missing), one SQLite\n"
                           "transaction per tape: a tape that fails leaves the case as it was. Files that are not\n"
                           "tapes are taken as sealed program files and stored when their SHA-256 matches a tape's\n"
                           "program. A tape is identified by its chain head and size; ingesting the same tape again\n"
-                          "changes nothing (except storing a file SHA-256 asked for now).\n"
+                          "changes nothing (except storing a file SHA-256 asked for now). A folder stands for every\n"
+                          "file under it, in the order of their paths.\n"
                           "Exit 0 when every file was ingested, 1 when a tape failed verification, 2 when a file\n"
                           "could not be read or matched nothing.");
-    parser.setPositionals("FILE...", "tapes (*.zkdv) and sealed program files", 1, true);
+    parser.setPositionals("FILE|FOLDER...", "tapes (*.zkdv) and sealed program files, or folders of them", 1, true);
     parser.addOption("case", "CASE", "the audit case file (*.zkaudit)");
     parser.addFlag("embed", "copy record payloads into the case, making it self-contained");
     parser.addFlag("allow-incomplete", "also ingest the readable part of truncated or unsealed tapes");
@@ -44,7 +46,7 @@ int runIngest(int argc, char** argv)
         const bool json = parser.has("json");
         int exitCode = kExitOk;
         nlohmann::json results = nlohmann::json::array();
-        ingestFiles(store, parser.positionals(), options, [&](const IngestedFile& file) {
+        ingestFiles(store, expandFolders(parser.positionals()), options, [&](const IngestedFile& file) {
             progress.finish();
             nlohmann::json entry = {{"file", file.path}, {"result", std::string(fileIngestOutcomeName(file.outcome))}};
             if (file.kind)

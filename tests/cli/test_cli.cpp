@@ -2,6 +2,9 @@
 
 #include <QtTest>
 
+#include <QDir>
+#include <QFile>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -371,6 +374,18 @@ void TestCli::ingestAndInfo()
     const Result again = runAudit({QStringLiteral("ingest"), good, QStringLiteral("--case"), casePath, QStringLiteral("--sha256")});
     QVERIFY2(!again.crashed && again.exitCode == 0, qPrintable(again.describe()));
     QVERIFY2(again.out.contains(QStringLiteral("already")), qPrintable(again.describe()));
+
+    // A folder stands for the files under it: the same tape in a subfolder is the same tape.
+    const QString folder = path("handed");
+    QVERIFY(QDir().mkpath(folder + QStringLiteral("/sub")));
+    QFile::remove(folder + QStringLiteral("/sub/copy.zkdv"));
+    QVERIFY(QFile::copy(good, folder + QStringLiteral("/sub/copy.zkdv")));
+    const Result fromFolder = runAudit({QStringLiteral("ingest"), folder, QStringLiteral("--case"), casePath, QStringLiteral("--json")});
+    QVERIFY2(!fromFolder.crashed && fromFolder.exitCode == 0, qPrintable(fromFolder.describe()));
+    const QJsonArray handed = jsonObject(fromFolder.out).value(QStringLiteral("files")).toArray();
+    QCOMPARE(handed.size(), qsizetype(1));
+    QCOMPARE(handed.at(0).toObject().value(QStringLiteral("file")).toString(), folder + QStringLiteral("/sub/copy.zkdv"));
+    QCOMPARE(handed.at(0).toObject().value(QStringLiteral("result")).toString(), QStringLiteral("already-present"));
 
     const Result corrupt = runAudit({QStringLiteral("ingest"), expand(QStringLiteral("{corrupt}")), QStringLiteral("--case"), casePath});
     QVERIFY2(!corrupt.crashed && corrupt.exitCode == 1, qPrintable(corrupt.describe()));

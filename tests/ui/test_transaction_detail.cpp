@@ -29,6 +29,7 @@
 #include "plots/element_difference_chart.h"
 #include "settings/settings.h"
 #include "temp_dir.h"
+#include "widgets/case_overview.h"
 #include "widgets/top_q_count_label.h"
 #include "widgets/transaction_detail_pane.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -86,6 +87,7 @@ private Q_SLOTS:
     void anUnsavedNoteIsSavedWhenAnotherCaseOpens();
     void anUnsavedNoteIsSavedWhenTheWindowCloses();
     void aNoteThatCannotBeSavedAsksAndCancelKeepsIt();
+    void anotherTapeSettlesTheNoteAndCancelKeepsTheTape();
     void aReloadKeepsTheNoteBeingTyped();
     void theWheelScrollsThePaneOverTheFlagWithoutChangingIt();
     void valueCellsShowTheWholeNumberOnHover();
@@ -103,6 +105,34 @@ private:
     std::int64_t run_ = 0;
     std::unique_ptr<MainWindow> window_;
 };
+
+namespace {
+
+// Answers the box the pane puts up when a note cannot be saved (polled: it is modal), and
+// keeps what it said in `asked`.
+void answerUnsavedNoteBox(QMessageBox::StandardButton button, QStringList* asked)
+{
+    auto* poll = new QTimer;
+    QObject::connect(poll, &QTimer::timeout, poll, [poll, button, asked] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box || box->objectName() != QStringLiteral("unsavedNoteBox"))
+            return;
+        *asked << box->text() + QLatin1Char(' ') + box->informativeText();
+        box->button(button)->click();
+        poll->deleteLater();
+    });
+    poll->start(20);
+}
+
+QModelIndex rowOfTape(CaseOverview* overview, qint64 tapeId)
+{
+    for (int row = 0; row < overview->overviewModel()->rowCount(); ++row)
+        if (overview->overviewModel()->item(row)->data(Qt::UserRole).toLongLong() == tapeId)
+            return overview->overviewModel()->index(row, 0);
+    return {};
+}
+
+}  // namespace
 
 void TestTransactionDetail::initTestCase()
 {
@@ -404,19 +434,7 @@ void TestTransactionDetail::aNoteThatCannotBeSavedAsksAndCancelKeepsIt()
     auto writer = std::make_unique<CaseStore>(case_, CaseStore::Access::ReadWrite);
     writer->database().exec("BEGIN IMMEDIATE");
     QStringList asked;
-    auto answer = [&asked](QMessageBox::StandardButton button) {
-        // Poll for the box the pane puts up, and answer it.
-        auto* poll = new QTimer;
-        QObject::connect(poll, &QTimer::timeout, poll, [poll, button, &asked] {
-            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
-            if (!box || box->objectName() != QStringLiteral("unsavedNoteBox"))
-                return;
-            asked << box->text() + QLatin1Char(' ') + box->informativeText();
-            box->button(button)->click();
-            poll->deleteLater();
-        });
-        poll->start(20);
-    };
+    auto answer = [&asked](QMessageBox::StandardButton button) { answerUnsavedNoteBox(button, &asked); };
 
     // The window stays open, with the note.
     answer(QMessageBox::Cancel);
@@ -461,6 +479,49 @@ void TestTransactionDetail::aNoteThatCannotBeSavedAsksAndCancelKeepsIt()
     writer->database().exec("COMMIT");
     writer.reset();
     QCOMPARE(storedNote(kHonest)->note, std::string("kept through a busy case"));
+}
+
+void TestTransactionDetail::anotherTapeSettlesTheNoteAndCancelKeepsTheTape()
+{
+    // A case of two tapes: the tampered one (first, in view) and the honest one.
+    const std::string twoTapes = dir_.file("two-tapes.zkaudit");
+    std::int64_t first = 0, second = 0;
+    {
+        CaseStore store(twoTapes, CaseStore::Access::ReadWrite);
+        first = store.ingestTape(dir_.file("tampered.zkdv")).tapeId;
+        second = store.ingestTape(dir_.file("demo.zkdv")).tapeId;
+    }
+    QVERIFY(window_->openCase(QString::fromStdString(twoTapes)));
+    QCOMPARE(window_->currentTape(), qint64(first));
+    select(kHonest);
+    pane()->noteEdit()->setPlainText(QStringLiteral("typed before the tape changed"));
+    auto* overview = window_->findChild<CaseOverview*>();
+    QVERIFY(overview);
+
+    // The note cannot be stored now; Cancel keeps the tape, the row and the note.
+    auto writer = std::make_unique<CaseStore>(twoTapes, CaseStore::Access::ReadWrite);
+    writer->database().exec("BEGIN IMMEDIATE");
+    QStringList asked;
+    answerUnsavedNoteBox(QMessageBox::Cancel, &asked);
+    overview->setCurrentIndex(rowOfTape(overview, second));
+    QTRY_COMPARE(asked.size(), 1);
+    QTRY_COMPARE(overview->currentIndex().row(), rowOfTape(overview, first).row());
+    QCOMPARE(overview->currentTape(), qint64(first));
+    QCOMPARE(window_->currentTape(), qint64(first));
+    QCOMPARE(pane()->shownTransaction(), std::optional<quint64>(kHonest));
+    QCOMPARE(pane()->noteEdit()->toPlainText(), QStringLiteral("typed before the tape changed"));
+
+    // The writer done, the tape changes and the note is stored on the tape it was written on.
+    writer->database().exec("COMMIT");
+    writer.reset();
+    overview->setCurrentIndex(rowOfTape(overview, second));
+    QTRY_COMPARE(window_->currentTape(), qint64(second));
+    QCOMPARE(asked.size(), 1);
+    CaseStore store(twoTapes, CaseStore::Access::ReadOnly);
+    const std::optional<TransactionNote> note = TransactionNotes(store.database(), first).note(kHonest);
+    QVERIFY(note);
+    QCOMPARE(note->note, std::string("typed before the tape changed"));
+    QVERIFY(!TransactionNotes(store.database(), second).note(kHonest));
 }
 
 void TestTransactionDetail::aReloadKeepsTheNoteBeingTyped()

@@ -5,6 +5,8 @@
 
 #include <QtTest>
 
+#include <QTabBar>
+
 #include <QAction>
 #include <QClipboard>
 #include <QComboBox>
@@ -181,6 +183,16 @@ void TestWorkstationShell::everyPaneHasRoomAt1024x700()
     }
     QVERIFY2(table->neededWidth(TransactionTableModel::NoteColumn) > header->sectionSize(TransactionTableModel::NoteColumn),
              "the long note is cut to its share");
+
+    // Every chart tab in view beside the comparison box, none behind scroll arrows.
+    QTabBar* tabs = window_->charts()->tabBar();
+    QWidget* corner = window_->charts()->cornerWidget(Qt::TopRightCorner);
+    QVERIFY(corner && corner->isVisible());
+    QVERIFY2(tabs->geometry().right() < corner->geometry().left(),
+             qPrintable(QStringLiteral("tabs end at %1, the box starts at %2").arg(tabs->geometry().right()).arg(corner->geometry().left())));
+    for (int tab = 0; tab < tabs->count(); ++tab)
+        QVERIFY2(tabs->rect().contains(tabs->tabRect(tab)),
+                 qPrintable(QStringLiteral("tab \"%1\" at %2+%3 of %4").arg(tabs->tabText(tab)).arg(tabs->tabRect(tab).left()).arg(tabs->tabRect(tab).width()).arg(tabs->width())));
 
     // No text shown runs out of its place: labels, and the charts' tick labels, titles and
     // legends (ChartTextRoom).

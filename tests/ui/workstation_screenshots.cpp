@@ -5,10 +5,12 @@
 //
 // workstation.png: a tampered tape after two replay runs, All runs shown, the tampered
 // transaction diverged in one run and within a loose tolerance in the other (marked ≠);
-// workstation-finding.png: a corrupt tape dropped on the window; workstation-moved-tape.png:
+// workstation-finding.png: a corrupt tape dropped on the window; workstation-record-bytes.png:
+// its record at fault in the Record Bytes pane; workstation-moved-tape.png:
 // the case reopened after its tape moved.
 
 #include <QApplication>
+#include <QPushButton>
 #include <QFile>
 #include <QSignalSpy>
 #include <QTableView>
@@ -24,6 +26,8 @@
 #include "models/transaction_table_model.h"
 #include "plots/chart_panel.h"
 #include "settings/settings.h"
+#include "widgets/finding_banner.h"
+#include "widgets/record_bytes_pane.h"
 #include "widgets/transaction_detail_pane.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -46,6 +50,20 @@ bool waitForJob(ui::MainWindow& window)
 {
     QSignalSpy finished(&window, &ui::MainWindow::jobFinished);
     return window.currentJob() == nullptr || !window.currentJob()->isRunning() || finished.wait(300000);
+}
+
+// Presses the finding banner's Show Record Bytes and waits for the record to be read.
+bool showRecordAtFault(ui::MainWindow& window)
+{
+    QPushButton* button = nullptr;
+    for (QPushButton* candidate : window.findingBanner()->findChildren<QPushButton*>())
+        if (candidate->text() == QObject::tr("Show Record Bytes"))
+            button = candidate;
+    if (!button || !button->isEnabled())
+        return false;
+    QSignalSpy loaded(window.recordBytesPane(), &ui::RecordBytesPane::loaded);
+    button->click();
+    return loaded.wait(30000);
 }
 
 }  // namespace
@@ -116,6 +134,10 @@ int main(int argc, char** argv)
     window.openPaths({QString::fromStdString(corrupt)});
     ok = waitForJob(window) && ok;
     ok = save(window, out + QStringLiteral("/workstation-finding.png")) && ok;
+
+    // The finding's record, field by field beside its bytes, the byte at fault marked.
+    ok = showRecordAtFault(window) && ok;
+    ok = save(window, out + QStringLiteral("/workstation-record-bytes.png")) && ok;
 
     // The case reopened after its tape moved.
     window.openCase(QString());

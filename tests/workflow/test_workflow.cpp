@@ -3,6 +3,7 @@
 
 #include <QtTest>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/workflow/file_ingest.h"
+#include "zkdv/workflow/handed_files.h"
 #include "zkdv/workflow/replay_precheck.h"
 #include "zkdv/workflow/replay_summary_text.h"
 #include "zkdv/workflow/report_export.h"
@@ -52,6 +54,7 @@ private Q_SLOTS:
     void reportFormatsComeFromNamesAndExtensions();
     void writeReportWritesMachineFormatsAndHandsDocumentsToTheRenderer();
     void aReplayThatCanVerifyNothingSaysWhy();
+    void handedFoldersStandForTheirFilesSortedByKind();
 
 private:
     test::TempDir dir_;
@@ -194,6 +197,38 @@ void TestWorkflow::aReplayThatCanVerifyNothingSaysWhy()
     tape.programKind = "pickle";
     const std::string foreign = whyReplayVerifiesNothing(tape, true);
     QVERIFY2(foreign.find("pickle") != std::string::npos && foreign.find("cannot be re-executed") != std::string::npos, foreign.c_str());
+}
+
+
+void TestWorkflow::handedFoldersStandForTheirFilesSortedByKind()
+{
+    namespace fs = std::filesystem;
+    // A folder of a tape, a case, a program-like file and a subfolder, with a link back to
+    // itself (expanding must not loop) and a name that sorts before the others.
+    const fs::path folder = dir_.file("handed");
+    fs::create_directories(folder / "sub");
+    fs::copy_file(tape_, folder / "b.zkdv");
+    fs::copy_file(tape_, folder / "sub" / "a.zkdv");
+    { CaseStore(dir_.file("handed/c.zkaudit"), CaseStore::Access::ReadWrite); }
+    std::ofstream(folder / "A-program.pt") << "perhaps a program";
+    fs::create_directory_symlink(folder, folder / "sub" / "loop");
+    const std::string missing = dir_.file("gone.zkdv");
+
+    const std::vector<std::string> expanded = expandFolders({missing, folder.string()});
+    std::vector<std::string> expected = {missing};
+    for (const fs::directory_entry& entry : fs::recursive_directory_iterator(folder))
+        if (entry.is_regular_file() && !entry.is_symlink())
+            expected.push_back(entry.path().string());
+    std::sort(expected.begin() + 1, expected.end());
+    QCOMPARE(expanded, expected);
+    QCOMPARE(expanded[1], (folder / "A-program.pt").string());  // bytewise: upper case first
+
+    const HandedFiles handed = sortHandedFiles({missing, folder.string(), tape_});
+    QCOMPARE(handed.cases, std::vector<std::string>{(folder / "c.zkaudit").string()});
+    QCOMPARE(handed.tapes, (std::vector<std::string>{(folder / "b.zkdv").string(), (folder / "sub" / "a.zkdv").string(), tape_}));
+    QCOMPARE(handed.others, std::vector<std::string>{(folder / "A-program.pt").string()});
+    QCOMPARE(handed.unreadable.size(), std::size_t(1));
+    QVERIFY2(handed.unreadable.front().find("gone.zkdv") != std::string::npos, handed.unreadable.front().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestWorkflow)

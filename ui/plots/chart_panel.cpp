@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QHBoxLayout>
+#include <QTabBar>
 #include <QLabel>
 #include <QSignalBlocker>
 #include <QThread>
@@ -58,9 +59,14 @@ ChartPanel::ChartPanel(QWidget* parent) : QTabWidget(parent)
     const std::pair<QWidget*, QString> tabs[] = {{transactions_, tr("Loss and updates")}, {divergence_, tr("Divergence")},
                                                  {tensors_, tr("Tensors")}, {slots_, tr("Optimizer state")}, {histogram_, tr("ULP histogram")}};
     for (const auto& [chart, name] : tabs) {
-        addTab(chart, QString(name).replace(QLatin1String(" and "), QLatin1String(" && ")));
+        const int tab = addTab(chart, QString(name).replace(QLatin1String(" and "), QLatin1String(" && ")));
+        setTabToolTip(tab, name);  // whole, when a narrow window shortens the tab
         chart->setAccessibleName(name);  // names its exports (ChartTools)
     }
+    // In a narrow window every tab stays in view, its name shortened, rather than some of
+    // them hiding behind scroll arrows.
+    tabBar()->setUsesScrollButtons(false);
+    tabBar()->setElideMode(Qt::ElideRight);
 
     // The comparison is chosen here, beside the tabs it draws on, not in the main window.
     auto* corner = new QWidget(this);

@@ -8,7 +8,7 @@ namespace zkdv::ui {
 
 WrappedTextElement::WrappedTextElement(QCustomPlot* plot, const QString& text) : QCPTextElement(plot, text)
 {
-    setTextFlags(Qt::TextWordWrap);
+    setTextFlags(Qt::AlignCenter | Qt::TextWordWrap);  // centred over the plot, like QCPTextElement's own
 }
 
 QSize WrappedTextElement::wrappedSize() const

@@ -78,6 +78,17 @@ CaseOverview::CaseOverview(QWidget* parent) : QTreeView(parent), model_(new QSta
 
 int CaseOverview::tapeCount() const { return model_->rowCount(); }
 
+void CaseOverview::chooseTape(qint64 tapeId)
+{
+    for (int row = 0; row < model_->rowCount(); ++row) {
+        if (model_->item(row)->data(Qt::UserRole).toLongLong() != tapeId)
+            continue;
+        currentTape_ = tapeId;  // first: the selection's signal then sees no change
+        selectionModel()->setCurrentIndex(model_->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        return;
+    }
+}
+
 QString CaseOverview::copyText(bool wholeRows) const
 {
     QStringList lines;

@@ -20,6 +20,8 @@ public:
     bool showCase(const QString& casePath);
     // The tape the user picked (the first one by default); 0 when the case has none.
     qint64 currentTape() const { return currentTape_; }
+    // Makes `tapeId` the current tape again without telling tapeChosen (a choice taken back).
+    void chooseTape(qint64 tapeId);
     int tapeCount() const;
     QStandardItemModel* overviewModel() const { return model_; }
     // The selected rows' values as Copy Value (Ctrl+C) puts them on the clipboard: the value

@@ -28,11 +28,11 @@ MissingTapeBar::MissingTapeBar(QWidget* parent) : QFrame(parent)
     hide();
 }
 
-void MissingTapeBar::showMissing(const QList<Missing>& missing)
+void MissingTapeBar::showMissing(const QList<MovedTape>& missing)
 {
     missing_ = missing;
     QStringList lines;
-    for (const Missing& entry : missing)
+    for (const MovedTape& entry : missing)
         lines << entry.problem.toHtmlEscaped();
     text_->setText(tr("<b>Replays need the tape file; the case's results stay as they are.</b><br>") + lines.join(QStringLiteral("<br>")));
     setVisible(!missing.isEmpty());
@@ -40,7 +40,7 @@ void MissingTapeBar::showMissing(const QList<Missing>& missing)
 
 bool MissingTapeBar::isMissing(qint64 tapeId) const
 {
-    for (const Missing& entry : missing_)
+    for (const MovedTape& entry : missing_)
         if (entry.tapeId == tapeId)
             return true;
     return false;

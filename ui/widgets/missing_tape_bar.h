@@ -6,6 +6,8 @@
 #include <QList>
 #include <QString>
 
+#include "models/case_queries.h"
+
 class QLabel;
 
 namespace zkdv::ui {
@@ -13,15 +15,9 @@ namespace zkdv::ui {
 class MissingTapeBar : public QFrame {
     Q_OBJECT
 public:
-    struct Missing {
-        qint64 tapeId = 0;
-        QString path;     // where the case expected it
-        QString problem;  // tapeFileProblem()
-    };
-
     explicit MissingTapeBar(QWidget* parent = nullptr);
-    void showMissing(const QList<Missing>& missing);  // empty: hides
-    const QList<Missing>& missing() const { return missing_; }
+    void showMissing(const QList<MovedTape>& missing);  // empty: hides
+    const QList<MovedTape>& missing() const { return missing_; }
     bool isMissing(qint64 tapeId) const;
     QString text() const;
 
@@ -30,7 +26,7 @@ Q_SIGNALS:
 
 private:
     QLabel* text_;
-    QList<Missing> missing_;
+    QList<MovedTape> missing_;
 };
 
 }  // namespace zkdv::ui

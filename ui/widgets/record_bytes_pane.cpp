@@ -78,6 +78,11 @@ RecordBytesPane::RecordBytesPane(QWidget* parent) : QDockWidget(tr("Record Bytes
     setWidget(body);
     connect(tree_, &QTreeWidget::itemSelectionChanged, this, &RecordBytesPane::fieldSelected);
     connect(hex_, &RecordHexView::byteClicked, this, [this](quint64 offset) { selectFieldAt(offset); });
+    connect(this, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        inView_ = visible;
+        if (visible && followed_)
+            std::exchange(followed_, {})();
+    });
     clear(tr("Select a transaction, or a finding's record, to see its bytes."));
 }
 
@@ -90,8 +95,31 @@ RecordBytesPane::~RecordBytesPane()
     }
 }
 
+void RecordBytesPane::follow(const QString& tapePath, quint64 frameOffset, const QString& caption, const QString& why)
+{
+    followed_ = [this, tapePath, frameOffset, caption, why] {
+        if (tapePath.isEmpty())
+            clear(why);
+        else
+            showRecord(tapePath, frameOffset, std::nullopt, caption);
+    };
+    if (inView_)
+        std::exchange(followed_, {})();
+}
+
+void RecordBytesPane::toggleInView()
+{
+    if (inView_) {
+        hide();
+        return;
+    }
+    show();
+    raise();
+}
+
 void RecordBytesPane::showRecord(const QString& tapePath, quint64 frameOffset, std::optional<quint64> findingByte, const QString& caption)
 {
+    followed_ = {};
     stopReading();
     auto read = std::make_unique<Read>();
     read->caption = caption;
@@ -148,6 +176,7 @@ void RecordBytesPane::finishRead(Read* read)
 
 void RecordBytesPane::clear(const QString& why)
 {
+    followed_ = {};
     stopReading();
     record_.reset();
     items_.clear();

@@ -10,6 +10,7 @@
 #include <QHash>
 #include <QString>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -45,6 +46,14 @@ public:
     void showRecord(const QString& tapePath, quint64 frameOffset, std::optional<quint64> findingByte, const QString& caption);
     // Empties the pane, saying why (nothing selected, the case closed).
     void clear(const QString& why = QString());
+    // The record of the selected transaction (or, with an empty `tapePath`, why there is none):
+    // read now when the pane is in view, else once it comes into view. The pane reads nothing
+    // while it is hidden or its tab is behind another one.
+    void follow(const QString& tapePath, quint64 frameOffset, const QString& caption, const QString& why);
+    // Shown with its tab in front (unlike isVisible(), false when the tab is behind another).
+    bool isInView() const { return inView_; }
+    // Brings the pane to the front, or closes it when it is in front already (View > Record Bytes).
+    void toggleInView();
     // Selects the innermost field whose bytes hold `offset` (what a click on the byte does);
     // false when no field holds it.
     bool selectFieldAt(quint64 offset);
@@ -81,6 +90,8 @@ private:
     QTreeWidget* tree_;
     RecordHexView* hex_;
     std::size_t shownBytes_ = kDefaultShownBytes;
+    std::function<void()> followed_;  // the record to show once the pane is in view
+    bool inView_ = false;
     QString caption_;  // with what part of the record is shown; field notes go after it
     std::unique_ptr<RecordBytes> record_;
     QHash<const DissectedField*, QTreeWidgetItem*> items_;

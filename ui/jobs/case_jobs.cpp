@@ -1,0 +1,78 @@
+#include "case_jobs.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+#include <algorithm>
+#include <climits>
+
+#include "background_job.h"
+#include "zkdv/report/transaction_table_csv.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/tape_location.h"
+#include "zkdv/util/error.h"
+#include "zkdv/workflow/replay_summary_text.h"
+
+namespace zkdv::ui {
+
+BackgroundJob* ingestJob(const QString& casePath, const QStringList& files, bool allowIncomplete,
+                         std::shared_ptr<std::vector<IngestedFile>> results)
+{
+    std::vector<std::string> paths;
+    for (const QString& file : files)
+        paths.push_back(file.toStdString());
+    return new BackgroundJob(QObject::tr("Ingesting %n file(s)", nullptr, static_cast<int>(files.size())), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), paths, allowIncomplete, results](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        IngestOptions options;
+        options.progress = &progress;
+        options.allowIncomplete = allowIncomplete;
+        *results = ingestFiles(store, paths, options);
+        QStringList done, failed;
+        for (const IngestedFile& file : *results)
+            (file.ok() ? done : failed) << QString::fromStdString(file.describe());
+        if (!failed.isEmpty())
+            throw Error((failed + done).join(QStringLiteral("; ")).toStdString());
+        return done.join(QStringLiteral("; "));
+    });
+}
+
+BackgroundJob* relocateTapeJob(const QString& casePath, qint64 tapeId, const QString& file)
+{
+    return new BackgroundJob(QObject::tr("Checking %1 against tape %2").arg(QFileInfo(file).fileName()).arg(tapeId), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), tapeId, file = file.toStdString()](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        relocateTape(store, tapeId, file, &progress);
+        return QObject::tr("Tape %1 is now read from %2: the same tape (chain head and size match).").arg(tapeId).arg(QString::fromStdString(file));
+    });
+}
+
+BackgroundJob* tableCsvJob(const QString& casePath, qint64 tapeId, const TransactionTable::View& view, const QString& path)
+{
+    return new BackgroundJob(QObject::tr("Exporting the table to %1").arg(QFileInfo(path).fileName()), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), target = path.toStdString(), tapeId, view,
+                              shown = QDir::toNativeSeparators(path)](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        TransactionTable table(store.database(), tapeId);
+        table.setView(view);
+        writeTransactionTableCsv(table, target, &progress);
+        return QObject::tr("%n row(s) written to %1", nullptr, static_cast<int>(std::min<std::uint64_t>(table.rowCount(), INT_MAX))).arg(shown);
+    });
+}
+
+BackgroundJob* replayJob(const QString& casePath, ReplayRequest request, const QString& title)
+{
+    return new BackgroundJob(title, Interruption::Stop, [casePath = casePath.toStdString(), request](ProgressSink& progress) mutable {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        request.progress = &progress;
+        const ReplaySummary summary = runReplay(store, request);
+        QString text = QString::fromStdString(replaySummaryHeadline(summary));
+        const std::vector<std::string> details = replaySummaryDetails(summary);
+        // The counts, then the first reason: the rest is in the run's rows and its report.
+        for (std::size_t i = 0; i < std::min<std::size_t>(details.size(), 2); ++i)
+            text += QStringLiteral(" — ") + QString::fromStdString(details[i]);
+        return text;
+    });
+}
+
+}  // namespace zkdv::ui

@@ -1,0 +1,30 @@
+#pragma once
+// The work the workstation does on a case in the background, as jobs for a JobRunner: each
+// opens the case on its own thread and returns the line the status bar shows.
+
+#include <QString>
+#include <QStringList>
+
+#include <memory>
+#include <vector>
+
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/transaction_table.h"
+#include "zkdv/workflow/file_ingest.h"
+
+namespace zkdv::ui {
+
+class BackgroundJob;
+
+// Ingests `files` (tapes first); `results` gets every file's result for the GUI thread to read
+// once the job has finished. Fails, naming every file, when one could not be ingested.
+BackgroundJob* ingestJob(const QString& casePath, const QStringList& files, bool allowIncomplete,
+                         std::shared_ptr<std::vector<IngestedFile>> results);
+// Points tape `tapeId` at `file` when it is the same tape (chain head and size).
+BackgroundJob* relocateTapeJob(const QString& casePath, qint64 tapeId, const QString& file);
+// Writes every row of the tape's table as `view` shows it to `path` as CSV.
+BackgroundJob* tableCsvJob(const QString& casePath, qint64 tapeId, const TransactionTable::View& view, const QString& path);
+// Runs `request` (a replay run stored in the case) and sums it up in one line.
+BackgroundJob* replayJob(const QString& casePath, ReplayRequest request, const QString& title);
+
+}  // namespace zkdv::ui
