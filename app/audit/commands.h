@@ -13,5 +13,6 @@ int runInfo(int argc, char** argv);
 int runIngest(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runReplay(int argc, char** argv);
+int runKeygen(int argc, char** argv);
 
 }  // namespace zkdv::cli

@@ -16,12 +16,13 @@ Checks that a model was trained the way its trainer claims, from the verificatio
 tape ZKDV recorded around the training steps.
 
 commands:
-  verify TAPE                        check framing, hash chain, record order and seal
+  verify TAPE                        check framing, hash chain, record order, seal and signature
   info TAPE|CASE                     describe a tape or an audit case
   ingest FILE... --case CASE         load tapes (and sealed program files) into a case
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html)
   demo --out FILE                    write an example tape from a small training run
+  keygen --out KEY                   make a trainer's key for signing tapes
 
 Run 'zkdv-audit COMMAND --help' for a command's options.
 Exit status: 0 ok, 1 a check failed, 2 usage error or unreadable input.
@@ -53,6 +54,8 @@ int main(int argc, char** argv)
         return runIngest(argc, argv);
     if (command == "report")
         return runReport(argc, argv);
+    if (command == "keygen")
+        return runKeygen(argc, argv);
     if (command == "replay")
         return builtWithoutTorch() ? refuseWithoutTorch("replay") : runReplay(argc, argv);
     if (isTorchCommand(argv[1]))

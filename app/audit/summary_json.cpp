@@ -41,6 +41,8 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     // null when the scan did not reach a root, like sampling_guarantee
     out["final_state"] = summary.root ? json(summary.finalStateOnTape ? "snapshot" : "absent") : json();
     out["sampling_plausibility"] = samplingPlausibilityJson(summary.samplingPlausibility());
+    // Who signed the tape, the signature verified against it (spec 7.1); null when unsigned.
+    out["signer"] = summary.signer ? json{{"key_id", summary.signer->keyId}, {"algorithm", keyAlgorithmName(summary.signer->algorithm)}} : json();
     if (summary.problem) {
         const TapeProblem& problem = *summary.problem;
         const auto optional = [](const auto& value) { return value ? json(*value) : json(); };

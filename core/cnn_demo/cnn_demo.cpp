@@ -120,6 +120,7 @@ CnnDemoResult runCnnDemo(const std::string& path, const CnnDemoOptions& options)
         config.updateCheckProbability = options.updateCheckProbability;
         config.samplingSeed = options.seed;
         config.overwrite = options.overwrite;
+        config.signingKeyFile = options.signingKeyFile;
         config.producerName = "zkdv-audit demo";
         config.metadataJson = nlohmann::json{{"example", "CNN with BatchNorm on synthetic bar images"}, {"classes", kClasses},
                                              {"image_size", kImageSize}, {"batch_size", options.batchSize}, {"seed", options.seed}}

@@ -168,6 +168,7 @@ struct Recorder::Impl {
     std::uint64_t snapshots = 0;
     std::uint64_t aborted = 0;
     std::optional<ResumePoint> resumePoint;  // the tape this one continues
+    std::shared_ptr<const SigningKey> signingKey;  // signs the seal (spec 7.1); null: unsigned
 
     Impl(const std::string& p, RecorderOptions c)
         : path(p), config(std::move(c)),
@@ -195,6 +196,18 @@ struct Recorder::Impl {
                 canonical.tensors.push_back(tensor.detach());
             }
         return canonical;
+    }
+
+    // The state digest (spec section 8) of the state the model and optimizer hold now.
+    Digest stateDigest() const
+    {
+        StateDigest state;
+        CanonicalState canonical = canonicalState();
+        for (std::size_t i = 0; i < canonical.names.size(); ++i) {
+            at::Tensor host = hostCopy(canonical.tensors[i]);
+            state.add(canonical.names[i], dtypeOf(host.scalar_type()), shapeOf(host), tensorBytes(host));
+        }
+        return state.finish();
     }
 
     std::vector<at::Tensor> gradients() const
@@ -505,8 +518,18 @@ Recorder::Recorder(const std::string& path, RecorderOptions config)
             throw RecorderError("a resumed tape is a new file: " + path + " is the tape it continues");
         resumePoint = ResumePoint::read(config.resumeFrom);
     }
+    // Read before the file is created too: a key that cannot sign is known before training.
+    std::shared_ptr<const SigningKey> signingKey;
+    if (!config.signingKeyFile.empty()) {
+        try {
+            signingKey = std::make_shared<const SigningKey>(SigningKey::fromPemFile(config.signingKeyFile));
+        } catch (const std::exception& error) {
+            throw RecorderError(error.what());
+        }
+    }
     impl_ = std::make_unique<Impl>(path, std::move(config));
     impl_->resumePoint = std::move(resumePoint);
+    impl_->signingKey = std::move(signingKey);
 }
 
 Recorder::~Recorder()
@@ -978,15 +1001,8 @@ void Recorder::step(PreparedOptimizer& prepared)
         maxAbs->push_back(fingerprint.maxAbs);
     }
     std::optional<Digest> digest;
-    if (stateCheck) {
-        StateDigest state;
-        CanonicalState canonical = d.canonicalState();
-        for (std::size_t i = 0; i < canonical.names.size(); ++i) {
-            at::Tensor host = hostCopy(canonical.tensors[i]);
-            state.add(canonical.names[i], dtypeOf(host.scalar_type()), shapeOf(host), tensorBytes(host));
-        }
-        digest = state.finish();
-    }
+    if (stateCheck)
+        digest = d.stateDigest();
 
     auto micro = std::make_shared<std::vector<std::pair<at::Tensor, std::vector<at::Tensor>>>>();
     for (std::size_t m = 0; m < d.microBatches.size(); ++m) {
@@ -1117,7 +1133,12 @@ void Recorder::seal()
     // (spec 2.4); when the count is a multiple of the interval, step() already wrote it.
     if (d.transactions % static_cast<std::uint64_t>(d.config.replaySnapshotInterval) != 0)
         d.snapshot(d.transactions);
-    d.background->submit([](TapeWriter& w) { w.seal(); });
+    // A signature states the final state's digest, taken from the state itself (what the
+    // final snapshot holds).
+    std::optional<Digest> finalState;
+    if (d.signingKey)
+        finalState = d.stateDigest();
+    d.background->submit([key = d.signingKey, finalState](TapeWriter& w) { w.seal(key.get(), finalState); });
     d.background->drain();
     d.writer->sync();
     d.sealed = true;

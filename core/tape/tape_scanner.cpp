@@ -16,6 +16,7 @@
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/recorded_optimizer_options.h"
 #include "zkdv/tape/tape_format.h"
+#include "zkdv/tape/tape_signature.h"
 #include "zkdv/util/crc32.h"
 #include "zkdv/util/huge_page_allocator.h"
 #include "zkdv/util/little_endian.h"
@@ -751,6 +752,19 @@ private:
                                                             std::to_string(summary_.formatMinor) +
                                                             " puts the final snapshot, before_transaction " + std::to_string(n) +
                                                             ", right before the seal)"));
+            // From 1.11 on, a signature is checked against the tape as read (section 7.1).
+            if (summary_.formatMinor >= tape::kSignatureMinor && seal.signatureJson != "null") {
+                summary_.finalStateDigest = finalStateDigest();
+                SealFacts found;
+                found.root = &*root_;
+                found.chainHead = previous_;
+                found.bytesBeforeSeal = location.offset;
+                found.records = index;
+                found.transactions = summary_.transactionCount;
+                found.snapshots = summary_.snapshotCount;
+                found.finalStateDigest = *summary_.finalStateDigest;
+                summary_.signer = checkTapeSignature(seal.signatureJson, found);
+            }
             sealed_ = true;
             summary_.seal = seal;
             if (visitor_)
@@ -848,7 +862,7 @@ private:
         summary_.finalStateOnTape = root_ && lastSnapshot_ == static_cast<std::int64_t>(summary_.transactionCount);
         if (summary_.problem)
             return;
-        if (summary_.finalStateOnTape)
+        if (summary_.finalStateOnTape && !summary_.finalStateDigest)
             summary_.finalStateDigest = finalStateDigest();
         if (sealed_)
             summary_.status = TapeStatus::Sealed;

@@ -1,5 +1,8 @@
 #include "zkdv/tape/tape_writer.h"
 
+#include "zkdv/tape/root_record.h"
+#include "zkdv/tape/tape_signature.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -64,6 +67,11 @@ Digest TapeWriter::append(tape::RecordType type, const std::vector<ByteSpan>& pi
         throw Error("tape " + path_ + " is sealed; no record may follow the seal");
     if ((recordCount_ == 0) != (type == tape::RecordType::Root))
         throw Error("tape " + path_ + ": the root record must be the first record, and only the first");
+    if (type == tape::RecordType::Root) {
+        rootPayload_.clear();
+        for (const ByteSpan& piece : pieces)
+            rootPayload_.insert(rootPayload_.end(), piece.begin(), piece.end());
+    }
     Digest digest = appendRaw(static_cast<std::uint32_t>(type), tape::kFlagCritical, pieces);
     if (type == tape::RecordType::Transaction)
         ++transactionCount_;
@@ -96,14 +104,29 @@ Digest TapeWriter::appendRaw(std::uint32_t type, std::uint32_t flags, const std:
     return digest;
 }
 
-Digest TapeWriter::seal()
+Digest TapeWriter::seal(const SigningKey* key, const std::optional<Digest>& finalStateDigest)
 {
+    nlohmann::json signature = nullptr;
+    if (key) {
+        if (!finalStateDigest)
+            throw Error("tape " + path_ + ": a signed seal needs the digest of the final state");
+        const RootRecord root = RootRecord::parse(ByteSpan(rootPayload_));
+        SealFacts facts;
+        facts.root = &root;
+        facts.chainHead = chainHead_;
+        facts.bytesBeforeSeal = bytesWritten_;
+        facts.records = recordCount_;
+        facts.transactions = transactionCount_;
+        facts.snapshots = snapshotCount_;
+        facts.finalStateDigest = *finalStateDigest;
+        signature = signTape(facts, *key);
+    }
     nlohmann::json seal = {
         {"records", recordCount_},
         {"transactions", transactionCount_},
         {"snapshots", snapshotCount_},
         {"chain_head", toHex(chainHead_)},
-        {"signature", nullptr},
+        {"signature", signature},
     };
     std::string text = seal.dump();
     Digest digest = append(tape::RecordType::Seal, ByteSpan(std::string_view(text)));

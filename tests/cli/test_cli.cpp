@@ -113,6 +113,7 @@ private Q_SLOTS:
     void replaySeedIsDrawnUnlessGiven();
     void replayRunsTheTrainingsKernels();
     void libtorchLoadsOnlyForDemoAndReplay();
+    void signedTapesVerifyAgainstTrustedKeys();
 
 private:
     // Substitutes {name} placeholders with the fixture paths.
@@ -730,6 +731,66 @@ void TestCli::libtorchLoadsOnlyForDemoAndReplay()
         const QString line = at < 0 ? QString() : result.err.mid(std::max<qsizetype>(0, result.err.lastIndexOf(QLatin1Char('\n'), at)), 160);
         QVERIFY2((at >= 0) == loadsTorch, qPrintable(command + (loadsTorch ? QStringLiteral(": libtorch not loaded") : QStringLiteral(": ") + line)));
     }
+}
+
+void TestCli::signedTapesVerifyAgainstTrustedKeys()
+{
+    // Its own config folder: the user's keyring is not read.
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    const QString config = path("config");
+    environment.insert(QStringLiteral("ZKDV_CONFIG_HOME"), config);
+    auto audit = [&](const QStringList& arguments) { return runAudit(arguments, environment); };
+
+    for (const QString algorithm : {QStringLiteral("ecdsa-p256"), QStringLiteral("ed25519")}) {
+        const QString key = path("trainer-" + algorithm.toStdString() + ".pem");
+        const Result made = audit({QStringLiteral("keygen"), QStringLiteral("--out"), key, QStringLiteral("--algorithm"), algorithm, QStringLiteral("--json")});
+        QVERIFY2(!made.crashed && made.exitCode == 0, qPrintable(made.describe()));
+        const QString keyId = jsonObject(made.out).value(QStringLiteral("key_id")).toString();
+        QCOMPARE(keyId.size(), 64);
+        QCOMPARE(QFileInfo(key).permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther | QFileDevice::WriteGroup | QFileDevice::WriteOther),
+                 QFileDevice::Permissions());
+        QFile privateKey(key);
+        QVERIFY(privateKey.open(QIODevice::ReadOnly));
+        const QByteArray secret = privateKey.readAll().split('\n').value(1);  // the key's first base64 line
+        QVERIFY(!secret.isEmpty());
+        // A key is never replaced.
+        const Result again = audit({QStringLiteral("keygen"), QStringLiteral("--out"), key});
+        QVERIFY2(!again.crashed && again.exitCode == 2 && again.err.contains(QStringLiteral("never replaced")), qPrintable(again.describe()));
+
+        const QString tape = path("signed-" + algorithm.toStdString() + ".zkdv");
+        const Result recorded = audit({QStringLiteral("demo"), QStringLiteral("--out"), tape, QStringLiteral("--steps"), QStringLiteral("3"),
+                                       QStringLiteral("--batch-size"), QStringLiteral("4"), QStringLiteral("--signing-key"), key, QStringLiteral("--quiet")});
+        QVERIFY2(!recorded.crashed && recorded.exitCode == 0, qPrintable(recorded.describe()));
+
+        // Signed by a key nobody trusts: a warning; a failure when a trusted key is required.
+        const Result unknown = audit({QStringLiteral("verify"), tape, QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(!unknown.crashed && unknown.exitCode == 0 && unknown.err.contains(QStringLiteral("not trusted")), qPrintable(unknown.describe()));
+        QCOMPARE(jsonObject(unknown.out).value(QStringLiteral("signature_trust")).toString(), QStringLiteral("unknown-key"));
+        QCOMPARE(jsonObject(unknown.out).value(QStringLiteral("signer")).toObject().value(QStringLiteral("key_id")).toString(), keyId);
+        const Result required = audit({QStringLiteral("verify"), tape, QStringLiteral("--require-trusted"), QStringLiteral("--quiet")});
+        QVERIFY2(!required.crashed && required.exitCode == 1, qPrintable(required.describe()));
+
+        const Result trusted = audit({QStringLiteral("verify"), tape, QStringLiteral("--trusted-key"), key + QStringLiteral(".pub"),
+                                      QStringLiteral("--require-trusted"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(!trusted.crashed && trusted.exitCode == 0, qPrintable(trusted.describe()));
+        QCOMPARE(jsonObject(trusted.out).value(QStringLiteral("signature_trust")).toString(), QStringLiteral("trusted"));
+        for (const Result* result : {&made, &recorded, &unknown, &required, &trusted})
+            QVERIFY2(!result->all().toUtf8().contains(secret) && !result->all().contains(QStringLiteral("PRIVATE KEY")), qPrintable(result->describe()));
+    }
+
+    // A key in the keyring folder is trusted without naming it.
+    QVERIFY(QDir().mkpath(config + QStringLiteral("/trainer-keys")));
+    QVERIFY(QFile::copy(path("trainer-ed25519.pem.pub"), config + QStringLiteral("/trainer-keys/alice.pem")));
+    const Result fromKeyring = audit({QStringLiteral("verify"), path("signed-ed25519.zkdv"), QStringLiteral("--require-trusted"), QStringLiteral("--quiet")});
+    QVERIFY2(!fromKeyring.crashed && fromKeyring.exitCode == 0 && fromKeyring.out.contains(QStringLiteral("trusted (")), qPrintable(fromKeyring.describe()));
+    const Result otherKey = audit({QStringLiteral("verify"), path("signed-ecdsa-p256.zkdv"), QStringLiteral("--require-trusted"), QStringLiteral("--quiet")});
+    QVERIFY2(!otherKey.crashed && otherKey.exitCode == 1, qPrintable(otherKey.describe()));
+
+    // An unsigned tape, a trusted key required: fails. A key file that is not a key: usage.
+    const Result unsignedTape = audit({QStringLiteral("verify"), expand(QStringLiteral("{good}")), QStringLiteral("--require-trusted"), QStringLiteral("--quiet")});
+    QVERIFY2(!unsignedTape.crashed && unsignedTape.exitCode == 1 && unsignedTape.err.contains(QStringLiteral("not signed")), qPrintable(unsignedTape.describe()));
+    const Result notAKey = audit({QStringLiteral("verify"), expand(QStringLiteral("{good}")), QStringLiteral("--trusted-key"), expand(QStringLiteral("{text}"))});
+    QVERIFY2(!notAKey.crashed && notAKey.exitCode == 2 && notAKey.err.contains(QStringLiteral("notes.txt")), qPrintable(notAKey.describe()));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -1,5 +1,7 @@
 #include "dishonest_trainer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <optional>
 
@@ -70,7 +72,8 @@ void perturb(RawRecord& record)
 
 }  // namespace
 
-RewriteStatistics rewriteTape(const std::string& from, const std::string& to, const std::function<void(RawRecord&)>& alter, Draws draws)
+RewriteStatistics rewriteTape(const std::string& from, const std::string& to, const std::function<void(RawRecord&)>& alter, Draws draws,
+                              const std::string& sealSignature)
 {
     CollectingVisitor visitor;
     const TapeSummary summary = scanTape(from, &visitor);
@@ -103,7 +106,16 @@ RewriteStatistics rewriteTape(const std::string& from, const std::string& to, co
         }
         writer.append(record.type, ByteSpan(record.payload));
     }
-    writer.seal();
+    if (sealSignature == "null") {
+        writer.seal();
+        return statistics;
+    }
+    const nlohmann::json seal = {{"records", writer.recordCount()}, {"transactions", writer.transactionCount()},
+                                 {"snapshots", writer.snapshotCount()}, {"chain_head", toHex(writer.chainHead())},
+                                 {"signature", nlohmann::json::parse(sealSignature)}};
+    const std::string text = seal.dump();
+    writer.append(tape::RecordType::Seal, ByteSpan(std::string_view(text)));
+    writer.flush();
     return statistics;
 }
 

@@ -36,8 +36,10 @@ struct RewriteStatistics {
 // Copies the sealed tape `from` to `to` (in the same format version), passing every record
 // (root, program, snapshots, transactions, in order) through `alter` first. Throws
 // zkdv::Error when `from` is not sealed.
+// `sealSignature`: the JSON the new seal's signature member holds (spec 7.1): a forger may
+// keep the original tape's signature, or put any other there.
 RewriteStatistics rewriteTape(const std::string& from, const std::string& to, const std::function<void(RawRecord&)>& alter,
-                              Draws draws = Draws::Regrind);
+                              Draws draws = Draws::Regrind, const std::string& sealSignature = "null");
 
 bool isTransaction(const RawRecord& record, std::uint64_t index);
 bool isSnapshot(const RawRecord& record, std::uint64_t beforeTransaction);

@@ -22,6 +22,12 @@ void ArgumentParser::addOption(const std::string& name, const std::string& value
     options_[name] = Option{valueName, help};
 }
 
+void ArgumentParser::addRepeatedOption(const std::string& name, const std::string& valueName, const std::string& help)
+{
+    addOption(name, valueName, help);
+    options_[name].repeated = true;
+}
+
 void ArgumentParser::setPositionals(const std::string& name, const std::string& help, std::size_t minimum, bool many)
 {
     positionalName_ = name;
@@ -64,6 +70,8 @@ bool ArgumentParser::parse(int argc, char** argv, int first)
                     throw UsageError("--" + name + " needs a value (" + option->second.valueName + ")");
                 values_[name] = argv[++i];
             }
+            if (option->second.repeated)
+                repeatedValues_[name].push_back(values_[name]);
             continue;
         }
         if (!optionsEnded && argument.size() > 1 && argument[0] == '-' && argument != "-") {
@@ -78,6 +86,12 @@ bool ArgumentParser::parse(int argc, char** argv, int first)
     if (positionals_.size() < minimumPositionals_)
         throw UsageError("missing " + positionalName_);
     return true;
+}
+
+std::vector<std::string> ArgumentParser::values(const std::string& name) const
+{
+    auto it = repeatedValues_.find(name);
+    return it == repeatedValues_.end() ? std::vector<std::string>() : it->second;
 }
 
 bool ArgumentParser::has(const std::string& name) const { return values_.count(name) != 0; }

@@ -22,6 +22,8 @@ public:
 
     void addFlag(const std::string& name, const std::string& help);
     void addOption(const std::string& name, const std::string& valueName, const std::string& help);
+    // An option that may be given several times; values() has them all, in order.
+    void addRepeatedOption(const std::string& name, const std::string& valueName, const std::string& help);
     // Positionals are collected in order; at least `minimum` must be given.
     void setPositionals(const std::string& name, const std::string& help, std::size_t minimum, bool many);
 
@@ -33,6 +35,7 @@ public:
     std::uint64_t unsignedValue(const std::string& name, std::uint64_t fallback) const;
     // A number within [minimum, maximum].
     double doubleValue(const std::string& name, double fallback, double minimum, double maximum) const;
+    std::vector<std::string> values(const std::string& name) const;
     const std::vector<std::string>& positionals() const { return positionals_; }
     std::string help() const;
 
@@ -40,6 +43,7 @@ private:
     struct Option {
         std::string valueName;  // empty for a flag
         std::string help;
+        bool repeated = false;
     };
     std::string usage_;
     std::string description_;
@@ -50,6 +54,7 @@ private:
     std::size_t minimumPositionals_ = 0;
     bool manyPositionals_ = false;
     std::map<std::string, std::string> values_;
+    std::map<std::string, std::vector<std::string>> repeatedValues_;
     std::vector<std::string> positionals_;
 };
 

@@ -26,6 +26,7 @@ int runDemo(int argc, char** argv)
     parser.addOption("batch-size", "B", "examples per batch (default 32)");
     parser.addOption("update-check", "P", "probability of recording full deltas (default 0.01)");
     parser.addOption("state-check", "P", "probability of recording a state digest (default 0.01)");
+    parser.addOption("signing-key", "KEY", "sign the tape with this PEM private key (ECDSA P-256 or Ed25519; zkdv-audit keygen makes one)");
     parser.addFlag("synthetic", "the plain-C++ softmax classifier instead of the libtorch CNN");
     parser.addFlag("overwrite", "replace FILE if it exists");
     parser.addFlag("quiet", "no progress on stderr");
@@ -54,6 +55,8 @@ int runDemo(int argc, char** argv)
         };
 
         if (parser.has("synthetic")) {
+            if (parser.has("signing-key"))
+                throw UsageError("--signing-key signs the CNN demo's tapes, recorded by the recorder; not --synthetic");
             SyntheticDemoOptions options;
             fillCommonOptions(options);
             SyntheticDemoResult result = writeSyntheticDemoTape(path, options);
@@ -68,6 +71,7 @@ int runDemo(int argc, char** argv)
         fillCommonOptions(options);
         options.optimizer = parser.value("optimizer", options.optimizer);
         options.device = parser.value("device", options.device);
+        options.signingKeyFile = parser.value("signing-key", "");
         CnnDemoResult result = runCnnDemo(path, options);
         progress.finish();
         std::printf("%s: %llu transactions with %s on %s in %.1f s; mean loss over 50 steps %.4f at the start, %.4f at the end; "

@@ -23,6 +23,7 @@ struct CnnDemoOptions {
     int snapshotInterval = tape::kDefaultSnapshotInterval;
     int maxInFlight = 2;
     bool overwrite = false;
+    std::string signingKeyFile;  // RecorderOptions::signingKeyFile
     bool record = true;  // false: the same training loop without a recorder (for overhead benchmarks)
     ProgressSink* progress = nullptr;
 };

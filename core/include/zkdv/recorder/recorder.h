@@ -60,6 +60,10 @@ struct RecorderOptions {
     // section 3.4): the model and optimizer must then be in the state that tape ended in,
     // the optimizer's loaded with ContractOptimizer::loadState(). Empty: a new run.
     std::string resumeFrom;
+    // A PEM private key (ECDSA P-256 or Ed25519) to sign the tape with (tape format 1.11,
+    // section 7.1): the seal then carries an in-toto statement about the tape, signed. Read
+    // when the recorder is made. Empty: the tape is sealed unsigned.
+    std::string signingKeyFile;
 };
 
 // How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).

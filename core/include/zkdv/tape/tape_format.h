@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 10;
+inline constexpr std::uint16_t kMinorVersion = 11;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 // From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
@@ -29,6 +29,9 @@ inline constexpr std::uint16_t kGradScalerMinor = 8;
 inline constexpr std::uint16_t kScheduleInputsMinor = 9;
 // From this minor version on, a root may name the tape it continues (root member resumes, spec 3.4).
 inline constexpr std::uint16_t kResumeMinor = 10;
+// From this minor version on, the seal's signature is null or a trainer's signature that
+// readers check (spec 7.1).
+inline constexpr std::uint16_t kSignatureMinor = 11;
 // The most numbers a scheduler's own state (schedule/state) holds.
 inline constexpr std::size_t kMaxSchedulerStateValues = 16;
 inline constexpr std::size_t kFileHeaderSize = 16;

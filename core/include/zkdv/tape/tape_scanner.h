@@ -11,6 +11,7 @@
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/sampling_plausibility.h"
 #include "zkdv/tape/seal_record.h"
+#include "zkdv/tape/tape_signature.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/transaction_record.h"
 #include "zkdv/util/byte_span.h"
@@ -96,6 +97,10 @@ struct TapeSummary {
     std::optional<RootRecord> root;
     std::optional<SealRecord> seal;
     std::optional<Digest> embeddedProgramSha256;
+    // Who signed the tape (spec 7.1, since 1.11), the signature verified against the tape as
+    // read; nullopt for an unsigned tape (and for every tape before 1.11). Whether the key is
+    // trusted is the auditor's question (TrustedKeys).
+    std::optional<TapeSigner> signer;
 
     bool complete() const { return status == TapeStatus::Sealed; }
     // Whether the checks are as many as the root's probabilities make likely; none without a root.

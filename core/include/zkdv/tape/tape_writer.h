@@ -2,12 +2,14 @@
 // Appends framed, hash-chained records to a tape file (docs/tape-format.md, section 2).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/byte_span.h"
 #include "zkdv/util/sha256.h"
+#include "zkdv/util/signing_key.h"
 
 namespace zkdv {
 
@@ -32,8 +34,10 @@ public:
     // deliberately malformed tapes in tests.
     Digest appendRaw(std::uint32_t type, std::uint32_t flags, const std::vector<ByteSpan>& pieces);
 
-    // Writes the seal record (section 7) with the counts so far and flushes.
-    Digest seal();
+    // Writes the seal record (section 7) with the counts so far and flushes. With `key`, the
+    // seal carries the trainer's signature over the tape (section 7.1), which needs the state
+    // digest of the final snapshot just written (section 8).
+    Digest seal(const SigningKey* key = nullptr, const std::optional<Digest>& finalStateDigest = std::nullopt);
     // Hands buffered bytes to the operating system.
     void flush();
     // flush() and fsync(): the bytes are on disk.
@@ -61,6 +65,7 @@ private:
     std::uint64_t snapshotCount_ = 0;
     std::uint64_t bytesWritten_ = 0;
     bool sealed_ = false;
+    std::vector<std::uint8_t> rootPayload_;  // what a signed seal states about the root
 };
 
 }  // namespace zkdv
