@@ -13,5 +13,7 @@ int runInfo(int argc, char** argv);
 int runIngest(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runReplay(int argc, char** argv);
+int runDataset(int argc, char** argv);
+int runMatchWeights(int argc, char** argv);
 
 }  // namespace zkdv::cli
