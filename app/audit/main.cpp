@@ -18,11 +18,15 @@ tape ZKDV recorded around the training steps.
 commands:
   verify TAPE                        check framing, hash chain, record order, seal and signature
   info TAPE|CASE                     describe a tape or an audit case
-  ingest FILE... --case CASE         load tapes (and sealed program files) into a case
+  ingest FILE|FOLDER... --case CASE  load tapes (and sealed program files) into a case
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html)
   demo --out FILE                    write an example tape from a small training run
   keygen --out KEY                   make a trainer's key for signing tapes
+  dataset commit FOLDER -o FILE      commit a dataset's files by one Merkle root
+  dataset verify COMMIT [FOLDER]     check a dataset commitment, and a folder against it
+  match-weights TAPE (--snapshot N | --final) MODEL
+                                     compare a model's safetensors with a state on the tape
 
 Run 'zkdv-audit COMMAND --help' for a command's options.
 Exit status: 0 ok, 1 a check failed, 2 usage error or unreadable input.
@@ -56,6 +60,10 @@ int main(int argc, char** argv)
         return runReport(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
+    if (command == "dataset")
+        return runDataset(argc, argv);
+    if (command == "match-weights")
+        return runMatchWeights(argc, argv);
     if (command == "replay")
         return builtWithoutTorch() ? refuseWithoutTorch("replay") : runReplay(argc, argv);
     if (isTorchCommand(argv[1]))

@@ -39,22 +39,9 @@ int runReport(int argc, char** argv)
     parser.addOption("run", "ID", "the replay run (default: the newest of the tape)");
     parser.addFlag("quiet", "print nothing on success");
 
-    // -o FILE and -oFILE are --out FILE.
-    std::vector<std::string> arguments(argv, argv + argc);
-    for (std::size_t i = 2; i < arguments.size(); ++i) {
-        if (arguments[i] == "--")
-            break;
-        if (arguments[i] == "-o")
-            arguments[i] = "--out";
-        else if (arguments[i].size() > 2 && arguments[i].compare(0, 2, "-o") == 0 && arguments[i][2] != '-')
-            arguments[i] = "--out=" + arguments[i].substr(2);
-    }
-    std::vector<char*> pointers;
-    for (std::string& argument : arguments)
-        pointers.push_back(argument.data());
-    pointers.push_back(nullptr);
+    parser.addShortAlias('o', "out");
 
-    return runCommand("report", parser, argc, pointers.data(), [&]() {
+    return runCommand("report", parser, argc, argv, [&]() {
         if (!parser.has("out") || parser.value("out").empty())
             throw UsageError("-o FILE is required (the report's format follows its extension: .json, .csv, .pdf, .html)");
         const std::string out = parser.value("out");

@@ -36,6 +36,11 @@ void ArgumentParser::setPositionals(const std::string& name, const std::string& 
     manyPositionals_ = many;
 }
 
+void ArgumentParser::addShortAlias(char letter, const std::string& name)
+{
+    shortAliases_[letter] = name;
+}
+
 bool ArgumentParser::parse(int argc, char** argv, int first)
 {
     bool optionsEnded = false;
@@ -77,6 +82,16 @@ bool ArgumentParser::parse(int argc, char** argv, int first)
         if (!optionsEnded && argument.size() > 1 && argument[0] == '-' && argument != "-") {
             if (argument == "-h")
                 return false;
+            if (auto alias = shortAliases_.find(argument[1]); alias != shortAliases_.end()) {
+                if (argument.size() > 2) {
+                    values_[alias->second] = argument.substr(2);
+                } else {
+                    if (i + 1 >= argc)
+                        throw UsageError(argument + " needs a value (" + options_.at(alias->second).valueName + ")");
+                    values_[alias->second] = argv[++i];
+                }
+                continue;
+            }
             throw UsageError("unknown option " + argument);
         }
         if (positionalName_.empty() || (!manyPositionals_ && !positionals_.empty()))

@@ -24,6 +24,9 @@ public:
     void addOption(const std::string& name, const std::string& valueName, const std::string& help);
     // An option that may be given several times; values() has them all, in order.
     void addRepeatedOption(const std::string& name, const std::string& valueName, const std::string& help);
+    // `-L VALUE` and `-LVALUE` as another spelling of the option `name` (report's and dataset
+    // commit's -o FILE for --out FILE).
+    void addShortAlias(char letter, const std::string& name);
     // Positionals are collected in order; at least `minimum` must be given.
     void setPositionals(const std::string& name, const std::string& help, std::size_t minimum, bool many);
 
@@ -49,6 +52,7 @@ private:
     std::string description_;
     std::vector<std::string> order_;
     std::map<std::string, Option> options_;
+    std::map<char, std::string> shortAliases_;
     std::string positionalName_;
     std::string positionalHelp_;
     std::size_t minimumPositionals_ = 0;

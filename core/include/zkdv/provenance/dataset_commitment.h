@@ -1,0 +1,60 @@
+#pragma once
+// A dataset commitment (docs/dataset-commitment.md): the files of a dataset by path, size and
+// SHA-256 in commitment order, and the Merkle root over their digests; read from and written
+// to its JSON document.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "zkdv/util/sha256.h"
+
+namespace zkdv {
+
+struct CommittedFile {
+    std::string path;  // relative, '/'-separated, no "." or ".." or empty components
+    std::uint64_t size = 0;
+    Digest sha256{};
+};
+
+// Commitment order: paths compared byte by byte (as memcmp, unsigned), so every platform and
+// locale sorts the same files the same way.
+bool commitmentPathLess(std::string_view a, std::string_view b);
+// Why `path` cannot be a committed path, or "" when it can: it must be non-empty, valid UTF-8,
+// relative, without "." / ".." / empty components, without NUL, at most 4096 bytes.
+std::string committedPathProblem(std::string_view path);
+
+struct DatasetCommitment {
+    static constexpr std::string_view kFormat = "zkdv-dataset-commitment";
+    static constexpr int kVersion = 1;
+    static constexpr std::string_view kAlgorithm = "sha256-merkle-v1";
+    static constexpr std::string_view kUnit = "file";
+    // Bounds on documents from someone else: checked before anything is allocated per leaf.
+    static constexpr std::uint64_t kMaxLeaves = 100'000'000;
+    static constexpr std::uint64_t kMaxDocumentBytes = 4ull << 30;
+
+    std::vector<CommittedFile> files;  // in commitment order
+    Digest root{};                     // as the document states it (computeRoot() recomputes it)
+
+    // The Merkle root (merkle_tree.h) over the files' digests in their order.
+    Digest computeRoot() const;
+    std::uint64_t totalBytes() const;
+
+    // A commitment of `files` (in any order: sorted here), with its root computed. Throws
+    // Error naming the path when one is not a valid committed path or repeats.
+    static DatasetCommitment of(std::vector<CommittedFile> files);
+
+    // Members in the documented order (format first, leaves last), for people reading it.
+    nlohmann::ordered_json toJson() const;
+    // Parses a document from someone else. Throws FormatError naming the member at fault
+    // (`leaves[3].sha256`) and what was expected and found: invalid JSON (with its byte
+    // offset), another format or version or algorithm, a wrong type, a count that is not the
+    // number of leaves, bad hex, a path out of order, repeated or not a valid committed path.
+    // The stated root is kept as stated; comparing it with computeRoot() is the caller's check.
+    static DatasetCommitment parse(std::string_view text);
+};
+
+}  // namespace zkdv

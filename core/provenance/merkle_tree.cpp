@@ -1,0 +1,94 @@
+#include "zkdv/provenance/merkle_tree.h"
+
+#include "zkdv/util/error.h"
+
+namespace zkdv {
+
+namespace {
+
+constexpr std::uint8_t kLeafPrefix = 0x00;
+constexpr std::uint8_t kNodePrefix = 0x01;
+
+}  // namespace
+
+Digest merkleLeafHash(const Digest& itemDigest)
+{
+    Sha256 hasher;
+    hasher.update(ByteSpan(&kLeafPrefix, 1));
+    hasher.update(ByteSpan(itemDigest.data(), itemDigest.size()));
+    return hasher.finish();
+}
+
+Digest merkleNodeHash(const Digest& left, const Digest& right)
+{
+    Sha256 hasher;
+    hasher.update(ByteSpan(&kNodePrefix, 1));
+    hasher.update(ByteSpan(left.data(), left.size()));
+    hasher.update(ByteSpan(right.data(), right.size()));
+    return hasher.finish();
+}
+
+MerkleTree::MerkleTree(const std::vector<Digest>& itemDigests)
+{
+    if (itemDigests.empty())
+        throw Error("a Merkle tree needs at least one leaf");
+    std::vector<Digest> level;
+    level.reserve(itemDigests.size());
+    for (const Digest& digest : itemDigests)
+        level.push_back(merkleLeafHash(digest));
+    levels_.push_back(std::move(level));
+    while (levels_.back().size() > 1) {
+        const std::vector<Digest>& below = levels_.back();
+        std::vector<Digest> above;
+        above.reserve((below.size() + 1) / 2);
+        for (std::size_t i = 0; i + 1 < below.size(); i += 2)
+            above.push_back(merkleNodeHash(below[i], below[i + 1]));
+        if (below.size() % 2 == 1)
+            above.push_back(below.back());  // promoted unchanged
+        levels_.push_back(std::move(above));
+    }
+}
+
+MerkleProof MerkleTree::proof(std::uint64_t leafIndex) const
+{
+    if (leafIndex >= leafCount())
+        throw Error("leaf " + std::to_string(leafIndex) + " is not in a tree of " + std::to_string(leafCount()) + " leaves");
+    MerkleProof proof;
+    proof.leafIndex = leafIndex;
+    proof.leafCount = leafCount();
+    std::uint64_t index = leafIndex;
+    for (std::size_t level = 0; level + 1 < levels_.size(); ++level) {
+        const std::vector<Digest>& nodes = levels_[level];
+        const std::uint64_t sibling = index ^ 1u;
+        if (sibling < nodes.size())
+            proof.siblings.push_back(nodes[sibling]);
+        index /= 2;
+    }
+    return proof;
+}
+
+bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof)
+{
+    if (proof.leafCount == 0 || proof.leafIndex >= proof.leafCount)
+        return false;
+    Digest hash = merkleLeafHash(itemDigest);
+    std::uint64_t index = proof.leafIndex;
+    std::uint64_t width = proof.leafCount;
+    std::size_t used = 0;
+    while (width > 1) {
+        if (index % 2 == 1) {
+            if (used == proof.siblings.size())
+                return false;
+            hash = merkleNodeHash(proof.siblings[used++], hash);
+        } else if (index + 1 < width) {
+            if (used == proof.siblings.size())
+                return false;
+            hash = merkleNodeHash(hash, proof.siblings[used++]);
+        }  // else: the last node of an odd level, promoted
+        index /= 2;
+        width = (width + 1) / 2;
+    }
+    return used == proof.siblings.size() && hash == root;
+}
+
+}  // namespace zkdv
