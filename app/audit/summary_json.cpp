@@ -126,6 +126,8 @@ nlohmann::json caseTapeJson(const CaseTape& tape)
         {"snapshots", tape.snapshotCount},
         {"embedded", tape.embedded},
         {"ingested_at", tape.ingestedAt},
+        // Verified at ingest; trust is the reader's keyring's (verify --json's signature_trust).
+        {"signer", tape.isSigned() ? json{{"key_id", tape.signerKeyId}, {"algorithm", tape.signerAlgorithm}} : json()},
         {"run",
          {{"transactions_before", tape.transactionsBefore},
           {"link", std::string(tapeLinkStatusName(tape.link.status))},

@@ -16,6 +16,8 @@
 #include "zkdv/graph/exported_graph.h"
 #include "zkdv/report/audit_report.h"
 
+#include "zkdv/util/trainer_keyring.h"
+
 #include "zkdv/store/tape_link.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/case_store.h"
@@ -300,6 +302,29 @@ void addSampling(ReportData& report)
 
 }  // namespace
 
+namespace {
+
+// Whether the reader's trainer keyring trusts the tape's signer, said on the first page.
+void readSigner(const CaseTape& tape, ReportData& report)
+{
+    report.signerKeyId = tape.signerKeyId;
+    report.signerAlgorithm = tape.signerAlgorithm;
+    if (!tape.isSigned())
+        return;
+    try {
+        const TrainerKeyring keyring = TrainerKeyring::load({});
+        const TrainerKeyring::Entry* entry = keyring.find(tape.signerKeyId);
+        report.signatureTrust = signatureTrustName(entry ? SignatureTrust::Trusted : SignatureTrust::UnknownKey);
+        if (entry)
+            report.trustedKeyFile = entry->file.string();
+    } catch (const std::exception& error) {
+        report.signatureTrust = signatureTrustName(SignatureTrust::UnknownKey);
+        report.signatureProblem = error.what();  // writeConclusion says it
+    }
+}
+
+}  // namespace
+
 ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
 {
     ReplayStore replays(store.database());
@@ -336,6 +361,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.snapshotCount = tape.snapshotCount;
     report.recordCount = tape.recordCount;
     report.producer = tape.producer;
+    readSigner(tape, report);
     report.runTransactionsBefore = tape.transactionsBefore;
     report.runLink = std::string(tapeLinkStatusName(tape.link.status));
     report.runLinkText = tape.link.describe();

@@ -373,6 +373,14 @@ CREATE INDEX tapes_by_identity ON tapes(chain_head, size);
     {13, R"sql(
 ALTER TABLE replay_runs ADD COLUMN program_check TEXT CHECK(program_check IN ('matched','missing','mismatched','not-replayable'));
 )sql" "UPDATE replay_runs SET program_check = " ZKDV_LEGACY_PROGRAM_CHECK_SQL ";\n"},
+    // Who signed a tape (tape format 1.11, section 7.1), its signature verified at ingest: the
+    // key id, the algorithm and the public key (PEM). NULL: unsigned, as every tape before 1.11.
+    // Whether the key is trusted is each reader's keyring's question, never stored.
+    {14, R"sql(
+ALTER TABLE tapes ADD COLUMN signer_key_id TEXT;
+ALTER TABLE tapes ADD COLUMN signer_algorithm TEXT;
+ALTER TABLE tapes ADD COLUMN signer_public_key TEXT;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -700,7 +700,8 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
             Statement finish = db_->prepare(
                 "UPDATE tapes SET file_sha256 = ?1, chain_head = ?2, size = ?3, status = ?4, record_count = ?5,"
                 " transaction_count = ?6, snapshot_count = ?7, first_state_digest = ?9, final_state_digest = ?10,"
-                " transactions_before = ?11, last_schedule_epoch = ?12, last_grad_scaler = ?13 WHERE id = ?8");
+                " transactions_before = ?11, last_schedule_epoch = ?12, last_grad_scaler = ?13, signer_key_id = ?14,"
+                " signer_algorithm = ?15, signer_public_key = ?16 WHERE id = ?8");
             finish.bind(1, fileSha256)
                 .bind(2, chainHead)
                 .bind(3, static_cast<std::int64_t>(summary.fileSize))
@@ -713,7 +714,10 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
                 .bind(10, optionalHex(summary.finalStateDigest))
                 .bind(11, static_cast<std::int64_t>(summary.root->resumes ? summary.root->resumes->transactionsBefore : 0))
                 .bind(12, optionalInteger(summary.lastScheduleEpoch))
-                .bind(13, summary.lastGradScalerStep ? std::optional<std::string>(gradScalerStepJson(*summary.lastGradScalerStep)) : std::nullopt);
+                .bind(13, summary.lastGradScalerStep ? std::optional<std::string>(gradScalerStepJson(*summary.lastGradScalerStep)) : std::nullopt)
+                .bind(14, summary.signer ? std::optional<std::string>(summary.signer->keyId) : std::nullopt)
+                .bind(15, summary.signer ? std::optional<std::string>(keyAlgorithmName(summary.signer->algorithm)) : std::nullopt)
+                .bind(16, summary.signer ? std::optional<std::string>(summary.signer->publicKeyPem) : std::nullopt);
             finish.run();
             visitor.storeOrders();
             transaction.commit();
@@ -785,7 +789,7 @@ constexpr const char* kTapeColumns =
     "SELECT t.id, t.path, t.file_sha256, t.chain_head, t.size, t.status, t.producer, t.optimizer_contract, t.program_sha256,"
     " t.program_kind, EXISTS(SELECT 1 FROM programs p WHERE p.sha256 = t.program_sha256 AND p.content IS NOT NULL),"
     " t.snapshot_interval, t.record_count, t.transaction_count, t.snapshot_count, t.embedded, t.ingested_at, t.root_json,"
-    " t.transactions_before FROM tapes t";
+    " t.transactions_before, t.signer_key_id, t.signer_algorithm FROM tapes t";
 
 CaseTape tapeFromRow(Database& db, const Statement& row)
 {
@@ -809,6 +813,8 @@ CaseTape tapeFromRow(Database& db, const Statement& row)
     tape.ingestedAt = row.text(16);
     tape.rootJson = row.text(17);
     tape.transactionsBefore = static_cast<std::uint64_t>(std::max<std::int64_t>(0, row.int64(18)));
+    tape.signerKeyId = row.text(19);
+    tape.signerAlgorithm = row.text(20);
     tape.link = tapeLink(db, tape.id);
     return tape;
 }

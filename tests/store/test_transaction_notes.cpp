@@ -161,6 +161,8 @@ void TestTransactionNotes::aVersion7CaseMigratesKeepingItsRows()
     const std::string path = newCase("v7.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
+        for (const char* column : {"signer_key_id", "signer_algorithm", "signer_public_key"})
+            db.exec(std::string("ALTER TABLE tapes DROP COLUMN ") + column);                               // 14
         db.exec("ALTER TABLE replay_runs DROP COLUMN program_check");                                       // 13
         db.exec("DROP INDEX tapes_by_identity");                                                            // 12
         for (const char* column : {"first_state_digest", "final_state_digest", "last_schedule_epoch", "last_grad_scaler", "transactions_before"})

@@ -9,7 +9,7 @@ struct LocatingVisitor : TapeVisitor {
     void keep(const RecordLocation& location)
     {
         records.push_back(location);
-        records.back().payload = ByteSpan();
+        records.back().payload = ByteSpan(static_cast<const std::uint8_t*>(nullptr), location.payload.size);
     }
     void onRoot(const RootRecord&, const RecordLocation& l) override { keep(l); }
     void onProgram(const RecordLocation& l) override { keep(l); }

@@ -9,8 +9,9 @@
 
 namespace zkdv::test {
 
-// Every valid record of the tape at `path`, in file order, payload views cleared (they
-// live only during the scan); `summary`, when given, gets the scan's summary.
+// Every valid record of the tape at `path`, in file order; the payload views keep their size
+// but no data (they live only during the scan: the bytes are at offset + kFrameHeaderSize in
+// the file); `summary`, when given, gets the scan's summary.
 std::vector<RecordLocation> recordLocations(const std::string& path, TapeSummary* summary = nullptr);
 
 }  // namespace zkdv::test

@@ -60,6 +60,7 @@ private Q_SLOTS:
     void goldenTapeReadsAsRecorded_data();
     void goldenTapeReadsAsRecorded();
     void resumedGoldenTapesLink();
+    void theSignedGoldenTapeIsTrustedWithItsTrainersKeyOnly();
 };
 
 // The two 1.10 tapes are one run stopped and resumed (README): a case holding both reads the
@@ -90,12 +91,28 @@ void TestGoldenTapes::resumedGoldenTapesLink()
     QCOMPARE(first.value(QStringLiteral("run")).toObject().value(QStringLiteral("link")).toString(), QStringLiteral("starts-run"));
 }
 
+// The 1.11 tape was signed with an ECDSA P-256 key whose public half is committed beside it
+// (README); the private half was not kept.
+void TestGoldenTapes::theSignedGoldenTapeIsTrustedWithItsTrainersKeyOnly()
+{
+    const QString tape = kGoldenDir + QStringLiteral("/cnn-adam-signed-1.11.zkdv");
+    const QString key = kGoldenDir + QStringLiteral("/cnn-adam-signed-1.11.trainer-key.pem");
+    const Run trusted = runAudit({QStringLiteral("verify"), tape, QStringLiteral("--trusted-key"), key, QStringLiteral("--require-trusted"),
+                                 QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(trusted.exitCode == 0, (trusted.err + trusted.out).constData());
+    QCOMPARE(parseObject(trusted.out, "verify --json").value(QStringLiteral("signature_trust")).toString(), QStringLiteral("trusted"));
+    // Another trainer's key (the 1.11 tape's is the only one here, so: none) does not vouch for it.
+    const Run untrusted = runAudit({QStringLiteral("verify"), tape, QStringLiteral("--require-trusted"), QStringLiteral("--quiet")});
+    QCOMPARE(untrusted.exitCode, 1);
+}
+
 void TestGoldenTapes::everyFormatVersionIsPresent()
 {
     // Every format version a writer of this repository produced: 1.0 (the synthetic demo of
     // f46a2e6), 1.1 (the CNN demo, the synthetic demo and the Python producer of 9a9376a),
     // 1.2 (before 2026-12-01), 1.3, 1.4 (exported graphs), 1.5 (the final snapshot), 1.6 (scheduled options), 1.7
-    // (clipping, accumulation, autocast), 1.8 (GradScaler), 1.9 (ReduceLROnPlateau's metrics) and 1.10 (resumed runs).
+    // (clipping, accumulation, autocast), 1.8 (GradScaler), 1.9 (ReduceLROnPlateau's metrics), 1.10 (resumed runs)
+    // and 1.11 (signed tapes).
     // A new format version must add its golden tapes.
     QSet<QString> versions;
     const QStringList expected = QDir(kGoldenDir).entryList({QStringLiteral("*.expected.json")}, QDir::Files);
@@ -104,7 +121,7 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
         QVERIFY(file.open(QIODevice::ReadOnly));
         versions.insert(parseObject(file.readAll(), qPrintable(name)).value(QStringLiteral("format")).toString());
     }
-    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10"})
+    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11"})
         QVERIFY2(versions.contains(QLatin1String(version)), qPrintable(QStringLiteral("no golden tape of format ") + version));
 }
 

@@ -5,12 +5,17 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "dishonest_trainer.h"
 #include "temp_dir.h"
+#include "zkdv/audit/selection.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_report.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/tape/tape_signature.h"
 #include "zkdv/util/dsse.h"
@@ -62,6 +67,7 @@ private Q_SLOTS:
     void aFlippedByteInSignatureOrStatementFails();
     void anotherTapesSignatureFails();
     void theForgersOwnKeyIsNotTrusted();
+    void aCaseKeepsTheSignerAndTheReportSaysWhetherItIsTrusted();
 
 private:
     std::string writeKey(KeyAlgorithm algorithm, const std::string& name);
@@ -294,6 +300,49 @@ void TestTapeSignature::theForgersOwnKeyIsNotTrusted()
     QVERIFY(read.signer);
     QCOMPARE(read.signer->keyId, forger.publicKey().keyId());
     QCOMPARE(TrainerKeyring::load({p256Key_ + ".pub"}, false).trustOf(read.signer->keyId), SignatureTrust::UnknownKey);
+}
+
+void TestTapeSignature::aCaseKeepsTheSignerAndTheReportSaysWhetherItIsTrusted()
+{
+    // The keyring read is the one in the config folder (here a fresh one): first empty.
+    const std::string config = dir_.file("config");
+    std::filesystem::create_directories(config);
+    qputenv("ZKDV_CONFIG_HOME", QByteArray::fromStdString(config));
+    const std::string casePath = dir_.file("signed.zkaudit");
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    const std::int64_t signedTape = store.ingestTape(ed25519Tape_).tapeId;
+    const std::int64_t unsignedTape = store.ingestTape(record("unsigned-in-case.zkdv", "")).tapeId;
+    const CaseTape tape = *store.tape(signedTape);
+    QVERIFY(tape.isSigned());
+    QCOMPARE(tape.signerKeyId, VerifyingKey::fromPemFile(ed25519Key_ + ".pub").keyId());
+    QCOMPARE(tape.signerAlgorithm, std::string("ed25519"));
+    QVERIFY(!store.tape(unsignedTape)->isSigned());
+
+    for (const std::int64_t id : {signedTape, unsignedTape}) {
+        ReplayRequest request;
+        request.tapeId = id;
+        request.selection = SelectionSpec::parse("ids:0");
+        runReplay(store, request);
+    }
+    ReportOptions options;
+    options.tapeId = signedTape;
+    ReportData report = buildAuditReport(store, options);
+    QCOMPARE(report.signatureTrust, std::string("unknown-key"));
+    QCOMPARE(report.signerKeyId, tape.signerKeyId);
+    QVERIFY(std::any_of(report.warnings.begin(), report.warnings.end(),
+                        [](const std::string& warning) { return warning.find("not in the trainer keyring") != std::string::npos; }));
+
+    // The trainer's public key in the keyring: trusted, no warning about it.
+    std::filesystem::create_directories(TrainerKeyring::userFolder());
+    std::filesystem::copy_file(ed25519Key_ + ".pub", TrainerKeyring::userFolder() / "trainer.pem");
+    report = buildAuditReport(store, options);
+    QCOMPARE(report.signatureTrust, std::string("trusted"));
+    QCOMPARE(report.trustedKeyFile, (TrainerKeyring::userFolder() / "trainer.pem").string());
+    QVERIFY(std::none_of(report.warnings.begin(), report.warnings.end(),
+                         [](const std::string& warning) { return warning.find("trainer keyring") != std::string::npos; }));
+    options.tapeId = unsignedTape;
+    QCOMPARE(buildAuditReport(store, options).signatureTrust, std::string("unsigned"));
+    qunsetenv("ZKDV_CONFIG_HOME");
 }
 
 QTEST_GUILESS_MAIN(TestTapeSignature)

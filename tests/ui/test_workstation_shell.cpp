@@ -82,6 +82,7 @@ private Q_SLOTS:
     void statusBarCountsTheFilteredRowsAndAnEmptyTableSaysWhy();
     void caseTreeKeepsItsExpansionWhenShownAgain();
     void aResumedRunShowsItsLinkAndNumbersAcrossTapes();
+    void theCaseTreeSaysWhoSignedATapeAndWhetherTheKeyIsTrusted();
     void tabWalksThePanesInOrderAndLeavesTheTable();
     void copyTakesValuesAndRows();
     void everyKeySequenceBelongsToOneAction();
@@ -439,6 +440,40 @@ void TestWorkstationShell::aResumedRunShowsItsLinkAndNumbersAcrossTapes()
     QCOMPARE(model.data(model.index(0, TransactionTableModel::IndexColumn)).toString(), QStringLiteral("0 (run 7)"));
     model.setCase(casePath, first);
     QCOMPARE(model.data(model.index(0, TransactionTableModel::IndexColumn)).toString(), QStringLiteral("0"));
+}
+
+// The golden 1.11 tape, signed by a key whose public half is committed beside it: the case
+// tree names the signer, in red until that key is in the auditor's trainer keyring.
+void TestWorkstationShell::theCaseTreeSaysWhoSignedATapeAndWhetherTheKeyIsTrusted()
+{
+    const QString config = QString::fromStdString(dir_.file("signer-config"));
+    qputenv("ZKDV_CONFIG_HOME", config.toUtf8());
+    const QString casePath = QString::fromStdString(dir_.file("signed.zkaudit"));
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);
+        store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/cnn-adam-signed-1.11.zkdv");
+        store.ingestTape(ZKDV_TEST_DATA_DIR "/golden/cnn-adam-1.5.zkdv");
+    }
+    auto signedBy = [this] {
+        auto* tree = window_->findChild<CaseOverview*>();
+        QStringList values;
+        for (const QModelIndex& found :
+             tree->model()->match(tree->model()->index(0, 0), Qt::DisplayRole, QStringLiteral("Signed by"), -1, Qt::MatchRecursive | Qt::MatchExactly))
+            values << found.siblingAtColumn(1).data().toString();
+        return values;
+    };
+    QVERIFY(window_->openCase(casePath));
+    QStringList values = signedBy();
+    QCOMPARE(values.size(), 2);
+    QVERIFY2(values[0].contains(QStringLiteral("not in your trainer keyring")) && values[0].contains(QStringLiteral("17b5efb1")), qPrintable(values[0]));
+    QCOMPARE(values[1], QStringLiteral("not signed"));
+
+    QVERIFY(QDir().mkpath(config + QStringLiteral("/trainer-keys")));
+    QVERIFY(QFile::copy(QStringLiteral(ZKDV_TEST_DATA_DIR "/golden/cnn-adam-signed-1.11.trainer-key.pem"), config + QStringLiteral("/trainer-keys/trainer.pem")));
+    QVERIFY(window_->openCase(casePath));
+    values = signedBy();
+    QVERIFY2(values.value(0).startsWith(QStringLiteral("a trusted trainer key (trainer.pem)")), qPrintable(values.value(0)));
+    qunsetenv("ZKDV_CONFIG_HOME");
 }
 
 void TestWorkstationShell::tabWalksThePanesInOrderAndLeavesTheTable()

@@ -178,8 +178,21 @@ QString ReportHtml::summary() const
 
     html += heading(QObject::tr("The tape"));
     const bool sealed = r.tapeStatus == "sealed";
+    // Who signed it is known of a tape in a case (verified at ingest), not of a refused one.
+    const QString signedBy =
+                       r.signerKeyId.empty() ? QObject::tr("not signed")
+                       : r.signatureTrust == "trusted"
+                           ? QStringLiteral("<span style=\"color: %1;\">%2</span>")
+                                 .arg(kPassGreen, esc(QObject::tr("a trusted trainer key (%1), %2 key %3")
+                                                          .arg(QString::fromStdString(r.trustedKeyFile), QString::fromStdString(r.signerAlgorithm),
+                                                               QString::fromStdString(r.signerKeyId))
+                                                          .toStdString()))
+                           : QStringLiteral("<b style=\"color: %1;\">%2</b>")
+                                 .arg(kFailRed, esc(QObject::tr("a key not in the trainer keyring: %1 key %2")
+                                                        .arg(QString::fromStdString(r.signerAlgorithm), QString::fromStdString(r.signerKeyId))
+                                                        .toStdString()));
     // A tape that is in no case has no id: its path alone names it.
-    html += keyValues({QObject::tr("Tape"), r.tapeId ? QStringLiteral("#%1 %2").arg(r.tapeId).arg(esc(r.tapePath)) : esc(r.tapePath),
+    QStringList tapeRows = {QObject::tr("Tape"), r.tapeId ? QStringLiteral("#%1 %2").arg(r.tapeId).arg(esc(r.tapePath)) : esc(r.tapePath),
                        QObject::tr("Hash-chain head"), r.chainHead.empty() ? QStringLiteral("—") : mono(esc(r.chainHead)),
                        QObject::tr("File SHA-256"),
                        r.fileSha256.empty() ? QObject::tr("not computed (zkdv-audit ingest --sha256)") : mono(esc(r.fileSha256)),
@@ -201,7 +214,10 @@ QString ReportHtml::summary() const
                        !r.tapeSampling ? QStringLiteral("—")
                        : r.tapeSampling->implausible()
                            ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed, esc(r.tapeSampling->text() + " — implausibly few"))
-                           : esc(r.tapeSampling->text())});
+                           : esc(r.tapeSampling->text())};
+    if (!r.casePath.empty())
+        tapeRows << QObject::tr("Signed by") << signedBy;
+    html += keyValues(tapeRows);
 
     html += heading(QObject::tr("The training program"));
     const bool matched = r.programCheck == ProgramCheck::Matched;

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "zkdv/store/case_store.h"
+#include "zkdv/util/trainer_keyring.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/schedule_statement.h"
 #include "zkdv/tape/shape_text.h"
@@ -140,6 +141,13 @@ bool CaseOverview::showCase(const QString& casePath)
         Q_EMIT problem(QString::fromStdString(error.what()));
         return false;
     }
+    // Trust in a signer is this auditor's: their trainer keyring, read as the case is shown.
+    TrainerKeyring keyring;
+    try {
+        keyring = TrainerKeyring::load({});
+    } catch (const std::exception& error) {
+        Q_EMIT problem(tr("The trainer keyring could not be read, so no tape signer is trusted: %1").arg(QString::fromStdString(error.what())));
+    }
     for (const CaseTape& tape : tapes) {
         QStandardItem* top = add(model_->invisibleRootItem(), tr("Tape %1").arg(tape.id), QString::fromStdString(tape.path));
         top->setData(QVariant::fromValue<qint64>(tape.id), Qt::UserRole);
@@ -163,6 +171,18 @@ bool CaseOverview::showCase(const QString& casePath)
                 .arg(QString::fromStdString(tape.programKind), QString::fromStdString(tape.programSha256),
                      tape.programPresent ? tr("present, digest matches") : tr("missing: drop the program file here")),
             QString::fromStdString(tape.programSha256));
+        const TrainerKeyring::Entry* trusted = tape.isSigned() ? keyring.find(tape.signerKeyId) : nullptr;
+        QStandardItem* signer = add(top, tr("Signed by"),
+                                    !tape.isSigned() ? tr("not signed")
+                                    : trusted ? tr("a trusted trainer key (%1): %2 key %3")
+                                                    .arg(QString::fromStdString(trusted->file.filename().string()),
+                                                         QString::fromStdString(tape.signerAlgorithm), QString::fromStdString(tape.signerKeyId))
+                                              : tr("a key not in your trainer keyring (%1): %2 key %3")
+                                                    .arg(QString::fromStdString(TrainerKeyring::userFolder().string()),
+                                                         QString::fromStdString(tape.signerAlgorithm), QString::fromStdString(tape.signerKeyId)),
+                                    QString::fromStdString(tape.signerKeyId));
+        if (tape.isSigned())
+            signer->setForeground(trusted ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
         add(top, tr("Producer"), QString::fromStdString(tape.producer));
         try {
             const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));

@@ -27,3 +27,7 @@ class ZKDVConfig:
     # The sealed program's kind (docs/tape-format.md section 4): "torchscript", or
     # "exported-graph" (torch.export, replayed in C++ under an operator allow-list; torch 2.x).
     program: str = "torchscript"
+    # A PEM private key (ECDSA P-256 or Ed25519; `zkdv-audit keygen` makes one) to sign the
+    # tape with (format 1.11, section 7.1): its seal then carries a signed in-toto statement
+    # about the tape. A path; None: the tape is sealed unsigned.
+    signing_key: Any = None

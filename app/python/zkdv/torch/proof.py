@@ -60,6 +60,7 @@ class ZKDV:
             max_in_flight=int(max_in_flight),
             replay_snapshot_interval=int(replay_snapshot_interval),
             resume_from=os.fspath(resume_from) if resume_from is not None else "",
+            signing_key=os.fspath(config.signing_key) if config.signing_key is not None else "",
         )
         self._resumes = resume_from is not None
         self._model: Optional[torch.nn.Module] = None

@@ -119,6 +119,13 @@ struct ReportData {
     std::optional<std::uint64_t> endsWithoutSnapshotFrom;
     std::string producer;
     std::string trainedOn;     // device, torch version, intra-op threads
+    // Who signed the tape (format 1.11, verified at ingest; empty: unsigned), and whether the
+    // trainer keyring of whoever builds the report trusts that key (signatureTrustName).
+    std::string signerKeyId;
+    std::string signerAlgorithm;
+    std::string signatureTrust = "unsigned";
+    std::string trustedKeyFile;
+    std::string signatureProblem;  // why the keyring could not be read, when it could not
     // A run resumed from checkpoints spans tapes (tape format 1.10): the run's transactions on
     // the tapes before this one, whether this tape continues the one its root names
     // (tapeLinkStatusName, and TapeLink::describe()), and the run's tapes, first to last.

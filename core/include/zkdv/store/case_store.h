@@ -71,6 +71,11 @@ struct CaseTape {
     // whether it continues the tape its root names.
     std::uint64_t transactionsBefore = 0;
     TapeLink link;
+    // Who signed the tape (format 1.11, section 7.1), verified at ingest: the key id (hex
+    // SHA-256 of the public key) and keyAlgorithmName(); both empty for an unsigned tape.
+    std::string signerKeyId;
+    std::string signerAlgorithm;
+    bool isSigned() const { return !signerKeyId.empty(); }
 };
 
 struct ProgramFileResult {
