@@ -20,9 +20,12 @@ commands:
   info TAPE|CASE                     describe a tape or an audit case
   ingest FILE|FOLDER... --case CASE  load tapes (and sealed program files) into a case
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
-  report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html)
+  report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html;
+                                     --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
-  keygen --out KEY                   make a trainer's key for signing tapes
+  keygen --out KEY                   make a key for signing tapes or verdicts
+  verify-attestation FILE --trusted-key KEY
+                                     check a signed verdict (report --attest)
   dataset commit FOLDER -o FILE      commit a dataset's files by one Merkle root
   dataset verify COMMIT [FOLDER]     check a dataset commitment, and a folder against it
   match-weights TAPE (--snapshot N | --final) MODEL
@@ -60,6 +63,8 @@ int main(int argc, char** argv)
         return runReport(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
+    if (command == "verify-attestation")
+        return runVerifyAttestation(argc, argv);
     if (command == "dataset")
         return runDataset(argc, argv);
     if (command == "match-weights")

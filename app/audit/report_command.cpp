@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,11 @@
 #include "command_runner.h"
 #include "case_access.h"
 #include "commands.h"
+#include "zkdv/report/audit_attestation.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/report/report_file.h"
+#include "zkdv/util/json_text.h"
+#include "zkdv/util/signing_key.h"
 #include "zkdv/workflow/report_export.h"
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_store.h"
@@ -23,13 +28,17 @@ namespace zkdv::cli {
 int runReport(int argc, char** argv)
 {
     ArgumentParser parser(
-        "zkdv-audit report CASE -o FILE [--format json|csv|pdf|html] [--tape ID] [--run ID]",
+        "zkdv-audit report CASE -o FILE [--format json|csv|pdf|html | --attest KEY] [--tape ID] [--run ID]",
         "Writes the audit report of one replay run: the tape's identity and completeness, the\n"
         "program check, model and optimizer, the replay environment, the selection and seed that\n"
         "redo the audit, verdict counts, the worst divergences, every replayed transaction and,\n"
         "for random selections, an exact upper confidence bound on the fraction of bad\n"
         "transactions (docs/report.md). json and csv are for machines (docs/report-schema.md);\n"
         "pdf and html for people.\n"
+        "With --attest KEY, FILE is instead the report's verdict signed with KEY (PEM, ECDSA P-256\n"
+        "or Ed25519; the auditor's own signing-key.pem works): an in-toto statement whose predicate\n"
+        "is a SLSA verification summary about the tape, in a Sigstore bundle (docs/signing.md);\n"
+        "zkdv-audit verify-attestation checks it.\n"
         "Exit 0 when the report is written (whatever it concludes), 2 on usage errors, an\n"
         "unreadable case, or a case without a replay run.");
     parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
@@ -37,6 +46,7 @@ int runReport(int argc, char** argv)
     parser.addOption("format", "FMT", "json, csv, pdf or html (default: from the extension of FILE)");
     parser.addOption("tape", "ID", "the tape when the case holds several (default: the only one)");
     parser.addOption("run", "ID", "the replay run (default: the newest of the tape)");
+    parser.addOption("attest", "KEY", "write the signed verdict (a Sigstore bundle, *.intoto.json) signed with this PEM private key");
     parser.addFlag("quiet", "print nothing on success");
 
     parser.addShortAlias('o', "out");
@@ -45,8 +55,18 @@ int runReport(int argc, char** argv)
         if (!parser.has("out") || parser.value("out").empty())
             throw UsageError("-o FILE is required (the report's format follows its extension: .json, .csv, .pdf, .html)");
         const std::string out = parser.value("out");
-        const std::optional<ReportFormat> format =
-            parser.has("format") ? reportFormatFromName(parser.value("format")) : reportFormatOfPath(out);
+        if (parser.has("attest") && parser.has("format"))
+            throw UsageError("--attest writes the signed verdict; it takes no --format");
+        std::optional<SigningKey> attestKey;
+        if (parser.has("attest")) {
+            try {
+                attestKey.emplace(SigningKey::fromPemFile(parser.value("attest")));
+            } catch (const std::exception& error) {
+                throw UsageError(error.what());
+            }
+        }
+        const std::optional<ReportFormat> format = attestKey ? std::optional<ReportFormat>(ReportFormat::Json) :
+            (parser.has("format") ? reportFormatFromName(parser.value("format")) : reportFormatOfPath(out));
         if (!format)
             throw UsageError(parser.has("format") ? "unknown --format \"" + parser.value("format") + "\" (json, csv, pdf or html)"
                                                   : "cannot tell the format from \"" + out + "\"; give --format json|csv|pdf|html");
@@ -77,9 +97,16 @@ int runReport(int argc, char** argv)
         } catch (const ReportError& error) {
             throw UsageError(error.what());
         }
-        writeReport(report, *format, out, documents);  // an Error (cannot write) is exit 2 too
+        if (attestKey)
+            writeReportFile(out, toJsonText(signAuditAttestation(report, *attestKey), 2) + "\n");
+        else
+            writeReport(report, *format, out, documents);  // an Error (cannot write) is exit 2 too
         if (!parser.has("quiet")) {
-            std::printf("%s report of replay run %lld written to %s\n", std::string(reportFormatName(*format)).c_str(), static_cast<long long>(report.runId), out.c_str());
+            if (attestKey)
+                std::printf("verdict of replay run %lld (%s) signed with key %s, written to %s\n", static_cast<long long>(report.runId),
+                            report.passed ? "PASSED" : "FAILED", attestKey->publicKey().keyId().c_str(), out.c_str());
+            else
+                std::printf("%s report of replay run %lld written to %s\n", std::string(reportFormatName(*format)).c_str(), static_cast<long long>(report.runId), out.c_str());
             for (const std::string& warning : report.warnings)
                 std::printf("  warning: %s\n", warning.c_str());
             std::printf("  %s\n", report.headline.c_str());

@@ -356,6 +356,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.tapePath = tape.path;
     report.fileSha256 = tape.fileSha256;
     report.chainHead = tape.chainHead;
+    report.tapeSize = tape.size;
     report.tapeStatus = tape.status;
     report.transactionCount = tape.transactionCount;
     report.snapshotCount = tape.snapshotCount;

@@ -114,6 +114,7 @@ private Q_SLOTS:
     void replayRunsTheTrainingsKernels();
     void libtorchLoadsOnlyForDemoAndReplay();
     void signedTapesVerifyAgainstTrustedKeys();
+    void aSignedVerdictVerifiesForItsTapeAndKeyOnly();
 
 private:
     // Substitutes {name} placeholders with the fixture paths.
@@ -791,6 +792,73 @@ void TestCli::signedTapesVerifyAgainstTrustedKeys()
     QVERIFY2(!unsignedTape.crashed && unsignedTape.exitCode == 1 && unsignedTape.err.contains(QStringLiteral("not signed")), qPrintable(unsignedTape.describe()));
     const Result notAKey = audit({QStringLiteral("verify"), expand(QStringLiteral("{good}")), QStringLiteral("--trusted-key"), expand(QStringLiteral("{text}"))});
     QVERIFY2(!notAKey.crashed && notAKey.exitCode == 2 && notAKey.err.contains(QStringLiteral("notes.txt")), qPrintable(notAKey.describe()));
+}
+
+void TestCli::aSignedVerdictVerifiesForItsTapeAndKeyOnly()
+{
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("ZKDV_CONFIG_HOME"), path("verdict-config"));
+    auto audit = [&](const QStringList& arguments) { return runAudit(arguments, environment); };
+    // A replayed CNN tape (its verdicts PASSED), and another sealed tape.
+    const QString tape = path("verdict.zkdv"), other = path("verdict-other.zkdv"), casePath = path("verdict.zkaudit");
+    for (const auto& [file, seed] : {std::pair{tape, QStringLiteral("5")}, std::pair{other, QStringLiteral("6")}}) {
+        const Result made = audit({QStringLiteral("demo"), QStringLiteral("--out"), file, QStringLiteral("--steps"), QStringLiteral("4"),
+                                   QStringLiteral("--batch-size"), QStringLiteral("4"), QStringLiteral("--seed"), seed, QStringLiteral("--quiet")});
+        QVERIFY2(!made.crashed && made.exitCode == 0, qPrintable(made.describe()));
+    }
+    QCOMPARE(audit({QStringLiteral("ingest"), tape, QStringLiteral("--case"), casePath, QStringLiteral("--quiet")}).exitCode, 0);
+    const Result replayed = audit({QStringLiteral("replay"), casePath, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--quiet"),
+                                   QStringLiteral("--time-budget-floor"), QStringLiteral("120")});
+    QVERIFY2(!replayed.crashed && replayed.exitCode == 0, qPrintable(replayed.describe()));
+    const QString auditor = path("auditor.pem"), stranger = path("stranger.pem");
+    QCOMPARE(audit({QStringLiteral("keygen"), QStringLiteral("--out"), auditor, QStringLiteral("--algorithm"), QStringLiteral("ed25519")}).exitCode, 0);
+    QCOMPARE(audit({QStringLiteral("keygen"), QStringLiteral("--out"), stranger}).exitCode, 0);
+
+    const QString attestation = path("verdict.intoto.json");
+    const Result attested = audit({QStringLiteral("report"), casePath, QStringLiteral("--attest"), auditor, QStringLiteral("-o"), attestation});
+    QVERIFY2(!attested.crashed && attested.exitCode == 0 && attested.out.contains(QStringLiteral("PASSED")), qPrintable(attested.describe()));
+    QFile file(attestation);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonObject bundle = jsonObject(file.readAll());
+    QCOMPARE(bundle.value(QStringLiteral("mediaType")).toString(), QStringLiteral("application/vnd.dev.sigstore.bundle.v0.3+json"));
+    const QJsonObject envelope = bundle.value(QStringLiteral("dsseEnvelope")).toObject();
+    const QJsonObject statement = jsonObject(QByteArray::fromBase64(envelope.value(QStringLiteral("payload")).toString().toLatin1()));
+    QCOMPARE(statement.value(QStringLiteral("predicateType")).toString(), QStringLiteral("https://slsa.dev/verification_summary/v1"));
+    QCOMPARE(statement.value(QStringLiteral("predicate")).toObject().value(QStringLiteral("verificationResult")).toString(), QStringLiteral("PASSED"));
+
+    auto verify = [&](const QString& bundlePath, const QString& key, const QStringList& more = {}) {
+        return audit(QStringList{QStringLiteral("verify-attestation"), bundlePath, QStringLiteral("--trusted-key"), key + QStringLiteral(".pub")} + more);
+    };
+    const Result good = verify(attestation, auditor, {QStringLiteral("--tape"), tape, QStringLiteral("--require-passed"), QStringLiteral("--json")});
+    QVERIFY2(!good.crashed && good.exitCode == 0, qPrintable(good.describe()));
+    QCOMPARE(jsonObject(good.out).value(QStringLiteral("verification_result")).toString(), QStringLiteral("PASSED"));
+    // Another tape, another key: not this verdict.
+    const Result otherTape = verify(attestation, auditor, {QStringLiteral("--tape"), other});
+    QVERIFY2(!otherTape.crashed && otherTape.exitCode == 1 && otherTape.err.contains(QStringLiteral("another tape")), qPrintable(otherTape.describe()));
+    const Result otherKey = verify(attestation, stranger);
+    QVERIFY2(!otherKey.crashed && otherKey.exitCode == 1 && otherKey.err.contains(QStringLiteral("no trusted key")), qPrintable(otherKey.describe()));
+    // The verdict turned in the statement: the signature no longer holds.
+    QJsonObject forgedStatement = statement;
+    QJsonObject predicate = forgedStatement.value(QStringLiteral("predicate")).toObject();
+    predicate.insert(QStringLiteral("verificationResult"), QStringLiteral("FAILED"));
+    forgedStatement.insert(QStringLiteral("predicate"), predicate);
+    QJsonObject forgedEnvelope = envelope;
+    forgedEnvelope.insert(QStringLiteral("payload"), QString::fromLatin1(QJsonDocument(forgedStatement).toJson(QJsonDocument::Compact).toBase64()));
+    QJsonObject forgedBundle = bundle;
+    forgedBundle.insert(QStringLiteral("dsseEnvelope"), forgedEnvelope);
+    const QString forged = path("forged.intoto.json");
+    QFile forgedFile(forged);
+    QVERIFY(forgedFile.open(QIODevice::WriteOnly));
+    forgedFile.write(QJsonDocument(forgedBundle).toJson());
+    forgedFile.close();
+    const Result forgedResult = verify(forged, auditor);
+    QVERIFY2(!forgedResult.crashed && forgedResult.exitCode == 1, qPrintable(forgedResult.describe()));
+    // Not an attestation, and no key: exit 2.
+    const Result notOne = verify(expand(QStringLiteral("{text}")), auditor);
+    QVERIFY2(!notOne.crashed && notOne.exitCode == 2, qPrintable(notOne.describe()));
+    const Result noKey = audit({QStringLiteral("verify-attestation"), attestation});
+    QVERIFY2(!noKey.crashed && noKey.exitCode == 2 && noKey.err.contains(QStringLiteral("--trusted-key")), qPrintable(noKey.describe()));
+    QVERIFY(!good.all().contains(QStringLiteral("PRIVATE KEY")) && !attested.all().contains(QStringLiteral("PRIVATE KEY")));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -107,6 +107,7 @@ struct ReportData {
     std::int64_t tapeId = 0;
     std::string tapePath;
     std::string chainHead;   // the tape's identity: commits to every byte of a sealed tape
+    std::uint64_t tapeSize = 0;  // bytes; with the chain head, the tape's identity in a case
     std::string fileSha256;  // empty unless computed at ingest
     std::string tapeStatus;    // sealed, unsealed, truncated (a corrupt tape is never in a case)
     std::uint64_t transactionCount = 0;
