@@ -268,6 +268,8 @@ void MainWindow::createActions()
                           tr("Ingest tapes (*.zkdv) and sealed program files into the case"));
     QAction* exportAction = action(file, tr("&Export Report…"), QKeySequence(Qt::CTRL | Qt::Key_E), &MainWindow::exportReportDialog,
                                    tr("Write the audit report of the chosen replay run (the newest with All runs) as PDF, HTML, JSON or CSV"));
+    QAction* verdictAction = action(file, tr("Export Signed &Verdict…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V), &MainWindow::exportSignedVerdictDialog,
+                                    tr("Write the chosen run's verdict signed with your key, for anyone to check with zkdv-audit verify-attestation"));
     ingestPartAction_ = action(file, tr("Ingest Readable &Part of Incomplete Tape"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I),
                                [this] { ingestReadablePart(banner_->incompleteTapes()); },
                                tr("Ingest what a truncated or unsealed tape holds up to the cut"));
@@ -281,9 +283,9 @@ void MainWindow::createActions()
     file->addSeparator();
     QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
     action(file, tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), &QWidget::close);
-    jobActions_ << newCase << open << add << exportAction << close;
-    caseActions_ << add << exportAction << close;
-    tapeActions_ << exportAction;
+    jobActions_ << newCase << open << add << exportAction << verdictAction << close;
+    caseActions_ << add << exportAction << verdictAction << close;
+    tapeActions_ << exportAction << verdictAction;
 
     // One Copy for every pane: it copies from the pane with the focus (text fields keep
     // their own Ctrl+C, which they take before any window shortcut).
@@ -743,11 +745,35 @@ bool MainWindow::exportReport(const QString& path)
         showMessage(tr("%1: a report is written as .pdf, .html, .json or .csv").arg(fileName(path)));
         return false;
     }
+    return startReportExport(*jobs_, documents_, casePath_, reportOptions(), *format, path);
+}
+
+ReportOptions MainWindow::reportOptions() const
+{
     ReportOptions options;
     options.tapeId = tape_;
     // The run chosen in the run list; with All runs, the newest (the report lists the others).
     options.runId = std::max<qint64>(0, runs_->chosenRun());
-    return startReportExport(*jobs_, documents_, casePath_, options, *format, path);
+    return options;
+}
+
+bool MainWindow::exportSignedVerdict(const QString& path)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to sign: open a case with a replayed tape first."));
+        return false;
+    }
+    return jobs_->start(signedVerdictJob(casePath_, reportOptions(), path), {}, true);
+}
+
+void MainWindow::exportSignedVerdictDialog()
+{
+    const QFileInfo caseFile(casePath_);
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Signed Verdict"),
+                                                      caseFile.absoluteDir().filePath(caseFile.completeBaseName() + QStringLiteral("-verdict.intoto.json")),
+                                                      tr("In-toto attestations (*.intoto.json);;All files (*)"));
+    if (!path.isEmpty())
+        exportSignedVerdict(path);
 }
 
 void MainWindow::exportReportDialog()

@@ -60,6 +60,10 @@ public:
     // background, PDF and HTML are rendered on this thread (their charts are widgets).
     // jobFinished says how it went.
     bool exportReport(const QString& path);
+    // Writes the current tape's verdict (of the run exportReport would report) signed with the
+    // auditor's own key, as a Sigstore bundle (docs/signing.md), in the background; jobFinished
+    // says how it went.
+    bool exportSignedVerdict(const QString& path);
     // Writes the report of the banner's first reportable finding (a tape that could not be
     // ingested) to `path`; false when there is none or it cannot be written.
     bool exportFindingReport(const QString& path);
@@ -134,6 +138,9 @@ private:
     void replaySample();
     void replayTopQ();
     void exportReportDialog();
+    void exportSignedVerdictDialog();
+    // The report of the tape in view: the run chosen in the run list, with All runs the newest.
+    ReportOptions reportOptions() const;
     void updateRowCount();
     void copySelectedRows();
     // Edit > Copy (rows) and Copy Value, from the pane with the focus.

@@ -217,9 +217,11 @@ AuditorKey::AuditorKey(AuditorKey&&) noexcept = default;
 AuditorKey& AuditorKey::operator=(AuditorKey&&) noexcept = default;
 AuditorKey::~AuditorKey() = default;
 
+fs::path AuditorKey::defaultFile() { return configFolder() / "signing-key.pem"; }
+
 AuditorKey AuditorKey::loadOrCreate(const fs::path& requested)
 {
-    const fs::path file = requested.empty() ? configFolder() / "signing-key.pem" : requested;
+    const fs::path file = requested.empty() ? defaultFile() : requested;
     auto handle = std::make_unique<Handle>();
     std::error_code error;
     if (!fs::exists(fs::symlink_status(file, error))) {
@@ -235,7 +237,7 @@ AuditorKey AuditorKey::loadOrCreate(const fs::path& requested)
 
 std::optional<PublicKey> AuditorKey::existingPublicKey(const fs::path& requested)
 {
-    const fs::path file = requested.empty() ? configFolder() / "signing-key.pem" : requested;
+    const fs::path file = requested.empty() ? defaultFile() : requested;
     std::error_code error;
     if (!fs::exists(fs::symlink_status(file, error)))
         return std::nullopt;

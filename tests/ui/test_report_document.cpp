@@ -30,7 +30,9 @@
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_attestation.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/util/auditor_key.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/tape/tape_scanner.h"
 
@@ -386,6 +388,16 @@ private slots:
         QVERIFY(readText(dir.file("gui.html")).find("data:image/png;base64,") != std::string::npos);
         QVERIFY(readText(dir.file("gui.json")).find(report.chainHead) != std::string::npos);
         QVERIFY(!window.exportReport(QString::fromStdString(dir.file("gui.docx"))));
+
+        // The signed verdict, with the auditor's own key: it checks with that key's public half.
+        const QString verdict = QString::fromStdString(dir.file("gui.intoto.json"));
+        QVERIFY(window.exportSignedVerdict(verdict));
+        QVERIFY(finished.wait(120000));
+        const QList<QVariant> signedArguments = finished.takeFirst();
+        QVERIFY2(signedArguments.at(0).toBool(), qPrintable(signedArguments.at(1).toString()));
+        const CheckedAttestation checked = checkAuditAttestation(readText(verdict.toStdString()), {VerifyingKey::fromPemFile(AuditorKey::defaultFile())});
+        QCOMPARE(checked.verificationResult, std::string("PASSED"));
+        QCOMPARE(checked.tapeChainHead, report.chainHead);
 
         // The command line.
         for (const char* format : {"pdf", "html", "json", "csv"}) {

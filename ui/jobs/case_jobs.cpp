@@ -7,10 +7,15 @@
 #include <climits>
 
 #include "background_job.h"
+#include "zkdv/report/audit_attestation.h"
+#include "zkdv/report/report_file.h"
 #include "zkdv/report/transaction_table_csv.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/tape_location.h"
+#include "zkdv/util/auditor_key.h"
 #include "zkdv/util/error.h"
+#include "zkdv/util/json_text.h"
+#include "zkdv/util/signing_key.h"
 #include "zkdv/workflow/replay_summary_text.h"
 
 namespace zkdv::ui {
@@ -57,6 +62,23 @@ BackgroundJob* tableCsvJob(const QString& casePath, qint64 tapeId, const Transac
         table.setView(view);
         writeTransactionTableCsv(table, target, &progress);
         return QObject::tr("%n row(s) written to %1", nullptr, static_cast<int>(std::min<std::uint64_t>(table.rowCount(), INT_MAX))).arg(shown);
+    });
+}
+
+BackgroundJob* signedVerdictJob(const QString& casePath, const ReportOptions& options, const QString& path)
+{
+    return new BackgroundJob(QObject::tr("Signing the verdict into %1").arg(QFileInfo(path).fileName()), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), options, target = path.toStdString(),
+                              shown = QDir::toNativeSeparators(path)](ProgressSink&) {
+        AuditorKey::loadOrCreate();  // makes the key on first use, and refuses a key file others may read
+        const SigningKey key = SigningKey::fromPemFile(AuditorKey::defaultFile());
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        const ReportData report = buildAuditReport(store, options);
+        writeReportFile(target, toJsonText(signAuditAttestation(report, key), 2) + "\n");
+        return QObject::tr("Verdict %1 of replay run %2 signed with your key %3 into %4")
+            .arg(report.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED"))
+            .arg(report.runId)
+            .arg(QString::fromStdString(key.publicKey().keyId().substr(0, 16)), shown);
     });
 }
 

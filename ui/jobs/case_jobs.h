@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_report.h"
 #include "zkdv/store/transaction_table.h"
 #include "zkdv/workflow/file_ingest.h"
 
@@ -24,6 +25,9 @@ BackgroundJob* ingestJob(const QString& casePath, const QStringList& files, bool
 BackgroundJob* relocateTapeJob(const QString& casePath, qint64 tapeId, const QString& file);
 // Writes every row of the tape's table as `view` shows it to `path` as CSV.
 BackgroundJob* tableCsvJob(const QString& casePath, qint64 tapeId, const TransactionTable::View& view, const QString& path);
+// Writes the verdict of the report `options` name, signed with the auditor's own key (made on
+// first use, as for run seals), to `path` as a Sigstore bundle (docs/signing.md).
+BackgroundJob* signedVerdictJob(const QString& casePath, const ReportOptions& options, const QString& path);
 // Runs `request` (a replay run stored in the case) and sums it up in one line.
 BackgroundJob* replayJob(const QString& casePath, ReplayRequest request, const QString& title);
 

@@ -40,6 +40,8 @@ public:
     // and stored there when the file does not exist. Throws Error saying which file and why
     // when it cannot be read or made.
     static AuditorKey loadOrCreate(const std::filesystem::path& file = {});
+    // configFolder()/signing-key.pem: where this user's key lives unless told otherwise.
+    static std::filesystem::path defaultFile();
     // The public half of this user's key when the file exists (nothing is made); throws
     // Error when it exists but cannot be read.
     static std::optional<PublicKey> existingPublicKey(const std::filesystem::path& file = {});
