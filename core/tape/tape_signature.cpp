@@ -72,7 +72,16 @@ std::optional<TapeSigner> checkTapeSignature(const std::string& signatureJson, c
         return std::nullopt;
     if (!signature.is_object() || !signature.contains("dsse") || !signature.contains("public_key") || !signature["public_key"].is_string())
         throw FormatError("seal signature: expected null or an object with members dsse (a DSSE envelope) and public_key (PEM)");
-    const VerifyingKey key = VerifyingKey::fromPem(signature["public_key"].get<std::string>(), "seal signature: public_key");
+    // A key that does not read is a malformed seal like any other: the tape is corrupt there.
+    const VerifyingKey key = [&] {
+        try {
+            return VerifyingKey::fromPem(signature["public_key"].get<std::string>(), "seal signature: public_key");
+        } catch (const FormatError&) {
+            throw;
+        } catch (const Error& error) {
+            throw FormatError(error.what());
+        }
+    }();
     const DsseEnvelope envelope = DsseEnvelope::parse(signature["dsse"], "seal signature: dsse");
     if (envelope.payloadType != kInTotoPayloadType)
         throw FormatError("seal signature: payloadType is \"" + envelope.payloadType + "\", expected \"" + kInTotoPayloadType + "\"");

@@ -256,6 +256,15 @@ void TestTapeSignature::aFlippedByteInSignatureOrStatementFails()
     test::rewriteTape(ed25519Tape_, tape2, [](test::RawRecord&) {}, test::Draws::Leave, signature.dump());
     QVERIFY2(problemOf(tape2).find("does not verify") != std::string::npos, problemOf(tape2).c_str());
 
+    // A key that is not one: the tape is corrupt at the seal, not unreadable.
+    nlohmann::json badKey = parseUntrustedJson(sealSignature(ed25519Tape_), "test");
+    badKey["public_key"] = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n";
+    const std::string tape4 = dir_.file("bad-key.zkdv");
+    test::rewriteTape(ed25519Tape_, tape4, [](test::RawRecord&) {}, test::Draws::Leave, badKey.dump());
+    const TapeSummary badKeySummary = scanTape(tape4);
+    QCOMPARE(badKeySummary.status, TapeStatus::Corrupt);
+    QVERIFY2(problemOf(tape4).find("public_key") != std::string::npos, problemOf(tape4).c_str());
+
     // Not an envelope at all.
     const std::string tape3 = dir_.file("not-an-envelope.zkdv");
     test::rewriteTape(ed25519Tape_, tape3, [](test::RawRecord&) {}, test::Draws::Leave, "\"signed, honestly\"");
