@@ -14,6 +14,7 @@ int runIngest(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runReplay(int argc, char** argv);
 int runKeygen(int argc, char** argv);
+int runSign(int argc, char** argv);
 int runVerifyAttestation(int argc, char** argv);
 int runDataset(int argc, char** argv);
 int runMatchWeights(int argc, char** argv);

@@ -24,6 +24,7 @@ commands:
                                      --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
   keygen --out KEY                   make a key for signing tapes or verdicts
+  sign FILE --key KEY                write FILE.sig, a detached signature (OpenSSF model signing)
   verify-attestation FILE --trusted-key KEY
                                      check a signed verdict (report --attest)
   dataset commit FOLDER -o FILE      commit a dataset's files by one Merkle root
@@ -63,6 +64,8 @@ int main(int argc, char** argv)
         return runReport(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
+    if (command == "sign")
+        return runSign(argc, argv);
     if (command == "verify-attestation")
         return runVerifyAttestation(argc, argv);
     if (command == "dataset")

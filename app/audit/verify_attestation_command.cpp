@@ -1,6 +1,4 @@
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "command_runner.h"
@@ -9,28 +7,12 @@
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/small_file.h"
 
 namespace zkdv::cli {
 
-namespace {
-
 // An attestation is a page of JSON; anything far larger is not one.
-constexpr std::streamsize kMaxAttestationBytes = 64 << 20;
-
-std::string readAttestation(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError("cannot read " + path);
-    std::string text(static_cast<std::size_t>(kMaxAttestationBytes) + 1, '\0');
-    in.read(text.data(), kMaxAttestationBytes + 1);
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > static_cast<std::size_t>(kMaxAttestationBytes))
-        throw FormatError(path + " is larger than an attestation can be (64 MiB)");
-    return text;
-}
-
-}  // namespace
+constexpr std::uint64_t kMaxAttestationBytes = 64 << 20;
 
 int runVerifyAttestation(int argc, char** argv)
 {
@@ -58,7 +40,7 @@ int runVerifyAttestation(int argc, char** argv)
             throw UsageError(error.what());
         }
         const std::string& path = parser.positionals().front();
-        const std::string text = readAttestation(path);
+        const std::string text = readSmallFile(path, kMaxAttestationBytes, "an attestation");
         std::string problem;
         CheckedAttestation checked;
         try {

@@ -16,6 +16,7 @@
 #include "zkdv/audit/grad_scaler_follower.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
+#include "zkdv/provenance/model_signing_bundle.h"
 #include "zkdv/optim/gradient_clipping.h"
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/schedule/schedule_follower.h"
@@ -526,6 +527,14 @@ Recorder::Recorder(const std::string& path, RecorderOptions config)
         } catch (const std::exception& error) {
             throw RecorderError(error.what());
         }
+    }
+    if (config.detachedSignature) {
+        if (!signingKey)
+            throw RecorderError("a detached signature needs a signing key: set the signing key file as well");
+        std::error_code ignored;
+        const std::filesystem::path bundle = detachedSignaturePathOf(path);
+        if (!config.overwrite && std::filesystem::exists(bundle, ignored))
+            throw RecorderError(bundle.string() + " exists (a detached signature of an earlier tape); remove it or allow overwriting");
     }
     impl_ = std::make_unique<Impl>(path, std::move(config));
     impl_->resumePoint = std::move(resumePoint);
@@ -1142,6 +1151,9 @@ void Recorder::seal()
     d.background->drain();
     d.writer->sync();
     d.sealed = true;
+    // Over the finished file, after the seal: the bundle signs every byte of it.
+    if (d.config.detachedSignature)
+        writeDetachedSignature(d.path, detachedSignaturePathOf(d.path), *d.signingKey, /*overwrite=*/true);
 }
 
 RecorderStatistics Recorder::statistics() const

@@ -115,6 +115,7 @@ private Q_SLOTS:
     void libtorchLoadsOnlyForDemoAndReplay();
     void signedTapesVerifyAgainstTrustedKeys();
     void aSignedVerdictVerifiesForItsTapeAndKeyOnly();
+    void aDetachedSignatureBesideATapeIsChecked();
 
 private:
     // Substitutes {name} placeholders with the fixture paths.
@@ -859,6 +860,52 @@ void TestCli::aSignedVerdictVerifiesForItsTapeAndKeyOnly()
     const Result noKey = audit({QStringLiteral("verify-attestation"), attestation});
     QVERIFY2(!noKey.crashed && noKey.exitCode == 2 && noKey.err.contains(QStringLiteral("--trusted-key")), qPrintable(noKey.describe()));
     QVERIFY(!good.all().contains(QStringLiteral("PRIVATE KEY")) && !attested.all().contains(QStringLiteral("PRIVATE KEY")));
+}
+
+void TestCli::aDetachedSignatureBesideATapeIsChecked()
+{
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("ZKDV_CONFIG_HOME"), path("detached-config"));
+    auto audit = [&](const QStringList& arguments) { return runAudit(arguments, environment); };
+    const QString key = path("detached.pem"), tape = path("detached.zkdv");
+    QCOMPARE(audit({QStringLiteral("keygen"), QStringLiteral("--out"), key}).exitCode, 0);
+    QVERIFY(QFile::copy(expand(QStringLiteral("{good}")), tape));
+
+    const Result signedTape = audit({QStringLiteral("sign"), tape, QStringLiteral("--key"), key, QStringLiteral("--json")});
+    QVERIFY2(!signedTape.crashed && signedTape.exitCode == 0, qPrintable(signedTape.describe()));
+    QCOMPARE(jsonObject(signedTape.out).value(QStringLiteral("signature")).toString(), tape + QStringLiteral(".sig"));
+    QVERIFY(QFileInfo::exists(tape + QStringLiteral(".sig")));
+    const Result again = audit({QStringLiteral("sign"), tape, QStringLiteral("--key"), key});
+    QVERIFY2(!again.crashed && again.exitCode == 2 && again.err.contains(QStringLiteral("--overwrite")), qPrintable(again.describe()));
+
+    // Found beside the tape: trusted with the signer's key, which an unsigned seal does not need.
+    const Result trusted = audit({QStringLiteral("verify"), tape, QStringLiteral("--trusted-key"), key + QStringLiteral(".pub"),
+                                  QStringLiteral("--require-trusted"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!trusted.crashed && trusted.exitCode == 0, qPrintable(trusted.describe()));
+    const QJsonObject detached = jsonObject(trusted.out).value(QStringLiteral("detached_signature")).toObject();
+    QCOMPARE(detached.value(QStringLiteral("signature_trust")).toString(), QStringLiteral("trusted"));
+    QCOMPARE(detached.value(QStringLiteral("valid")).toBool(), true);
+    QCOMPARE(jsonObject(trusted.out).value(QStringLiteral("signature_trust")).toString(), QStringLiteral("trusted"));
+    // Without the key it proves nothing: a warning, a failure when a trusted key is required.
+    const Result unknown = audit({QStringLiteral("verify"), tape, QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!unknown.crashed && unknown.exitCode == 0 && unknown.err.contains(QStringLiteral("not trusted")), qPrintable(unknown.describe()));
+    QCOMPARE(jsonObject(unknown.out).value(QStringLiteral("detached_signature")).toObject().value(QStringLiteral("signature_trust")).toString(),
+             QStringLiteral("unknown-key"));
+    QCOMPARE(audit({QStringLiteral("verify"), tape, QStringLiteral("--require-trusted"), QStringLiteral("--quiet")}).exitCode, 1);
+
+    // Another file's bundle, and a file that is no bundle, fail the check and say why.
+    const QString foreign = QStringLiteral(ZKDV_TEST_DATA_DIR "/model_signing/weights.bin.sig");
+    const Result other = audit({QStringLiteral("verify"), tape, QStringLiteral("--signature"), foreign, QStringLiteral("--trusted-key"),
+                                key + QStringLiteral(".pub"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!other.crashed && other.exitCode == 1 && other.err.contains(QStringLiteral("other content")), qPrintable(other.describe()));
+    QCOMPARE(jsonObject(other.out).value(QStringLiteral("detached_signature")).toObject().value(QStringLiteral("valid")).toBool(), false);
+    const Result garbage = audit({QStringLiteral("verify"), tape, QStringLiteral("--signature"), expand(QStringLiteral("{text}")), QStringLiteral("--quiet")});
+    QVERIFY2(!garbage.crashed && garbage.exitCode == 1 && garbage.err.contains(QStringLiteral("detached signature")), qPrintable(garbage.describe()));
+    // A signature named but missing cannot be read: exit 2.
+    const Result missing = audit({QStringLiteral("verify"), tape, QStringLiteral("--signature"), path("nowhere.sig"), QStringLiteral("--quiet")});
+    QVERIFY2(!missing.crashed && missing.exitCode == 2 && missing.err.contains(QStringLiteral("nowhere.sig")), qPrintable(missing.describe()));
+    for (const Result* result : {&signedTape, &trusted, &unknown, &other})
+        QVERIFY2(!result->all().contains(QStringLiteral("PRIVATE KEY")), qPrintable(result->describe()));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

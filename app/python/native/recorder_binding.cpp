@@ -168,7 +168,8 @@ private:
 class NativeRecorder {
 public:
     NativeRecorder(const std::string& path, double stateCheck, double updateCheck, std::uint64_t seed, const std::string& metadataJson,
-                   bool overwrite, int maxInFlight, int replaySnapshotInterval, const std::string& resumeFrom, const std::string& signingKeyFile)
+                   bool overwrite, int maxInFlight, int replaySnapshotInterval, const std::string& resumeFrom, const std::string& signingKeyFile,
+                   bool detachedSignature)
     {
         zkdv::RecorderOptions config;
         config.stateCheckProbability = stateCheck;
@@ -181,6 +182,7 @@ public:
         config.replaySnapshotInterval = replaySnapshotInterval;
         config.resumeFrom = resumeFrom;
         config.signingKeyFile = signingKeyFile;
+        config.detachedSignature = detachedSignature;
         recorder_ = std::make_unique<zkdv::Recorder>(path, config);
     }
 
@@ -437,10 +439,10 @@ PYBIND11_MODULE(_native, m)
     m.attr("DEFAULT_MAX_IN_FLIGHT") = zkdv::RecorderOptions{}.maxInFlight;
     m.attr("DEFAULT_SNAPSHOT_INTERVAL") = zkdv::RecorderOptions{}.replaySnapshotInterval;
     py::class_<NativeRecorder>(m, "Recorder")
-        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&>(),
+        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&, bool>(),
              py::arg("path"), py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"),
              py::arg("metadata_json"), py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"),
-             py::arg("resume_from") = std::string(), py::arg("signing_key") = std::string())
+             py::arg("resume_from") = std::string(), py::arg("signing_key") = std::string(), py::arg("detached_signature") = false)
         .def("prepare_model", &NativeRecorder::prepareModel)
         .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
         .def("schedule", &NativeRecorder::schedule, py::arg("options"), py::arg("scheduler_json"), py::arg("epoch"))

@@ -31,3 +31,8 @@ class ZKDVConfig:
     # tape with (format 1.11, section 7.1): its seal then carries a signed in-toto statement
     # about the tape. A path; None: the tape is sealed unsigned.
     signing_key: Any = None
+    # With a signing key, also write "<tape>.sig" when the tape is sealed: a Sigstore bundle in
+    # OpenSSF model signing's format over the whole file (docs/signing.md), which
+    # `model_signing verify key --signature TAPE.sig --public_key KEY.pub TAPE` checks (ECDSA
+    # P-256 keys; model_signing does not take Ed25519).
+    detached_signature: bool = False

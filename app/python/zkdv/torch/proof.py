@@ -61,6 +61,7 @@ class ZKDV:
             replay_snapshot_interval=int(replay_snapshot_interval),
             resume_from=os.fspath(resume_from) if resume_from is not None else "",
             signing_key=os.fspath(config.signing_key) if config.signing_key is not None else "",
+            detached_signature=bool(config.detached_signature),
         )
         self._resumes = resume_from is not None
         self._model: Optional[torch.nn.Module] = None

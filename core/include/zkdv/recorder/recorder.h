@@ -64,6 +64,10 @@ struct RecorderOptions {
     // section 7.1): the seal then carries an in-toto statement about the tape, signed. Read
     // when the recorder is made. Empty: the tape is sealed unsigned.
     std::string signingKeyFile;
+    // With a signing key, also a detached signature over the whole sealed file, beside it as
+    // "<tape>.sig": a Sigstore bundle in OpenSSF model signing's format (docs/signing.md), which
+    // `model_signing verify key` checks like any signed model. Needs an ECDSA P-256 key for that.
+    bool detachedSignature = false;
 };
 
 // How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).

@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "zkdv/report/audit_report.h"
+#include "zkdv/util/dsse.h"
 #include "zkdv/util/signing_key.h"
 
 namespace zkdv {
 
 inline constexpr char kVerificationSummaryType[] = "https://slsa.dev/verification_summary/v1";
-inline constexpr char kSigstoreBundleType[] = "application/vnd.dev.sigstore.bundle.v0.3+json";
 inline constexpr char kReplayPolicyUri[] = "https://zkdv.dev/policy/replay/v1";
 
 // The statement: subjects the tape (chain head, size) and its program (SHA-256); the VSA with

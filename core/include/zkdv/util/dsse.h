@@ -17,6 +17,8 @@
 namespace zkdv {
 
 inline constexpr char kInTotoPayloadType[] = "application/vnd.in-toto+json";
+// A Sigstore bundle (v0.3) is how signed attestations and model signatures travel as files.
+inline constexpr char kSigstoreBundleType[] = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
 std::string base64Encode(ByteSpan bytes);
 // Standard alphabet with padding; throws FormatError naming `what` for anything else.
