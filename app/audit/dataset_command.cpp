@@ -3,18 +3,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "command_runner.h"
 #include "commands.h"
 #include "terminal_progress.h"
-#include "zkdv/provenance/dataset_check.h"
-#include "zkdv/provenance/dataset_commitment.h"
-#include "zkdv/provenance/dataset_files.h"
+#include "zkdv/provenance/dataset_commitment_file.h"
+#include "zkdv/provenance/provenance_json.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
 
@@ -38,24 +34,6 @@ unsigned threadsOption(const ArgumentParser& parser)
     return static_cast<unsigned>(std::min<std::uint64_t>(parser.unsignedValue("threads", 0), 256));
 }
 
-std::string readCommitmentFile(const std::string& path)
-{
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(path, error))
-        throw IoError("cannot read " + path + ": not a regular file" + (error ? " (" + error.message() + ")" : std::string()));
-    const std::uintmax_t size = std::filesystem::file_size(path, error);
-    if (error)
-        throw IoError("cannot read " + path + ": " + error.message());
-    if (size > DatasetCommitment::kMaxDocumentBytes)
-        throw FormatError(path + ": larger than the " + std::to_string(DatasetCommitment::kMaxDocumentBytes) + " bytes a commitment may have");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError("cannot open " + path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 int runCommit(int argc, char** argv)
 {
     ArgumentParser parser("zkdv-audit dataset commit FOLDER|FILE... -o FILE [--json] [--overwrite] [--threads N] [--quiet]",
@@ -75,33 +53,11 @@ int runCommit(int argc, char** argv)
         const std::string out = parser.value("out");
         if (out.empty())
             throw UsageError("-o FILE is required");
-        std::error_code error;
-        if (!parser.has("overwrite") && std::filesystem::exists(out, error))
-            throw UsageError(out + " exists; --overwrite replaces it");
-        const std::vector<std::string>& inputs = parser.positionals();
-        std::vector<DatasetFile> files;
-        if (inputs.size() == 1 && std::filesystem::is_directory(inputs.front(), error))
-            files = listDatasetFolder(inputs.front(), out);
-        else
-            files = listDatasetFiles(inputs);
-        if (files.empty())
-            throw UsageError("no file to commit in " + inputs.front());
         TerminalProgress progress(!parser.has("quiet"));
-        std::vector<CommittedFile> hashed = hashDatasetFiles(files, &progress, threadsOption(parser));
+        const DatasetCommitment commitment = commitDataset(parser.positionals(), out, parser.has("overwrite"), &progress, threadsOption(parser));
         progress.finish();
-        const DatasetCommitment commitment = DatasetCommitment::of(std::move(hashed));
-        {
-            std::ofstream file(out, std::ios::binary | std::ios::trunc);
-            file << toJsonText(commitment.toJson(), 2) << '\n';
-            file.close();
-            if (!file)
-                throw IoError("cannot write " + out);
-        }
         if (parser.has("json")) {
-            const nlohmann::json result = {{"output", out},
-                                           {"leaf_count", commitment.files.size()},
-                                           {"total_bytes", commitment.totalBytes()},
-                                           {"root", toHex(commitment.root)}};
+            const nlohmann::json result = datasetCommitmentJson(commitment, out);
             std::printf("%s\n", toJsonText(result, 2).c_str());
         } else {
             std::printf("%s: %zu files, %llu bytes, root %s\n", out.c_str(), commitment.files.size(),
@@ -129,39 +85,17 @@ int runDatasetVerify(int argc, char** argv)
         if (inputs.size() > 2)
             throw UsageError("unexpected argument \"" + inputs[2] + "\"");
         const std::string& path = inputs.front();
-        const DatasetCommitment commitment = [&]() {
-            try {
-                return DatasetCommitment::parse(readCommitmentFile(path));
-            } catch (const FormatError& error) {
-                throw FormatError(path + ": " + error.what());
-            }
-        }();
-        const Digest computed = commitment.computeRoot();
-        const bool rootMatches = computed == commitment.root;
-        std::optional<DatasetFolderCheck> folder;
-        if (inputs.size() == 2) {
-            TerminalProgress progress(!parser.has("quiet"));
-            folder = checkDatasetFolder(commitment, inputs[1], path, parser.has("ignore-extra"), &progress, threadsOption(parser));
-            progress.finish();
-        }
-        const bool ok = rootMatches && (!folder || folder->differences.empty());
+        TerminalProgress progress(!parser.has("quiet") && inputs.size() == 2);
+        const DatasetVerification verification = verifyDataset(path, inputs.size() == 2 ? std::optional<std::string>(inputs[1]) : std::nullopt,
+                                                               parser.has("ignore-extra"), &progress, threadsOption(parser));
+        progress.finish();
+        const DatasetCommitment& commitment = verification.commitment;
+        const Digest& computed = verification.computedRoot;
+        const bool rootMatches = verification.rootMatches();
+        const std::optional<DatasetFolderCheck>& folder = verification.folder;
+        const bool ok = verification.ok();
         if (parser.has("json")) {
-            nlohmann::json differences = nullptr;
-            if (folder) {
-                differences = nlohmann::json::array();
-                for (const DatasetDifference& difference : folder->differences)
-                    differences.push_back({{"path", difference.path}, {"finding", datasetFindingName(difference.finding)}, {"detail", difference.detail}});
-            }
-            const nlohmann::json result = {
-                {"commitment", path},
-                {"ok", ok},
-                {"leaf_count", commitment.files.size()},
-                {"stated_root", toHex(commitment.root)},
-                {"computed_root", toHex(computed)},
-                {"root_matches", rootMatches},
-                {"folder", folder ? nlohmann::json(inputs[1]) : nlohmann::json(nullptr)},
-                {"files_hashed", folder ? nlohmann::json(folder->filesHashed) : nlohmann::json(nullptr)},
-                {"differences", differences}};
+            const nlohmann::json result = datasetVerificationJson(verification, path, inputs.size() == 2 ? inputs[1] : std::string());
             std::printf("%s\n", toJsonText(result, 2).c_str());
             return ok ? kExitOk : kExitCheckFailed;
         }

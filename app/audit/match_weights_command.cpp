@@ -1,7 +1,6 @@
 // zkdv-audit match-weights: whether a model file holds a state the tape records (its start,
 // a snapshot, or the final state that was shipped), tensor by tensor.
 
-#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -9,6 +8,7 @@
 #include "commands.h"
 #include "terminal_progress.h"
 #include "zkdv/provenance/model_checkpoint.h"
+#include "zkdv/provenance/provenance_json.h"
 #include "zkdv/provenance/weight_match.h"
 #include "zkdv/tape/shape_text.h"
 #include "zkdv/util/json_text.h"
@@ -16,30 +16,6 @@
 namespace zkdv::cli {
 
 namespace {
-
-nlohmann::json shapeJson(const std::vector<std::int64_t>& shape, bool present)
-{
-    return present ? nlohmann::json(shape) : nlohmann::json(nullptr);
-}
-
-nlohmann::json comparisonJson(const WeightComparison& c)
-{
-    const bool values = c.finding == WeightFinding::ValuesDiffer;
-    auto orNull = [](const std::string& text) { return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text); };
-    return {{"tape_name", orNull(c.tapeName)},
-            {"model_name", orNull(c.modelName)},
-            {"role", orNull(c.role)},
-            {"finding", weightFindingName(c.finding)},
-            {"fails", c.fails},
-            {"tape_dtype", orNull(c.tapeDtype)},
-            {"model_dtype", orNull(c.modelDtype)},
-            {"tape_shape", shapeJson(c.tapeShape, !c.tapeDtype.empty())},
-            {"model_shape", shapeJson(c.modelShape, !c.modelDtype.empty())},
-            {"elements", c.elements},
-            {"differing_elements", c.differingElements},
-            {"max_abs_diff", values && std::isfinite(c.maxAbsDiff) ? nlohmann::json(c.maxAbsDiff) : nlohmann::json(nullptr)},
-            {"non_finite_differences", c.nonFiniteDifferences}};
-}
 
 std::string comparisonLine(const WeightComparison& c)
 {
@@ -118,29 +94,7 @@ int runMatchWeights(int argc, char** argv)
         progress.finish();
         const bool equal = match.equal();
         if (parser.has("json")) {
-            nlohmann::json tensors = nlohmann::json::array();
-            for (const WeightComparison& c : match.tensors)
-                tensors.push_back(comparisonJson(c));
-            auto digest = [](const std::optional<Digest>& d) { return d ? nlohmann::json(toHex(*d)) : nlohmann::json(nullptr); };
-            const nlohmann::json result = {
-                {"tape", inputs[0]},
-                {"model", inputs[1]},
-                {"model_files", model->files()},
-                {"equal", equal},
-                {"tape_status", match.tapeStatus},
-                {"transactions", match.transactions},
-                {"reference", weightReferenceName(match.reference)},
-                {"before_transaction", match.beforeTransaction},
-                {"final_state", match.finalState},
-                {"name_mapping", {{"kind", match.mapping.kind == NameMapping::Kind::Same ? "same"
-                                           : match.mapping.kind == NameMapping::Kind::ModelAddsPrefix ? "model-adds-prefix"
-                                                                                                        : "model-drops-prefix"},
-                                  {"prefix", match.mapping.prefix},
-                                  {"description", match.mapping.describe()}}},
-                {"failing", match.failing()},
-                {"recorded_state_digest", digest(match.recordedDigest)},
-                {"model_state_digest", digest(match.modelDigest)},
-                {"tensors", tensors}};
+            const nlohmann::json result = weightMatchJson(match, inputs[0], inputs[1], *model);
             std::printf("%s\n", toJsonText(result, 2).c_str());
             return equal ? kExitOk : kExitCheckFailed;
         }

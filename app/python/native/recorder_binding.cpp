@@ -16,6 +16,8 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "provenance_binding.h"
+
 #include "zkdv/optim/contract_optimizer.h"
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/gradient_clipping.h"
@@ -341,7 +343,9 @@ private:
 
 PYBIND11_MODULE(_native, m)
 {
-    m.doc() = "The ZKDV C++ recorder, bound for zkdv.torch";
+    m.doc() = "The ZKDV C++ recorder, bound for zkdv.torch; its submodule provenance for zkdv.provenance";
+    py::module_ provenance = m.def_submodule("provenance");
+    zkdv::python::bindProvenance(provenance);
     m.def("builtin_contract_names", &zkdv::optim::builtinContractNames, "the torch.optim classes the built-in contracts reproduce");
     m.def("schedule_kinds", &zkdv::schedule::scheduleKinds, "the torch.optim.lr_scheduler classes the schedule contracts reproduce");
     // The values a schedule contract gives at epochs 0 .. epochs-1, each step from the one
