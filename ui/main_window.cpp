@@ -27,9 +27,11 @@
 #include <atomic>
 #include <memory>
 
+#include "dialogs/dataset_check_dialog.h"
 #include "dialogs/help_dialog.h"
 #include "dialogs/sample_dialog.h"
 #include "dialogs/top_q_dialog.h"
+#include "dialogs/weight_match_dialog.h"
 #include "jobs/background_job.h"
 #include "jobs/case_jobs.h"
 #include "jobs/job_runner.h"
@@ -336,6 +338,17 @@ void MainWindow::createActions()
     // Brings the pane to the front even when its tab is behind the messages (a toggle would
     // close it then), and closes it when it is in front.
     action(view, tr("Record &Bytes"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B), [this] { recordBytes_->toggleInView(); }, tr("The selected transaction's record on the tape, field by field beside its bytes"));
+
+    // The tape's links to the world: its data, its start and the model shipped from it.
+    QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+    QAction* checkDataset = action(tools, tr("Check &Dataset Commitment…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K),
+                                   &MainWindow::checkDatasetDialog,
+                                   tr("Check a dataset commitment, and optionally its data, for the current tape; the case keeps the outcome"));
+    QAction* matchWeights = action(tools, tr("&Match Weights…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W), &MainWindow::matchWeightsDialog,
+                                   tr("Compare a safetensors model with the current tape's snapshot 0 or final state; the case keeps the outcome"));
+    jobActions_ << checkDataset << matchWeights;
+    caseActions_ << checkDataset << matchWeights;
+    tapeActions_ << checkDataset << matchWeights;
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     action(help, tr("&Workstation Help"), QKeySequence(QKeySequence::HelpContents), &MainWindow::showHelp);
@@ -774,6 +787,38 @@ void MainWindow::exportSignedVerdictDialog()
                                                       tr("In-toto attestations (*.intoto.json);;All files (*)"));
     if (!path.isEmpty())
         exportSignedVerdict(path);
+}
+
+bool MainWindow::checkDataset(const QString& commitment, const QString& folder)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to check: open a case with a tape first."));
+        return false;
+    }
+    return jobs_->start(datasetCheckJob(casePath_, tape_, commitment, folder));
+}
+
+bool MainWindow::matchWeights(const QString& model, ProvenanceKind kind)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to match: open a case with a tape first."));
+        return false;
+    }
+    return jobs_->start(weightMatchJob(casePath_, tape_, model, kind));
+}
+
+void MainWindow::checkDatasetDialog()
+{
+    DatasetCheckDialog dialog(this);
+    if (dialog.exec() == QDialog::Accepted)
+        checkDataset(dialog.commitment(), dialog.folder());
+}
+
+void MainWindow::matchWeightsDialog()
+{
+    WeightMatchDialog dialog(this);
+    if (dialog.exec() == QDialog::Accepted)
+        matchWeights(dialog.model(), dialog.kind());
 }
 
 void MainWindow::exportReportDialog()

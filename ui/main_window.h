@@ -14,6 +14,7 @@
 #include "report/report_document.h"
 #include "widgets/transaction_table_view.h"
 #include "zkdv/audit/audit_seed.h"
+#include "zkdv/store/provenance_checks.h"
 
 class QComboBox;
 class QLabel;
@@ -70,6 +71,13 @@ public:
     // Writes every row of the table as shown (run, sort, filter) to `path` as CSV, in the
     // background; jobFinished says how it went.
     bool exportTableCsv(const QString& path);
+    // Checks the dataset commitment `commitment` (and, unless `folder` is empty, the data
+    // there) for the current tape, in the background, and keeps the outcome in the case,
+    // where the overview shows it; jobFinished says how it went.
+    bool checkDataset(const QString& commitment, const QString& folder);
+    // Matches the model at `model` with the current tape's snapshot 0 or final state (`kind`),
+    // in the background, and keeps the outcome in the case; jobFinished says how it went.
+    bool matchWeights(const QString& model, ProvenanceKind kind);
     FindingBanner* findingBanner() const { return banner_; }
     MissingTapeBar* missingTapeBar() const { return missingBar_; }
     // Points tape `tapeId` of the open case at `path` (its file moved), in the background;
@@ -139,6 +147,8 @@ private:
     void replayTopQ();
     void exportReportDialog();
     void exportSignedVerdictDialog();
+    void checkDatasetDialog();
+    void matchWeightsDialog();
     // The report of the tape in view: the run chosen in the run list, with All runs the newest.
     ReportOptions reportOptions() const;
     void updateRowCount();

@@ -381,6 +381,23 @@ ALTER TABLE tapes ADD COLUMN signer_key_id TEXT;
 ALTER TABLE tapes ADD COLUMN signer_algorithm TEXT;
 ALTER TABLE tapes ADD COLUMN signer_public_key TEXT;
 )sql"},
+    // What the auditor found checking a tape's links (zkdv/store/provenance_checks.h): its
+    // dataset commitment against the data, snapshot 0 against a published checkpoint, the
+    // final state against the shipped model. Every check is kept; the newest of a kind is
+    // the one shown. Not part of any run's seal: a check is redone in seconds by anyone.
+    {15, R"sql(
+CREATE TABLE provenance_checks(
+    id INTEGER PRIMARY KEY,
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK(kind IN ('dataset','start-checkpoint','final-model')),
+    path TEXT NOT NULL,
+    sha256 TEXT,
+    result TEXT NOT NULL CHECK(result IN ('ok','differs')),
+    detail TEXT NOT NULL,
+    checked_at TEXT NOT NULL
+);
+CREATE INDEX provenance_checks_by_tape ON provenance_checks(tape_id, kind);
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -311,7 +311,7 @@ void TestRunSeal::runsOfSchema12GetTheProgramCheckTheirProblemSays()
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         QCOMPARE(ReplayStore(store.database()).runs().front().programCheck, std::optional<ProgramCheck>(ProgramCheck::NotReplayable));
     }
-    editByHand(casePath, "ALTER TABLE tapes DROP COLUMN signer_key_id; ALTER TABLE tapes DROP COLUMN signer_algorithm;"
+    editByHand(casePath, "DROP TABLE provenance_checks; ALTER TABLE tapes DROP COLUMN signer_key_id; ALTER TABLE tapes DROP COLUMN signer_algorithm;"
                          " ALTER TABLE tapes DROP COLUMN signer_public_key;"
                          " ALTER TABLE replay_runs DROP COLUMN program_check; UPDATE tapes SET program_kind = 'torchscript';"
                          " UPDATE replay_runs SET problem = 'program digest mismatch: the tape commits to sha256 00'; PRAGMA user_version = 12");

@@ -17,6 +17,7 @@
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/signing_key.h"
 #include "zkdv/workflow/replay_summary_text.h"
+#include "zkdv/workflow/tape_provenance.h"
 
 namespace zkdv::ui {
 
@@ -79,6 +80,25 @@ BackgroundJob* signedVerdictJob(const QString& casePath, const ReportOptions& op
             .arg(report.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED"))
             .arg(report.runId)
             .arg(QString::fromStdString(key.publicKey().keyId().substr(0, 16)), shown);
+    });
+}
+
+BackgroundJob* datasetCheckJob(const QString& casePath, qint64 tapeId, const QString& commitment, const QString& folder)
+{
+    return new BackgroundJob(QObject::tr("Checking %1 against its data").arg(QFileInfo(commitment).fileName()), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), tapeId, commitment = commitment.toStdString(),
+                              folder = folder.isEmpty() ? std::optional<std::string>() : std::optional<std::string>(folder.toStdString())](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        return QObject::tr("Tape %1: %2").arg(tapeId).arg(QString::fromStdString(provenanceCheckText(checkTapeDataset(store, tapeId, commitment, folder, &progress))));
+    });
+}
+
+BackgroundJob* weightMatchJob(const QString& casePath, qint64 tapeId, const QString& model, ProvenanceKind kind)
+{
+    return new BackgroundJob(QObject::tr("Matching %1 with tape %2").arg(QFileInfo(model).fileName()).arg(tapeId), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), tapeId, model = model.toStdString(), kind](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        return QObject::tr("Tape %1: %2").arg(tapeId).arg(QString::fromStdString(provenanceCheckText(checkTapeWeights(store, tapeId, model, kind, &progress))));
     });
 }
 

@@ -10,6 +10,7 @@
 
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
+#include "zkdv/store/provenance_checks.h"
 #include "zkdv/store/transaction_table.h"
 #include "zkdv/workflow/file_ingest.h"
 
@@ -28,6 +29,12 @@ BackgroundJob* tableCsvJob(const QString& casePath, qint64 tapeId, const Transac
 // Writes the verdict of the report `options` name, signed with the auditor's own key (made on
 // first use, as for run seals), to `path` as a Sigstore bundle (docs/signing.md).
 BackgroundJob* signedVerdictJob(const QString& casePath, const ReportOptions& options, const QString& path);
+// Checks the dataset commitment `commitment` and, unless `folder` is empty, the data there,
+// for tape `tapeId`, and stores the outcome in the case (zkdv/workflow/tape_provenance.h).
+BackgroundJob* datasetCheckJob(const QString& casePath, qint64 tapeId, const QString& commitment, const QString& folder);
+// Matches the model at `model` (a .safetensors file or a folder of shards) with tape
+// `tapeId`'s snapshot 0 (StartCheckpoint) or final state (FinalModel) and stores the outcome.
+BackgroundJob* weightMatchJob(const QString& casePath, qint64 tapeId, const QString& model, ProvenanceKind kind);
 // Runs `request` (a replay run stored in the case) and sums it up in one line.
 BackgroundJob* replayJob(const QString& casePath, ReplayRequest request, const QString& title);
 

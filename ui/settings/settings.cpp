@@ -1,5 +1,6 @@
 #include "settings/settings.h"
 
+#include <QDir>
 #include <QFileInfo>
 #include <QSettings>
 
@@ -13,6 +14,8 @@ const QString kColumns = QStringLiteral("table/columns");
 const QString kDevice = QStringLiteral("replay/device");
 const QString kSampleSpec = QStringLiteral("replay/sample");
 const QString kTopQ = QStringLiteral("replay/topq");
+const QString kDatasetFolder = QStringLiteral("provenance/datasetFolder");
+const QString kModelFolder = QStringLiteral("provenance/modelFolder");
 }  // namespace
 
 QStringList Settings::recentFiles()
@@ -55,6 +58,10 @@ QString Settings::sampleSpec() { return QSettings().value(kSampleSpec, QStringLi
 void Settings::setSampleSpec(const QString& spec) { QSettings().setValue(kSampleSpec, spec); }
 int Settings::topQ() { return QSettings().value(kTopQ, 10).toInt(); }
 void Settings::setTopQ(int q) { QSettings().setValue(kTopQ, q); }
+QString Settings::datasetFolder() { return QSettings().value(kDatasetFolder, QDir::homePath()).toString(); }
+void Settings::setDatasetFolder(const QString& folder) { QSettings().setValue(kDatasetFolder, folder); }
+QString Settings::modelFolder() { return QSettings().value(kModelFolder, QDir::homePath()).toString(); }
+void Settings::setModelFolder(const QString& folder) { QSettings().setValue(kModelFolder, folder); }
 
 QByteArray Settings::transactionColumns() { return QSettings().value(kColumns).toByteArray(); }
 

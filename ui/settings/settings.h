@@ -33,6 +33,13 @@ public:
     static void setSampleSpec(const QString& spec);
     static int topQ();              // default 10
     static void setTopQ(int q);
+
+    // Where the last dataset commitment (and its data) and the last model were picked from,
+    // for the next Check Dataset Commitment… and Match Weights…; default the home folder.
+    static QString datasetFolder();
+    static void setDatasetFolder(const QString& folder);
+    static QString modelFolder();
+    static void setModelFolder(const QString& folder);
 };
 
 }  // namespace zkdv::ui

@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/provenance_checks.h"
+#include "zkdv/workflow/tape_provenance.h"
 #include "zkdv/util/trainer_keyring.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/schedule_statement.h"
@@ -134,9 +137,16 @@ bool CaseOverview::showCase(const QString& casePath)
     if (casePath.isEmpty())
         return true;
     std::vector<CaseTape> tapes;
+    // Per tape, the newest check of each kind (provenanceKinds() order).
+    std::map<qint64, std::vector<std::optional<ProvenanceCheck>>> checks;
     try {
         CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
         tapes = store.tapes();
+        for (const CaseTape& tape : tapes) {
+            ProvenanceChecks stored(store.database(), tape.id);
+            for (ProvenanceKind kind : provenanceKinds())
+                checks[tape.id].push_back(stored.latest(kind));
+        }
     } catch (const std::exception& error) {
         Q_EMIT problem(QString::fromStdString(error.what()));
         return false;
@@ -183,6 +193,16 @@ bool CaseOverview::showCase(const QString& casePath)
                                     QString::fromStdString(tape.signerKeyId));
         if (tape.isSigned())
             signer->setForeground(trusted ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
+        // The tape's links to the world, as the auditor last checked them (Tools menu).
+        for (std::size_t k = 0; k < provenanceKinds().size(); ++k) {
+            const std::optional<ProvenanceCheck>& check = checks[tape.id][k];
+            QStandardItem* link = add(top, QString::fromStdString(provenanceKindLabel(provenanceKinds()[k])),
+                                      QString::fromStdString(provenanceCheckText(check)));
+            QStandardItem* value = top->child(link->row(), 1);
+            value->setForeground(!check ? QColor(0x70, 0x70, 0x70) : check->ok ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
+            if (check)
+                value->setToolTip(tr("%1\n%2\nchecked %3").arg(value->text(), QString::fromStdString(check->path), QString::fromStdString(check->checkedAt)));
+        }
         add(top, tr("Producer"), QString::fromStdString(tape.producer));
         try {
             const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson)));

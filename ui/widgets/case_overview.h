@@ -1,5 +1,6 @@
 #pragma once
 // The case at a glance: each tape with its seal status, program digest (present? matching?),
+// signer, its links to the world as last checked (dataset, starting checkpoint, final model),
 // model layout, optimizer and options, sampling policy and snapshot interval.
 
 #include <QSet>
