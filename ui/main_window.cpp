@@ -53,6 +53,7 @@
 #include "widgets/record_bytes_pane.h"
 #include "widgets/run_list.h"
 #include "widgets/start_page.h"
+#include "widgets/tape_header.h"
 #include "widgets/transaction_detail_pane.h"
 #include "widgets/transaction_table_view.h"
 #include "widgets/wheel_guard.h"
@@ -141,6 +142,9 @@ void MainWindow::createCentralWidgets()
     auto* tablePane = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tablePane);
     tableLayout->setContentsMargins(0, 0, 0, 0);
+    tapeHeader_ = new TapeHeader(this);
+    connect(tapeHeader_, &TapeHeader::problem, this, [this](const QString& message) { showMessage(message); });
+    tableLayout->addWidget(tapeHeader_);
     tableLayout->addWidget(filterBar_);
     tableLayout->addWidget(table_, 1);
 
@@ -498,6 +502,7 @@ void MainWindow::setTape(qint64 tapeId)
             showMessage(QString::fromStdString(error.what()));
         }
     }
+    tapeHeader_->showTape(tapeId ? casePath_ : QString(), tapeId);
     // Another tape starts on all of its runs.
     runs_->showRuns(tapeId ? casePath_ : QString(), tapeId);
     model_->setRun(runs_->chosenRun());

@@ -39,6 +39,7 @@ class ReplayWorkerProbe;
 class RecordBytesPane;
 class RunList;
 class StartPage;
+class TapeHeader;
 class TransactionDetailPane;
 class TransactionTableModel;
 
@@ -88,6 +89,7 @@ public:
     qint64 currentTape() const { return tape_; }
     TransactionTableModel* transactionModel() const { return model_; }
     TransactionTableView* transactionView() const { return table_; }
+    TapeHeader* tapeHeader() const { return tapeHeader_; }
     ChartPanel* charts() const { return charts_; }
     StartPage* startPage() const { return start_; }
     RunList* runList() const { return runs_; }
@@ -177,6 +179,7 @@ private:
     QAction* exportFindingAction_ = nullptr;
     TransactionTableModel* model_ = nullptr;
     TransactionTableView* table_ = nullptr;
+    TapeHeader* tapeHeader_ = nullptr;  // the tape's name and signer above the table
     ChartPanel* charts_ = nullptr;
     QComboBox* quickFilter_ = nullptr;
     QLineEdit* textFilter_ = nullptr;

@@ -42,6 +42,7 @@
 #include "widgets/record_bytes_pane.h"
 #include "widgets/finding_banner.h"
 #include "widgets/start_page.h"
+#include "widgets/tape_header.h"
 #include "widgets/transaction_table_view.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_store.h"
@@ -462,17 +463,32 @@ void TestWorkstationShell::theCaseTreeSaysWhoSignedATapeAndWhetherTheKeyIsTruste
             values << found.siblingAtColumn(1).data().toString();
         return values;
     };
+    // The line above the table says it too, for the tape the table shows.
+    auto header = [this] { return window_->tapeHeader()->signatureText(); };
+    auto showTape = [this](int row) {
+        auto* tree = window_->findChild<CaseOverview*>();
+        tree->selectionModel()->setCurrentIndex(tree->model()->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    };
     QVERIFY(window_->openCase(casePath));
     QStringList values = signedBy();
     QCOMPARE(values.size(), 2);
     QVERIFY2(values[0].contains(QStringLiteral("not in your trainer keyring")) && values[0].contains(QStringLiteral("17b5efb1")), qPrintable(values[0]));
     QCOMPARE(values[1], QStringLiteral("not signed"));
+    QCOMPARE(window_->currentTape(), 1);
+    QCOMPARE(header(), QStringLiteral("Signed by an unknown key 17b5efb1…"));
+    QVERIFY(window_->tapeHeader()->titleText().endsWith(QStringLiteral("cnn-adam-signed-1.11.zkdv")));
+    showTape(1);
+    QCOMPARE(window_->currentTape(), 2);
+    QCOMPARE(header(), QStringLiteral("Unsigned"));
 
     QVERIFY(QDir().mkpath(config + QStringLiteral("/trainer-keys")));
     QVERIFY(QFile::copy(QStringLiteral(ZKDV_TEST_DATA_DIR "/golden/cnn-adam-signed-1.11.trainer-key.pem"), config + QStringLiteral("/trainer-keys/trainer.pem")));
     QVERIFY(window_->openCase(casePath));
     values = signedBy();
     QVERIFY2(values.value(0).startsWith(QStringLiteral("a trusted trainer key (trainer.pem)")), qPrintable(values.value(0)));
+    QCOMPARE(header(), QStringLiteral("Unsigned"));  // the case opened again on the tape shown before
+    showTape(0);
+    QCOMPARE(header(), QStringLiteral("Signed by trusted key 17b5efb1…"));
     qunsetenv("ZKDV_CONFIG_HOME");
 }
 
