@@ -42,6 +42,9 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     out["final_state"] = summary.root ? json(summary.finalStateOnTape ? "snapshot" : "absent") : json();
     out["sampling_plausibility"] = samplingPlausibilityJson(summary.samplingPlausibility());
     // Who signed the tape, the signature verified against it (spec 7.1); null when unsigned.
+    out["dataset"] = summary.root && summary.root->dataset
+                         ? json{{"root", toHex(summary.root->dataset->root)}, {"leaf_count", summary.root->dataset->leafCount}}
+                         : json();
     out["signer"] = summary.signer ? json{{"key_id", summary.signer->keyId}, {"algorithm", keyAlgorithmName(summary.signer->algorithm)}} : json();
     if (summary.problem) {
         const TapeProblem& problem = *summary.problem;

@@ -129,6 +129,9 @@ int runVerify(int argc, char** argv)
             if (summary.root) {
                 std::printf("  sampling: %s\n", std::string(samplingGuaranteeText(samplingGuaranteeOf(summary.root->formatMinor))).c_str());
                 std::printf("  final state: %s\n", finalStateText(summary).c_str());
+                if (summary.root->dataset)
+                    std::printf("  batches bound to the commitment of %llu samples with root %s\n",
+                                static_cast<unsigned long long>(summary.root->dataset->leafCount), toHex(summary.root->dataset->root).c_str());
             }
             if (plausibility)
                 std::printf("%s", samplingPlausibilityLines(*plausibility).c_str());

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "zkdv/provenance/merkle_tree.h"
+#include "zkdv/util/merkle_tree.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/utf8.h"
@@ -138,6 +138,27 @@ DatasetCommitment DatasetCommitment::of(std::vector<CommittedFile> files)
     return commitment;
 }
 
+std::string DatasetCommitment::samplePath(std::uint64_t index)
+{
+    std::string digits = std::to_string(index);
+    return "sample/" + std::string(digits.size() < 12 ? 12 - digits.size() : 0, '0') + digits;
+}
+
+DatasetCommitment DatasetCommitment::ofSamples(const std::vector<std::pair<std::uint64_t, Digest>>& samples)
+{
+    if (samples.empty())
+        throw Error("a dataset commitment needs at least one sample");
+    if (samples.size() > kMaxLeaves)
+        throw Error("a dataset commitment holds at most " + std::to_string(kMaxLeaves) + " samples");
+    DatasetCommitment commitment;
+    commitment.unit = std::string(kSampleUnit);
+    commitment.files.reserve(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i)
+        commitment.files.push_back(CommittedFile{samplePath(i), samples[i].first, samples[i].second});
+    commitment.root = commitment.computeRoot();
+    return commitment;
+}
+
 nlohmann::ordered_json DatasetCommitment::toJson() const
 {
     nlohmann::ordered_json leaves = nlohmann::ordered_json::array();
@@ -146,7 +167,7 @@ nlohmann::ordered_json DatasetCommitment::toJson() const
     return nlohmann::ordered_json{{"format", kFormat},
             {"version", kVersion},
             {"algorithm", kAlgorithm},
-            {"unit", kUnit},
+            {"unit", unit},
             {"leaf_count", files.size()},
             {"total_bytes", totalBytes()},
             {"root", toHex(root)},
@@ -170,11 +191,12 @@ DatasetCommitment DatasetCommitment::parse(std::string_view text)
     if (algorithm != kAlgorithm)
         refuse("algorithm", "expected \"" + std::string(kAlgorithm) + "\", found " + shown(json(algorithm)));
     const std::string unit = stringMember(document, "unit", "the document");
-    if (unit != kUnit)
-        refuse("unit", "expected \"" + std::string(kUnit) + "\", found " + shown(json(unit)));
+    if (unit != kUnit && unit != kSampleUnit)
+        refuse("unit", "expected \"" + std::string(kUnit) + "\" or \"" + std::string(kSampleUnit) + "\", found " + shown(json(unit)));
     const std::uint64_t leafCount = unsignedMember(document, "leaf_count", "the document", kMaxLeaves);
     const std::uint64_t totalBytes = unsignedMember(document, "total_bytes", "the document", UINT64_MAX);
     DatasetCommitment commitment;
+    commitment.unit = unit;
     commitment.root = digestMember(document, "root", "the document");
     const json& leaves = member(document, "leaves", "the document");
     if (!leaves.is_array())

@@ -60,6 +60,8 @@ DatasetVerification verifyDataset(const std::string& path, const std::optional<s
     DatasetVerification verification;
     verification.commitment = readDatasetCommitmentFile(path);
     verification.computedRoot = verification.commitment.computeRoot();
+    if (folder && verification.commitment.unit != DatasetCommitment::kUnit)
+        throw FormatError(path + " commits samples, not files: a tape's batches are checked against it (zkdv-audit replay), not a folder");
     if (folder)
         verification.folder = checkDatasetFolder(verification.commitment, *folder, path, ignoreExtra, progress, threads);
     return verification;

@@ -16,10 +16,12 @@
 #include "zkdv/audit/grad_scaler_follower.h"
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
+#include "zkdv/provenance/dataset_commitment.h"
 #include "zkdv/provenance/model_signing_bundle.h"
 #include "zkdv/optim/gradient_clipping.h"
 #include "zkdv/optim/torch_release.h"
 #include "zkdv/schedule/schedule_follower.h"
+#include "zkdv/tape/dataset_samples.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/scheduled_option.h"
@@ -32,6 +34,8 @@
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/merkle_tree.h"
+#include "zkdv/util/small_file.h"
 #include "zkdv/version.h"
 
 namespace zkdv {
@@ -170,6 +174,12 @@ struct Recorder::Impl {
     std::uint64_t aborted = 0;
     std::optional<ResumePoint> resumePoint;  // the tape this one continues
     std::shared_ptr<const SigningKey> signingKey;  // signs the seal (spec 7.1); null: unsigned
+    // The samples the batches are drawn from (spec 5.7), and the open transaction's: their
+    // indices per micro-batch and their proofs' siblings laid end to end.
+    std::shared_ptr<const DatasetCommitment> dataset;
+    std::shared_ptr<const MerkleTree> datasetTree;
+    std::vector<std::vector<std::uint64_t>> samples;
+    std::vector<Digest> sampleSiblings;
 
     Impl(const std::string& p, RecorderOptions c)
         : path(p), config(std::move(c)),
@@ -405,6 +415,8 @@ struct Recorder::Impl {
         root.maxInFlight = config.maxInFlight;
         root.overlap = "unchecked";
         root.metadataJson = config.metadataJson;
+        if (dataset)
+            root.dataset = DatasetDeclaration{dataset->root, static_cast<std::uint64_t>(dataset->files.size())};
         if (resumePoint) {
             const CanonicalState canonical = canonicalState();
             root.resumes = resumePoint->continueWith(root, canonical.names, canonical.tensors);
@@ -536,9 +548,30 @@ Recorder::Recorder(const std::string& path, RecorderOptions config)
         if (!config.overwrite && std::filesystem::exists(bundle, ignored))
             throw RecorderError(bundle.string() + " exists (a detached signature of an earlier tape); remove it or allow overwriting");
     }
+    std::shared_ptr<const DatasetCommitment> dataset;
+    std::shared_ptr<const MerkleTree> datasetTree;
+    if (!config.datasetCommitmentFile.empty()) {
+        try {
+            const std::string text = readSmallFile(config.datasetCommitmentFile, DatasetCommitment::kMaxDocumentBytes, "a dataset commitment");
+            dataset = std::make_shared<const DatasetCommitment>(DatasetCommitment::parse(text));
+        } catch (const std::exception& error) {
+            throw RecorderError(config.datasetCommitmentFile + ": " + error.what());
+        }
+        if (dataset->unit != DatasetCommitment::kSampleUnit)
+            throw RecorderError(config.datasetCommitmentFile + " commits files; batches are bound to a commitment of samples "
+                                "(zkdv.dataset.commit_samples, docs/dataset-commitment.md)");
+        std::vector<Digest> digests;
+        for (const CommittedFile& sample : dataset->files)
+            digests.push_back(sample.sha256);
+        datasetTree = std::make_shared<const MerkleTree>(digests);
+        if (datasetTree->root() != dataset->root)
+            throw RecorderError(config.datasetCommitmentFile + ": its root is not the root of its leaves (the document was edited)");
+    }
     impl_ = std::make_unique<Impl>(path, std::move(config));
     impl_->resumePoint = std::move(resumePoint);
     impl_->signingKey = std::move(signingKey);
+    impl_->dataset = std::move(dataset);
+    impl_->datasetTree = std::move(datasetTree);
 }
 
 Recorder::~Recorder()
@@ -677,6 +710,8 @@ Transaction Recorder::transaction(std::vector<std::vector<at::Tensor>> microBatc
     d.open = true;
     d.committed = false;
     d.microBatches = std::move(microBatches);
+    d.samples.clear();
+    d.sampleSiblings.clear();
     d.forwards = 0;
     d.backwards = 0;
     d.losses.clear();
@@ -689,6 +724,55 @@ Transaction Recorder::transaction(std::vector<std::vector<at::Tensor>> microBatc
     d.skipped = false;
     d.startedAt = std::chrono::steady_clock::now();
     return Transaction(this);
+}
+
+void Recorder::samples(std::vector<std::vector<std::uint64_t>> indices)
+{
+    Impl& d = *impl_;
+    if (!d.open)
+        throw RecorderError("name a batch's samples inside its transaction");
+    if (!d.dataset)
+        throw RecorderError("this recorder has no dataset commitment to name samples of (RecorderOptions::datasetCommitmentFile)");
+    if (indices.size() != d.microBatches.size())
+        throw RecorderError("the transaction holds " + std::to_string(d.microBatches.size()) + " micro-batches; name the samples of each (" +
+                            std::to_string(indices.size()) + " lists given)");
+    const std::uint64_t leaves = d.dataset->files.size();
+    std::vector<Digest> siblings;
+    for (std::size_t m = 0; m < indices.size(); ++m) {
+        std::vector<at::Tensor> host;
+        std::vector<TensorView> views;
+        for (std::size_t i = 0; i < d.microBatches[m].size(); ++i)
+            host.push_back(hostCopy(d.microBatches[m][i]));
+        for (std::size_t i = 0; i < host.size(); ++i)
+            views.push_back(TensorView{"batch/" + std::to_string(i), dtypeOf(host[i].scalar_type()), shapeOf(host[i]), tensorBytes(host[i])});
+        std::vector<const TensorView*> batch;
+        for (const TensorView& view : views)
+            batch.push_back(&view);
+        const std::string where = indices.size() > 1 ? "micro-batch " + std::to_string(m) + ": " : std::string();
+        std::uint64_t rows = 0;
+        try {
+            rows = batchRows(batch);
+        } catch (const FormatError& error) {
+            throw RecorderError(where + error.what());
+        }
+        if (indices[m].size() != rows)
+            throw RecorderError(where + "the batch holds " + std::to_string(rows) + " rows, and " + std::to_string(indices[m].size()) +
+                                " sample indices were named: name one per row");
+        for (std::uint64_t row = 0; row < rows; ++row) {
+            const std::uint64_t index = indices[m][row];
+            if (index >= leaves)
+                throw RecorderError(where + "row " + std::to_string(row) + " names sample " + std::to_string(index) + ", but the commitment holds " +
+                                    std::to_string(leaves) + " samples");
+            if (sampleDigest(batch, row) != d.dataset->files[index].sha256)
+                throw RecorderError(where + "row " + std::to_string(row) + " of the batch is not committed sample " + std::to_string(index) +
+                                    " (its zkdv-sample-v1 digest differs from the commitment's): the loader, its transforms or the indices "
+                                    "are not those the commitment was made with");
+            const MerkleProof proof = d.datasetTree->proof(index);
+            siblings.insert(siblings.end(), proof.siblings.begin(), proof.siblings.end());
+        }
+    }
+    d.samples = std::move(indices);
+    d.sampleSiblings = std::move(siblings);
 }
 
 at::Tensor Recorder::forward(const torch::jit::Module& model)
@@ -924,6 +1008,9 @@ void Recorder::step(PreparedOptimizer& prepared)
         throw RecorderError("optimizer.step() after " + std::to_string(d.backwards) + " of the " + std::to_string(d.microBatches.size()) +
                             " micro-batches of " + d.current() + ": the tape records every micro-batch the transaction was given, and the replay "
                             "accumulates all of them; run proof.forward() and proof.backward() on each before the step");
+    if (d.dataset && d.samples.empty())
+        throw RecorderError("the recorder binds batches to a dataset commitment: name the samples of this transaction's batch before "
+                            "the step (Recorder::samples; Python: proof.transaction(batch=..., samples=...))");
     d.requireGradients();
     // GradScaler.step() unscales the gradients when unscale_() did not, and skips the step
     // when they held an inf or NaN (the transaction is recorded with no update).
@@ -1020,6 +1107,10 @@ void Recorder::step(PreparedOptimizer& prepared)
             batch.push_back(hostCopy(tensor));
         micro->emplace_back(hostCopy(d.losses[m]), std::move(batch));
     }
+    auto sampleIndices = std::make_shared<std::vector<std::vector<std::uint64_t>>>(std::move(d.samples));
+    auto sampleSiblings = std::make_shared<std::vector<Digest>>(std::move(d.sampleSiblings));
+    d.samples.clear();
+    d.sampleSiblings.clear();
     auto scales = std::make_shared<std::vector<LossScale>>(d.scales);
     auto autocast = std::make_shared<AutocastSetting>(d.autocast);
     auto sampledDeltas = std::make_shared<std::vector<at::Tensor>>();
@@ -1078,6 +1169,8 @@ void Recorder::step(PreparedOptimizer& prepared)
         record.setScheduleInputs(scheduleInputs->metrics, scheduleInputs->state);
         if (scalerStep)
             record.setGradScaler(*scalerStep);
+        if (!sampleIndices->empty())
+            record.setSamples(*sampleIndices, *sampleSiblings);
         for (std::size_t k = 0; k < transforms->size(); ++k) {
             const at::Tensor& total = (*totalNorms)[k];
             if (total.defined())

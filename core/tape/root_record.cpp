@@ -85,6 +85,26 @@ ResumedTape parseResumedTape(const json& resumes)
     return tape;
 }
 
+DatasetDeclaration parseDatasetDeclaration(const json& dataset)
+{
+    if (!dataset.is_object())
+        fail("dataset must be an object, found " + dataset.dump());
+    for (const auto& [key, value] : dataset.items())
+        if (key != "algorithm" && key != "root" && key != "leaf_count" && key != "sample_digest")
+            fail("dataset has an unknown member \"" + key + "\"");
+    if (stringMember(dataset, "algorithm", "dataset") != "sha256-merkle-v1")
+        fail("dataset.algorithm must be \"sha256-merkle-v1\"");
+    if (stringMember(dataset, "sample_digest", "dataset") != "zkdv-sample-v1")
+        fail("dataset.sample_digest must be \"zkdv-sample-v1\"");
+    DatasetDeclaration declaration;
+    declaration.root = digestMember(dataset, "root", "dataset");
+    const std::int64_t leaves = integerMember(dataset, "leaf_count", "dataset", 1);
+    if (leaves > kMaxCount)
+        fail("dataset.leaf_count must be at most 2^53, found " + std::to_string(leaves));
+    declaration.leafCount = static_cast<std::uint64_t>(leaves);
+    return declaration;
+}
+
 json specsToJson(const std::vector<TensorSpec>& specs)
 {
     json array = json::array();
@@ -235,6 +255,11 @@ std::string RootRecord::toJson() const
                            {"size", resumes->size},
                            {"transactions", resumes->transactionsBefore},
                            {"state_digest", toHex(resumes->stateDigest)}};
+    if (dataset)
+        root["dataset"] = {{"algorithm", "sha256-merkle-v1"},
+                           {"root", toHex(dataset->root)},
+                           {"leaf_count", dataset->leafCount},
+                           {"sample_digest", "zkdv-sample-v1"}};
     return root.dump();
 }
 
@@ -352,6 +377,9 @@ RootRecord RootRecord::parse(ByteSpan payload)
     // Before 1.10 an unknown member, which readers ignore.
     if (auto resumes = root.find("resumes"); resumes != root.end() && record.formatMinor >= tape::kResumeMinor)
         record.resumes = parseResumedTape(*resumes);
+    // Before 1.12 an unknown member, which readers ignore.
+    if (auto dataset = root.find("dataset"); dataset != root.end() && record.formatMinor >= tape::kDatasetMinor)
+        record.dataset = parseDatasetDeclaration(*dataset);
     auto metadata = root.find("metadata");
     if (metadata != root.end()) {
         if (!metadata->is_object())

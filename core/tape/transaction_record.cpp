@@ -5,10 +5,14 @@
 #include <cmath>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
+#include "zkdv/tape/dataset_samples.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/scalar_value.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/error.h"
+#include "zkdv/util/merkle_tree.h"
 
 namespace zkdv {
 
@@ -42,6 +46,55 @@ void placeBatchTensor(const TensorView& tensor, std::string_view digits, const c
     if (batch.size() <= position)
         batch.resize(position + 1, nullptr);
     batch[position] = &tensor;
+}
+
+// Metadata "samples" and tensor "samples/proofs" (section 5.7): present exactly when the root
+// declares a dataset; one array of sample indices per micro-batch, one index per batch row.
+void readSamples(const SafetensorsView& view, const RootRecord& root, const TensorView* proofs, TransactionRecord& record)
+{
+    const std::string_view text = view.metadataValue("samples");
+    if (!root.dataset) {
+        if (!text.empty() || proofs)
+            fail("metadata \"samples\" or tensor \"samples/proofs\" is present, but the root declares no dataset");
+        return;
+    }
+    if (text.empty())
+        fail("metadata \"samples\" is missing; the root declares a dataset, so every transaction names the samples of its batch");
+    nlohmann::json samples;
+    try {
+        samples = nlohmann::json::parse(text);
+    } catch (const std::exception&) {
+        fail("metadata \"samples\" is not JSON");
+    }
+    if (!samples.is_array() || samples.size() != record.microBatches.size())
+        fail("metadata \"samples\" must be an array of " + std::to_string(record.microBatches.size()) + " arrays, one per micro-batch");
+    std::uint64_t siblings = 0;
+    for (std::size_t m = 0; m < samples.size(); ++m) {
+        std::uint64_t rows = 0;
+        try {
+            rows = batchRows(record.microBatches[m].batch);
+        } catch (const FormatError& error) {
+            fail(std::string("micro-batch ") + std::to_string(m) + ": " + error.what());
+        }
+        const nlohmann::json& indices = samples[m];
+        if (!indices.is_array() || indices.size() != rows)
+            fail("metadata \"samples\"[" + std::to_string(m) + "] must hold " + std::to_string(rows) + " sample indices, one per batch row");
+        std::vector<std::uint64_t> row;
+        row.reserve(indices.size());
+        for (const nlohmann::json& index : indices) {
+            if (!index.is_number_unsigned() || index.get<std::uint64_t>() >= root.dataset->leafCount)
+                fail("metadata \"samples\"[" + std::to_string(m) + "] holds " + index.dump() + ", not a sample index below " +
+                     std::to_string(root.dataset->leafCount));
+            row.push_back(index.get<std::uint64_t>());
+            siblings += merkleProofLength(row.back(), root.dataset->leafCount);
+        }
+        record.samples.push_back(std::move(row));
+    }
+    if (siblings == 0 ? proofs != nullptr
+                      : !proofs || proofs->dtype != DType::U8 || proofs->shape.size() != 2 || proofs->shape[0] != static_cast<std::int64_t>(siblings) ||
+                            proofs->shape[1] != static_cast<std::int64_t>(tape::kDigestSize))
+        fail("tensor \"samples/proofs\" must be U8 [" + std::to_string(siblings) + ", 32]: the Merkle proofs of the named samples");
+    record.sampleProofs = proofs;
 }
 
 // Metadata "grad_scaler" (spec 5.6): present exactly when the root declares a GradScaler, and
@@ -165,6 +218,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     record.gradScaler.reset();
     record.scheduleMetrics = nullptr;
     record.scheduleState = nullptr;
+    record.samples.clear();
+    record.sampleProofs = nullptr;
     record.index = decimalMetadata(view, "index");
     record.wallTimeNs = decimalMetadata(view, "wall_time_ns");
     std::string_view digest = view.metadataValue("state_digest");
@@ -223,6 +278,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
     std::vector<const TensorView*>& deltas = record.deltas;
     deltas.assign(parameterCount, nullptr);
     std::size_t deltaCount = 0;
+    const bool samplesKnown = root.formatMinor >= tape::kDatasetMinor;
+    const TensorView* sampleProofs = nullptr;
 
     for (const TensorView& tensor : view.tensors()) {
         const std::string& name = tensor.name;
@@ -290,6 +347,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
             if (tensor.dtype != DType::F64 || tensor.shape.size() != 1 || tensor.shape[0] < 1 || static_cast<std::size_t>(tensor.shape[0]) > most)
                 fail(name + ": expected F64 [n], n from 1 to " + std::to_string(most));
             (metrics ? record.scheduleMetrics : record.scheduleState) = &tensor;
+        } else if (samplesKnown && name == "samples/proofs") {
+            sampleProofs = &tensor;
         } else if (!tolerateUnknown) {
             fail("unexpected tensor \"" + name + "\"");
         }
@@ -306,6 +365,8 @@ void TransactionRecord::parse(const SafetensorsView& view, const RootRecord& roo
             fail("micro-batch " + std::to_string(m) + " holds " + std::to_string(step.batch.size()) + " batch tensors, micro-batch 0 " +
                  std::to_string(record.microBatches[0].batch.size()) + "; the sealed step takes batches of one form");
     }
+    if (samplesKnown)
+        readSamples(view, root, sampleProofs, record);
     record.lossTensor = record.microBatches[0].loss;
     record.loss = 0.0;
     for (const MicroBatch& step : record.microBatches) {
@@ -385,6 +446,12 @@ void TransactionRecordBuilder::addDelta(const std::string& parameter, DType dtyp
 
 void TransactionRecordBuilder::setGradScaler(GradScalerStep step) { gradScaler_ = step; }
 
+void TransactionRecordBuilder::setSamples(std::vector<std::vector<std::uint64_t>> samples, std::vector<Digest> proofSiblings)
+{
+    samples_ = std::move(samples);
+    proofSiblings_ = std::move(proofSiblings);
+}
+
 void TransactionRecordBuilder::setScheduleInputs(std::vector<double> metrics, std::vector<double> state)
 {
     scheduleMetrics_ = std::move(metrics);
@@ -416,6 +483,8 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.setMetadata("autocast", autocastJson(autocast_));
     if (gradScaler_)
         blob.setMetadata("grad_scaler", gradScalerStepJson(*gradScaler_));
+    if (!samples_.empty())
+        blob.setMetadata("samples", nlohmann::json(samples_).dump());
     const bool micro = micro_.size() > 1;
     if (micro)
         blob.setMetadata("micro_batches", std::to_string(micro_.size()));
@@ -446,6 +515,9 @@ SafetensorsBuilder TransactionRecordBuilder::blob() const
         blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
     for (const Tensor& tensor : deltas_)
         blob.add(tensor.name, tensor.dtype, tensor.shape, tensor.data);
+    if (!proofSiblings_.empty())
+        blob.add("samples/proofs", DType::U8, {static_cast<std::int64_t>(proofSiblings_.size()), static_cast<std::int64_t>(tape::kDigestSize)},
+                 ByteSpan(proofSiblings_.data(), proofSiblings_.size() * tape::kDigestSize));
     return blob;
 }
 

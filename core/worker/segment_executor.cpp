@@ -27,6 +27,7 @@
 #include "zkdv/program/graph_interpreter.h"
 #include "zkdv/program/sealed_program.h"
 #include "zkdv/schedule/schedule_follower.h"
+#include "zkdv/tape/dataset_samples.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/snapshot_record.h"
 #include "zkdv/tape/state_digest.h"
@@ -173,7 +174,7 @@ public:
         // order, for one), so a mismatch there is no evidence against the tape: it is not
         // called a divergence, only an agreement is conclusive (docs/compatibility.md).
         auto emit = [&](TransactionOutcome&& outcome) {
-            if (!releaseMismatch_.empty() && outcome.verdict == Verdict::Diverged) {
+            if (!releaseMismatch_.empty() && outcome.verdict == Verdict::Diverged && !batchNotCommitted_) {
                 outcome.verdict = Verdict::Unverifiable;
                 outcome.cause = UnverifiableCause::Environment;
                 outcome.detail = "unverifiable across torch releases (" + releaseMismatch_ +
@@ -252,6 +253,7 @@ public:
             if (cancelled())
                 return;
             TransactionOutcome outcome = blankOutcome(segment, next);
+            batchNotCommitted_ = false;
             capture_ = std::binary_search(segment.capture.begin(), segment.capture.end(), next);
             const auto started = Clock::now();
             // Which record is being read: a failure to read it back is the auditor's storage,
@@ -487,6 +489,19 @@ private:
         if (record.index != outcome.index)
             throw FormatError("transaction record holds index " + std::to_string(record.index) + ", expected " + std::to_string(outcome.index));
 
+        // A batch that is not the committed samples it names is no kernel's rounding: it is
+        // diverged on any machine and any torch release (spec 5.7).
+        batchNotCommitted_ = false;
+        if (const std::optional<std::string> problem = batchSampleProblem(record, root_)) {
+            TensorComparison comparison;
+            comparison.tensor = "batch";
+            comparison.slot = "samples";
+            comparison.verdict = Verdict::Diverged;
+            comparison.metrics.bitwiseEqual = false;
+            comparison.note = *problem;
+            outcome.comparisons.push_back(std::move(comparison));
+            batchNotCommitted_ = true;
+        }
         for (at::Tensor& parameter : parameters_)
             parameter.mutable_grad() = at::Tensor();
         if (schedule_) {
@@ -943,6 +958,7 @@ private:
     std::set<std::string> numberSlots_;
     std::vector<optim::SlotState> state_;
     std::map<std::string, DType> numberEncoding_;   // the tape's dtype of each number slot the segment's snapshot holds
+    bool batchNotCommitted_ = false;                // this transaction's batch is not its committed samples
     std::string releaseMismatch_;                   // says which releases, when the tape's torch is not this libtorch's
     bool capture_ = false;  // the transaction being replayed sends its values back (ReplaySegment::capture)
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far

@@ -12,7 +12,7 @@
 #include "zkdv/provenance/dataset_check.h"
 #include "zkdv/provenance/dataset_commitment.h"
 #include "zkdv/provenance/dataset_files.h"
-#include "zkdv/provenance/merkle_tree.h"
+#include "zkdv/util/merkle_tree.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
 

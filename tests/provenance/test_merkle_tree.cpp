@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "zkdv/provenance/merkle_tree.h"
+#include "zkdv/util/merkle_tree.h"
 #include "zkdv/util/error.h"
 
 using namespace zkdv;
@@ -93,6 +93,7 @@ private Q_SLOTS:
     void agreesWithRfc6962();
     void proofsVerifyAndForgeriesDoNot();
     void emptyTreeAndOutOfRangeLeafAreRefused();
+    void proofLengthFollowsFromIndexAndCount();
 };
 
 // Pinned with Python 3's hashlib, independently of this implementation:
@@ -194,6 +195,18 @@ void TestMerkleTree::emptyTreeAndOutOfRangeLeafAreRefused()
     QVERIFY_THROWS_EXCEPTION(Error, MerkleTree(std::vector<Digest>{}));
     const MerkleTree tree(items(3));
     QVERIFY_THROWS_EXCEPTION(Error, tree.proof(3));
+}
+
+// A tape lays proofs end to end and a reader splits them by this length (tape format 5.7).
+void TestMerkleTree::proofLengthFollowsFromIndexAndCount()
+{
+    for (std::size_t n = 1; n <= 70; ++n) {
+        const MerkleTree tree(items(n));
+        for (std::uint64_t i = 0; i < n; ++i)
+            QCOMPARE(merkleProofLength(i, n), tree.proof(i).siblings.size());
+    }
+    QCOMPARE(merkleProofLength(0, 1), std::size_t(0));
+    QCOMPARE(merkleProofLength(4, 5), std::size_t(1));  // the promoted last leaf meets one node
 }
 
 QTEST_APPLESS_MAIN(TestMerkleTree)

@@ -121,7 +121,7 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
         QVERIFY(file.open(QIODevice::ReadOnly));
         versions.insert(parseObject(file.readAll(), qPrintable(name)).value(QStringLiteral("format")).toString());
     }
-    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11"})
+    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12"})
         QVERIFY2(versions.contains(QLatin1String(version)), qPrintable(QStringLiteral("no golden tape of format ") + version));
 }
 

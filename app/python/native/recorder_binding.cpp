@@ -3,6 +3,7 @@
 // the same libtorch on both sides), so nothing is copied; every error the recorder raises
 // reaches Python as a RuntimeError with the recorder's message.
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,8 +23,13 @@
 #include "zkdv/optim/contract_registry.h"
 #include "zkdv/optim/gradient_clipping.h"
 #include "zkdv/optim/torch_release.h"
+#include "zkdv/provenance/dataset_commitment.h"
 #include "zkdv/recorder/recorder.h"
+#include "zkdv/report/report_file.h"
+#include "zkdv/tape/dataset_samples.h"
+#include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/schedule/schedule_contract.h"
+#include "zkdv/util/error.h"
 #include "zkdv/util/sha256.h"
 
 namespace py = pybind11;
@@ -171,7 +177,7 @@ class NativeRecorder {
 public:
     NativeRecorder(const std::string& path, double stateCheck, double updateCheck, std::uint64_t seed, const std::string& metadataJson,
                    bool overwrite, int maxInFlight, int replaySnapshotInterval, const std::string& resumeFrom, const std::string& signingKeyFile,
-                   bool detachedSignature)
+                   bool detachedSignature, const std::string& datasetCommitment)
     {
         zkdv::RecorderOptions config;
         config.stateCheckProbability = stateCheck;
@@ -185,6 +191,7 @@ public:
         config.resumeFrom = resumeFrom;
         config.signingKeyFile = signingKeyFile;
         config.detachedSignature = detachedSignature;
+        config.datasetCommitmentFile = datasetCommitment;
         recorder_ = std::make_unique<zkdv::Recorder>(path, config);
     }
 
@@ -225,6 +232,7 @@ public:
 
     // One micro-batch, or several accumulated into one step (tape format 1.7, section 5.4).
     void begin(std::vector<std::vector<at::Tensor>> microBatches) { open_.emplace(recorder_->transaction(std::move(microBatches))); }
+    void samples(std::vector<std::vector<std::uint64_t>> indices) { recorder_->samples(std::move(indices)); }
 
     // Raises when the transaction changed the state the tape describes (the recorder's message).
     void end()
@@ -437,22 +445,69 @@ PYBIND11_MODULE(_native, m)
         .def("number_slots", &NativeOptimizer::numberSlots)
         .def("load_state", &NativeOptimizer::loadState, py::arg("states"));
 
+    // A dataset's samples committed as the training step receives them (tape format 5.7): one
+    // sample's zkdv-sample-v1 digest from its tensors (each with a first dimension of 1, as a
+    // batch of one), and the commitment document of the digests in dataset order.
+    m.def(
+        "sample_digest",
+        [](const std::vector<at::Tensor>& tensors) {
+            std::vector<at::Tensor> host;
+            std::vector<zkdv::TensorView> views;
+            std::uint64_t bytes = 0;
+            for (const at::Tensor& tensor : tensors)
+                host.push_back(tensor.detach().to(at::kCPU).contiguous());
+            for (std::size_t i = 0; i < host.size(); ++i) {
+                views.push_back(zkdv::TensorView{"batch/" + std::to_string(i), zkdv::dtypeOf(host[i].scalar_type()), host[i].sizes().vec(),
+                                                 zkdv::tensorBytes(host[i])});
+                bytes += views.back().data.size;
+            }
+            std::vector<const zkdv::TensorView*> batch;
+            for (const zkdv::TensorView& view : views)
+                batch.push_back(&view);
+            if (zkdv::batchRows(batch) != 1)
+                throw zkdv::Error("a sample's tensors each hold one row (a batch of one), as default_collate([item]) makes them");
+            const zkdv::Digest digest = zkdv::sampleDigest(batch, 0);
+            return py::make_tuple(bytes, py::bytes(reinterpret_cast<const char*>(digest.data()), digest.size()));
+        },
+        py::arg("tensors"));
+    m.def(
+        "write_sample_commitment",
+        [](const std::vector<std::pair<std::uint64_t, py::bytes>>& samples, const std::string& path, bool overwrite) {
+            std::vector<std::pair<std::uint64_t, zkdv::Digest>> digests;
+            for (const auto& [size, bytes] : samples) {
+                const std::string text = bytes;
+                if (text.size() != 32)
+                    throw zkdv::Error("a sample digest is 32 bytes");
+                zkdv::Digest digest{};
+                std::copy(text.begin(), text.end(), digest.begin());
+                digests.emplace_back(size, digest);
+            }
+            if (!overwrite && std::ifstream(path))
+                throw zkdv::IoError(path + " exists; pass overwrite=True to replace it");
+            const zkdv::DatasetCommitment commitment = zkdv::DatasetCommitment::ofSamples(digests);
+            zkdv::writeReportFile(path, commitment.toJson().dump(2) + "\n");
+            return zkdv::toHex(commitment.root);
+        },
+        py::arg("samples"), py::arg("path"), py::arg("overwrite") = false);
+
     // The training calls release the GIL: the background writer never needs it, and a
     // second Python thread (a data loader) keeps running while a step computes.
     // The defaults of zkdv.torch.ZKDV's keywords, so that Python and C++ default alike.
     m.attr("DEFAULT_MAX_IN_FLIGHT") = zkdv::RecorderOptions{}.maxInFlight;
     m.attr("DEFAULT_SNAPSHOT_INTERVAL") = zkdv::RecorderOptions{}.replaySnapshotInterval;
     py::class_<NativeRecorder>(m, "Recorder")
-        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&, bool>(),
+        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&, bool, const std::string&>(),
              py::arg("path"), py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"),
              py::arg("metadata_json"), py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"),
-             py::arg("resume_from") = std::string(), py::arg("signing_key") = std::string(), py::arg("detached_signature") = false)
+             py::arg("resume_from") = std::string(), py::arg("signing_key") = std::string(), py::arg("detached_signature") = false,
+             py::arg("dataset_commitment") = std::string())
         .def("prepare_model", &NativeRecorder::prepareModel)
         .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
         .def("schedule", &NativeRecorder::schedule, py::arg("options"), py::arg("scheduler_json"), py::arg("epoch"))
         .def("set_schedule_epoch", &NativeRecorder::setScheduleEpoch)
         .def("set_schedule_inputs", &NativeRecorder::setScheduleInputs, py::arg("metrics"), py::arg("state"))
         .def("begin", &NativeRecorder::begin)
+        .def("samples", &NativeRecorder::samples, py::arg("indices"))
         .def("end", &NativeRecorder::end)
         .def("committed", &NativeRecorder::committed)
         .def("forward", &NativeRecorder::forward, py::call_guard<py::gil_scoped_release>())

@@ -36,3 +36,8 @@ class ZKDVConfig:
     # `model_signing verify key --signature TAPE.sig --public_key KEY.pub TAPE` checks (ECDSA
     # P-256 keys; model_signing does not take Ed25519).
     detached_signature: bool = False
+    # A dataset commitment of samples (zkdv.dataset.commit_samples writes one) the batches are
+    # drawn from (tape format 1.12, section 5.7): each transaction then names the committed
+    # sample behind each batch row, proof.transaction(batch=..., samples=indices), and the
+    # recorder checks and records them with their Merkle proofs. A path; None: not bound.
+    dataset_commitment: Any = None

@@ -62,7 +62,9 @@ class ZKDV:
             resume_from=os.fspath(resume_from) if resume_from is not None else "",
             signing_key=os.fspath(config.signing_key) if config.signing_key is not None else "",
             detached_signature=bool(config.detached_signature),
+            dataset_commitment=os.fspath(config.dataset_commitment) if config.dataset_commitment is not None else "",
         )
+        self._dataset_commitment = os.fspath(config.dataset_commitment) if config.dataset_commitment is not None else None
         self._resumes = resume_from is not None
         self._model: Optional[torch.nn.Module] = None
         self._loss: Optional[torch.nn.Module] = None
@@ -262,7 +264,7 @@ class ZKDV:
 
     # ------------------------------------------------------------------ transactions
 
-    def transaction(self, *, batch: Any, overlap: Any = None) -> EagerTransaction:
+    def transaction(self, *, batch: Any, overlap: Any = None, samples: Any = None) -> EagerTransaction:
         """Begin an eager transaction before the model forward mutates state.
 
         `batch` is `(inputs, targets, *extra)`, or a list of such micro-batches for gradient
@@ -271,11 +273,27 @@ class ZKDV:
         With no loss module prepared, the loss is the loop's own code from proof.forward()'s
         output to proof.backward(), and `batch` is any tensor, tuple, list or dict of tensors
         (`model(**batch)`), or a list of such micro-batches (docs/python.md, "Losses written as code").
+
+        With `ZKDVConfig(dataset_commitment=...)`, `samples` names the committed sample behind
+        each row of the batch (indices into the commitment; one list per micro-batch), which
+        the recorder checks against the commitment and records with their Merkle proofs
+        (docs/python.md, "Batches bound to a dataset").
         """
 
         if overlap is None:
             overlap = overlap_policy.UNCHECKED
-        return EagerTransaction(self, batch, overlap)
+        if self._dataset_commitment and samples is None:
+            raise ValueError("this proof binds batches to %s: name the committed sample of each batch row, "
+                             "proof.transaction(batch=..., samples=indices)" % self._dataset_commitment)
+        if not self._dataset_commitment and samples is not None:
+            raise ValueError("samples= needs a dataset commitment to index: ZKDVConfig(dataset_commitment=...)")
+        return EagerTransaction(self, batch, overlap, samples)
+
+    def _begin_native(self, transaction: EagerTransaction, micro_batches) -> None:
+        self._native.begin(micro_batches)
+        transaction.begun = True
+        if transaction.samples is not None:
+            self._native.samples(transaction.samples)
 
     def _open_transaction(self, transaction: EagerTransaction) -> None:
         if self._loss is None:
@@ -298,8 +316,7 @@ class ZKDV:
                 "this proof sealed a step whose batch holds %d tensors, not %d: every transaction's batch has the same "
                 "form" % (2 + self._extra_inputs, len(batch))
             )
-        self._native.begin([list(micro) for micro in transaction.micro_batches])
-        transaction.begun = True
+        self._begin_native(transaction, [list(micro) for micro in transaction.micro_batches])
 
     def _open_loss_code_transaction(self, transaction: EagerTransaction) -> None:
         leaves = []
@@ -329,8 +346,7 @@ class ZKDV:
                 "this proof sealed a step whose batch has another form than this transaction's (%s): every transaction's batch "
                 "holds the same tensors under the same names" % loss_code.user_line()
             )
-        self._native.begin(leaves)
-        transaction.begun = True
+        self._begin_native(transaction, leaves)
 
     def _require_loss_code_sealable(self, where: str) -> None:
         if self._seal_error is not None:
@@ -438,8 +454,7 @@ class ZKDV:
         expected = [capture.value(tail.loss)] + capture.output_tensors
         self._sealing(lambda: self._seal_loss_code_step(transaction.call, tail, transaction.leaves[0], expected, transaction.autocast))
         self._loss_code = _SealedLossCode(transaction.call, transaction.batch_form, capture, tail.lines())
-        self._native.begin(transaction.leaves)
-        transaction.begun = True
+        self._begin_native(transaction, transaction.leaves)
         with autocast.entered(transaction.autocast):
             transaction.loss = self._run_loss_code_step()[0]
 

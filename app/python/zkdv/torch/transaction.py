@@ -23,7 +23,7 @@ class EagerTransaction:
     moved), leaving it raises the recorder's refusal, and the tape ends at the last transaction.
     """
 
-    def __init__(self, proof, batch, overlap=overlap_policy.UNCHECKED) -> None:
+    def __init__(self, proof, batch, overlap=overlap_policy.UNCHECKED, samples=None) -> None:
         if _CURRENT.get() is not None:
             raise RuntimeError("nested ZKDV Torch transactions are unsupported")
         if overlap is not overlap_policy.UNCHECKED:
@@ -36,6 +36,8 @@ class EagerTransaction:
         else:
             self.micro_batches = (_micro_batch(batch),)
         self.batch = self.micro_batches[0]  # the micro-batch of the next (or last) forward
+        # The committed sample of each batch row, one list per micro-batch (tape format 5.7).
+        self.samples = _sample_lists(samples, len(self.micro_batches))
         self.forwards = 0
         self.overlap = overlap
         self.loss = None  # the sealed program's loss of the last forward
@@ -74,3 +76,21 @@ def _micro_batch(batch):
     if isinstance(batch, torch.Tensor):
         return (batch,)
     return tuple(batch)
+
+
+def _sample_lists(samples, micro_batches):
+    # One micro-batch's samples may be given as a flat list (or a tensor) of indices.
+    if samples is None:
+        return None
+    if isinstance(samples, torch.Tensor):
+        samples = samples.tolist()
+    samples = [micro.tolist() if isinstance(micro, torch.Tensor) else micro for micro in samples]
+    if micro_batches == 1 and all(isinstance(index, int) for index in samples):
+        samples = [samples]
+    if len(samples) != micro_batches or not all(isinstance(micro, (list, tuple)) and all(isinstance(i, int) and i >= 0 for i in micro)
+                                                for micro in samples):
+        raise ValueError(
+            "samples= names the committed sample of each batch row: a list of non-negative indices, or with %d micro-batches "
+            "one such list per micro-batch" % micro_batches
+        )
+    return [list(micro) for micro in samples]

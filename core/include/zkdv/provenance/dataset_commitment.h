@@ -32,10 +32,14 @@ struct DatasetCommitment {
     static constexpr int kVersion = 1;
     static constexpr std::string_view kAlgorithm = "sha256-merkle-v1";
     static constexpr std::string_view kUnit = "file";
+    // Each leaf one training sample as the step receives it, its digest zkdv-sample-v1 (tape
+    // format 5.7), its path "sample/<index, 12 digits>": what a tape's batches are bound to.
+    static constexpr std::string_view kSampleUnit = "sample";
     // Bounds on documents from someone else: checked before anything is allocated per leaf.
     static constexpr std::uint64_t kMaxLeaves = 100'000'000;
     static constexpr std::uint64_t kMaxDocumentBytes = 4ull << 30;
 
+    std::string unit = std::string(kUnit);  // kUnit or kSampleUnit
     std::vector<CommittedFile> files;  // in commitment order
     Digest root{};                     // as the document states it (computeRoot() recomputes it)
 
@@ -46,6 +50,11 @@ struct DatasetCommitment {
     // A commitment of `files` (in any order: sorted here), with its root computed. Throws
     // Error naming the path when one is not a valid committed path or repeats.
     static DatasetCommitment of(std::vector<CommittedFile> files);
+    // A commitment of samples, in the given order, from their zkdv-sample-v1 digests and sizes
+    // (the bytes of their tensors). Throws Error for none.
+    static DatasetCommitment ofSamples(const std::vector<std::pair<std::uint64_t, Digest>>& samples);
+    // "sample/000000000017": a sample's committed path, which sorts in index order.
+    static std::string samplePath(std::uint64_t index);
 
     // Members in the documented order (format first, leaves last), for people reading it.
     nlohmann::ordered_json toJson() const;

@@ -68,6 +68,12 @@ struct RecorderOptions {
     // "<tape>.sig": a Sigstore bundle in OpenSSF model signing's format (docs/signing.md), which
     // `model_signing verify key` checks like any signed model. Needs an ECDSA P-256 key for that.
     bool detachedSignature = false;
+    // A dataset commitment of samples (docs/dataset-commitment.md, unit "sample"; Python's
+    // zkdv.dataset.commit_samples writes one) the batches are drawn from (tape format 1.12,
+    // section 5.7): the root declares it, and every transaction must name the committed sample
+    // behind each row of its batch (samples()), which is checked before the step and recorded
+    // with its Merkle proof. Read when the recorder is made. Empty: batches are not bound.
+    std::string datasetCommitmentFile;
 };
 
 // How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).
@@ -183,6 +189,11 @@ public:
     // Gradient accumulation (tape format 1.7, section 5.4): one optimizer step over several
     // micro-batches, each run through forward() and backward() in order before the step.
     Transaction transaction(std::vector<std::vector<at::Tensor>> microBatches, OverlapPolicy overlap = OverlapPolicy::Unchecked);
+    // With a dataset commitment: the committed sample index of each row of the open
+    // transaction's batch, one list per micro-batch. Throws RecorderError naming the row whose
+    // tensors are not that sample's (as the commitment's digest has it), or an index the
+    // commitment does not hold; a transaction without them cannot step.
+    void samples(std::vector<std::vector<std::uint64_t>> indices);
     // Runs the prepared model's training_step on the open transaction's batch (its next
     // micro-batch); refuses a model that was not prepared ("pass it through prepare() first").
     at::Tensor forward(const torch::jit::Module& model);

@@ -9,6 +9,7 @@
 #include "zkdv/tape/dtype.h"
 #include "zkdv/tape/grad_scaler.h"
 #include "zkdv/tape/numeric_environment.h"
+#include "zkdv/tape/dataset_samples.h"
 #include "zkdv/tape/resumed_tape.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/util/byte_span.h"
@@ -71,6 +72,9 @@ struct RootRecord {
     // The tape this one continues (root member resumes, since 1.10, spec 3.4); absent: the
     // tape starts its run.
     std::optional<ResumedTape> resumes;
+    // The dataset commitment the batches are drawn from (root member dataset, since 1.12, spec
+    // 5.7); absent: transactions name no samples.
+    std::optional<DatasetDeclaration> dataset;
 
     std::string programKind = "torchscript";
     Digest programSha256{};

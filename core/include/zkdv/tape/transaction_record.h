@@ -67,6 +67,11 @@ struct TransactionRecord {
     // micro-batch's scaled loss was multiplied by the scale, and gradientTransforms holds its
     // one unscale_.
     std::optional<GradScalerStep> gradScaler;
+    // The committed sample behind each batch row, per micro-batch (metadata "samples", since
+    // 1.12, section 5.7), present exactly when the root declares a dataset, and their Merkle
+    // proofs laid end to end ("samples/proofs", U8 [S, 32]; nullptr when S is 0).
+    std::vector<std::vector<std::uint64_t>> samples;
+    const TensorView* sampleProofs = nullptr;
 
     // The first group's value of `option` ("lr"), if recorded.
     std::optional<double> optimizerValue(const std::string& option) const;
@@ -108,6 +113,9 @@ public:
     // (a scalar of `dtype`), empty for other kinds.
     void addGradientTransform(const GradientTransform& transform, DType dtype = DType::F32, ByteSpan totalNorm = {});
     void setGradScaler(GradScalerStep step);
+    // The committed sample of each batch row, per micro-batch, and their proofs' siblings in
+    // that order (section 5.7); copied.
+    void setSamples(std::vector<std::vector<std::uint64_t>> samples, std::vector<Digest> proofSiblings);
 
     // The record's payload, tensors in the spec's order; valid while this builder lives.
     SafetensorsBuilder blob() const;
@@ -137,6 +145,8 @@ private:
     std::vector<GradientTransform> transforms_;
     std::vector<Tensor> totalNorms_;
     std::optional<GradScalerStep> gradScaler_;
+    std::vector<std::vector<std::uint64_t>> samples_;
+    std::vector<Digest> proofSiblings_;
 };
 
 }  // namespace zkdv

@@ -40,6 +40,10 @@ private:
     std::vector<std::vector<Digest>> levels_;  // levels_[0]: the leaf hashes; back(): the root
 };
 
+// How many siblings the proof of leaf `leafIndex` in a tree of `leafCount` leaves holds (the
+// leaf's own promotions need none): a reader splits proofs laid end to end by it.
+std::size_t merkleProofLength(std::uint64_t leafIndex, std::uint64_t leafCount);
+
 // Whether `proof` leads from the item digest to `root`: false when the index is not below
 // the count or the proof has a sibling too many or too few for them.
 bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof);

@@ -1,4 +1,4 @@
-#include "zkdv/provenance/merkle_tree.h"
+#include "zkdv/util/merkle_tree.h"
 
 #include "zkdv/util/error.h"
 
@@ -65,6 +65,15 @@ MerkleProof MerkleTree::proof(std::uint64_t leafIndex) const
         index /= 2;
     }
     return proof;
+}
+
+std::size_t merkleProofLength(std::uint64_t leafIndex, std::uint64_t leafCount)
+{
+    std::size_t length = 0;
+    for (std::uint64_t index = leafIndex, width = leafCount; width > 1; index /= 2, width = (width + 1) / 2)
+        if (index % 2 == 1 || index + 1 < width)
+            ++length;
+    return length;
 }
 
 bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof)
