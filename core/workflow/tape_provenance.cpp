@@ -9,6 +9,7 @@
 #include "zkdv/provenance/model_checkpoint.h"
 #include "zkdv/provenance/weight_match.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/tape/root_record.h"
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -27,6 +28,10 @@ std::string namesText(const std::vector<std::string>& names)
         text += " and " + std::to_string(names.size() - kNamesShown) + " more";
     return text;
 }
+
+// The details of a commitment checked against itself alone, which vouches for no data.
+constexpr char kDataNotChecked[] = "; the data itself was not checked";
+constexpr char kBatchesNotBound[] = "; the tape's batches are not bound to it";
 
 std::string countText(std::size_t count, const char* one, const char* many)
 {
@@ -57,7 +62,15 @@ CaseTape requireTape(CaseStore& store, std::int64_t tapeId)
 ProvenanceCheck checkTapeDataset(CaseStore& store, std::int64_t tapeId, const std::string& commitment, const std::optional<std::string>& folder,
                                  ProgressSink* progress)
 {
-    requireTape(store, tapeId);
+    const CaseTape tape = requireTape(store, tapeId);
+    // A tape of format 1.12 may bind its batches to a commitment of samples: the one checked
+    // must be that one (its root the tape's), or the link is to other data.
+    std::optional<DatasetDeclaration> bound;
+    try {
+        bound = RootRecord::parse(ByteSpan(std::string_view(tape.rootJson))).dataset;
+    } catch (const std::exception&) {
+        bound.reset();  // a root the case could not read names no dataset
+    }
     ProvenanceCheck check;
     check.kind = ProvenanceKind::Dataset;
     check.path = commitment;
@@ -65,10 +78,18 @@ ProvenanceCheck checkTapeDataset(CaseStore& store, std::int64_t tapeId, const st
     const DatasetVerification verification = verifyDataset(commitment, folder, false, progress);
     check.ok = verification.ok();
     const std::size_t files = verification.commitment.files.size();
-    if (!verification.rootMatches()) {
+    const bool samples = verification.commitment.unit == DatasetCommitment::kSampleUnit;
+    if (bound && verification.rootMatches() && (verification.commitment.root != bound->root || files != bound->leafCount)) {
+        check.ok = false;
+        check.detail = "the tape's batches are bound to another commitment (root " + toHex(bound->root).substr(0, 16) + "…, " +
+                       countText(bound->leafCount, "sample", "samples") + "), not this one";
+    } else if (bound && verification.rootMatches()) {
+        check.detail = "the tape's batches are bound to its " + countText(files, "sample", "samples") + ", which every replay checks";
+    } else if (!verification.rootMatches()) {
         check.detail = "its root is not the one its " + countText(files, "file gives", "files give") + " (the commitment was edited)";
     } else if (!folder) {
-        check.detail = "its root matches its " + countText(files, "file", "files") + "; the data itself was not checked";
+        check.detail = "its root matches its " + countText(files, samples ? "sample" : "file", samples ? "samples" : "files") +
+                       (samples ? kBatchesNotBound : kDataNotChecked);
     } else if (check.ok) {
         check.detail = "all " + countText(files, "file", "files") + " in " + *folder + " as committed";
     } else {
@@ -127,7 +148,11 @@ std::string provenanceCheckText(const std::optional<ProvenanceCheck>& check)
                           : check->kind == ProvenanceKind::StartCheckpoint ? "Snapshot 0"
                                                                             : "Final state";
     const std::string name = std::filesystem::path(check->path).filename().string();
-    std::string text = std::string(subject) + (check->ok ? " matches " : " differs from ") + (name.empty() ? check->path : name);
+    // A commitment checked against itself alone vouches for no data: it is "intact", not a match.
+    const bool matches = check->kind != ProvenanceKind::Dataset || (check->detail.find(kDataNotChecked) == std::string::npos &&
+                                                                     check->detail.find(kBatchesNotBound) == std::string::npos);
+    std::string text = check->ok ? std::string(subject) + (matches ? " matches " : " commitment intact: ") + (name.empty() ? check->path : name)
+                                 : std::string(subject) + " differs from " + (name.empty() ? check->path : name);
     if (!check->sha256.empty())
         text += " (sha256 " + check->sha256.substr(0, 8) + "…)";
     if (!check->detail.empty())

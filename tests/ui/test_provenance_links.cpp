@@ -108,6 +108,7 @@ private Q_SLOTS:
     void weightMatchesNameTheTensorsThatDiffer();
     void aCheckThatCannotBeMadeStoresNothing();
     void theDialogsRememberWhereFilesWerePicked();
+    void aTapeBoundToADatasetLinksToItsOwnCommitmentOnly();
 
 private:
     // The overview's value on the row `label` of the first tape.
@@ -304,6 +305,30 @@ void TestProvenanceLinks::theDialogsRememberWhereFilesWerePicked()
         dialog.accept();
         QCOMPARE(Settings::modelFolder(), elsewhere);
     }
+}
+
+// A tape of format 1.12 binds its batches to a commitment of samples (tape format 5.7): that
+// commitment is the dataset link; another valid commitment is other data, and a commitment
+// checked against itself alone is "intact", never a match.
+void TestProvenanceLinks::aTapeBoundToADatasetLinksToItsOwnCommitmentOnly()
+{
+    const std::string golden = ZKDV_TEST_DATA_DIR "/golden/mlp-bound-adam-1.12";
+    CaseStore store(dir_.file("bound.zkaudit"), CaseStore::Access::ReadWrite);
+    const std::int64_t tape = store.ingestTape(golden + ".zkdv").tapeId;
+    const ProvenanceCheck own = checkTapeDataset(store, tape, golden + ".samples.commit.json", std::nullopt, nullptr);
+    QVERIFY2(own.ok, own.detail.c_str());
+    QVERIFY2(own.detail.find("bound to its 40 samples") != std::string::npos, own.detail.c_str());
+    QVERIFY(provenanceCheckText(own).rfind("Dataset matches mlp-bound-adam-1.12.samples.commit.json", 0) == 0);
+
+    const ProvenanceCheck other = checkTapeDataset(store, tape, dir_.file("data.commit.json"), std::nullopt, nullptr);
+    QVERIFY2(!other.ok, other.detail.c_str());
+    QVERIFY2(other.detail.find("bound to another commitment") != std::string::npos, other.detail.c_str());
+
+    // The synthetic tape binds nothing: its files' commitment alone is intact, not a match.
+    const std::int64_t unbound = store.ingestTape(dir_.file("run.zkdv")).tapeId;
+    const ProvenanceCheck alone = checkTapeDataset(store, unbound, dir_.file("data.commit.json"), std::nullopt, nullptr);
+    QVERIFY(alone.ok);
+    QVERIFY2(provenanceCheckText(alone).rfind("Dataset commitment intact: data.commit.json", 0) == 0, provenanceCheckText(alone).c_str());
 }
 
 QTEST_MAIN(TestProvenanceLinks)
