@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "file_bytes.h"
+#include "snapshot_models.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/root_record.h"
@@ -61,39 +62,10 @@ QJsonObject jsonOf(const QString& text)
     return QJsonDocument::fromJson(text.toUtf8()).object();
 }
 
-// One tensor of a model file to write.
-struct Tensor {
-    std::string name;
-    DType dtype = DType::F32;
-    std::vector<std::int64_t> shape;
-    std::vector<std::uint8_t> bytes;
-};
-using Model = std::vector<Tensor>;
-
-// The parameters and buffers of snapshots, by before_transaction, under their layout names.
-struct SnapshotCopier : TapeVisitor {
-    std::map<std::uint64_t, Model> states;
-    void onSnapshot(const SnapshotRecord& snapshot, const RecordLocation&) override
-    {
-        Model& model = states[snapshot.beforeTransaction];
-        auto copy = [&](const TensorView* view, const std::string& prefix) {
-            model.push_back({view->name.substr(prefix.size()), view->dtype, view->shape, {view->data.begin(), view->data.end()}});
-        };
-        for (const TensorView* view : snapshot.parameters)
-            copy(view, "param/");
-        for (const TensorView* view : snapshot.buffers)
-            copy(view, "buffer/");
-    }
-};
-
-void writeModel(const std::string& path, const Model& model)
-{
-    SafetensorsBuilder builder;
-    builder.setMetadata("format", "pt");
-    for (const Tensor& tensor : model)
-        builder.add(tensor.name, tensor.dtype, tensor.shape, ByteSpan(tensor.bytes));
-    writeAll(path, builder.toBytes());
-}
+using test::Model;
+using test::SnapshotCopier;
+using test::Tensor;
+using test::writeModel;
 
 Tensor& tensorNamed(Model& model, const std::string& name)
 {

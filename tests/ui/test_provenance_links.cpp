@@ -15,6 +15,7 @@
 #include "dialogs/dataset_check_dialog.h"
 #include "dialogs/weight_match_dialog.h"
 #include "file_bytes.h"
+#include "snapshot_models.h"
 #include "main_window.h"
 #include "settings/settings.h"
 #include "temp_dir.h"
@@ -35,38 +36,10 @@ using namespace zkdv::ui;
 
 namespace {
 
-struct Tensor {
-    std::string name;
-    DType dtype = DType::F32;
-    std::vector<std::int64_t> shape;
-    std::vector<std::uint8_t> bytes;
-};
-using Model = std::vector<Tensor>;
-
-// The parameters and buffers of every snapshot, by before_transaction, under layout names.
-struct SnapshotCopier : TapeVisitor {
-    std::map<std::uint64_t, Model> states;
-    void onSnapshot(const SnapshotRecord& snapshot, const RecordLocation&) override
-    {
-        Model& model = states[snapshot.beforeTransaction];
-        auto copy = [&](const TensorView* view, const std::string& prefix) {
-            model.push_back({view->name.substr(prefix.size()), view->dtype, view->shape, {view->data.begin(), view->data.end()}});
-        };
-        for (const TensorView* view : snapshot.parameters)
-            copy(view, "param/");
-        for (const TensorView* view : snapshot.buffers)
-            copy(view, "buffer/");
-    }
-};
-
-void writeModel(const std::string& path, const Model& model)
-{
-    SafetensorsBuilder builder;
-    builder.setMetadata("format", "pt");
-    for (const Tensor& tensor : model)
-        builder.add(tensor.name, tensor.dtype, tensor.shape, ByteSpan(tensor.bytes));
-    test::writeAll(path, builder.toBytes());
-}
+using test::Model;
+using test::SnapshotCopier;
+using test::Tensor;
+using test::writeModel;
 
 // Adds 0.5 to the first float32 element of the tensor `name`.
 void nudge(Model& model, const std::string& name)
