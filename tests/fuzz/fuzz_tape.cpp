@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "zkdv/tape/dataset_samples.h"
+#include "zkdv/tape/root_record.h"
 #include "zkdv/tape/tape_scanner.h"
 
 namespace {
@@ -16,6 +18,7 @@ struct TouchingVisitor : zkdv::TapeVisitor {
     void onRoot(const zkdv::RootRecord& root, const zkdv::RecordLocation&) override
     {
         sum += root.metadataJson.size() + root.parameters.size();
+        root_ = root;
     }
     void onTransaction(const zkdv::TransactionRecord& t, const zkdv::RecordLocation&) override
     {
@@ -23,6 +26,9 @@ struct TouchingVisitor : zkdv::TapeVisitor {
         for (const zkdv::TensorView* b : t.batch)
             for (std::uint8_t byte : b->data)
                 sum += byte;
+        // The replay's check of a bound batch reads every row and splits the proofs.
+        if (const std::optional<std::string> problem = zkdv::batchSampleProblem(t, root_))
+            sum += problem->size();
     }
     void onSnapshot(const zkdv::SnapshotRecord& s, const zkdv::RecordLocation&) override
     {
@@ -30,6 +36,7 @@ struct TouchingVisitor : zkdv::TapeVisitor {
             sum += p->data.size;
     }
     void onSeal(const zkdv::SealRecord& seal, const zkdv::RecordLocation&) override { sum += seal.signatureJson.size(); }
+    zkdv::RootRecord root_;
 };
 
 }  // namespace
