@@ -20,6 +20,8 @@ commands:
   info TAPE|CASE                     describe a tape or an audit case
   ingest FILE|FOLDER... --case CASE  load tapes (and sealed program files) into a case
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
+  plan CASE --select SPEC --seed S --shards N
+                                     how a replay splits into shards for several machines
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html;
                                      --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
@@ -62,6 +64,8 @@ int main(int argc, char** argv)
         return runIngest(argc, argv);
     if (command == "report")
         return runReport(argc, argv);
+    if (command == "plan")
+        return runPlan(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
     if (command == "sign")

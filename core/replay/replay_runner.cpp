@@ -313,6 +313,25 @@ bool replaySegments(ReplayStore& replayStore, std::int64_t runId, const PlannedR
 
 }  // namespace
 
+ShardedReplay planShardedReplay(CaseStore& store, const ReplayRequest& request, unsigned shards)
+{
+    if (!request.seed)
+        throw ReplayError("a sharded replay needs its seed given (--seed S): every shard must draw the same selection");
+    ReplayStore replayStore(store.database());
+    const CaseTape tape = chooseTape(store, request.tapeId);
+    PlannedReplay planned = planSelection(replayStore, tape.id, request);
+    ShardedReplay sharded;
+    sharded.tapeId = tape.id;
+    sharded.selected = std::move(planned.selected);
+    sharded.plan = std::move(planned.plan);
+    try {
+        sharded.shards = planShards(sharded.plan, replayStore.transactionWallTimes(tape.id), shards);
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
+    return sharded;
+}
+
 ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
 {
     const auto started = Clock::now();

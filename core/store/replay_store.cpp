@@ -132,6 +132,22 @@ std::vector<std::uint64_t> ReplayStore::snapshotTransactions(std::int64_t tapeId
     return result;
 }
 
+std::vector<std::uint64_t> ReplayStore::transactionWallTimes(std::int64_t tapeId)
+{
+    Statement rows = db_.prepare("SELECT idx, wall_time_ns FROM transactions WHERE tape_id = ?1 ORDER BY idx");
+    rows.bind(1, tapeId);
+    std::vector<std::uint64_t> result;
+    while (rows.step()) {
+        const std::int64_t index = rows.int64(0);
+        // A hostile case's index must not make this allocate: indices past the rows are skipped.
+        if (index < 0 || static_cast<std::uint64_t>(index) != result.size())
+            continue;
+        const std::int64_t ns = rows.isNull(1) ? 0 : rows.int64(1);
+        result.push_back(ns > 0 ? static_cast<std::uint64_t>(ns) : 0);
+    }
+    return result;
+}
+
 std::optional<RecordRef> ReplayStore::transactionRecord(std::int64_t tapeId, std::uint64_t index)
 {
     Statement row = db_.prepare(

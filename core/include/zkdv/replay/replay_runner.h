@@ -12,6 +12,7 @@
 #include "zkdv/audit/pass_rule.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
+#include "zkdv/audit/shard_plan.h"
 #include "zkdv/audit/tolerance.h"
 #include "zkdv/replay/kernel_profile.h"
 #include "zkdv/replay/replay_limits.h"
@@ -88,5 +89,16 @@ struct ReplaySummary {
 // (also when the worker is not installed); OperationCancelled is not thrown: a
 // stopped run is stored as RunStatus::Stopped with the outcomes it reached.
 ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request);
+
+// The selection of `request` (its tape and seed; ReplayError without a seed, which every
+// machine must share) split into `shards` shards of whole segments (shard_plan.h): what
+// `zkdv-audit plan` prints and what each shard of a sharded replay replays.
+struct ShardedReplay {
+    std::int64_t tapeId = 0;
+    std::vector<std::uint64_t> selected;
+    ReplayPlan plan;
+    ShardPlan shards;
+};
+ShardedReplay planShardedReplay(CaseStore& store, const ReplayRequest& request, unsigned shards);
 
 }  // namespace zkdv

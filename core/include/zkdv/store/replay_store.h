@@ -86,6 +86,8 @@ public:
     // Fingerprints are read only when `withUpdateNorms` (top-q needs them).
     SelectionInput selectionInput(std::int64_t tapeId, bool withUpdateNorms);
     std::vector<std::uint64_t> snapshotTransactions(std::int64_t tapeId);
+    // Per transaction index, its recorded wall time in nanoseconds (0 where none is recorded).
+    std::vector<std::uint64_t> transactionWallTimes(std::int64_t tapeId);
     std::optional<RecordRef> transactionRecord(std::int64_t tapeId, std::uint64_t index);
     std::optional<RecordRef> snapshotRecord(std::int64_t tapeId, std::uint64_t beforeTransaction);
     // The program's bytes when the case holds them (embedded in a tape or added as a file).
