@@ -14,15 +14,36 @@
 #include "zkdv/store/audit_file.h"
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/provenance_checks.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/gradient_transform_summary.h"
 #include "zkdv/tape/shape_text.h"
 #include "zkdv/tape/schedule_statement.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/workflow/tape_provenance.h"
 
 namespace zkdv::cli {
 
 namespace {
+
+constexpr ProvenanceKind kProvenanceKinds[] = {ProvenanceKind::Dataset, ProvenanceKind::StartCheckpoint, ProvenanceKind::FinalModel};
+
+// The newest check of each kind the workstation ran for the tape (its case overview's links).
+nlohmann::json provenanceJson(Database& db, std::int64_t tapeId)
+{
+    nlohmann::json checks = nlohmann::json::array();
+    ProvenanceChecks stored(db, tapeId);
+    for (ProvenanceKind kind : kProvenanceKinds)
+        if (const std::optional<ProvenanceCheck> check = stored.latest(kind))
+            checks.push_back({{"kind", provenanceKindName(kind)},
+                              {"path", check->path},
+                              {"sha256", check->sha256.empty() ? nlohmann::json() : nlohmann::json(check->sha256)},
+                              {"ok", check->ok},
+                              {"detail", check->detail},
+                              {"checked_at", check->checkedAt},
+                              {"text", provenanceCheckText(check)}});
+    return checks;
+}
 
 int tapeInfo(const std::string& path, bool json, bool quiet)
 {
@@ -94,6 +115,7 @@ int caseInfo(const std::string& path, bool json)
         for (const CaseTape& tape : tapes) {
             nlohmann::json entry = caseTapeJson(tape);
             entry["sampling_plausibility"] = samplingPlausibilityJson(tapeSamplingPlausibility(store.database(), tape));
+            entry["provenance"] = provenanceJson(store.database(), tape.id);
             out["tapes"].push_back(entry);
         }
         nlohmann::json runList = nlohmann::json::array();
@@ -135,6 +157,10 @@ int caseInfo(const std::string& path, bool json)
                         tape.link.describe().c_str());
         if (const std::optional<SamplingPlausibility> plausibility = tapeSamplingPlausibility(store.database(), tape))
             std::printf("%s", samplingPlausibilityLines(*plausibility).c_str());
+        ProvenanceChecks stored(store.database(), tape.id);
+        for (ProvenanceKind kind : kProvenanceKinds)
+            if (const std::optional<ProvenanceCheck> check = stored.latest(kind))
+                std::printf("  %s\n", provenanceCheckText(check).c_str());
     }
     std::printf("sampled checks: %lld transactions with full deltas, %lld with a state digest\n", static_cast<long long>(deltas),
                 static_cast<long long>(digests));

@@ -17,6 +17,7 @@
 #include "snapshot_models.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/store/case_store.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/snapshot_record.h"
@@ -24,6 +25,7 @@
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/tape/tape_writer.h"
 #include "zkdv/tape/transaction_record.h"
+#include "zkdv/workflow/tape_provenance.h"
 
 using namespace zkdv;
 using test::readAll;
@@ -144,6 +146,7 @@ private Q_SLOTS:
     void finalStateByItsDigest();
     void matchWeightsRefusals_data();
     void matchWeightsRefusals();
+    void infoSaysTheCasesProvenanceChecks();
 
 private:
     QString path(const std::string& name) const { return QString::fromStdString(dir_.file(name)); }
@@ -582,6 +585,32 @@ void TestProvenanceCli::matchWeightsRefusals()
     QVERIFY2(result.exitCode == 2, qPrintable(result.describe()));
     QVERIFY2(result.err.contains(message), qPrintable(result.describe()));
     QVERIFY2(result.out.isEmpty(), qPrintable(result.describe()));
+}
+
+// What the workstation's Tools checks stored, `info CASE` says too (its JSON and its text).
+void TestProvenanceCli::infoSaysTheCasesProvenanceChecks()
+{
+    const std::string data = makeDataset("data-info");
+    const QString commit = path("data-info.commit.json");
+    QCOMPARE(runAudit({"dataset", "commit", QString::fromStdString(data), "-o", commit, "--quiet"}).exitCode, 0);
+    const QString casePath = path("info.zkaudit");
+    QCOMPARE(runAudit({"ingest", path("run.zkdv"), "--case", casePath, "--quiet"}).exitCode, 0);
+    Result info = runAudit({"info", casePath, "--json"});
+    QCOMPARE(jsonOf(info.out)["tapes"].toArray()[0].toObject()["provenance"].toArray().size(), 0);
+    {
+        CaseStore store(casePath.toStdString(), CaseStore::Access::ReadWrite);
+        checkTapeDataset(store, store.tapes().front().id, commit.toStdString(), data, nullptr);
+    }
+    info = runAudit({"info", casePath, "--json"});
+    QVERIFY2(info.exitCode == 0, qPrintable(info.describe()));
+    const QJsonArray checks = jsonOf(info.out)["tapes"].toArray()[0].toObject()["provenance"].toArray();
+    QCOMPARE(checks.size(), 1);
+    QCOMPARE(checks[0].toObject()["kind"].toString(), QStringLiteral("dataset"));
+    QCOMPARE(checks[0].toObject()["ok"].toBool(), true);
+    const QString text = checks[0].toObject()["text"].toString();
+    QVERIFY2(text.startsWith(QStringLiteral("Dataset matches data-info.commit.json")), qPrintable(text));
+    const Result plain = runAudit({"info", casePath});
+    QVERIFY2(plain.out.contains(text), qPrintable(plain.out));
 }
 
 QTEST_GUILESS_MAIN(TestProvenanceCli)
