@@ -6,6 +6,7 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDialog>
+#include <QCoreApplication>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -27,6 +28,7 @@
 #include <atomic>
 #include <memory>
 
+#include "dialogs/cluster_job_dialog.h"
 #include "dialogs/dataset_check_dialog.h"
 #include "dialogs/help_dialog.h"
 #include "dialogs/sample_dialog.h"
@@ -285,12 +287,15 @@ void MainWindow::createActions()
         if (!missingBar_->missing().isEmpty())
             locateTapeDialog(missingBar_->isMissing(tape_) ? tape_ : missingBar_->missing().front().tapeId);
     }, tr("Point the case at a tape file that moved since it was ingested"));
+    QAction* mergeShards = action(file, tr("&Merge Shard Results…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_G),
+                                  &MainWindow::mergeShardResultsDialog,
+                                  tr("Join the shard cases of a replay split over a cluster (zkdv-audit replay --shard) into this case as one run"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     QAction* close = action(file, tr("&Close Case"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] { openCase(QString()); });
     action(file, tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), &QWidget::close);
-    jobActions_ << newCase << open << add << exportAction << verdictAction << close;
-    caseActions_ << add << exportAction << verdictAction << close;
+    jobActions_ << newCase << open << add << exportAction << verdictAction << mergeShards << close;
+    caseActions_ << add << exportAction << verdictAction << mergeShards << close;
     tapeActions_ << exportAction << verdictAction;
 
     // One Copy for every pane: it copies from the pane with the focus (text fields keep
@@ -308,10 +313,14 @@ void MainWindow::createActions()
                              tr("Replay n or p% of the transactions chosen at random with a seed"));
     QAction* topq = action(replay, tr("Replay &Top-q…"), QKeySequence(Qt::CTRL | Qt::Key_T), &MainWindow::replayTopQ,
                            tr("Replay each parameter's q largest recorded updates"));
+    QAction* clusterJob = action(replay, tr("Export C&luster Job…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_J),
+                                 &MainWindow::exportClusterJobDialog,
+                                 tr("Write a Slurm array script or Kubernetes Indexed Job that replays a selection as shards on a cluster "
+                                    "and merges them into this case"));
     replay->addSeparator();
     cancelAction_ = action(replay, tr("&Cancel"), QKeySequence(Qt::Key_Escape), [this] { jobs_->cancel(); }, tr("Stop the running job; what it finished is kept"));
-    jobActions_ << selected << sample << topq;
-    tapeActions_ << selected << sample << topq;
+    jobActions_ << selected << sample << topq << clusterJob;
+    tapeActions_ << selected << sample << topq << clusterJob;
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     const QStringList filters = {tr("All Transactions"), tr("Diverged"), tr("Not Replayed"), tr("With Sampled Checks"), tr("Top-q Updates")};
@@ -810,6 +819,55 @@ bool MainWindow::matchWeights(const QString& model, ProvenanceKind kind)
         return false;
     }
     return jobs_->start(weightMatchJob(casePath_, tape_, model, kind));
+}
+
+bool MainWindow::mergeShardResults(const QStringList& shardFiles)
+{
+    if (casePath_.isEmpty()) {
+        showMessage(tr("Nothing to merge into: open the case the shards were made from first."));
+        return false;
+    }
+    if (shardFiles.isEmpty()) {
+        showMessage(tr("No shard case chosen: pick every SHARD.zkaudit of the sharded replay."));
+        return false;
+    }
+    return jobs_->start(mergeShardsJob(casePath_, shardFiles));
+}
+
+void MainWindow::mergeShardResultsDialog()
+{
+    const QStringList files = QFileDialog::getOpenFileNames(this, tr("Merge Shard Results"), QFileInfo(casePath_).absolutePath(),
+                                                            tr("Shard cases (*.zkaudit)"));
+    if (!files.isEmpty())
+        mergeShardResults(files);
+}
+
+bool MainWindow::exportClusterJob(ClusterJob job, bool kubernetes, const QString& path)
+{
+    if (casePath_.isEmpty() || tape_ == 0) {
+        showMessage(tr("Nothing to export: open a case with a tape first."));
+        return false;
+    }
+    job.casePath = QFileInfo(casePath_).absoluteFilePath().toStdString();
+    if (job.auditExecutable.empty())
+        job.auditExecutable = QDir(QCoreApplication::applicationDirPath()).absoluteFilePath(QStringLiteral("zkdv-audit")).toStdString();
+    job.tapeId = tape_;
+    return jobs_->start(clusterJobExportJob(casePath_, job, kubernetes, path), {}, true);
+}
+
+void MainWindow::exportClusterJobDialog()
+{
+    ClusterJobDialog dialog(Settings::sampleSpec(), this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const bool kubernetes = dialog.scheduler() == ClusterScheduler::Kubernetes;
+    const QFileInfo caseFile(casePath_);
+    const QString suggested = caseFile.absoluteDir().filePath(caseFile.completeBaseName() + (kubernetes ? QStringLiteral("-shards.yaml")
+                                                                                                        : QStringLiteral("-shards.sbatch")));
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Cluster Job"), suggested,
+                                                      kubernetes ? tr("Kubernetes manifests (*.yaml)") : tr("Slurm scripts (*.sbatch *.sh)"));
+    if (!path.isEmpty())
+        exportClusterJob(dialog.job(), kubernetes, path);
 }
 
 void MainWindow::checkDatasetDialog()

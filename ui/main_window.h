@@ -15,6 +15,7 @@
 #include "widgets/transaction_table_view.h"
 #include "zkdv/audit/audit_seed.h"
 #include "zkdv/store/provenance_checks.h"
+#include "zkdv/workflow/cluster_job.h"
 
 class QComboBox;
 class QLabel;
@@ -79,6 +80,14 @@ public:
     // Matches the model at `model` with the current tape's snapshot 0 or final state (`kind`),
     // in the background, and keeps the outcome in the case; jobFinished says how it went.
     bool matchWeights(const QString& model, ProvenanceKind kind);
+    // Merges the shard cases `shardFiles` of a sharded replay into the open case as one run
+    // (docs/replay.md, "Sharded replays"), in the background; a bad shard refuses the merge
+    // and leaves the case as it was. jobFinished says how it went.
+    bool mergeShardResults(const QStringList& shardFiles);
+    // Writes `job` for the open case (its path and this build's zkdv-audit filled in) to
+    // `path` as a Slurm array script, or a Kubernetes Indexed Job manifest when `kubernetes`,
+    // in the background; jobFinished says how it went and how to submit it.
+    bool exportClusterJob(ClusterJob job, bool kubernetes, const QString& path);
     FindingBanner* findingBanner() const { return banner_; }
     MissingTapeBar* missingTapeBar() const { return missingBar_; }
     // Points tape `tapeId` of the open case at `path` (its file moved), in the background;
@@ -151,6 +160,8 @@ private:
     void exportSignedVerdictDialog();
     void checkDatasetDialog();
     void matchWeightsDialog();
+    void mergeShardResultsDialog();
+    void exportClusterJobDialog();
     // The report of the tape in view: the run chosen in the run list, with All runs the newest.
     ReportOptions reportOptions() const;
     void updateRowCount();

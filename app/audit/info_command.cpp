@@ -174,6 +174,12 @@ int caseInfo(const std::string& path, bool json)
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed),
                     std::string(seedSourceName(run.seedSource)).c_str(), run.tolerance.c_str(),
                     run.startedAt.c_str(), outcome);
+        if (run.shardIndex)
+            std::printf("  shard %u/%u of the selection only; zkdv-audit merge joins the shards\n", *run.shardIndex, run.shardCount);
+        for (const MergedShard& shard : report.mergedShards)
+            std::printf("  merged shard %u: %s, run %lld on %s (%s), %llu replayed\n", shard.index, shard.file.c_str(),
+                        static_cast<long long>(shard.shardRunId), shard.host.c_str(), shard.device.c_str(),
+                        static_cast<unsigned long long>(shard.replayed));
         std::printf("  seal: %s%s%s\n", runSealStateName(seal.state), seal.signer.empty() ? "" : (", " + seal.signer).c_str(),
                     seal.vouched() ? "" : (": " + seal.explanation).c_str());
         std::printf("  %llu selected, %llu replayed: exact %llu, within tolerance %llu, diverged %llu, unverifiable %llu\n",

@@ -22,6 +22,8 @@ commands:
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
   plan CASE --select SPEC --seed S --shards N
                                      how a replay splits into shards for several machines
+  merge CASE SHARD.zkaudit...        join the shard cases of a sharded replay (replay --shard
+                                     I/N --into SHARD.zkaudit) into CASE as one run
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html;
                                      --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
@@ -66,6 +68,8 @@ int main(int argc, char** argv)
         return runReport(argc, argv);
     if (command == "plan")
         return runPlan(argc, argv);
+    if (command == "merge")
+        return runMerge(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
     if (command == "sign")

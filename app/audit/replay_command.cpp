@@ -4,7 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+
 #include "command_runner.h"
+#include "shard_case_file.h"
 #include "replay_json.h"
 #include "terminal_progress.h"
 #include "commands.h"
@@ -20,7 +23,8 @@ namespace zkdv::cli {
 int runReplay(int argc, char** argv)
 {
     ArgumentParser parser(
-        "zkdv-audit replay CASE --select SPEC [--seed S] [--device DEV] [--threads N] [--intra-op-threads N] [--kernels K] [--tolerance T] [--json]",
+        "zkdv-audit replay CASE --select SPEC [--seed S] [--shard I/N --into FILE] [--device DEV] [--threads N] [--intra-op-threads N]\n"
+        "                  [--kernels K] [--tolerance T] [--json]",
         "Replays chosen transactions of a tape in the case from their nearest snapshots with the\n"
         "tape's sealed program and optimizer contract, compares loss, update fingerprints,\n"
         "recorded deltas, state digests and the next snapshot, and stores verdicts and divergence\n"
@@ -30,6 +34,9 @@ int runReplay(int argc, char** argv)
         "The same SPEC and seed choose the same transactions on every machine.\n"
         "The program runs in worker processes with a time budget per transaction and a memory\n"
         "limit; what it prints goes to CASE.replay-RUN.log beside the case.\n"
+        "With --shard I/N --into FILE it replays only shard I of N of the selection (docs/replay.md,\n"
+        "\"Sharded replays\"; see zkdv-audit plan) into a new case FILE of its own, reading CASE\n"
+        "only; zkdv-audit merge joins the N shard cases into CASE.\n"
         "Exit 0 when every replayed transaction is exact or within tolerance, 1 when any diverged\n"
         "or is unverifiable, 2 on usage errors, an unreadable case or a device that is not present.");
     parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
@@ -37,6 +44,8 @@ int runReplay(int argc, char** argv)
     parser.addOption("seed", "S",
                      "seed of random and stratified selections (default: 64 bits drawn from the operating system now, printed and "
                      "stored with the run; give S only to redo an audit, or with a seed the trainer cannot know)");
+    parser.addOption("shard", "I/N", "replay only shard I (from 0) of N of the selection: whole segments, as zkdv-audit plan splits them; needs --seed and --into");
+    parser.addOption("into", "FILE", "with --shard: the new case the shard's run is written into (it must not exist); CASE is only read");
     parser.addOption("device", "DEV", "cpu (default) or cuda:N");
     parser.addOption("threads", "N", "segments replayed at once on the CPU, each in a worker process (default and most: one per core)");
     parser.addOption("intra-op-threads", "N",
@@ -91,10 +100,26 @@ int runReplay(int argc, char** argv)
         if (parser.has("threads") && request.threads == 0)
             throw UsageError("--threads must be at least 1");
 
+        if (parser.has("shard") != parser.has("into"))
+            throw UsageError("--shard I/N and --into FILE go together: a shard's run is written into a case of its own");
+        if (parser.has("shard")) {
+            try {
+                request.shard = ShardSpec::parse(parser.value("shard"));
+            } catch (const Error& error) {
+                throw UsageError(error.what());
+            }
+            if (!request.seed)
+                throw UsageError("--shard needs --seed S: every shard must draw the same selection");
+        }
+
         const std::string& casePath = parser.positionals().front();
         if (access(casePath.c_str(), F_OK) != 0)
             throw UsageError("case " + casePath + " does not exist; create it with `zkdv-audit ingest TAPE --case " + casePath + "`");
-        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        std::optional<ShardCase> shardCase;
+        if (request.shard)
+            shardCase.emplace(casePath, parser.value("into"), request);
+        auto opened = std::make_unique<CaseStore>(shardCase ? shardCase->partialPath() : casePath, CaseStore::Access::ReadWrite);
+        CaseStore& store = *opened;
         // The same warning the workstation gives before such a replay; the run still goes, and
         // its report says that nothing was verified.
         const std::vector<CaseTape> tapes = store.tapes();
@@ -112,15 +137,21 @@ int runReplay(int argc, char** argv)
             throw UsageError(error.what());
         }
         progress.finish();
+        const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs(summary.tapeId);
+        opened.reset();
+        if (shardCase)
+            shardCase->keep();
         if (parser.has("json")) {
             nlohmann::json out = replaySummaryJson(summary);
             // How the run replayed, as stored with it: the defaults resolved (docs/cli-json.md).
-            for (const StoredReplayRun& run : ReplayStore(store.database()).runs(summary.tapeId))
+            for (const StoredReplayRun& run : runs)
                 if (run.id == summary.runId) {
                     out["tolerance"] = run.tolerance;
                     out["threads"] = run.threads;
                     out["intra_op_threads"] = run.intraOpThreads;
                 }
+            out["shard"] = request.shard ? nlohmann::json{{"index", request.shard->index}, {"count", request.shard->count}, {"case", parser.value("into")}}
+                                         : nlohmann::json();
             std::printf("%s\n", toJsonText(out, 2).c_str());
         } else {
             std::printf("%s\n", replaySummaryHeadline(summary).c_str());

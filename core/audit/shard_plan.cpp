@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <queue>
 
 #include "zkdv/util/error.h"
@@ -24,7 +25,37 @@ std::uint64_t defaultCost(const std::vector<std::uint64_t>& wallTimeNs)
     return recorded[recorded.size() / 2];
 }
 
+// A decimal number without sign, spaces or leading zeros ("07" is a typo, not 7).
+std::optional<unsigned> parseCount(const std::string& text)
+{
+    if (text.empty() || text.size() > 6 || (text.size() > 1 && text[0] == '0'))
+        return std::nullopt;
+    unsigned value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    return value;
+}
+
 }  // namespace
+
+ShardSpec ShardSpec::parse(const std::string& text)
+{
+    const std::size_t slash = text.find('/');
+    const std::optional<unsigned> index = slash == std::string::npos ? std::nullopt : parseCount(text.substr(0, slash));
+    const std::optional<unsigned> count = slash == std::string::npos ? std::nullopt : parseCount(text.substr(slash + 1));
+    if (!index || !count)
+        throw Error("a shard is written I/N (shard I of N, I from 0), not \"" + text + "\"");
+    if (*count < 1 || *count > kMaxShards)
+        throw Error("a replay splits into 1 to " + std::to_string(kMaxShards) + " shards, not " + std::to_string(*count));
+    if (*index >= *count)
+        throw Error("shard " + text + " does not exist: the shards of " + std::to_string(*count) + " are 0 to " + std::to_string(*count - 1));
+    return ShardSpec{*index, *count};
+}
+
+std::string ShardSpec::toString() const { return std::to_string(index) + "/" + std::to_string(count); }
 
 ReplayPlan ShardPlan::shardPlan(const ReplayPlan& plan, unsigned index) const
 {

@@ -127,6 +127,37 @@ PlannedReplay planSelection(ReplayStore& replayStore, std::int64_t tapeId, const
     return planned;
 }
 
+ShardPlan splitIntoShards(ReplayStore& replayStore, std::int64_t tapeId, const ReplayPlan& plan, unsigned count)
+{
+    try {
+        return planShards(plan, replayStore.transactionWallTimes(tapeId), count);
+    } catch (const Error& error) {
+        throw ReplayError(error.what());
+    }
+}
+
+std::vector<std::uint64_t> shardSelection(const ReplayPlan& shardPlan, const std::vector<std::uint64_t>& unplannable, unsigned index)
+{
+    std::vector<std::uint64_t> selected;
+    for (const ReplaySegment& segment : shardPlan.segments)
+        selected.insert(selected.end(), segment.selected.begin(), segment.selected.end());
+    if (index == 0)
+        selected.insert(selected.end(), unplannable.begin(), unplannable.end());
+    std::sort(selected.begin(), selected.end());
+    return selected;
+}
+
+// Narrows `planned` to one shard of it: its segments, and the unplannable transactions only
+// in shard 0, so that the shards together report every selected transaction once.
+void narrowToShard(PlannedReplay& planned, ReplayStore& replayStore, std::int64_t tapeId, const ShardSpec& spec)
+{
+    const ShardPlan shards = splitIntoShards(replayStore, tapeId, planned.plan, spec.count);
+    planned.plan = shards.shardPlan(planned.plan, spec.index);
+    if (spec.index != 0)
+        planned.unplannable.clear();
+    planned.selected = shardSelection(planned.plan, planned.unplannable, spec.index);
+}
+
 // The trainer's thread count reproduces its CPU reductions bit for bit; 0 while only the
 // worker's hello can tell (libtorch's default).
 int intraOpThreadsOf(const ReplayRequest& request, const RootRecord& root, int libtorchDefault)
@@ -323,13 +354,15 @@ ShardedReplay planShardedReplay(CaseStore& store, const ReplayRequest& request, 
     ShardedReplay sharded;
     sharded.tapeId = tape.id;
     sharded.selected = std::move(planned.selected);
+    sharded.unplannable = std::move(planned.unplannable);
     sharded.plan = std::move(planned.plan);
-    try {
-        sharded.shards = planShards(sharded.plan, replayStore.transactionWallTimes(tape.id), shards);
-    } catch (const Error& error) {
-        throw ReplayError(error.what());
-    }
+    sharded.shards = splitIntoShards(replayStore, tape.id, sharded.plan, shards);
     return sharded;
+}
+
+std::vector<std::uint64_t> ShardedReplay::shardSelected(unsigned index) const
+{
+    return shardSelection(shards.shardPlan(plan, index), unplannable, index);
 }
 
 ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
@@ -357,6 +390,11 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const std::string workerPath = replayWorkerPath(request);
     worker::WorkerLog log;
     PlannedReplay planned = planSelection(replayStore, tape.id, request);
+    if (request.shard) {
+        if (asked.seed == std::nullopt)
+            throw ReplayError("a shard of a replay needs its seed given (--seed S): every shard must draw the same selection");
+        narrowToShard(planned, replayStore, tape.id, *request.shard);
+    }
     const KernelProfile profile = kernelProfileFor(request.kernels, root.numerics, NumericEnvironment::hostCpu());
     std::vector<std::unique_ptr<worker::WorkerProcess>> prestarted = prestartWorkers(workerPath, request, root, planned.plan, profile);
 
@@ -378,6 +416,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const unsigned workers = workerCount(request, planned.plan, intraOp);
     ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size(), profile);
     info.programCheck = program.check;
+    info.shard = request.shard;
 
     ReplaySummary summary;
     summary.tapeId = tape.id;

@@ -271,6 +271,11 @@ void addSampling(ReportData& report)
                               "that choice was made by the trainer's side, so it is not an audit sample.";
         return;
     }
+    if (report.shard) {
+        report.samplingNote = "No statistical statement: this run replayed shard " + report.shard->toString() +
+                              " of the random sample, not the whole of it; the merged run of every shard (zkdv-audit merge) makes it.";
+        return;
+    }
     if (!report.seal.vouched()) {
         report.samplingNote = "No statistical statement: the replay's results cannot be vouched for (" + report.seal.explanation + ").";
         return;
@@ -405,11 +410,18 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.trainersFailures = run->trainersFailures;
     report.runProblem = run->problem;
     report.seal = checkRunSeal(store.database(), run->id);
+    if (run->shardIndex)
+        report.shard = ShardSpec{*run->shardIndex, run->shardCount};
+    if (run->merged())
+        report.mergedShards = mergedShards(store.database(), run->id);
     const bool severalTapes = store.tapes().size() > 1;
+    // A merged run is redone as one run, on the device its first shard used.
+    const std::string redoDevice = report.mergedShards.empty() ? run->device : report.mergedShards.front().device;
     report.redoCommand = "zkdv-audit replay " + shellWord(store.path()) + (severalTapes ? " --tape " + std::to_string(tape.id) : "") +
                          " --select " + shellWord(run->selection) + " --seed " + std::to_string(run->seed) + " --device " +
-                         shellWord(run->device) + " --tolerance " + shellWord(run->tolerance) +
-                         (report.kernelChoice == "host" ? " --kernels host" : "");
+                         shellWord(redoDevice) + " --tolerance " + shellWord(run->tolerance) +
+                         (report.kernelChoice == "host" ? " --kernels host" : "") +
+                         (report.shard ? " --shard " + report.shard->toString() + " --into SHARD.zkaudit" : "");
 
     for (const StoredReplayRun& other : allRuns) {
         if (other.tapeId != tape.id || other.id == run->id)

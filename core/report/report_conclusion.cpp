@@ -354,6 +354,10 @@ void writeConclusion(ReportData& report)
                                   ". Nothing in this report confirms that training followed the recorded program.");
     }
     // 4. The run itself.
+    if (report.shard)
+        report.warnings.push_back("This run replayed only shard " + report.shard->toString() + " of the selection (" +
+                                  std::to_string(report.selectedCount) + " of its transactions); the audit's conclusion is that of the "
+                                  "merged run of every shard (zkdv-audit merge), not this one's.");
     if (!finished)
         report.warnings.push_back("The replay " + std::string(report.runStatus ? runStatusSentence(*report.runStatus) : "did not run") +
                                   ": only " + std::to_string(report.replayedCount) + " transactions were replayed (" +

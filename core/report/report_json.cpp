@@ -131,6 +131,21 @@ std::string renderReportJson(const ReportData& r)
                                {"sealed_at", r.seal.sealedAt.empty() ? json(nullptr) : json(r.seal.sealedAt)},
                                {"explanation", r.seal.explanation},
                                {"payload_version", r.seal.payloadVersion}}}};
+    out["replay"]["shard"] = r.shard ? json({{"index", r.shard->index}, {"count", r.shard->count}}) : json(nullptr);
+    json shards = json::array();
+    for (const MergedShard& shard : r.mergedShards)
+        shards.push_back({{"index", shard.index},
+                          {"file", shard.file},
+                          {"run", shard.shardRunId},
+                          {"host", shard.host},
+                          {"device", shard.device},
+                          {"libtorch_version", shard.libtorchVersion},
+                          {"signer", shard.signer},
+                          {"sealed_at", shard.sealedAt},
+                          {"started_at", shard.startedAt},
+                          {"finished_at", shard.finishedAt},
+                          {"replayed", shard.replayed}});
+    out["replay"]["merged_shards"] = shards;
     out["counts"] = {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable},
                      {"trainers_failures", r.trainersFailures}};
     out["comparison_count"] = r.comparisonCount;

@@ -398,6 +398,29 @@ CREATE TABLE provenance_checks(
 );
 CREATE INDEX provenance_checks_by_tape ON provenance_checks(tape_id, kind);
 )sql"},
+    // A replay split over machines (docs/replay.md, "Sharded replays"): a shard's run records
+    // which shard of how many it replayed; a merged run has the count and no index, and lists
+    // the shards it was merged from (their case file, run, host, device, signer). Seals of
+    // payload version 5 cover both. Runs stored before are whole runs: NULL.
+    {16, R"sql(
+ALTER TABLE replay_runs ADD COLUMN shard_index INTEGER CHECK(shard_index >= 0);
+ALTER TABLE replay_runs ADD COLUMN shard_count INTEGER CHECK(shard_count >= 1);
+CREATE TABLE merged_shards(
+    run_id INTEGER NOT NULL REFERENCES replay_runs(id) ON DELETE CASCADE,
+    shard_index INTEGER NOT NULL,
+    file TEXT NOT NULL,
+    shard_run_id INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    device TEXT NOT NULL,
+    libtorch_version TEXT NOT NULL,
+    signer TEXT NOT NULL,
+    sealed_at TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    replayed INTEGER NOT NULL,
+    PRIMARY KEY(run_id, shard_index)
+) WITHOUT ROWID;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -195,7 +195,8 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     Statement insert = db_.prepare(
         "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
         " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time,"
-        " seed_source, program_check) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+        " seed_source, program_check, shard_index, shard_count)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
     insert.bind(1, info.tapeId)
         .bind(2, info.device)
         .bind(3, info.libtorchVersion)
@@ -214,6 +215,10 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
     // A seed of unknown origin counts as the auditor's: only a drawn one is stored as drawn.
     insert.bind(17, std::string(seedSourceName(info.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)));
     insert.bind(18, std::string(programCheckName(info.programCheck)));
+    if (info.shard)
+        insert.bind(19, static_cast<std::int64_t>(info.shard->index)).bind(20, static_cast<std::int64_t>(info.shard->count));
+    else
+        insert.bindNull(19).bindNull(20);
     insert.run();
     const std::int64_t id = db_.lastInsertRowId();
     transaction.commit();
@@ -353,7 +358,7 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         " coalesce(r.owner_host, ''), coalesce(r.owner_boot_id, ''), coalesce(r.owner_pid, 0), coalesce(r.owner_start_time, 0),"
         " (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'unverifiable'"
         "  AND coalesce(v.cause, 'environment') <> 'environment'),"
-        " coalesce(r.seed_source, ''), coalesce(r.program_check, '')"
+        " coalesce(r.seed_source, ''), coalesce(r.program_check, ''), r.shard_index, coalesce(r.shard_count, 0)"
         " FROM replay_runs r WHERE ?1 = 0 OR r.tape_id = ?1 ORDER BY r.id DESC");
     rows.bind(1, tapeId);
     std::vector<StoredReplayRun> result;
@@ -384,6 +389,9 @@ std::vector<StoredReplayRun> ReplayStore::runs(std::int64_t tapeId)
         run.diverged = static_cast<std::uint64_t>(rows.int64(19));
         run.unverifiable = static_cast<std::uint64_t>(rows.int64(20));
         run.trainersFailures = static_cast<std::uint64_t>(rows.int64(25));
+        if (!rows.isNull(28))
+            run.shardIndex = static_cast<unsigned>(rows.int64(28));
+        run.shardCount = static_cast<unsigned>(rows.int64(29));
         if (run.status == RunStatus::Running) {
             // A reader may not write, so it shows a run whose process is gone as what the next
             // writable open will record (CaseStore).

@@ -31,11 +31,14 @@ constexpr std::string_view kSealTagV3 = "zkdv replay run seal 3\n";
 // Version 4 adds the run's program_check (case schema 13): whether the program that ran is
 // the one the tape commits to, which the report states from that column alone.
 constexpr std::string_view kSealTagV4 = "zkdv replay run seal 4\n";
-constexpr int kLatestPayloadVersion = 4;
+// Version 5 adds the run's shard (case schema 16): which shard of how many a shard's run
+// replayed, and for a merged run the shards it was merged from, which its report names.
+constexpr std::string_view kSealTagV5 = "zkdv replay run seal 5\n";
+constexpr int kLatestPayloadVersion = 5;
 
 std::string_view sealTag(int version)
 {
-    return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : version == 3 ? kSealTagV3 : kSealTagV4;
+    return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : version == 3 ? kSealTagV3 : version == 4 ? kSealTagV4 : kSealTagV5;
 }
 
 constexpr const char* kTapeQuery =
@@ -51,6 +54,13 @@ constexpr const char* kRunQueryV4 =
     "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
     " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check FROM replay_runs"
     " WHERE id = ?1";
+constexpr const char* kRunQueryV5 =
+    "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
+    " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check, shard_index,"
+    " shard_count FROM replay_runs WHERE id = ?1";
+constexpr const char* kMergedShardQuery =
+    "SELECT shard_index, file, shard_run_id, host, device, libtorch_version, signer, sealed_at, started_at, finished_at, replayed"
+    " FROM merged_shards WHERE run_id = ?1 ORDER BY shard_index";
 constexpr const char* kVerdictQuery =
     "SELECT idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns"
     " FROM verdicts WHERE run_id = ?1 ORDER BY idx";
@@ -141,9 +151,11 @@ Digest runContentDigest(Database& db, std::int64_t runId, int version)
     hashRows(hash, db, kLayoutQuery, runId, 'L');
     hashRows(hash, db, kGroupQuery, runId, 'G');
     hashRows(hash, db, kTransactionQuery, runId, 'X');
-    hashRows(hash, db, version >= 4 ? kRunQueryV4 : version >= 3 ? kRunQueryV3 : kRunQuery, runId, 'R');
+    hashRows(hash, db, version >= 5 ? kRunQueryV5 : version >= 4 ? kRunQueryV4 : version >= 3 ? kRunQueryV3 : kRunQuery, runId, 'R');
     hashRows(hash, db, kVerdictQueryV2, runId, 'V');
     hashRows(hash, db, kMetricQuery, runId, 'M');
+    if (version >= 5)
+        hashRows(hash, db, kMergedShardQuery, runId, 'S');
     return hash.finish();
 }
 
@@ -324,6 +336,14 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
         Statement legacy = db.prepare("SELECT coalesce(program_check, '') = " ZKDV_LEGACY_PROGRAM_CHECK_SQL " FROM replay_runs WHERE id = ?1");
         legacy.bind(1, runId);
         causeAdded = causeAdded || !legacy.step() || legacy.int64(0) == 0;
+    }
+    // And a shard, or shards merged from, on a run sealed before version 5 (it would pass a
+    // part of a selection for the whole, or name shards its signer never checked).
+    if (wellFormed && check.payloadVersion < 5) {
+        const std::string id = std::to_string(runId);
+        causeAdded = causeAdded ||
+                     db.queryInt64("SELECT (shard_index IS NOT NULL OR shard_count IS NOT NULL) FROM replay_runs WHERE id = " + id).value_or(0) != 0 ||
+                     db.queryInt64("SELECT count(*) FROM merged_shards WHERE run_id = " + id).value_or(0) != 0;
     }
     const bool rowsHold = wellFormed && !causeAdded && runContentDigest(db, runId, check.payloadVersion) == stored;
     if (!signatureHolds || !rowsHold) {

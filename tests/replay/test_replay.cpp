@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -25,9 +26,11 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/shard_case.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/tape/tape_writer.h"
+#include "zkdv/workflow/shard_merge.h"
 
 using namespace zkdv;
 
@@ -199,6 +202,7 @@ private Q_SLOTS:
     void embeddedCaseReplaysWithoutTheTapeFile();
     void absentDeviceIsAnInputError();
     void cancelledRunIsStoredAsCancelled();
+    void shardsMergeIntoTheVerdictsOfOneRun();
 
 private:
     test::TempDir dir_;
@@ -884,6 +888,66 @@ void TestReplay::cancelledRunIsStoredAsCancelled()
     QVERIFY(summary.replayed < kSteps);
     QVERIFY(!summary.passed());
     QCOMPARE(ReplayStore(store.database()).runs().front().status, RunStatus::Stopped);
+}
+
+// A replay split into shards, each replayed into a case of its own and merged, stores the
+// verdicts one run stores, transaction by transaction; the shard that owns a tampered
+// transaction finds it.
+void TestReplay::shardsMergeIntoTheVerdictsOfOneRun()
+{
+    const std::string tampered = dir_.file("tampered-for-shards.zkdv");
+    rewriteTape(demoTape_, tampered, [&](RawRecord& record) {
+        if (isTransaction(record, 29))
+            scaleElement(record, "delta/fc.weight", 3, 1.5f);
+    });
+    const std::string casePath = dir_.file("sharded.zkaudit");
+    CaseStore(casePath, CaseStore::Access::ReadWrite).ingestTape(tampered);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("all");
+    request.seed = 11;
+    request.threads = 1;
+
+    std::map<std::uint64_t, std::pair<Verdict, bool>> single;
+    {
+        CaseStore whole(dir_.file("sharded-whole.zkaudit"), CaseStore::Access::ReadWrite);
+        whole.ingestTape(tampered);
+        const ReplaySummary summary = runReplay(whole, request);
+        QVERIFY(summary.diverged >= 1);
+        for (const StoredVerdict& verdict : ReplayStore(whole.database()).verdicts(summary.runId))
+            single[verdict.index] = {verdict.verdict, verdict.selected};
+    }
+    QVERIFY(single.count(29) && single[29].first == Verdict::Diverged);
+
+    constexpr unsigned kShardCount = 2;
+    std::vector<std::string> shardFiles;
+    std::optional<unsigned> owner;
+    for (unsigned i = 0; i < kShardCount; ++i) {
+        shardFiles.push_back(dir_.file("sharded-" + std::to_string(i) + ".zkaudit"));
+        {
+            CaseStore source(casePath, CaseStore::Access::ReadOnly);
+            writeShardCase(source, source.tapes().front().id, shardFiles.back());
+        }
+        auto shard = std::make_unique<CaseStore>(shardFiles.back(), CaseStore::Access::ReadWrite);
+        ReplayRequest part = request;
+        part.shard = ShardSpec{i, kShardCount};
+        const ReplaySummary summary = runReplay(*shard, part);
+        QCOMPARE(summary.status, RunStatus::Finished);
+        const StoredReplayRun run = ReplayStore(shard->database()).runs().front();
+        shard.reset();
+        QCOMPARE(run.shardIndex, std::optional<unsigned>(i));
+        QCOMPARE(run.shardCount, kShardCount);
+        if (summary.diverged > 0)
+            owner = i;
+        trimShardCase(shardFiles.back());
+    }
+    QVERIFY(owner);  // one shard found the tampered transaction
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    const ShardMergeResult merged = mergeShards(store, shardFiles);
+    QVERIFY(merged.failed());
+    std::map<std::uint64_t, std::pair<Verdict, bool>> joined;
+    for (const StoredVerdict& verdict : ReplayStore(store.database()).verdicts(merged.run.id))
+        joined[verdict.index] = {verdict.verdict, verdict.selected};
+    QCOMPARE(joined, single);
 }
 
 QTEST_GUILESS_MAIN(TestReplay)

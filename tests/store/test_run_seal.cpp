@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "audit_process.h"
+#include "config_home.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/report/audit_report.h"
@@ -30,33 +31,11 @@
 #include "zkdv/util/sha256.h"
 
 using namespace zkdv;
+using zkdv::test::ConfigHome;
 
 namespace {
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
-
-// Points this process's zkdv settings (signing key, trusted keys) at `folder` while it lives.
-class ConfigHome {
-public:
-    explicit ConfigHome(const std::string& folder)
-    {
-        const char* before = std::getenv("ZKDV_CONFIG_HOME");
-        if (before)
-            previous_ = before, hadPrevious_ = true;
-        ::setenv("ZKDV_CONFIG_HOME", folder.c_str(), 1);
-    }
-    ~ConfigHome()
-    {
-        if (hadPrevious_)
-            ::setenv("ZKDV_CONFIG_HOME", previous_.c_str(), 1);
-        else
-            ::unsetenv("ZKDV_CONFIG_HOME");
-    }
-
-private:
-    std::string previous_;
-    bool hadPrevious_ = false;
-};
 
 // Runs SQL on the case file with SQLite itself, as someone editing it by hand would.
 void editByHand(const std::string& casePath, const std::string& sql)
@@ -311,7 +290,8 @@ void TestRunSeal::runsOfSchema12GetTheProgramCheckTheirProblemSays()
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         QCOMPARE(ReplayStore(store.database()).runs().front().programCheck, std::optional<ProgramCheck>(ProgramCheck::NotReplayable));
     }
-    editByHand(casePath, "DROP TABLE provenance_checks; ALTER TABLE tapes DROP COLUMN signer_key_id; ALTER TABLE tapes DROP COLUMN signer_algorithm;"
+    editByHand(casePath, "DROP TABLE merged_shards; ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count;"
+                         " DROP TABLE provenance_checks; ALTER TABLE tapes DROP COLUMN signer_key_id; ALTER TABLE tapes DROP COLUMN signer_algorithm;"
                          " ALTER TABLE tapes DROP COLUMN signer_public_key;"
                          " ALTER TABLE replay_runs DROP COLUMN program_check; UPDATE tapes SET program_kind = 'torchscript';"
                          " UPDATE replay_runs SET problem = 'program digest mismatch: the tape commits to sha256 00'; PRAGMA user_version = 12");

@@ -161,6 +161,8 @@ void TestTransactionNotes::aVersion7CaseMigratesKeepingItsRows()
     const std::string path = newCase("v7.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
+        db.exec("DROP TABLE merged_shards");                                                                // 16
+        db.exec("ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count");  // 16
         db.exec("DROP TABLE provenance_checks");                                                            // 15
         for (const char* column : {"signer_key_id", "signer_algorithm", "signer_public_key"})
             db.exec(std::string("ALTER TABLE tapes DROP COLUMN ") + column);                               // 14

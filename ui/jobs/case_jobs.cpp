@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 
 #include "background_job.h"
 #include "zkdv/report/audit_attestation.h"
@@ -17,6 +18,7 @@
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/signing_key.h"
 #include "zkdv/workflow/replay_summary_text.h"
+#include "zkdv/workflow/shard_merge.h"
 #include "zkdv/workflow/tape_provenance.h"
 
 namespace zkdv::ui {
@@ -99,6 +101,68 @@ BackgroundJob* weightMatchJob(const QString& casePath, qint64 tapeId, const QStr
                              [casePath = casePath.toStdString(), tapeId, model = model.toStdString(), kind](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         return QObject::tr("Tape %1: %2").arg(tapeId).arg(QString::fromStdString(provenanceCheckText(checkTapeWeights(store, tapeId, model, kind, &progress))));
+    });
+}
+
+BackgroundJob* mergeShardsJob(const QString& casePath, const QStringList& shardFiles)
+{
+    std::vector<std::string> files;
+    for (const QString& file : shardFiles)
+        files.push_back(file.toStdString());
+    return new BackgroundJob(QObject::tr("Merging %n shard case(s)", nullptr, static_cast<int>(files.size())), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), files](ProgressSink& progress) {
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        const ShardMergeResult result = mergeShards(store, files, &progress);
+        const StoredReplayRun& run = result.run;
+        QString text = QObject::tr("Run %1 merged from %n shard(s) of %2 (seed %3): %4 replayed, %5 diverged, %6 unverifiable — %7",
+                                   nullptr, static_cast<int>(result.shards.size()))
+                           .arg(run.id)
+                           .arg(QString::fromStdString(run.selection))
+                           .arg(run.seed)
+                           .arg(run.replayed)
+                           .arg(run.diverged)
+                           .arg(run.unverifiable)
+                           .arg(result.passed() ? QObject::tr("passed") : QObject::tr("FAILED"));
+        if (!result.sealProblem.empty())
+            text += QObject::tr(" (stored unsigned: %1)").arg(QString::fromStdString(result.sealProblem));
+        return text;
+    });
+}
+
+BackgroundJob* clusterJobExportJob(const QString& casePath, ClusterJob job, bool kubernetes, const QString& path)
+{
+    return new BackgroundJob(QObject::tr("Writing the cluster job %1").arg(QFileInfo(path).fileName()), Interruption::Cancel,
+                             [casePath = casePath.toStdString(), job, kubernetes, target = path.toStdString(),
+                              shown = QDir::toNativeSeparators(path)](ProgressSink&) mutable {
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        ReplayRequest request;
+        request.selection = SelectionSpec::parse(job.selection);
+        request.seed = job.seed;
+        request.tapeId = job.tapeId;
+        const ShardedReplay sharded = planShardedReplay(store, request, job.shards);
+        job.selection = request.selection.toString();
+        if (store.tapes().size() > 1)
+            job.tapeId = sharded.tapeId;
+        std::uint64_t busiest = 0;
+        for (const ReplayShard& shard : sharded.shards.shards)
+            busiest = std::max(busiest, shard.transactions);
+        std::string text;
+        if (kubernetes) {
+            text = kubernetesIndexedJob(job);
+        } else {
+            text = slurmArrayScript(job);
+            std::filesystem::create_directories(job.folder.empty() ? defaultShardFolder(job.casePath, job.seed, job.shards) : job.folder);
+        }
+        writeReportFile(target, text);
+        return QObject::tr("%1 for %2 shards of %3 (%4 transactions, at most %5 per shard) written to %6; %7")
+            .arg(kubernetes ? QObject::tr("Kubernetes Indexed Job") : QObject::tr("Slurm array script"))
+            .arg(job.shards)
+            .arg(QString::fromStdString(job.selection))
+            .arg(sharded.plan.replayedTransactions())
+            .arg(busiest)
+            .arg(shown)
+            .arg(kubernetes ? QObject::tr("apply it with kubectl apply -f, then merge as its first lines say")
+                            : QObject::tr("submit it with sbatch"));
     });
 }
 

@@ -12,6 +12,7 @@
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/provenance_checks.h"
 #include "zkdv/store/transaction_table.h"
+#include "zkdv/workflow/cluster_job.h"
 #include "zkdv/workflow/file_ingest.h"
 
 namespace zkdv::ui {
@@ -35,6 +36,14 @@ BackgroundJob* datasetCheckJob(const QString& casePath, qint64 tapeId, const QSt
 // Matches the model at `model` (a .safetensors file or a folder of shards) with tape
 // `tapeId`'s snapshot 0 (StartCheckpoint) or final state (FinalModel) and stores the outcome.
 BackgroundJob* weightMatchJob(const QString& casePath, qint64 tapeId, const QString& model, ProvenanceKind kind);
+// Merges the shard cases `shardFiles` into the case as one run (zkdv/workflow/shard_merge.h):
+// fails, naming the shard and why, when one is refused; the case is then unchanged.
+BackgroundJob* mergeShardsJob(const QString& casePath, const QStringList& shardFiles);
+// Writes `job` (casePath and auditExecutable filled) to `path` as a Slurm array script, or a
+// Kubernetes Indexed Job manifest when `kubernetes`, after planning it from the case (a bad
+// selection, seed or shard count fails here, not on the cluster); for Slurm it makes the
+// shard folder the script's logs go to.
+BackgroundJob* clusterJobExportJob(const QString& casePath, ClusterJob job, bool kubernetes, const QString& path);
 // Runs `request` (a replay run stored in the case) and sums it up in one line.
 BackgroundJob* replayJob(const QString& casePath, ReplayRequest request, const QString& title);
 

@@ -272,6 +272,21 @@ QString ReportHtml::summary() const
                        QObject::tr("Kernel settings"), orDash(r.kernelProfile),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
+    if (r.shard)
+        html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("This run replayed shard %1 of the selection only.")
+                                                     .arg(QString::fromStdString(r.shard->toString()))));
+    if (!r.mergedShards.empty()) {
+        html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("This run was merged from %n shards, each replayed and sealed on its own machine:", "",
+                                                                 static_cast<int>(r.mergedShards.size()))));
+        QString rows;
+        for (const MergedShard& shard : r.mergedShards)
+            rows += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td></tr>")
+                        .arg(shard.index)
+                        .arg(esc(shard.host), esc(shard.device), QString::number(shard.replayed), mono(esc(shard.signer)), esc(shard.file));
+        html += table(headerRow({QObject::tr("Shard"), QObject::tr("Host"), QObject::tr("Device"), QObject::tr("Replayed"),
+                                 QObject::tr("Sealed by"), QObject::tr("Shard case")}),
+                      rows);
+    }
     }
     if (!r.redoCommand.empty()) {
         html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("Anyone with the tape can redo this audit, choosing the same transactions:")));

@@ -100,7 +100,11 @@ void RunList::showRuns(const QString& casePath, qint64 tapeId)
             item->setForeground(VerdictsColumn, VerdictPalette::cellText(worst, palette()));
             item->setBackground(VerdictsColumn, VerdictPalette::cellBackground(worst, palette()));
         }
-        item->setText(SelectionColumn, QString::fromStdString(run.selection));
+        // A merged run says it was joined from shards; a shard's own run that it is a part.
+        const QString selection = QString::fromStdString(run.selection);
+        item->setText(SelectionColumn, run.merged()      ? tr("%1 (merged from %2 shards)").arg(selection).arg(run.shardCount)
+                                       : run.shardIndex ? tr("%1 (shard %2/%3)").arg(selection).arg(*run.shardIndex).arg(run.shardCount)
+                                                        : selection);
         item->setText(SeedColumn, QString::number(run.seed));
         item->setText(DeviceColumn, QString::fromStdString(run.device));
         item->setText(StartedColumn, QString::fromStdString(run.startedAt));

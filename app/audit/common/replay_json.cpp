@@ -105,7 +105,11 @@ nlohmann::json storedRunJson(const StoredReplayRun& r)
             {"selected", r.selectedCount},
             {"replayed", r.replayed},
             {"verdicts", {{"exact", r.exact}, {"within_tolerance", r.withinTolerance}, {"diverged", r.diverged}, {"unverifiable", r.unverifiable}}},
-            {"trainers_failures", r.trainersFailures}};
+            {"trainers_failures", r.trainersFailures},
+            // A shard's run: {index, count}; a merged run: {count}; null for a whole run.
+            {"shard", r.shardCount == 0 ? nlohmann::json()
+                      : r.shardIndex    ? nlohmann::json{{"index", *r.shardIndex}, {"count", r.shardCount}}
+                                        : nlohmann::json{{"count", r.shardCount}, {"merged", true}}}};
 }
 
 nlohmann::json runSealJson(const RunSealCheck& seal)

@@ -6,6 +6,7 @@
 // same selection, seed and count gets the same one.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "zkdv/audit/replay_plan.h"
@@ -26,6 +27,17 @@ struct ShardPlan {
     std::vector<ReplayShard> shards;       // by index; a shard may be empty when segments are few
     // The segments of shard `index` as a replay plan of their own.
     ReplayPlan shardPlan(const ReplayPlan& plan, unsigned index) const;
+};
+
+// Which shard of how many one replay is: "I/N" on a command line, I in 0 … N − 1.
+struct ShardSpec {
+    unsigned index = 0;
+    unsigned count = 1;
+
+    // Throws Error naming what is wrong ("3/3": the index must be below the count).
+    static ShardSpec parse(const std::string& text);
+    std::string toString() const;
+    bool operator==(const ShardSpec& other) const { return index == other.index && count == other.count; }
 };
 
 // Splits `plan` into `count` shards (1 … kMaxShards; Error otherwise). `wallTimeNs[i]` is

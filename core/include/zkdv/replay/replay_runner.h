@@ -39,6 +39,9 @@ struct ReplayRequest {
     // the workstation's dialog does when it proposes one).
     std::optional<std::uint64_t> seed;
     SeedSource seedSource = SeedSource::Given;
+    // Replays only this shard of the selection (planShardedReplay; the seed must be given)
+    // and marks the run with it, so that `zkdv-audit merge` can join the shards' runs.
+    std::optional<ShardSpec> shard;
     std::string device = "cpu";
     unsigned threads = 0;     // worker processes replaying segments at once on CPU; 0 and at most: one per core
     int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
@@ -92,12 +95,18 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& request);
 
 // The selection of `request` (its tape and seed; ReplayError without a seed, which every
 // machine must share) split into `shards` shards of whole segments (shard_plan.h): what
-// `zkdv-audit plan` prints and what each shard of a sharded replay replays.
+// `zkdv-audit plan` prints, what each shard of a sharded replay replays and what
+// `zkdv-audit merge` checks the shards' results against.
 struct ShardedReplay {
     std::int64_t tapeId = 0;
     std::vector<std::uint64_t> selected;
+    // Selected, but no snapshot starts their segment: shard 0 reports them unverifiable.
+    std::vector<std::uint64_t> unplannable;
     ReplayPlan plan;
     ShardPlan shards;
+
+    // The selected transactions shard `index` reports, ascending.
+    std::vector<std::uint64_t> shardSelected(unsigned index) const;
 };
 ShardedReplay planShardedReplay(CaseStore& store, const ReplayRequest& request, unsigned shards);
 

@@ -12,8 +12,10 @@
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/program_check.h"
 #include "zkdv/audit/run_status.h"
+#include "zkdv/audit/shard_plan.h"
 #include "zkdv/audit/verdict.h"
 #include "zkdv/store/case_contents.h"
+#include "zkdv/store/merged_shards.h"
 #include "zkdv/store/run_seal.h"
 #include "zkdv/store/transaction_notes.h"
 #include "zkdv/util/error.h"
@@ -189,6 +191,11 @@ struct ReportData {
     std::uint64_t trainersFailures = 0;  // of the unverifiable: the tape's own program or tape is to blame
     std::uint64_t comparisonCount = 0;  // tensors and values compared, over every replayed transaction
     std::string runProblem;
+    // A shard's run: which shard of how many of the selection it replayed (it covers only
+    // that part); a merged run: the shards it was merged from, with their hosts and devices
+    // (docs/replay.md, "Sharded replays").
+    std::optional<ShardSpec> shard;
+    std::vector<MergedShard> mergedShards;
     // Whether the run's rows carry a seal this reader trusts: the conclusion is drawn only
     // from vouched rows (docs/report.md, "Vouched results").
     RunSealCheck seal;

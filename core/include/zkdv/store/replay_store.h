@@ -13,6 +13,7 @@
 #include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
+#include "zkdv/audit/shard_plan.h"
 #include "zkdv/store/database.h"
 #include "zkdv/tape/record_reader.h"
 
@@ -37,6 +38,7 @@ struct ReplayRunInfo {
     std::uint64_t selectedCount = 0;
     ProgramCheck programCheck = ProgramCheck::Matched;  // what the replay found before it ran anything
     std::string environmentJson = "{}";  // OS, CUDA, deterministic algorithms, program digest
+    std::optional<ShardSpec> shard;      // a shard of a sharded replay (docs/replay.md, "Sharded replays")
 };
 
 struct StoredReplayRun {
@@ -58,6 +60,11 @@ struct StoredReplayRun {
     std::optional<ProgramCheck> programCheck;
     std::string problem;
     std::string environmentJson;
+    // A shard's run (index and count), or a merged run of `shardCount` shards (no index);
+    // 0 shards: an ordinary run.
+    std::optional<unsigned> shardIndex;
+    unsigned shardCount = 0;
+    bool merged() const { return shardCount > 0 && !shardIndex; }
     std::uint64_t selectedCount = 0;
     std::uint64_t replayed = 0;
     std::uint64_t exact = 0, withinTolerance = 0, diverged = 0, unverifiable = 0;

@@ -49,7 +49,7 @@ struct RunSealCheck {
     std::string signer;       // the key's fingerprint, and its trusted name in parentheses
     std::string sealedAt;     // UTC, ISO 8601
     std::string explanation;  // a sentence saying what the state means for the results
-    int payloadVersion = 0;   // of the seal (1, 2 or 3); 0 when unsigned
+    int payloadVersion = 0;   // of the seal (1 to 5); 0 when unsigned
     // What the run found when it was sealed, when a key this reader trusts signed it and the
     // signature still holds over it: also for an Altered run whose rows changed since (the
     // finding survives an edit of the rows), never for an untrusted signer or a v1 seal.
@@ -61,7 +61,7 @@ struct RunSealCheck {
 // The name of a state as the JSON outputs spell it: vouched, untrusted-signer, altered, unsigned.
 const char* runSealStateName(RunSealCheck::State state);
 
-// Signs run `runId` as its rows stand now (payload version 2) and stores the seal; call it
+// Signs run `runId` as its rows stand now (the latest payload version) and stores the seal; call it
 // inside the write transaction that stores the run's last rows. `trusted`: the keys whose
 // seals on the tape's earlier runs count, besides `key`'s own, for its earlierFailedRuns.
 void sealRun(Database& db, std::int64_t runId, const AuditorKey& key, const std::vector<TrustedKey>& trusted = {});

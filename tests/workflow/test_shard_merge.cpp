@@ -1,0 +1,458 @@
+// Tests for sharded replays' merge (zkdv/workflow/shard_merge.h) and the shard case a shard
+// writes into (zkdv/store/shard_case.h). The shards' runs are stored here the way a replay
+// stores them (ReplayStore, sealed by finishRun with the key of the current settings
+// folder), so the merge's checks are tested on every kind of bad shard without replaying.
+#include <QtTest>
+
+#include <sqlite3.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config_home.h"
+#include "file_bytes.h"
+#include "temp_dir.h"
+#include "zkdv/demo/synthetic_demo.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/report/audit_report.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/merged_shards.h"
+#include "zkdv/store/replay_store.h"
+#include "zkdv/store/run_seal.h"
+#include "zkdv/store/shard_case.h"
+#include "zkdv/util/auditor_key.h"
+#include "zkdv/util/sha256.h"
+#include "zkdv/workflow/shard_merge.h"
+
+using namespace zkdv;
+using zkdv::test::ConfigHome;
+
+namespace {
+
+constexpr const char* kSelection = "random:30";
+constexpr std::uint64_t kSeed = 9;
+constexpr unsigned kShards = 3;
+
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+void editByHand(const std::string& path, const std::string& sql)
+{
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+    const std::string why = message ? message : "";
+    sqlite3_free(message);
+    sqlite3_close(db);
+    QVERIFY2(rc == SQLITE_OK, (sql + ": " + why).c_str());
+}
+
+void writeTape(const std::string& path, std::uint64_t seed)
+{
+    SyntheticDemoOptions options;
+    options.steps = 60;  // five segments of 12
+    options.batchSize = 4;
+    options.features = 4;
+    options.classes = 3;
+    options.seed = seed;
+    options.overwrite = true;
+    writeSyntheticDemoTape(path, options);
+}
+
+TransactionOutcome outcome(std::uint64_t index, bool selected, Verdict verdict)
+{
+    TransactionOutcome o;
+    o.index = index;
+    o.segment = index / 12;
+    o.selected = selected;
+    o.verdict = verdict;
+    o.detail = verdict == Verdict::Exact ? "replayed bit for bit" : "parameter w differs after the step (max 3 ULP)";
+    TensorComparison comparison;
+    comparison.tensor = "w";
+    comparison.slot = "param";
+    comparison.verdict = verdict;
+    comparison.metrics.elements = 12;
+    comparison.metrics.bitwiseEqual = verdict == Verdict::Exact;
+    comparison.metrics.maxUlp = verdict == Verdict::Exact ? 0 : 3;
+    o.comparisons.push_back(comparison);
+    return o;
+}
+
+struct ShardOptions {
+    std::string selection = kSelection;
+    std::uint64_t seed = kSeed;
+    unsigned count = kShards;
+    std::uint64_t divergedAt = UINT64_MAX;  // a transaction stored as diverged
+    // Stores the outcomes of this shard index's part of the plan while marking the run
+    // with `index` (a shard that holds another shard's results).
+    std::optional<unsigned> partOf;
+    RunStatus status = RunStatus::Finished;
+};
+
+// Writes shard `index` of `casePath`'s replay into `shardPath` as `zkdv-audit replay --shard
+// --into` does, its outcomes made up: every transaction of its plan exact but `divergedAt`.
+void writeShard(const std::string& casePath, const std::string& shardPath, unsigned index, const ShardOptions& options = {})
+{
+    {
+        CaseStore source(casePath, CaseStore::Access::ReadOnly);
+        writeShardCase(source, source.tapes().front().id, shardPath);
+    }
+    CaseStore shard(shardPath, CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse(options.selection);
+    request.seed = options.seed;
+    const ShardedReplay sharded = planShardedReplay(shard, request, options.count);
+    const unsigned part = options.partOf.value_or(index);
+    const ReplayPlan plan = sharded.shards.shardPlan(sharded.plan, part);
+    const std::vector<std::uint64_t> selected = sharded.shardSelected(part);
+    ReplayStore replay(shard.database());
+    ReplayRunInfo info;
+    info.tapeId = sharded.tapeId;
+    info.device = "cpu";
+    info.libtorchVersion = "1.13.1";
+    info.selection = request.selection.toString();
+    info.seed = options.seed;
+    info.tolerance = "exact";
+    info.selectedCount = selected.size();
+    info.programCheck = ProgramCheck::Matched;
+    info.shard = ShardSpec{index, options.count};
+    const std::int64_t runId = replay.beginRun(info);
+    std::vector<TransactionOutcome> outcomes;
+    for (const ReplaySegment& segment : plan.segments)
+        for (std::uint64_t t = segment.snapshot; t <= segment.lastTransaction; ++t) {
+            const bool isSelected = std::binary_search(segment.selected.begin(), segment.selected.end(), t);
+            outcomes.push_back(outcome(t, isSelected, t == options.divergedAt ? Verdict::Diverged : Verdict::Exact));
+        }
+    replay.storeOutcomes(runId, outcomes);
+    QCOMPARE(replay.finishRun(runId, options.status, ""), std::string());
+    trimShardCase(shardPath);  // as the shard's replay leaves it
+}
+
+std::vector<StoredReplayRun> runsOf(const std::string& casePath)
+{
+    CaseStore store(casePath, CaseStore::Access::ReadOnly);
+    return ReplayStore(store.database()).runs();
+}
+
+}  // namespace
+
+class TestShardMerge : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void init();
+    void cleanup();
+    void aShardCaseHoldsTheTapeAndNoRun();
+    void aShardCaseIsNeverWrittenOver();
+    void mergeJoinsEveryShardIntoOneSealedRun();
+    void mergedVerdictsEqualTheShardsTransactionByTransaction();
+    void mergeKeepsTheDivergenceOfTheShardThatFoundIt();
+    void aShardSignedByATrustedKeyIsMerged();
+    void badShardsAreRefusedAndTheCaseIsUnchanged_data();
+    void badShardsAreRefusedAndTheCaseIsUnchanged();
+    void aMergedRunWhoseShardListIsEditedReadsAltered();
+
+private:
+    std::unique_ptr<test::TempDir> dir_;
+    std::unique_ptr<ConfigHome> home_;
+    std::string case_;
+    std::vector<std::string> shards_;
+};
+
+void TestShardMerge::init()
+{
+    dir_ = std::make_unique<test::TempDir>();
+    home_ = std::make_unique<ConfigHome>(dir_->file("auditor"));
+    const std::string tape = dir_->file("demo.zkdv");
+    writeTape(tape, 7);
+    case_ = dir_->file("case.zkaudit");
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    store.ingestTape(tape);
+    shards_.clear();
+    for (unsigned i = 0; i < kShards; ++i)
+        shards_.push_back(dir_->file("shard-" + std::to_string(i) + ".zkaudit"));
+}
+
+void TestShardMerge::cleanup()
+{
+    home_.reset();
+    dir_.reset();
+}
+
+void TestShardMerge::aShardCaseHoldsTheTapeAndNoRun()
+{
+    writeShard(case_, shards_[0], 0);  // a run in the case, which the next shard case must not carry
+    {
+        CaseStore store(case_, CaseStore::Access::ReadWrite);
+        ReplayStore replay(store.database());
+        ReplayRunInfo info;
+        info.tapeId = store.tapes().front().id;
+        info.device = "cpu";
+        info.selection = "all";
+        const std::int64_t run = replay.beginRun(info);
+        replay.finishRun(run, RunStatus::Finished, "");
+    }
+    const std::string shardPath = dir_->file("fresh.zkaudit");
+    {
+        CaseStore source(case_, CaseStore::Access::ReadOnly);
+        writeShardCase(source, source.tapes().front().id, shardPath);
+    }
+    CaseStore shard(shardPath, CaseStore::Access::ReadOnly);
+    CaseStore source(case_, CaseStore::Access::ReadOnly);
+    QCOMPARE(shard.tapes().size(), std::size_t(1));
+    QCOMPARE(shard.tapes().front().chainHead, source.tapes().front().chainHead);
+    QCOMPARE(shard.tapes().front().transactionCount, source.tapes().front().transactionCount);
+    QVERIFY(ReplayStore(shard.database()).runs().empty());
+    QCOMPARE(ReplayStore(source.database()).runs().size(), std::size_t(1));
+}
+
+void TestShardMerge::aShardCaseIsNeverWrittenOver()
+{
+    writeShard(case_, shards_[0], 0);
+    const std::vector<std::uint8_t> before = test::readAll(shards_[0]);
+    CaseStore source(case_, CaseStore::Access::ReadOnly);
+    try {
+        writeShardCase(source, source.tapes().front().id, shards_[0]);
+        QFAIL("an existing shard case was written over");
+    } catch (const Error& error) {
+        QVERIFY2(contains(error.what(), "exists already"), error.what());
+    }
+    QCOMPARE(test::readAll(shards_[0]), before);
+}
+
+void TestShardMerge::mergeJoinsEveryShardIntoOneSealedRun()
+{
+    for (unsigned i = 0; i < kShards; ++i)
+        writeShard(case_, shards_[i], i);
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    // Given in any order.
+    const ShardMergeResult result = mergeShards(store, {shards_[2], shards_[0], shards_[1]});
+    QVERIFY(result.passed());
+    QCOMPARE(result.sealProblem, std::string());
+    QVERIFY(result.run.merged());
+    QCOMPARE(result.run.shardCount, kShards);
+    QCOMPARE(result.run.selection, std::string(kSelection));
+    QCOMPARE(result.run.seed, kSeed);
+    QCOMPARE(result.run.selectedCount, std::uint64_t(30));
+    QCOMPARE(result.shards.size(), std::size_t(kShards));
+    for (unsigned i = 0; i < kShards; ++i) {
+        QCOMPARE(result.shards[i].index, i);
+        QCOMPARE(result.shards[i].file, shards_[i]);
+        QVERIFY(!result.shards[i].host.empty());
+        QVERIFY2(contains(result.shards[i].signer, "(this user's key)"), result.shards[i].signer.c_str());
+    }
+    const RunSealCheck seal = checkRunSeal(store.database(), result.run.id);
+    QVERIFY2(seal.vouched(), seal.explanation.c_str());
+    QCOMPARE(seal.payloadVersion, 5);
+    const ReportData report = buildAuditReport(store, {result.run.tapeId, result.run.id});
+    QVERIFY(report.passed);
+    QCOMPARE(report.mergedShards.size(), std::size_t(kShards));
+    QVERIFY(!report.shard);
+    QVERIFY(report.sampling);  // the merged run is the whole random sample
+}
+
+void TestShardMerge::mergedVerdictsEqualTheShardsTransactionByTransaction()
+{
+    for (unsigned i = 0; i < kShards; ++i)
+        writeShard(case_, shards_[i], i);
+    std::set<std::uint64_t> fromShards, selectedFromShards;
+    std::uint64_t metrics = 0;
+    for (const std::string& path : shards_) {
+        CaseStore shard(path, CaseStore::Access::ReadOnly);
+        ReplayStore replay(shard.database());
+        const std::int64_t run = replay.runs().front().id;
+        for (const StoredVerdict& verdict : replay.verdicts(run)) {
+            QVERIFY2(fromShards.insert(verdict.index).second, "two shards replayed one transaction");
+            if (verdict.selected)
+                selectedFromShards.insert(verdict.index);
+        }
+        metrics += static_cast<std::uint64_t>(shard.database().queryInt64("SELECT count(*) FROM metrics").value_or(0));
+    }
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse(kSelection);
+    request.seed = kSeed;
+    const std::vector<std::uint64_t> selected = planShardedReplay(store, request, 1).selected;
+    QCOMPARE(selectedFromShards, std::set<std::uint64_t>(selected.begin(), selected.end()));
+    const ShardMergeResult result = mergeShards(store, shards_);
+    std::set<std::uint64_t> merged, selectedMerged;
+    for (const StoredVerdict& verdict : ReplayStore(store.database()).verdicts(result.run.id)) {
+        merged.insert(verdict.index);
+        if (verdict.selected)
+            selectedMerged.insert(verdict.index);
+    }
+    QCOMPARE(merged, fromShards);
+    QCOMPARE(selectedMerged, selectedFromShards);
+    QCOMPARE(static_cast<std::uint64_t>(store.database().queryInt64("SELECT count(*) FROM metrics WHERE run_id = " +
+                                                                    std::to_string(result.run.id)).value_or(-1)),
+             metrics);
+}
+
+void TestShardMerge::mergeKeepsTheDivergenceOfTheShardThatFoundIt()
+{
+    // A transaction the plan gives to shard 1, stored there as diverged.
+    std::uint64_t target = 0;
+    {
+        CaseStore store(case_, CaseStore::Access::ReadOnly);
+        ReplayRequest request;
+        request.selection = SelectionSpec::parse(kSelection);
+        request.seed = kSeed;
+        target = planShardedReplay(store, request, kShards).shardSelected(1).front();
+    }
+    for (unsigned i = 0; i < kShards; ++i) {
+        ShardOptions options;
+        options.divergedAt = i == 1 ? target : UINT64_MAX;
+        writeShard(case_, shards_[i], i, options);
+    }
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    const ShardMergeResult result = mergeShards(store, shards_);
+    QVERIFY(!result.passed());
+    QVERIFY(result.failed());
+    QCOMPARE(result.run.diverged, std::uint64_t(1));
+    bool found = false;
+    for (const StoredVerdict& verdict : ReplayStore(store.database()).verdicts(result.run.id))
+        if (verdict.verdict == Verdict::Diverged)
+            found = verdict.index == target;
+    QVERIFY(found);
+    const ReportData report = buildAuditReport(store, {result.run.tapeId, result.run.id});
+    QCOMPARE(report.outcome, std::string("FAILED"));
+}
+
+void TestShardMerge::aShardSignedByATrustedKeyIsMerged()
+{
+    // Shard 2 ran under a service key; the auditor trusts it by listing it.
+    for (unsigned i = 0; i < 2; ++i)
+        writeShard(case_, shards_[i], i);
+    {
+        ConfigHome service(dir_->file("service"));
+        writeShard(case_, shards_[2], 2);
+    }
+    const std::optional<PublicKey> serviceKey = AuditorKey::existingPublicKey(dir_->file("service") + "/signing-key.pem");
+    QVERIFY(serviceKey);
+    {
+        std::ofstream trusted(dir_->file("auditor/trusted-keys"));
+        trusted << toHex(*serviceKey) << " cluster service\n";
+    }
+    CaseStore store(case_, CaseStore::Access::ReadWrite);
+    const ShardMergeResult result = mergeShards(store, shards_);
+    QVERIFY(result.passed());
+    QVERIFY2(contains(result.shards[2].signer, "(trusted: cluster service)"), result.shards[2].signer.c_str());
+}
+
+void TestShardMerge::badShardsAreRefusedAndTheCaseIsUnchanged_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("missing") << "missing" << "lack shard 2";
+    QTest::newRow("duplicated") << "duplicated" << "the same shard twice";
+    QTest::newRow("given twice") << "given-twice" << "is given twice";
+    QTest::newRow("another seed") << "seed" << "its seed is 10, not 9";
+    QTest::newRow("another count") << "count" << "its shard count is 4, not 3";
+    QTest::newRow("another selection") << "selection" << "its selection is random:20";
+    QTest::newRow("another tape") << "tape" << "its tape is";
+    QTest::newRow("altered") << "altered" << "whose seal is altered";
+    QTest::newRow("untrusted") << "untrusted" << "whose seal is untrusted-signer";
+    QTest::newRow("unsigned") << "unsigned" << "whose seal is unsigned";
+    QTest::newRow("hostile schema") << "hostile" << "cannot be read as a shard case";
+    QTest::newRow("unfinished") << "unfinished" << "unfinished (stopped";
+    QTest::newRow("not a shard") << "whole" << "is not a shard case";
+    QTest::newRow("another shard's part") << "wrong-part" << "which the plan of 3 shards gives to shard 2, not to its shard 1/3";
+    QTest::newRow("not a case") << "garbage" << "cannot be read as a shard case";
+    QTest::newRow("the case itself") << "itself" << "is the case being merged into";
+}
+
+void TestShardMerge::badShardsAreRefusedAndTheCaseIsUnchanged()
+{
+    QFETCH(QString, kind);
+    QFETCH(QString, expected);
+    const std::string what = kind.toStdString();
+    std::vector<std::string> given = shards_;
+    const std::string bad = shards_[1];
+    for (unsigned i = 0; i < kShards; ++i) {
+        if (i != 1) {
+            writeShard(case_, shards_[i], i);
+            continue;
+        }
+        ShardOptions options;
+        if (what == "seed")
+            options.seed = 10;
+        else if (what == "count")
+            options.count = 4;
+        else if (what == "selection")
+            options.selection = "random:20";
+        else if (what == "wrong-part")
+            options.partOf = 2;
+        else if (what == "unfinished")
+            options.status = RunStatus::Stopped;
+        if (what == "untrusted") {
+            ConfigHome stranger(dir_->file("stranger"));
+            writeShard(case_, bad, 1, options);
+        } else if (what == "tape") {
+            const std::string otherTape = dir_->file("other.zkdv");
+            writeTape(otherTape, 8);
+            const std::string otherCase = dir_->file("other.zkaudit");
+            CaseStore(otherCase, CaseStore::Access::ReadWrite).ingestTape(otherTape);
+            writeShard(otherCase, bad, 1, options);
+        } else if (what == "whole") {
+            writeShard(case_, bad, 1, options);
+            editByHand(bad, "UPDATE replay_runs SET shard_index = NULL, shard_count = NULL; DELETE FROM run_seals");
+        } else if (what == "garbage") {
+            std::ofstream(bad) << "not an SQLite file at all\n";
+        } else if (what != "missing" && what != "itself") {
+            writeShard(case_, bad, 1, options);
+        }
+    }
+    if (what == "missing")
+        given.pop_back();
+    else if (what == "duplicated") {
+        const std::string copy = dir_->file("copy-of-shard-1.zkaudit");
+        QVERIFY(QFile::copy(QString::fromStdString(bad), QString::fromStdString(copy)));
+        given.push_back(copy);
+    } else if (what == "given-twice")
+        given.push_back(dir_->file("./shard-1.zkaudit"));
+    else if (what == "altered")
+        editByHand(bad, "UPDATE verdicts SET detail = 'replayed bit for bit, honestly' WHERE rowid IN (SELECT rowid FROM verdicts LIMIT 1)");
+    else if (what == "unsigned")
+        editByHand(bad, "DELETE FROM run_seals");
+    else if (what == "hostile")
+        editByHand(bad, "CREATE TRIGGER sneaky AFTER INSERT ON verdicts BEGIN DELETE FROM verdicts; END");
+    else if (what == "itself")
+        given[1] = case_;
+
+    const std::vector<std::uint8_t> before = test::readAll(case_);
+    try {
+        CaseStore store(case_, CaseStore::Access::ReadWrite);
+        mergeShards(store, given);
+        QFAIL(("a merge with a bad shard (" + what + ") was accepted").c_str());
+    } catch (const ShardMergeRefused& refused) {
+        const std::string message = refused.what();
+        QVERIFY2(contains(message, expected.toStdString()), message.c_str());
+        QVERIFY2(contains(message, "the case is unchanged"), message.c_str());
+        // The refusal names the file at fault (a missing shard has none: it names the count).
+        if (what != "missing")
+            QVERIFY2(contains(message, what == "itself" ? case_ : what == "duplicated" ? "copy-of-shard-1" : "shard-1.zkaudit"), message.c_str());
+    }
+    QVERIFY(runsOf(case_).empty());
+    QCOMPARE(test::readAll(case_), before);
+}
+
+void TestShardMerge::aMergedRunWhoseShardListIsEditedReadsAltered()
+{
+    for (unsigned i = 0; i < kShards; ++i)
+        writeShard(case_, shards_[i], i);
+    std::int64_t runId = 0;
+    {
+        CaseStore store(case_, CaseStore::Access::ReadWrite);
+        runId = mergeShards(store, shards_).run.id;
+    }
+    editByHand(case_, "UPDATE merged_shards SET host = 'trusted-cluster-node' WHERE shard_index = 1");
+    CaseStore store(case_, CaseStore::Access::ReadOnly);
+    QCOMPARE(int(checkRunSeal(store.database(), runId).state), int(RunSealCheck::State::Altered));
+    QCOMPARE(mergedShards(store.database(), runId)[1].host, std::string("trusted-cluster-node"));
+}
+
+QTEST_GUILESS_MAIN(TestShardMerge)
+#include "test_shard_merge.moc"
