@@ -14,6 +14,8 @@ int runIngest(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runReplay(int argc, char** argv);
 int runPlan(int argc, char** argv);
+int runSlurmScript(int argc, char** argv);
+int runKubernetesJob(int argc, char** argv);
 int runKeygen(int argc, char** argv);
 int runSign(int argc, char** argv);
 int runVerifyAttestation(int argc, char** argv);

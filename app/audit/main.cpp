@@ -22,6 +22,10 @@ commands:
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
   plan CASE --select SPEC --seed S --shards N
                                      how a replay splits into shards for several machines
+  slurm-script CASE --select SPEC --seed S --shards N
+                                     an sbatch array script of the shards and their merge
+  kubernetes-job CASE --select SPEC --seed S --shards N --image IMG --claim PVC
+                                     a Kubernetes Indexed Job replaying the shards
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html;
                                      --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
@@ -66,6 +70,10 @@ int main(int argc, char** argv)
         return runReport(argc, argv);
     if (command == "plan")
         return runPlan(argc, argv);
+    if (command == "slurm-script")
+        return runSlurmScript(argc, argv);
+    if (command == "kubernetes-job")
+        return runKubernetesJob(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
     if (command == "sign")
