@@ -10,6 +10,7 @@ packages=(
   xvfb xauth
   poppler-utils
   openssl
+  slurmctld slurmd slurm-client munge python3-yaml
 )
 if [ "$(id -u)" -ne 0 ]; then
   exec sudo "$0" "$@"

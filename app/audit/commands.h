@@ -15,6 +15,8 @@ int runReport(int argc, char** argv);
 int runReplay(int argc, char** argv);
 int runPlan(int argc, char** argv);
 int runMerge(int argc, char** argv);
+int runSlurmScript(int argc, char** argv);
+int runKubernetesJob(int argc, char** argv);
 int runKeygen(int argc, char** argv);
 int runSign(int argc, char** argv);
 int runVerifyAttestation(int argc, char** argv);

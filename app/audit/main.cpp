@@ -24,6 +24,10 @@ commands:
                                      how a replay splits into shards for several machines
   merge CASE SHARD.zkaudit...        join the shard cases of a sharded replay (replay --shard
                                      I/N --into SHARD.zkaudit) into CASE as one run
+  slurm-script CASE --select SPEC --seed S --shards N
+                                     an sbatch array script of the shards and their merge
+  kubernetes-job CASE --select SPEC --seed S --shards N --image IMG --claim PVC
+                                     a Kubernetes Indexed Job replaying the shards
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html;
                                      --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
@@ -70,6 +74,10 @@ int main(int argc, char** argv)
         return runPlan(argc, argv);
     if (command == "merge")
         return runMerge(argc, argv);
+    if (command == "slurm-script")
+        return runSlurmScript(argc, argv);
+    if (command == "kubernetes-job")
+        return runKubernetesJob(argc, argv);
     if (command == "keygen")
         return runKeygen(argc, argv);
     if (command == "sign")

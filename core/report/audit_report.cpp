@@ -27,6 +27,7 @@
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/shape_text.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/shell_word.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/version.h"
 
@@ -35,19 +36,6 @@ namespace zkdv {
 namespace {
 
 constexpr std::size_t kWorstDivergences = 20;
-
-// A word for the shell: quoted only when it needs to be.
-std::string shellWord(const std::string& word)
-{
-    const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=,%+@") ==
-                                            std::string::npos;
-    if (plain)
-        return word;
-    std::string quoted = "'";
-    for (char c : word)
-        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-}
 
 // Worst first: verdict, then the largest ULP distance, then relative L2 (NaN ranks highest).
 bool worseThan(const ReportComparison& a, const ReportComparison& b)

@@ -1,0 +1,189 @@
+// slurm-script and kubernetes-job: a sharded replay written as a job for a cluster's own
+// scheduler (core/workflow/cluster_job.h). The plan is made here first, so a bad selection,
+// seed or shard count fails now rather than on every node.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <system_error>
+
+#include "command_runner.h"
+#include "commands.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/util/error.h"
+#include "zkdv/workflow/cluster_job.h"
+
+namespace zkdv::cli {
+
+namespace {
+
+void addPlanOptions(ArgumentParser& parser)
+{
+    parser.setPositionals("CASE", "the audit case (*.zkaudit); the nodes must see it at the same path", 1, false);
+    parser.addOption("select", "SPEC", "which transactions (as zkdv-audit replay --select)");
+    parser.addOption("seed", "S", "the selection's seed, shared by every shard (required)");
+    parser.addOption("shards", "N", "how many shards (1 to 100000)");
+    parser.addOption("tape", "ID", "the tape when the case holds several");
+    parser.addOption("device", "DEV", "each shard's replay device: cpu (default) or cuda:N");
+    parser.addOption("output", "FILE", "write the job there (never over an existing file) instead of to stdout");
+}
+
+std::string absolutePath(const std::string& path)
+{
+    return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// The job's plan-defining fields from the command line, checked by planning the replay.
+ClusterJob plannedJob(const ArgumentParser& parser, const char* command)
+{
+    if (!parser.has("select") || !parser.has("seed") || !parser.has("shards"))
+        throw UsageError("--select SPEC, --seed S and --shards N are required");
+    ReplayRequest request;
+    try {
+        request.selection = SelectionSpec::parse(parser.value("select"));
+    } catch (const Error& error) {
+        throw UsageError(error.what());
+    }
+    request.seed = parser.unsignedValue("seed", 0);
+    request.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
+    const std::uint64_t count = parser.unsignedValue("shards", 0);
+    if (count < 1 || count > kMaxShards)
+        throw UsageError("--shards must be 1 to " + std::to_string(kMaxShards));
+    const std::string& casePath = parser.positionals().front();
+    if (access(casePath.c_str(), F_OK) != 0)
+        throw UsageError("case " + casePath + " does not exist");
+    ShardedReplay sharded;
+    {
+        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        try {
+            sharded = planShardedReplay(store, request, static_cast<unsigned>(count));
+        } catch (const ReplayError& error) {
+            throw UsageError(error.what());
+        }
+    }
+    std::uint64_t costliestNs = 0;
+    for (const ReplayShard& shard : sharded.shards.shards)
+        costliestNs = std::max(costliestNs, shard.costNs);
+    std::fprintf(stderr, "zkdv-audit %s: %zu selected transactions in %zu segments over %llu shards, the costliest about %.3f s\n",
+                 command, sharded.selected.size(), sharded.plan.segments.size(), static_cast<unsigned long long>(count),
+                 static_cast<double>(costliestNs) / 1e9);
+
+    ClusterJob job;
+    job.casePath = absolutePath(casePath);
+    job.selection = request.selection.toString();
+    job.seed = *request.seed;
+    job.shards = static_cast<unsigned>(count);
+    job.tapeId = request.tapeId;
+    job.device = parser.value("device");
+    return job;
+}
+
+std::string ownExecutable()
+{
+    std::error_code error;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error)
+        throw IoError("cannot find this zkdv-audit's own path (/proc/self/exe): " + error.message() + "; give --zkdv-audit PATH");
+    return self.string();
+}
+
+// Creates `path` with `text`, refusing a file that exists: a job script is never written over
+// another file.
+void writeNewFile(const std::string& path, const std::string& text)
+{
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw IoError("cannot create " + path + ": " + std::strerror(errno));
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    const bool closed = ::close(fd) == 0;
+    if (!ok || !closed) {
+        ::unlink(path.c_str());
+        throw IoError("cannot write " + path);
+    }
+}
+
+void emit(const ArgumentParser& parser, const std::string& text)
+{
+    if (parser.has("output"))
+        writeNewFile(parser.value("output"), text);
+    else
+        std::fputs(text.c_str(), stdout);
+}
+
+std::string jobText(const std::function<std::string()>& make)
+{
+    try {
+        return make();
+    } catch (const Error& error) {
+        throw UsageError(error.what());
+    }
+}
+
+}  // namespace
+
+int runSlurmScript(int argc, char** argv)
+{
+    ArgumentParser parser("zkdv-audit slurm-script CASE --select SPEC --seed S --shards N [--partition P] [--gres G] [--time T] "
+                          "[--device DEV] [--tape ID] [--folder DIR] [--output FILE]",
+                          "Writes an sbatch array script that replays the selection in N shards, one array task each\n"
+                          "(docs/replay.md, \"Sharded replays\"), and merges them into CASE once every task has succeeded.\n"
+                          "The nodes must see CASE, its tape, the folder and zkdv-audit at the same paths (a shared\n"
+                          "file system); each shard writes a case of its own. Makes the folder, where Slurm writes the logs.");
+    addPlanOptions(parser);
+    parser.addOption("partition", "P", "the Slurm partition (default: the cluster's)");
+    parser.addOption("gres", "G", "generic resources of each shard's task, e.g. gpu:1");
+    parser.addOption("time", "T", "each task's time limit, as sbatch --time reads it");
+    parser.addOption("folder", "DIR", "the shard cases and logs (default: CASE without .zkaudit, then .shards-S-N)");
+    parser.addOption("zkdv-audit", "PATH", "zkdv-audit as the nodes run it (default: this executable)");
+    return runCommand("slurm-script", parser, argc, argv, [&]() {
+        ClusterJob job = plannedJob(parser, "slurm-script");
+        job.auditExecutable = parser.has("zkdv-audit") ? absolutePath(parser.value("zkdv-audit")) : ownExecutable();
+        job.folder = absolutePath(parser.has("folder") ? parser.value("folder") : defaultShardFolder(job.casePath, job.seed, job.shards));
+        job.partition = parser.value("partition");
+        job.gres = parser.value("gres");
+        job.time = parser.value("time");
+        const std::string script = jobText([&] { return slurmArrayScript(job); });
+        std::filesystem::create_directories(job.folder);
+        emit(parser, script);
+        std::fprintf(stderr, "zkdv-audit slurm-script: shard cases and logs go to %s; submit with: sbatch %s\n", job.folder.c_str(),
+                     parser.has("output") ? parser.value("output").c_str() : "FILE");
+        return kExitOk;
+    });
+}
+
+int runKubernetesJob(int argc, char** argv)
+{
+    ArgumentParser parser("zkdv-audit kubernetes-job CASE --select SPEC --seed S --shards N --image IMG --claim PVC "
+                          "[--mount PATH] [--parallelism K] [--device DEV] [--tape ID] [--output FILE]",
+                          "Writes a Kubernetes Indexed Job (batch/v1, completionMode Indexed) that replays the selection\n"
+                          "in N shards, one index each (docs/replay.md, \"Sharded replays\"). The claim holds CASE and its\n"
+                          "tape at its root; the shard cases go to a folder beside them. The manifest's opening comment\n"
+                          "says how to wait for it and merge the shards into CASE.");
+    addPlanOptions(parser);
+    parser.addOption("image", "IMG", "a container image with zkdv-audit on its PATH");
+    parser.addOption("claim", "PVC", "the PersistentVolumeClaim that holds the case");
+    parser.addOption("mount", "PATH", "where the claim is mounted in the pods (default /audit)");
+    parser.addOption("parallelism", "K", "pods at once (default: N, at most 16)");
+    parser.addOption("zkdv-audit", "PATH", "zkdv-audit as the pods run it (default: zkdv-audit, found on the image's PATH)");
+    return runCommand("kubernetes-job", parser, argc, argv, [&]() {
+        if (!parser.has("image") || !parser.has("claim"))
+            throw UsageError("--image IMG and --claim PVC are required");
+        ClusterJob job = plannedJob(parser, "kubernetes-job");
+        job.auditExecutable = parser.value("zkdv-audit", "zkdv-audit");
+        job.image = parser.value("image");
+        job.claim = parser.value("claim");
+        job.mountPath = parser.value("mount", job.mountPath);
+        job.parallelism = static_cast<unsigned>(std::min<std::uint64_t>(parser.unsignedValue("parallelism", 0), kMaxShards));
+        emit(parser, jobText([&] { return kubernetesIndexedJob(job); }));
+        return kExitOk;
+    });
+}
+
+}  // namespace zkdv::cli
