@@ -849,8 +849,10 @@ bool MainWindow::exportClusterJob(ClusterJob job, bool kubernetes, const QString
         return false;
     }
     job.casePath = QFileInfo(casePath_).absoluteFilePath().toStdString();
+    // Slurm nodes run this build's zkdv-audit from the shared file system; pods the image's.
     if (job.auditExecutable.empty())
-        job.auditExecutable = QDir(QCoreApplication::applicationDirPath()).absoluteFilePath(QStringLiteral("zkdv-audit")).toStdString();
+        job.auditExecutable = kubernetes ? std::string("zkdv-audit")
+                                         : QDir(QCoreApplication::applicationDirPath()).absoluteFilePath(QStringLiteral("zkdv-audit")).toStdString();
     job.tapeId = tape_;
     return jobs_->start(clusterJobExportJob(casePath_, job, kubernetes, path), {}, true);
 }

@@ -89,13 +89,14 @@ std::string replayOptions(const ClusterJob& job)
     return options + " --quiet";
 }
 
-// The shell lines that replay shard "$<indexVariable>" and map its exit status.
-std::string replayLines(const ClusterJob& job, std::string_view indexVariable, std::string_view separator)
+// The shell lines that replay shard "$<indexVariable>" and map its exit status; `extra`
+// goes after the shared options.
+std::string replayLines(const ClusterJob& job, std::string_view indexVariable, std::string_view separator, std::string_view extra = {})
 {
     const std::string index = "$" + std::string(indexVariable);
     const std::string n = std::to_string(job.shards);
     return "\"$audit\" replay \"$case_file\" --select " + shellWord(job.selection) + " --seed " + std::to_string(job.seed) +
-           " --shard \"" + index + "/" + n + "\" --into \"$shard_folder/shard-" + index + ".zkaudit\"" + replayOptions(job) +
+           " --shard \"" + index + "/" + n + "\" --into \"$shard_folder/shard-" + index + ".zkaudit\"" + replayOptions(job) + std::string(extra) +
            std::string(separator) + "status=$?" + std::string(separator) +
            "if [ \"$status\" -eq 1 ]; then exit 0; fi" + std::string(separator) + "exit \"$status\"";
 }
@@ -208,7 +209,9 @@ std::string slurmArrayScript(const ClusterJob& job)
     s += "fi\n\n";
     s += "# Exit 1 means a transaction diverged or could not be verified: the shard's case holds the\n";
     s += "# verdicts and the merge reports them. Any other failure fails the task, and so the merge.\n";
-    s += replayLines(job, "shard", "\n") + "\n";
+    // As many replay workers as CPUs Slurm gave the task (one unless --cpus-per-task): more
+    // would only contend with the other tasks on the node.
+    s += replayLines(job, "shard", "\n", " --threads \"${SLURM_CPUS_PER_TASK:-1}\"") + "\n";
     return s;
 }
 

@@ -24,11 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "made_up_shard.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
-#include "zkdv/store/replay_store.h"
-#include "zkdv/store/shard_case.h"
 #include "zkdv/workflow/shard_merge.h"
 
 namespace fs = std::filesystem;
@@ -118,24 +117,6 @@ void demoComparison(const std::string& audit, const std::string& dir, const std:
                 tag.c_str(), singleSeconds, shardSeconds, mergeSeconds, total, total / singleSeconds);
 }
 
-TransactionOutcome madeUp(std::uint64_t index, bool selected)
-{
-    TransactionOutcome o;
-    o.index = index;
-    o.segment = index / 12;
-    o.selected = selected;
-    o.verdict = Verdict::Exact;
-    o.detail = "replayed bit for bit";
-    TensorComparison comparison;
-    comparison.tensor = "w";
-    comparison.slot = "param";
-    comparison.verdict = Verdict::Exact;
-    comparison.metrics.elements = 12;
-    comparison.metrics.bitwiseEqual = true;
-    o.comparisons.push_back(comparison);
-    return o;
-}
-
 std::string ingestSynthetic(const std::string& dir, const std::string& name, std::uint64_t steps)
 {
     SyntheticDemoOptions options;
@@ -154,40 +135,25 @@ std::string ingestSynthetic(const std::string& dir, const std::string& name, std
 // Writes `count` shard cases of `casePath`'s --select all with made-up results; returns them.
 std::vector<std::string> madeUpShards(const std::string& casePath, const std::string& dir, unsigned count, double* planSeconds)
 {
+    {
+        CaseStore source(casePath, CaseStore::Access::ReadOnly);
+        ReplayRequest request;
+        request.selection = SelectionSpec::parse("all");
+        request.seed = 1;
+        const auto planStart = Clock::now();
+        planShardedReplay(source, request, count);
+        if (planSeconds)
+            *planSeconds = since(planStart);
+    }
+    test::MadeUpShard options;
+    options.selection = "all";
+    options.seed = 1;
+    options.count = count;
     std::vector<std::string> files;
-    CaseStore source(casePath, CaseStore::Access::ReadOnly);
-    ReplayRequest request;
-    request.selection = SelectionSpec::parse("all");
-    request.seed = 1;
-    const auto planStart = Clock::now();
-    const ShardedReplay sharded = planShardedReplay(source, request, count);
-    if (planSeconds)
-        *planSeconds = since(planStart);
     for (unsigned i = 0; i < count; ++i) {
         files.push_back(dir + "/made-up-" + std::to_string(count) + "-" + std::to_string(i) + ".zkaudit");
         fs::remove(files.back());
-        writeShardCase(source, sharded.tapeId, files.back());
-        {
-            CaseStore shard(files.back(), CaseStore::Access::ReadWrite);
-            ReplayStore replay(shard.database());
-            ReplayRunInfo info;
-            info.tapeId = sharded.tapeId;
-            info.device = "cpu";
-            info.selection = "all";
-            info.seed = 1;
-            info.tolerance = "exact";
-            info.shard = ShardSpec{i, count};
-            const ReplayPlan plan = sharded.shards.shardPlan(sharded.plan, i);
-            std::vector<TransactionOutcome> outcomes;
-            for (const ReplaySegment& segment : plan.segments)
-                for (std::uint64_t t = segment.snapshot; t <= segment.lastTransaction; ++t)
-                    outcomes.push_back(madeUp(t, true));
-            info.selectedCount = outcomes.size();
-            const std::int64_t run = replay.beginRun(info);
-            replay.storeOutcomes(run, outcomes);
-            replay.finishRun(run, RunStatus::Finished, "");
-        }
-        trimShardCase(files.back());
+        test::writeMadeUpShard(casePath, files.back(), i, options);
     }
     return files;
 }

@@ -204,7 +204,7 @@ void TestClusterJob::slurmTaskReplaysItsShardWithEveryArgumentIntact()
     const std::string folder = defaultShardFolder(sharded.casePath, sharded.seed, sharded.shards);
     const std::vector<std::string> expected = {dir_.path(), "replay", sharded.casePath, "--select", "random:25", "--seed",
                                                "12345678901234567890", "--shard", "2/3", "--into", folder + "/shard-2.zkaudit",
-                                               "--tape", "2", "--device", "cuda:1", "--quiet"};
+                                               "--tape", "2", "--device", "cuda:1", "--quiet", "--threads", "1"};
     std::vector<std::string> recorded = readRecord(records_ + "/replay");
     QVERIFY(!recorded.empty());
     recorded.front() = dir_.path();  // the working folder is the test's, not the script's business

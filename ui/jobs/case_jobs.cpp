@@ -114,9 +114,9 @@ BackgroundJob* mergeShardsJob(const QString& casePath, const QStringList& shardF
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
         const ShardMergeResult result = mergeShards(store, files, &progress);
         const StoredReplayRun& run = result.run;
-        QString text = QObject::tr("Run %1 merged from %n shard(s) of %2 (seed %3): %4 replayed, %5 diverged, %6 unverifiable — %7",
-                                   nullptr, static_cast<int>(result.shards.size()))
+        QString text = QObject::tr("Run %1 merged from %2 shards of %3 (seed %4): %5 replayed, %6 diverged, %7 unverifiable — %8")
                            .arg(run.id)
+                           .arg(result.shards.size())
                            .arg(QString::fromStdString(run.selection))
                            .arg(run.seed)
                            .arg(run.replayed)
