@@ -148,7 +148,7 @@ class Checks:
         replayed = self.replay(case, device)
         v = replayed["verdicts"]
         ok = replayed["status"] == "finished" and replayed["replayed"] == n and v["exact"] == n
-        self.row("replay %s on %s" % (name, device), "all %d exact (same environment, deterministic profile)" % n,
+        self.row("replay %s on %s" % (name, device), "all %d exact (same environment%s)" % (n, ", deterministic profile" if device != "cpu" else ""),
                  self.counts(replayed) + ("" if ok else self.first_failure(replayed)) + "; regime %s" % replayed.get("numeric_regime"),
                  "pass" if ok else "FAIL")
 
@@ -214,12 +214,16 @@ class Checks:
         busy_ns = sum(x["replay_ns"] for x in verdicts)
         steady = n / (busy_ns / 1e9) if busy_ns > 0 else 0.0
         plain = figures["plain_steps_per_second"]
-        ratio = wall / plain
+        # Judged: a worker's steady rate, transactions over the summed replay time of each
+        # (the case's verdicts.replay_ns: replay and checks), against one training process's
+        # step rate. Beside it the whole run's rate from replay --json, worker start included,
+        # which on a tape of a few hundred steps is mostly the start.
+        ratio = steady / plain
         self.row("replay throughput %s on %s" % (name, a.device), ">= %.1fx the unrecorded step rate (target, on GPU)" % THROUGHPUT_TARGET_RATIO,
-                 "%.2fx: %.1f tx/s (%d in %.2f s, replay --json) vs %.1f steps/s; per transaction %.1f tx/s (%.2fx); %s" % (
-                     ratio, wall, n, replayed["seconds"], plain, steady, steady / plain, self.counts(replayed)),
+                 "%.2fx: %.1f tx/s per worker vs %.1f steps/s unrecorded; whole run %.1f tx/s (%d in %.2f s, replay --json: %.2fx); %s" % (
+                     ratio, steady, plain, wall, n, replayed["seconds"], wall / plain, self.counts(replayed)),
                  judged(ratio >= THROUGHPUT_TARGET_RATIO), kind="speed", value=round(ratio, 4), target=THROUGHPUT_TARGET_RATIO,
-                 per_transaction_ratio=round(steady / plain, 4))
+                 whole_run_ratio=round(wall / plain, 4), replayed_transactions=n, replay_seconds=replayed["seconds"])
 
     def model_checks(self, name, figures, work):
         label = "%s on %s" % (name, self.arguments.device)
@@ -235,8 +239,7 @@ class Checks:
             self.check_same_device(name, case, n)
             if self.arguments.device != "cpu":  # on the CPU the replay above is the CPU's, same environment
                 self.check_cpu(name, case, n)
-            if not self.arguments.quick or name == "mlp":
-                self.check_tampered(name, figures["tape"], n, work)
+            self.check_tampered(name, figures["tape"], n, work)
         except OutOfTime as e:
             self.row("checks of %s" % label, "run within the time budget", str(e), "FAIL")
             return
