@@ -14,8 +14,12 @@
 # with their targets (on a GPU: met or not) but never decide the exit status.
 #
 # usage: tests/gpu/device_check.sh [--device cuda:0|cpu] [--out RESULT.json] [--build-dir DIR]
-#                                  [--python PY] [--quick] [--budget SECONDS] [--build-only]
-# --build-only: step 1 alone (on the device tool: one call to build, the next to check).
+#                                  [--python PY] [--quick] [--budget SECONDS] [--total SECONDS]
+#                                  [--build-only]
+# --budget: the checks' time limit (default 480 s, --quick 180 s), counted after the build.
+# --total: a limit for the whole script, build included (the device tool's command limit):
+#          the checks get what the build left, less 20 s, and at least 60 s or none.
+# --build-only: step 1 alone.
 # CI rehearses it on the CPU: ctest -R gpu_device_check_rehearsal.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -28,6 +32,8 @@ python=
 quick=0
 build_only=0
 budget=
+total=
+started=$(date +%s)
 usage() { sed -n '/^# usage:/,/^# CI/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 die() { echo "device_check: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -37,6 +43,7 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || usage; build_dir="$2"; shift 2 ;;
     --python) [ $# -ge 2 ] || usage; python="$2"; shift 2 ;;
     --budget) [ $# -ge 2 ] || usage; budget="$2"; shift 2 ;;
+    --total) [ $# -ge 2 ] || usage; total="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
     --build-only) build_only=1; shift ;;
     -h|--help) usage 0 ;;
@@ -51,6 +58,7 @@ if [ -z "$budget" ]; then
   if [ "$quick" = 1 ]; then budget=180; else budget=480; fi
 fi
 [[ "$budget" =~ ^[0-9]+$ ]] || die "--budget is a number of seconds, not $budget"
+[ -z "$total" ] || [[ "$total" =~ ^[0-9]+$ ]] || die "--total is a number of seconds, not $total"
 build_dir="${build_dir:-$root/build-device}"
 case "$build_dir" in /*) ;; *) build_dir="$PWD/$build_dir" ;; esac
 if [ -n "$out" ]; then
@@ -130,6 +138,14 @@ if [ "$build_only" = 1 ]; then
 fi
 
 # 2. The checks, in a temporary folder removed on exit, under the time budget.
+if [ -n "$total" ]; then
+  left=$(( total - ($(date +%s) - started) - 20 ))
+  if [ "$left" -lt 60 ]; then
+    echo "device_check: the build took ${build_seconds} s of --total ${total} s, leaving too little for the checks; run again (the build in $build_dir is kept)" >&2
+    exit 1
+  fi
+  [ "$left" -lt "$budget" ] && budget=$left
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/zkdv-device-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 trap 'exit 143' TERM INT
