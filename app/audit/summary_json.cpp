@@ -102,6 +102,7 @@ nlohmann::json rootJson(const RootRecord& root)
         {"overlap", root.overlap},
         {"metadata", parseUntrustedJson(root.metadataJson, "run metadata")},
         {"numerics", root.numerics ? json::parse(root.numerics->toJson()) : json()},
+        {"determinism", root.determinism ? json::parse(root.determinism->toJson()) : json()},
         {"grad_scaler", root.gradScaler ? json::parse(gradScalerDeclarationJson(*root.gradScaler)) : json()},
         {"resumes", root.resumes ? json{{"chain_head", toHex(root.resumes->chainHead)},
                                         {"size", root.resumes->size},

@@ -1,6 +1,7 @@
 #include "zkdv/recorder/recorder.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -31,6 +32,7 @@
 #include "zkdv/tape/transaction_record.h"
 #include "zkdv/tensor/autocast_scope.h"
 #include "zkdv/tensor/scaled_loss.h"
+#include "zkdv/tensor/determinism_probe.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/util/json_text.h"
@@ -372,6 +374,40 @@ struct Recorder::Impl {
         return all;
     }
 
+    // The determinism profile in force for this training (spec 3.5), after putting torch's
+    // deterministic settings in force on CUDA unless the trainer asked to keep theirs.
+    DeterminismProfile determinismProfile(const std::string& device)
+    {
+        bool setHere = false;
+        if (device.rfind("cuda", 0) == 0 && config.deterministicOnCuda) {
+            const std::string changed = applyDeterministicTraining();
+            setHere = true;
+            if (!changed.empty())
+                std::fprintf(stderr,
+                             "zkdv: training on %s with torch's deterministic settings, so that a replay on this kind of GPU "
+                             "reproduces every step: set %s (deterministicOnCuda = false, or ZKDVConfig(deterministic=False), keeps yours)\n",
+                             device.c_str(), changed.c_str());
+        }
+        DeterminismProfile profile = currentDeterminismProfile(device);
+        profile.setByRecorder = setHere;
+        // torch.optim's resolution of `foreach` and `fused` (_default_to_fused_or_foreach): an
+        // explicit value holds; left to torch, foreach runs for parameters on CUDA, fused never.
+        for (const optim::BoundGroup& group : bridge->groups()) {
+            auto resolve = [&](const char* key, bool byDefault, std::optional<bool>& out) {
+                auto it = group.options.find(key);
+                if (it == group.options.end())
+                    return;
+                const bool used = it->is_boolean() ? it->get<bool>() : byDefault;
+                out = out.value_or(false) || used;
+            };
+            resolve("fused", false, profile.optimizerFused);
+            const auto flag = group.options.find("differentiable");
+            const bool differentiable = flag != group.options.end() && flag->is_boolean() && flag->get<bool>();
+            resolve("foreach", profile.deviceKind == "cuda" && !differentiable && !profile.optimizerFused.value_or(false), profile.optimizerForeach);
+        }
+        return profile;
+    }
+
     void start()
     {
         at::NoGradGuard noGrad;
@@ -391,6 +427,7 @@ struct Recorder::Impl {
         root.device = parameters.empty() ? "cpu" : parameters.front().device().str();
         root.intraOpThreads = currentIntraOpThreads();
         root.numerics = numericEnvironment();
+        root.determinism = determinismProfile(root.device);
         for (std::size_t i = 0; i < parameters.size(); ++i)
             root.parameters.push_back({model->parameterNames()[i], shapeOf(parameters[i]), dtypeOf(parameters[i].scalar_type())});
         for (std::size_t i = 0; i < buffers.size(); ++i)

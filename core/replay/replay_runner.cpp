@@ -223,7 +223,8 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
     info.intraOpThreads = intraOp;
     info.selectedCount = selectedCount;
     const NumericEnvironment numerics = runNumerics(hello, intraOp);
-    const RegimeChoice regime = chooseRegime(root.numerics, numerics);
+    const DeterminismProfile determinism = worker::workerDeterminism(root, hello, device, intraOp);
+    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{numerics, determinism});
     info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
                                                      {"libtorch", hello.libtorchVersion},
                                                      {"cuda", hello.cudaVersion},
@@ -232,6 +233,7 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
                                                      {"program_sha256", toHex(root.programSha256)},
                                                      {"tape_chain_head", tape.chainHead},
                                                      {"numerics", nlohmann::json::parse(numerics.toJson())},
+                                                     {"determinism", nlohmann::json::parse(determinism.toJson())},
                                                      {"regime", regimeName(regime.regime)},
                                                      {"regime_reason", regime.reason},
                                                      {"kernel_profile", nlohmann::json::parse(profile.toJson())}});
@@ -427,10 +429,11 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     summary.transactionCount = planned.input.transactionCount;
     summary.selected = planned.selected;
     summary.problem = problem;
-    const RegimeChoice regime = chooseRegime(root.numerics, runNumerics(hello, intraOp));
+    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{runNumerics(hello, intraOp), worker::workerDeterminism(root, hello, device, intraOp)});
     summary.regime = std::string(regimeName(regime.regime));
     summary.regimeReason = regime.reason;
     summary.kernelProfile = profile;
+    summary.determinism = worker::workerDeterminism(root, hello, device, intraOp);
     summary.runId = replayStore.beginRun(info);
     log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 

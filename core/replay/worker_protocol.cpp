@@ -1,5 +1,7 @@
 #include "zkdv/replay/worker_protocol.h"
 
+#include <cstdlib>
+
 #include <cerrno>
 #include <cstring>
 #include <algorithm>
@@ -203,6 +205,10 @@ std::vector<std::uint8_t> encodeHello(const WorkerHello& hello)
     out.i64(hello.cudaDevices);
     out.i64(hello.defaultIntraOpThreads);
     out.text(hello.numerics.toJson());
+    out.text(hello.determinism.toJson());
+    out.i64(static_cast<std::int64_t>(hello.deviceNames.size()));
+    for (const std::string& name : hello.deviceNames)
+        out.text(name);
     return std::move(out.bytes);
 }
 
@@ -228,8 +234,32 @@ WorkerHello decodeHello(const std::vector<std::uint8_t>& payload)
     } catch (const FormatError& error) {
         in.fail("numerics", error.what(), at);
     }
+    at = in.offset();
+    try {
+        hello.determinism = DeterminismProfile::parse(in.text("determinism"), "the worker's determinism profile");
+    } catch (const FormatError& error) {
+        in.fail("determinism", error.what(), at);
+    }
+    at = in.offset();
+    const std::int64_t names = in.i64("device names");
+    if (names != devices)
+        in.fail("device names", std::to_string(names) + " names for " + std::to_string(devices) + " CUDA devices", at);
+    for (std::int64_t i = 0; i < names; ++i)
+        hello.deviceNames.push_back(in.text("device name"));
     in.finish();
     return hello;
+}
+
+DeterminismProfile workerDeterminism(const RootRecord& root, const WorkerHello& hello, const std::string& device, int intraOpThreads)
+{
+    std::string name = hello.numerics.cpuModel;
+    if (device.rfind("cuda:", 0) == 0) {
+        const std::size_t index = std::strtoul(device.c_str() + 5, nullptr, 10);
+        name = index < hello.deviceNames.size() ? hello.deviceNames[index] : "";
+    }
+    DeterminismProfile profile = replayDeterminism(root.determinism, hello.determinism, device, name);
+    profile.intraOpThreads = intraOpThreads;
+    return profile;
 }
 
 std::vector<std::uint8_t> encodeJob(const WorkerJob& job)

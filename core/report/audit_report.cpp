@@ -144,6 +144,8 @@ void readTrainingSide(const CaseTape& tape, ReportData& report)
             report.producer = root.producerName + " " + root.producerVersion;
         if (root.optimizerSchedule)
             report.scheduledOptions = root.optimizerSchedule->options;
+        if (root.determinism)
+            report.trainingDeterminism = root.determinism->summary();
         report.schedulerKind = schedulerKind(root);
         report.scheduleStatement = scheduleStatement(root);
     } catch (const FormatError& error) {
@@ -165,6 +167,8 @@ void readEnvironment(const StoredReplayRun& run, ReportData& report)
             report.numericRegime = environment["regime"].get<std::string>();
         if (environment.contains("regime_reason") && environment["regime_reason"].is_string())
             report.numericRegimeReason = environment["regime_reason"].get<std::string>();
+        if (environment.contains("determinism") && environment["determinism"].is_object())
+            report.replayDeterminism = DeterminismProfile::parse(environment["determinism"].dump(), "replay environment: determinism").summary();
         if (environment.contains("kernel_profile") && environment["kernel_profile"].is_object()) {
             const nlohmann::json& profile = environment["kernel_profile"];
             if (profile.contains("choice") && profile["choice"].is_string())

@@ -116,6 +116,8 @@ std::string renderReportJson(const ReportData& r)
                      {"numeric_regime", r.numericRegime},
                      {"numeric_regime_reason", r.numericRegimeReason},
                      {"kernel_profile", r.kernelProfile},
+                     {"determinism", r.replayDeterminism},
+                     {"training_determinism", r.trainingDeterminism},
                      {"zkdv_version", r.replayZkdvVersion},
                      {"selection", r.selection},
                      {"seed", r.seed},

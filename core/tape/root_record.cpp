@@ -248,6 +248,8 @@ std::string RootRecord::toJson() const
     }
     if (numerics)
         root["numerics"] = json::parse(numerics->toJson());
+    if (determinism)
+        root["determinism"] = json::parse(determinism->toJson());
     if (gradScaler)
         root["grad_scaler"] = json::parse(gradScalerDeclarationJson(*gradScaler));
     if (resumes)
@@ -371,6 +373,9 @@ RootRecord RootRecord::parse(ByteSpan payload)
     record.overlap = stringMember(root, "overlap", "root");
     if (auto numerics = root.find("numerics"); numerics != root.end())
         record.numerics = NumericEnvironment::parse(numerics->dump(), "root record: numerics");
+    // Before 1.13 an unknown member, which readers ignore.
+    if (auto determinism = root.find("determinism"); determinism != root.end() && record.formatMinor >= tape::kDeterminismMinor)
+        record.determinism = DeterminismProfile::parse(determinism->dump(), "root record: determinism");
     // Before 1.8 an unknown member, which readers ignore.
     if (auto scaler = root.find("grad_scaler"); scaler != root.end() && record.formatMinor >= tape::kGradScalerMinor)
         record.gradScaler = parseGradScalerDeclaration(scaler->dump());

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <new>
 
@@ -20,6 +21,7 @@
 #include "zkdv/store/replay_store.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
+#include "zkdv/tensor/determinism_probe.h"
 #include "zkdv/tensor/torch_build.h"
 #include "zkdv/util/little_endian.h"
 #include "zkdv/util/sha256.h"
@@ -167,6 +169,24 @@ void applyMemoryLimit(std::uint64_t bytes)
         throw Error(std::string("cannot set the replay worker's memory limit: ") + std::strerror(errno));
 }
 
+// Puts the replay's determinism profile in force before anything runs on the device, and
+// checks that it holds: the run stores this profile as the one its workers ran with.
+void putInForce(const DeterminismProfile& wanted, const std::string& device)
+{
+    applyDeterminismProfile(wanted);
+    const DeterminismProfile running = currentDeterminismProfile(device);
+    const std::map<std::string, std::string> want = wanted.members(), have = running.members();
+    for (const auto& [name, value] : want) {
+        if (name.rfind("device", 0) == 0 || name == "optimizer.foreach" || name == "optimizer.fused" || name == "intra_op_threads" ||
+            name == "set_by_recorder")
+            continue;  // facts of the machine and the run, not switches
+        auto it = have.find(name);
+        const std::string actual = it == have.end() ? "(none)" : it->second;
+        if (actual != value)
+            throw Error("this libtorch cannot run the training's determinism profile: " + name + " is " + actual + " where the replay needs " + value);
+    }
+}
+
 }  // namespace
 
 int runReplayWorker(int channelFd)
@@ -183,6 +203,8 @@ int runReplayWorker(int channelFd)
         hello.cudaDevices = cudaDeviceCount();
         hello.defaultIntraOpThreads = defaultIntraOpThreads();
         hello.numerics = numericEnvironment();
+        hello.determinism = currentDeterminismProfile("cpu");
+        hello.deviceNames = cudaDeviceNames();
         worker::writeFrame(channelFd, MessageType::Hello, worker::encodeHello(hello));
         if (!worker::readFrame(channelFd, UINT32_MAX, type, payload) || type != MessageType::Job)
             throw worker::ProtocolError("the first message is not a job");
@@ -207,6 +229,12 @@ int runReplayWorker(int channelFd)
             setup.device = job.device;
             setup.intraOpThreads = job.intraOpThreads;
             setup.tolerance = job.tolerance;
+            try {
+                setup.determinism = worker::workerDeterminism(setup.root, hello, job.device, job.intraOpThreads > 0 ? job.intraOpThreads : hello.defaultIntraOpThreads);
+                putInForce(setup.determinism, job.device);
+            } catch (const Error& error) {
+                throw ReplayEnvironmentError(error.what());
+            }
             executor = SegmentExecutor::create(setup);
             try {
                 if (job.records.embedded)

@@ -145,7 +145,7 @@ public:
         at::init_num_threads();
         if (setup.intraOpThreads > 0)
             at::set_num_threads(setup.intraOpThreads);
-        regime_ = chooseRegime(root_.numerics, numericEnvironment());
+        regime_ = chooseRegime(root_, ReplayEnvironment{numericEnvironment(), setup.determinism});
         const auto recorded = optim::TorchRelease::parse(root_.torchVersion);
         if (!recorded || *recorded != optim::TorchRelease::ofThisLibtorch())
             releaseMismatch_ = "the tape was recorded with torch " + root_.torchVersion + " and this replay runs libtorch " + libtorchVersion();
@@ -985,9 +985,11 @@ std::unique_ptr<SegmentExecutor> SegmentExecutor::create(const ExecutorSetup& se
 void prepareDeterministicReplay()
 {
     // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
+    // A job's profile (workerDeterminism) then sets the rest, and may name another workspace.
     setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
     at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
     at::globalContext().setBenchmarkCuDNN(false);
+    at::globalContext().setDeterministicCuDNN(true);
 }
 
 }  // namespace zkdv

@@ -41,6 +41,9 @@ struct ExecutorSetup {
     std::string device = "cpu";
     int intraOpThreads = 0;             // 0: leave libtorch's setting
     Tolerance tolerance = Tolerance::defaults();
+    // The determinism profile the worker put in force for this replay (workerDeterminism):
+    // with the numerical environment, it decides the regime.
+    DeterminismProfile determinism;
 };
 
 class SegmentExecutor {

@@ -145,11 +145,18 @@ def config(check_probability):
         metadata={"device_check": True})
 
 
+def adam(model):
+    # The single-tensor rule (foreach=False), which the replay's optimizer contract runs: on
+    # CUDA torch would pick its foreach kernels, which the replay judges across environments
+    # (docs/replay.md, "Determinism profile"), and a bit-for-bit replay is what is checked.
+    return torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+
+
 class PlainLoop:
     def __init__(self, model):
         self.model = model
         self.loss_fn = torch.nn.CrossEntropyLoss()
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        self.optimizer = adam(model)
 
     def step(self, x, y):
         self.optimizer.zero_grad()
@@ -166,7 +173,7 @@ class RecordedLoop:
     def __init__(self, model, path, check_probability):
         self.proof = zkdv.torch.ZKDV(path, config(check_probability), replay_snapshot_interval=SNAPSHOT_INTERVAL)
         self.model, self.loss_fn, self.optimizer = self.proof.prepare(
-            model, torch.nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-3))
+            model, torch.nn.CrossEntropyLoss(), adam(model))
 
     def step(self, x, y):
         proof = self.proof

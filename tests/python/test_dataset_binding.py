@@ -66,7 +66,7 @@ def test_a_bound_tape_verifies_and_replays_exact(tmp_path):
     document = json.loads(commitment.read_text())
     assert document["unit"] == "sample" and document["leaf_count"] == 40
     status, verified = audit("verify", str(tape))
-    assert status == 0 and verified["format"] == "1.12", verified
+    assert status == 0 and verified["format"] == "1.13", verified
     assert verified["dataset"] == {"root": document["root"], "leaf_count": 40}, verified
     status, replayed = replay_all(tmp_path, tape)
     assert status == 0 and replayed["verdicts"]["exact"] == STEPS, replayed

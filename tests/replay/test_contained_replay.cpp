@@ -415,14 +415,17 @@ void TestContainedReplay::timeBudgetIsMeasuredNotClaimed()
 }
 
 // A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread, numerics that name
-// no CPU (worker_protocol.h).
-const char* const kShellHello = "printf '\\011\\000\\000\\000\\273\\000\\000\\000"
+// no CPU, a determinism profile on "sh" and no device names (worker_protocol.h).
+const char* const kShellHello = "printf '\\011\\000\\000\\000\\217\\002\\000\\000"
                                 "\\006\\000\\000\\000\\000\\000\\000\\0001.13.0"
                                 "\\000\\000\\000\\000\\000\\000\\000\\000"
                                 "\\000\\000\\000\\000\\000\\000\\000\\000"
                                 "\\001\\000\\000\\000\\000\\000\\000\\000"
                                 "\\215\\000\\000\\000\\000\\000\\000\\000"
-                                "{\"cpu\":{\"vendor\":\"sh\",\"model\":\"sh\",\"flags\":[]},\"torch_cpu_capability\":\"sh\",\"blas\":\"\",\"mkl\":\"\",\"onednn\":\"\",\"intra_op_threads\":1,\"settings\":{}}' >&3\n";
+                                "{\"cpu\":{\"vendor\":\"sh\",\"model\":\"sh\",\"flags\":[]},\"torch_cpu_capability\":\"sh\",\"blas\":\"\",\"mkl\":\"\",\"onednn\":\"\",\"intra_op_threads\":1,\"settings\":{}}"
+                                "\\304\\001\\000\\000\\000\\000\\000\\000"
+                                "{\"device\":{\"kind\":\"cpu\",\"name\":\"sh\"},\"cuda\":\"\",\"cudnn\":{\"version\":\"\",\"enabled\":true,\"deterministic\":true,\"benchmark\":false,\"allow_tf32\":true},\"deterministic_algorithms\":\"warn-only\",\"matmul\":{\"allow_tf32\":false,\"float32_precision\":\"highest\",\"fp16_reduction\":\"allow\",\"bf16_reduction\":null,\"allow_fp16_accumulation\":null},\"cublas_workspace_config\":\":4096:8\",\"sdpa\":{},\"optimizer\":{\"foreach\":null,\"fused\":null},\"intra_op_threads\":1,\"set_by_recorder\":false}"
+                                "\\000\\000\\000\\000\\000\\000\\000\\000' >&3\n";
 
 void TestContainedReplay::brokenWorkerIsUnverifiable_data()
 {

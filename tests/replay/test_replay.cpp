@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/Context.h>
+
 #include "absent_device.h"
 #include "caught.h"
 #include "dishonest_trainer.h"
@@ -203,6 +205,7 @@ private Q_SLOTS:
     void absentDeviceIsAnInputError();
     void cancelledRunIsStoredAsCancelled();
     void shardsMergeIntoTheVerdictsOfOneRun();
+    void determinismProfileIsRecordedAndPutInForce();
 
 private:
     test::TempDir dir_;
@@ -948,6 +951,55 @@ void TestReplay::shardsMergeIntoTheVerdictsOfOneRun()
     for (const StoredVerdict& verdict : ReplayStore(store.database()).verdicts(merged.run.id))
         joined[verdict.index] = {verdict.verdict, verdict.selected};
     QCOMPARE(joined, single);
+}
+
+void TestReplay::determinismProfileIsRecordedAndPutInForce()
+{
+    // A trainer lowered torch's float32 matmul precision: the recorder records the switches in
+    // force, the workers put them in force before the program runs, and the run stores the
+    // profile they ran with, under which the honest tape replays bit for bit.
+    const std::string tape = dir_.file("medium-precision.zkdv");
+    CnnDemoOptions options;
+    options.steps = 14;
+    options.batchSize = 4;
+    options.updateCheckProbability = 1.0;
+    at::globalContext().setFloat32MatmulPrecision("medium");
+    std::string recordError;
+    try {
+        runCnnDemo(tape, options);
+    } catch (const std::exception& error) {
+        recordError = error.what();
+    }
+    at::globalContext().setFloat32MatmulPrecision("highest");
+    QVERIFY2(recordError.empty(), recordError.c_str());
+    const TapeSummary scanned = scanTape(tape);
+    QVERIFY(scanned.root && scanned.root->determinism);
+    const DeterminismProfile& recorded = *scanned.root->determinism;
+    QCOMPARE(recorded.deviceKind, std::string("cpu"));
+    QCOMPARE(recorded.float32MatmulPrecision, std::string("medium"));
+    QCOMPARE(recorded.intraOpThreads, scanned.root->intraOpThreads);
+    QVERIFY(!recorded.setByRecorder);  // on the CPU the recorder changes nothing
+    QVERIFY(!recorded.optimizerForeach.value_or(false));  // torch resolves Adam's foreach to false on the CPU
+    QVERIFY(!recorded.optimizerFused.value_or(false));
+
+    CaseStore store(dir_.file("medium-precision.zkaudit"), CaseStore::Access::ReadWrite);
+    store.ingestTape(tape);
+    const ReplaySummary summary = runReplay(store, replayAll());
+    QVERIFY2(summary.passed(), failuresOf(summary).c_str());
+    QCOMPARE(summary.exact, std::uint64_t(14));
+    QCOMPARE(summary.regime, std::string("same-environment"));
+    QCOMPARE(summary.determinism.float32MatmulPrecision, std::string("medium"));
+    QCOMPARE(summary.determinism.deterministicAlgorithms, std::string("warn-only"));
+    QVERIFY(summary.determinism.cudnnDeterministic && !summary.determinism.cudnnBenchmark);
+    bool stored = false;
+    for (const StoredReplayRun& run : ReplayStore(store.database()).runs())
+        if (run.id == summary.runId) {
+            const nlohmann::json environment = nlohmann::json::parse(run.environmentJson);
+            QCOMPARE(environment["determinism"]["matmul"]["float32_precision"].get<std::string>(), std::string("medium"));
+            QCOMPARE(environment["determinism"]["device"]["kind"].get<std::string>(), std::string("cpu"));
+            stored = true;
+        }
+    QVERIFY(stored);
 }
 
 QTEST_GUILESS_MAIN(TestReplay)

@@ -270,6 +270,8 @@ QString ReportHtml::summary() const
                        QObject::tr("Numerical regime"),
                        orDash(r.numericRegimeReason.empty() ? r.numericRegime : r.numericRegime + " (" + r.numericRegimeReason + ")"),
                        QObject::tr("Kernel settings"), orDash(r.kernelProfile),
+                       QObject::tr("Determinism profile of the replay"), orDash(r.replayDeterminism),
+                       QObject::tr("Determinism profile of the training"), orDash(r.trainingDeterminism),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
     if (r.shard)

@@ -71,6 +71,7 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"numeric_regime", s.regime},
             {"numeric_regime_reason", s.regimeReason.empty() ? nlohmann::json() : nlohmann::json(s.regimeReason)},
             {"kernel_profile", nlohmann::json::parse(s.kernelProfile.toJson())},
+            {"determinism", nlohmann::json::parse(s.determinism.toJson())},
             {"seconds", s.seconds},
             {"worker_log", s.workerLog.empty() ? nlohmann::json() : nlohmann::json(s.workerLog)},
             {"sealed", s.sealProblem.empty()},

@@ -177,7 +177,7 @@ class NativeRecorder {
 public:
     NativeRecorder(const std::string& path, double stateCheck, double updateCheck, std::uint64_t seed, const std::string& metadataJson,
                    bool overwrite, int maxInFlight, int replaySnapshotInterval, const std::string& resumeFrom, const std::string& signingKeyFile,
-                   bool detachedSignature, const std::string& datasetCommitment)
+                   bool detachedSignature, const std::string& datasetCommitment, bool deterministicOnCuda)
     {
         zkdv::RecorderOptions config;
         config.stateCheckProbability = stateCheck;
@@ -192,6 +192,7 @@ public:
         config.signingKeyFile = signingKeyFile;
         config.detachedSignature = detachedSignature;
         config.datasetCommitmentFile = datasetCommitment;
+        config.deterministicOnCuda = deterministicOnCuda;
         recorder_ = std::make_unique<zkdv::Recorder>(path, config);
     }
 
@@ -496,11 +497,11 @@ PYBIND11_MODULE(_native, m)
     m.attr("DEFAULT_MAX_IN_FLIGHT") = zkdv::RecorderOptions{}.maxInFlight;
     m.attr("DEFAULT_SNAPSHOT_INTERVAL") = zkdv::RecorderOptions{}.replaySnapshotInterval;
     py::class_<NativeRecorder>(m, "Recorder")
-        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&, bool, const std::string&>(),
+        .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&, bool, const std::string&, bool>(),
              py::arg("path"), py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"),
              py::arg("metadata_json"), py::arg("overwrite"), py::arg("max_in_flight"), py::arg("replay_snapshot_interval"),
              py::arg("resume_from") = std::string(), py::arg("signing_key") = std::string(), py::arg("detached_signature") = false,
-             py::arg("dataset_commitment") = std::string())
+             py::arg("dataset_commitment") = std::string(), py::arg("deterministic") = true)
         .def("prepare_model", &NativeRecorder::prepareModel)
         .def("prepare_optimizer", &NativeRecorder::prepareOptimizer)
         .def("schedule", &NativeRecorder::schedule, py::arg("options"), py::arg("scheduler_json"), py::arg("epoch"))

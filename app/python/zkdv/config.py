@@ -41,3 +41,10 @@ class ZKDVConfig:
     # sample behind each batch row, proof.transaction(batch=..., samples=indices), and the
     # recorder checks and records them with their Merkle proofs. A path; None: not bound.
     dataset_commitment: Any = None
+    # Training on CUDA, put torch's deterministic settings in force before the first step
+    # (deterministic algorithms, warn-only; cuDNN deterministic, no benchmarking; no TF32;
+    # CUBLAS_WORKSPACE_CONFIG=:4096:8 unless set, which holds only if cuBLAS has not run yet),
+    # saying so on stderr, so that a replay on the same kind of GPU reproduces every step bit
+    # for bit (tape format 1.13, section 3.5). False keeps yours; the tape records the settings
+    # in force either way. On the CPU nothing is changed.
+    deterministic: bool = True

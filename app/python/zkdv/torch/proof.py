@@ -63,6 +63,7 @@ class ZKDV:
             signing_key=os.fspath(config.signing_key) if config.signing_key is not None else "",
             detached_signature=bool(config.detached_signature),
             dataset_commitment=os.fspath(config.dataset_commitment) if config.dataset_commitment is not None else "",
+            deterministic=bool(config.deterministic),
         )
         self._dataset_commitment = os.fspath(config.dataset_commitment) if config.dataset_commitment is not None else None
         self._resumes = resume_from is not None

@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "zkdv/tape/determinism_profile.h"
 #include "zkdv/tape/numeric_environment.h"
+#include "zkdv/tape/root_record.h"
 
 namespace zkdv {
 
@@ -25,5 +27,20 @@ struct RegimeChoice {
 // `recorded` is the tape's `numerics` (none before 1.5: then nothing says the environments
 // are the same, so the cross-environment regime applies).
 RegimeChoice chooseRegime(const std::optional<NumericEnvironment>& recorded, const NumericEnvironment& replay);
+
+// Where and how a replay runs: its numerical environment and the determinism profile it runs
+// with (replayDeterminism).
+struct ReplayEnvironment {
+    NumericEnvironment numerics;
+    DeterminismProfile determinism;
+};
+
+// The regime of a replay of a tape with this root: the numerical environments as above, and
+// the devices and determinism profiles (docs/replay.md, "Determinism profile"). The
+// cross-environment regime applies when the training ran on another kind of device, when its
+// profile differs from the replay's in a switch that decides the bits, when the training's
+// own step need not reproduce its bits (CUDA without deterministic algorithms), or when a
+// CUDA tape records no profile. Every reason is given, joined by "; ".
+RegimeChoice chooseRegime(const RootRecord& root, const ReplayEnvironment& replay);
 
 }  // namespace zkdv

@@ -74,6 +74,12 @@ struct RecorderOptions {
     // behind each row of its batch (samples()), which is checked before the step and recorded
     // with its Merkle proof. Read when the recorder is made. Empty: batches are not bound.
     std::string datasetCommitmentFile;
+    // Training on CUDA, the recorder puts torch's deterministic settings in force before the
+    // first step (deterministic algorithms, warn-only; cuDNN deterministic, no benchmarking;
+    // no TF32; cuBLAS's fixed workspace) and says so on stderr, so that a replay on the same
+    // kind of GPU reproduces the step bit for bit (docs/recorder.md, "Determinism profile").
+    // false keeps the trainer's settings; either way the root records those in force.
+    bool deterministicOnCuda = true;
 };
 
 // How a transaction treats mutations of model or optimizer state made outside it (spec 5.3).

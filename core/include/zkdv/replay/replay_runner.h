@@ -13,6 +13,7 @@
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
 #include "zkdv/audit/shard_plan.h"
+#include "zkdv/tape/determinism_profile.h"
 #include "zkdv/audit/tolerance.h"
 #include "zkdv/replay/kernel_profile.h"
 #include "zkdv/replay/replay_limits.h"
@@ -78,6 +79,7 @@ struct ReplaySummary {
     std::string regime;
     std::string regimeReason;
     KernelProfile kernelProfile;  // what the workers ran under
+    DeterminismProfile determinism;  // the determinism profile the workers ran with (docs/replay.md)
     double seconds = 0;
     std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing

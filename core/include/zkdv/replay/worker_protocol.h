@@ -12,7 +12,9 @@
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/replay_plan.h"
 #include "zkdv/audit/tolerance.h"
+#include "zkdv/tape/determinism_profile.h"
 #include "zkdv/tape/numeric_environment.h"
+#include "zkdv/tape/root_record.h"
 #include "zkdv/tape/record_reader.h"
 #include "zkdv/util/error.h"
 
@@ -63,7 +65,15 @@ struct WorkerHello {
     int cudaDevices = 0;
     int defaultIntraOpThreads = 1;
     NumericEnvironment numerics;  // at libtorch's default intra-op threads
+    // The worker's own determinism profile on the CPU, before a job's is put in force, and the
+    // names of the CUDA devices it sees (cuda:0 first).
+    DeterminismProfile determinism;
+    std::vector<std::string> deviceNames;
 };
+
+// The determinism profile a worker that said `hello` runs a replay of `root` on `device`
+// with, at `intraOpThreads`: what the run stores and what the worker puts in force.
+DeterminismProfile workerDeterminism(const RootRecord& root, const WorkerHello& hello, const std::string& device, int intraOpThreads);
 
 struct WorkerJob {
     std::string rootJson;

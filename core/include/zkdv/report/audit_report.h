@@ -177,6 +177,10 @@ struct ReportData {
     // and "recorded (ATEN_CPU_CAPABILITY=avx2, …)" with what they were; "" before profiles.
     std::string kernelChoice;
     std::string kernelProfile;
+    // The determinism profile the workers ran with, in words (DeterminismProfile::summary),
+    // and the one the tape records; "" when not recorded (runs and tapes before format 1.13).
+    std::string replayDeterminism;
+    std::string trainingDeterminism;
     std::string replayZkdvVersion;  // the zkdv that ran the replay (zkdvVersion made the report)
     std::string selection;     // canonical spec
     std::uint64_t seed = 0;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/tape/determinism_profile.h"
 #include "zkdv/tape/dtype.h"
 #include "zkdv/tape/grad_scaler.h"
 #include "zkdv/tape/numeric_environment.h"
@@ -59,6 +60,10 @@ struct RootRecord {
     // The training's numerical environment (root member `numerics`, since 1.5; absent: not
     // recorded). A replay in another environment is judged by the cross-environment regime.
     std::optional<NumericEnvironment> numerics;
+    // How the device made its numbers (root member `determinism`, since 1.13; absent: not
+    // recorded): the replay applies it and judges by the cross-environment regime where its
+    // own differs.
+    std::optional<DeterminismProfile> determinism;
 
     std::vector<TensorSpec> parameters;
     std::vector<TensorSpec> buffers;

@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 12;
+inline constexpr std::uint16_t kMinorVersion = 13;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 // From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
@@ -35,6 +35,8 @@ inline constexpr std::uint16_t kSignatureMinor = 11;
 // From this minor version on, a root may declare the dataset commitment its batches are drawn
 // from, and transactions then name their samples with Merkle proofs (spec 5.7).
 inline constexpr std::uint16_t kDatasetMinor = 12;
+// From this minor version on, a root may record the determinism profile of its device (spec 3.5).
+inline constexpr std::uint16_t kDeterminismMinor = 13;
 // The most numbers a scheduler's own state (schedule/state) holds.
 inline constexpr std::size_t kMaxSchedulerStateValues = 16;
 inline constexpr std::size_t kFileHeaderSize = 16;
