@@ -589,6 +589,8 @@ void TransactionDetailPane::showElementTensor(int which)
         worst_->setToolTip(tr("Every element of %1 reproduced bit for bit.").arg(text(t.tensor)));
 }
 
+DivergenceExplanationDialog* TransactionDetailPane::explanationDialog() const { return explanationDialog_; }
+
 void TransactionDetailPane::askSidesAndExplain()
 {
     // Against the workstation's replay device when it is another; else another thread count.

@@ -86,7 +86,7 @@ public:
     bool explainDivergence(const QString& devices);
     BackgroundJob* explainJob() const { return explainJob_; }
     // The dialog of the last explanation (nullptr before one finished).
-    DivergenceExplanationDialog* explanationDialog() const { return explanationDialog_; }
+    DivergenceExplanationDialog* explanationDialog() const;
 
 Q_SIGNALS:
     // A note was stored for transaction `index`: the table re-reads its rows.
