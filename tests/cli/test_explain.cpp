@@ -336,14 +336,16 @@ void TestExplain::threadCountNamesTheConvolutionsBackward()
     QVERIFY2(names.join(QLatin1Char(' ')).contains(QStringLiteral("conv"), Qt::CaseInsensitive), qPrintable(result.out));
     QVERIFY(first.value(QStringLiteral("relative_l2")).toDouble() > Tolerance::defaults().relativeL2);
     QVERIFY(first.value(QStringLiteral("max_ulp")).toDouble() > Tolerance::defaults().maxUlp);
-    // Every call of the forward before it is bit for bit; the table reaches past the named call.
+    // No call of the forward is beyond rounding (on this machine every one is bit for bit; a
+    // CPU whose forward reductions split by thread count may round them); the table reaches
+    // past the named call.
     const QJsonArray rows = json.value(QStringLiteral("rows")).toArray();
     QVERIFY(rows.size() > 2);
     bool past = false;
     for (const QJsonValue& value : rows) {
         const QJsonObject row = value.toObject();
         if (row.value(QStringLiteral("phase")).toString() == QStringLiteral("forward"))
-            QCOMPARE(row.value(QStringLiteral("agreement")).toString(), QStringLiteral("same"));
+            QVERIFY(row.value(QStringLiteral("agreement")).toString() != QStringLiteral("beyond"));
         past = past || row.value(QStringLiteral("node")).toInteger() > first.value(QStringLiteral("node")).toInteger();
     }
     QVERIFY(past);
