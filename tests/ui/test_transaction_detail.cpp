@@ -30,8 +30,8 @@
 #include "plots/element_difference_chart.h"
 #include "settings/settings.h"
 #include "temp_dir.h"
-#include "dialogs/divergence_explanation_dialog.h"
 #include "widgets/case_overview.h"
+#include "widgets/divergence_explanation_view.h"
 #include "widgets/top_q_count_label.h"
 #include "widgets/transaction_detail_pane.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -402,13 +402,15 @@ void TestTransactionDetail::explainDivergenceRunsInTheBackgroundAndShowsTheCalls
     QVERIFY(finished.wait(300000));
     QVERIFY2(finished.front().at(0).toBool(), qPrintable(finished.front().at(1).toString()));
     QVERIFY(pane()->explainButton()->isEnabled());
-    DivergenceExplanationDialog* dialog = pane()->explanationDialog();
-    QVERIFY(dialog && dialog->isVisible());
-    QVERIFY2(dialog->summary()->text().contains(QStringLiteral("every output bit for bit")), qPrintable(dialog->summary()->text()));
-    QVERIFY2(dialog->summary()->text().contains(QStringLiteral("operator granularity")), qPrintable(dialog->summary()->text()));
-    QCOMPARE(dialog->table()->rowCount(), 0);
-    QCOMPARE(dialog->namedRow(), -1);
-    dialog->close();
+    DivergenceExplanationView* view = pane()->explanationView();
+    QVERIFY(view && view->isVisible() && view->window() != window_.get());
+    QVERIFY2(view->window()->windowTitle().contains(QString::number(kHonest)), qPrintable(view->window()->windowTitle()));
+    QVERIFY2(view->summary()->text().contains(QStringLiteral("every output bit for bit")), qPrintable(view->summary()->text()));
+    QVERIFY2(view->summary()->text().contains(QStringLiteral("operator granularity")), qPrintable(view->summary()->text()));
+    QCOMPARE(view->table()->rowCount(), 0);
+    QCOMPARE(view->namedRow(), -1);
+    view->window()->close();
+    QTRY_VERIFY(!pane()->explanationView());  // the window deletes itself
 }
 
 void TestTransactionDetail::editNote(quint64 index, TransactionFlag flag, const QString& text)

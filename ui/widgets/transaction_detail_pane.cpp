@@ -2,6 +2,8 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -24,7 +26,7 @@
 #include "jobs/background_job.h"
 #include "plots/element_difference_chart.h"
 #include "plots/verdict_palette.h"
-#include "dialogs/divergence_explanation_dialog.h"
+#include "widgets/divergence_explanation_view.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/wheel_guard.h"
 #include "zkdv/replay/divergence_explain.h"
@@ -589,7 +591,7 @@ void TransactionDetailPane::showElementTensor(int which)
         worst_->setToolTip(tr("Every element of %1 reproduced bit for bit.").arg(text(t.tensor)));
 }
 
-DivergenceExplanationDialog* TransactionDetailPane::explanationDialog() const { return explanationDialog_; }
+DivergenceExplanationView* TransactionDetailPane::explanationView() const { return explanationView_; }
 
 void TransactionDetailPane::askSidesAndExplain()
 {
@@ -645,10 +647,20 @@ bool TransactionDetailPane::explainDivergence(const QString& devices)
     connect(explainJob_, &BackgroundJob::finished, this, [this, result](bool ok, const QString& message) {
         explain_->setEnabled(shown_.has_value());
         if (ok) {
-            delete explanationDialog_;
-            explanationDialog_ = new DivergenceExplanationDialog(*result, this);
-            explanationDialog_->setAttribute(Qt::WA_DeleteOnClose);
-            explanationDialog_->show();
+            if (explanationView_)
+                explanationView_->window()->close();
+            // A window of its own, not modal: the auditor compares it with the pane.
+            auto* window = new QDialog(this);
+            window->setAttribute(Qt::WA_DeleteOnClose);
+            window->setWindowTitle(tr("Explain Divergence: transaction %1").arg(result->index));
+            auto* layout = new QVBoxLayout(window);
+            explanationView_ = new DivergenceExplanationView(*result, window);
+            layout->addWidget(explanationView_, 1);
+            auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, window);
+            connect(buttons, &QDialogButtonBox::rejected, window, &QDialog::close);
+            layout->addWidget(buttons);
+            window->resize(900, 600);
+            window->show();
         } else {
             Q_EMIT problem(message);
         }

@@ -30,7 +30,7 @@ struct TransactionDetail;
 namespace zkdv::ui {
 
 class BackgroundJob;
-class DivergenceExplanationDialog;
+class DivergenceExplanationView;
 class ElementDifferenceChart;
 class JobProgressFrame;
 
@@ -85,8 +85,8 @@ public:
     // false when it cannot start (no transaction shown, sides that do not parse, one running).
     bool explainDivergence(const QString& devices);
     BackgroundJob* explainJob() const { return explainJob_; }
-    // The dialog of the last explanation (nullptr before one finished).
-    DivergenceExplanationDialog* explanationDialog() const;
+    // The last explanation, in its window (nullptr before one finished, or once its window closed).
+    DivergenceExplanationView* explanationView() const;
 
 Q_SIGNALS:
     // A note was stored for transaction `index`: the table re-reads its rows.
@@ -133,7 +133,7 @@ private:
     QPushButton* explain_;
     JobProgressFrame* explainProgress_;
     QPointer<BackgroundJob> explainJob_;
-    QPointer<DivergenceExplanationDialog> explanationDialog_;
+    QPointer<DivergenceExplanationView> explanationView_;
     std::shared_ptr<ElementComparison> comparison_;
     bool shownHasDeltas_ = false;
     QString device_ = QStringLiteral("cpu");

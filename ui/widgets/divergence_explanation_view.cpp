@@ -1,6 +1,5 @@
-#include "dialogs/divergence_explanation_dialog.h"
+#include "widgets/divergence_explanation_view.h"
 
-#include <QDialogButtonBox>
 #include <QHeaderView>
 #include <QLabel>
 #include <QTableWidget>
@@ -33,11 +32,11 @@ QString where(const ExplainedNode& node)
 
 }  // namespace
 
-DivergenceExplanationDialog::DivergenceExplanationDialog(const DivergenceExplanation& e, QWidget* parent) : QDialog(parent)
+DivergenceExplanationView::DivergenceExplanationView(const DivergenceExplanation& e, QWidget* parent) : QWidget(parent)
 {
     setObjectName(QStringLiteral("divergenceExplanation"));
-    setWindowTitle(tr("Explain Divergence: transaction %1").arg(e.index));
     auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
     QStringList lines;
     for (int s = 0; s < 2; ++s)
         lines << tr("Side %1: <b>%2</b> (%3, %n intra-op thread(s)): %4 against the tape.", nullptr, e.intraOpThreads[s])
@@ -109,10 +108,6 @@ DivergenceExplanationDialog::DivergenceExplanationDialog(const DivergenceExplana
         table_->selectRow(namedRow_);
         table_->scrollToItem(table_->item(namedRow_, 0));
     }
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::close);
-    layout->addWidget(buttons);
-    resize(900, 600);
 }
 
 }  // namespace zkdv::ui
