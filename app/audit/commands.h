@@ -22,5 +22,6 @@ int runSign(int argc, char** argv);
 int runVerifyAttestation(int argc, char** argv);
 int runDataset(int argc, char** argv);
 int runMatchWeights(int argc, char** argv);
+int runExplain(int argc, char** argv);
 
 }  // namespace zkdv::cli

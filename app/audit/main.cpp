@@ -28,6 +28,9 @@ commands:
                                      an sbatch array script of the shards and their merge
   kubernetes-job CASE --select SPEC --seed S --shards N --image IMG --claim PVC
                                      a Kubernetes Indexed Job replaying the shards
+  explain CASE TX --devices A,B      replay one transaction on two sides (cpu, cuda:N,
+                                     cpu@threads=N, cpu@kernels=host) and name the first
+                                     operator whose outputs differ beyond rounding
   report CASE -o FILE                write the audit report of a replay (json, csv, pdf, html;
                                      --attest KEY: the signed verdict)
   demo --out FILE                    write an example tape from a small training run
@@ -90,6 +93,8 @@ int main(int argc, char** argv)
         return runMatchWeights(argc, argv);
     if (command == "replay")
         return builtWithoutTorch() ? refuseWithoutTorch("replay") : runReplay(argc, argv);
+    if (command == "explain")
+        return builtWithoutTorch() ? refuseWithoutTorch("explain") : runExplain(argc, argv);
     if (isTorchCommand(argv[1]))
         return runTorchCommand(argv[1], argc, argv);
     std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

@@ -6,10 +6,7 @@
 #include <limits>
 #include <memory>
 
-#include "replay_worker_pool.h"
-#include "sealed_program_check.h"
-#include "worker_log.h"
-#include "worker_process.h"
+#include "single_transaction_replay.h"
 #include "zkdv/audit/replay_plan.h"
 #include "zkdv/graph/exported_graph.h"
 #include "zkdv/replay/replay_device_check.h"
@@ -87,123 +84,37 @@ std::vector<WorstElement> worstElements(DType dtype, const std::vector<std::int6
 
 ElementComparison compareTransactionElements(CaseStore& store, const ElementComparisonRequest& request)
 {
-    ReplayStore replayStore(store.database());
-    const std::optional<CaseTape> tape = store.tape(request.tapeId);
-    if (!tape)
+    if (!store.tape(request.tapeId))
         throw ReplayError("case " + store.path() + " holds no tape with id " + std::to_string(request.tapeId));
-    const std::optional<RecordRef> transaction = replayStore.transactionRecord(tape->id, request.index);
-    if (!transaction)
-        throw ReplayError("tape " + std::to_string(tape->id) + " has no transaction " + std::to_string(request.index));
-    if (!transactionHasDeltas(store.database(), tape->id, request.index))
+    if (!ReplayStore(store.database()).transactionRecord(request.tapeId, request.index))
+        throw ReplayError("tape " + std::to_string(request.tapeId) + " has no transaction " + std::to_string(request.index));
+    if (!transactionHasDeltas(store.database(), request.tapeId, request.index))
         throw ReplayError("transaction " + std::to_string(request.index) +
                           " carries no recorded deltas (only its fingerprints were recorded): there are no elements to compare");
-    RootRecord root;
-    try {
-        root = RootRecord::parse(ByteSpan(std::string_view(tape->rootJson)));
-    } catch (const Error& error) {
-        throw ReplayError("tape " + std::to_string(tape->id) + "'s root record in the case does not parse: " + error.what());
-    }
-    const std::uint64_t interval = static_cast<std::uint64_t>(std::max(1, tape->snapshotInterval));
-    std::vector<std::uint64_t> unplannable;
-    ReplayPlan plan = planReplay({request.index}, interval, replayStore.snapshotTransactions(tape->id), &unplannable);
-    if (!unplannable.empty() || plan.segments.size() != 1)
-        throw ReplayError("the tape holds no snapshot to start transaction " + std::to_string(request.index) + "'s segment from");
-    ReplaySegment& segment = plan.segments.front();
-    segment.capture = {request.index};
-
-    std::string workerPath;
-    const KernelProfile profile = kernelProfileFor(request.kernels, root.numerics, NumericEnvironment::hostCpu());
-    std::vector<std::unique_ptr<worker::WorkerProcess>> started;
-    try {
-        workerPath = request.workerPath.empty() ? worker::findReplayWorker() : request.workerPath;
-        started.push_back(std::make_unique<worker::WorkerProcess>(workerPath, profile));
-    } catch (const Error& error) {
-        throw ReplayError(error.what());
-    }
-    worker::WorkerLog log(store.path() + ".compare-" + std::to_string(request.index) + ".log");
-    CheckedProgram checked = checkSealedProgram(replayStore, root);
-    if (checked.check != ProgramCheck::Matched)
-        throw ReplayError(checked.problem);
-    const std::vector<std::uint8_t> program = std::move(checked.bytes);
-
-    worker::WorkerJob job;
-    worker::RecordPlan& records = job.records;
-    if (const std::string why = chooseRecordSource(*tape, records.embedded); !why.empty())
-        throw ReplayError(why);
-    records.tapePath = tape->path;
-    records.casePath = store.path();
-    records.tapeId = tape->id;
-    records.snapshotInterval = interval;
-    records.beforeFirstSnapshot = digestBeforeFirstSnapshot(*tape, root, program);
-    for (std::uint64_t k : {segment.snapshot, segment.lastTransaction + 1})
-        if (auto ref = replayStore.snapshotRecord(tape->id, k))
-            records.snapshots.emplace(k, *ref);
-    for (std::uint64_t t = segment.snapshot == 0 ? 0 : segment.snapshot - 1; t <= segment.lastTransaction; ++t)
-        if (auto ref = replayStore.transactionRecord(tape->id, t))
-            records.transactions.emplace(t, *ref);
-
-    worker::WorkerHello hello;
-    try {
-        hello = worker::awaitHello(*started.front(), request.limits.startSeconds, log);
-        job.device = checkReplayDevice(request.device, hello.cudaDevices, hello.libtorchVersion, hello.cudaVersion);
-    } catch (const Error& error) {
-        throw ReplayError(error.what());
-    }
-    const bool cpu = job.device == "cpu";
-    job.rootJson = tape->rootJson;
-    job.intraOpThreads = cpu && root.intraOpThreads > 0 ? root.intraOpThreads : hello.defaultIntraOpThreads;
-    std::uint64_t largestSnapshot = 0, largestTransaction = 0;
-    for (const auto& [k, ref] : records.snapshots)
-        largestSnapshot = std::max(largestSnapshot, ref.frameSize);
-    for (const auto& [t, ref] : records.transactions)
-        largestTransaction = std::max(largestTransaction, ref.frameSize);
-    if (cpu)
-        job.memoryLimitBytes = request.limits.memoryLimitBytes
-                                   ? request.limits.memoryLimitBytes
-                                   : ReplayLimits::defaultMemoryLimit(program.size(), largestSnapshot, largestTransaction, job.intraOpThreads) +
-                                         2 * kMaxComparedValueBytes;
-    job.program = std::move(program);
-
-    worker::WorkerPoolSetup setup;
-    setup.executable = workerPath;
-    setup.profile = profile;
-    setup.workers = 1;
-    setup.snapshotInterval = interval;
-    setup.memoryLimitBytes = job.memoryLimitBytes;
-    setup.limits = request.limits;
-    setup.snapshotBytes = [&records](const ReplaySegment& s, std::uint64_t t) { return worker::segmentSnapshotBytes(records, s, t); };
-    setup.log = &log;
-    setup.job = worker::encodeJob(job);
+    SingleTransactionReplay replay;
+    replay.tapeId = request.tapeId;
+    replay.index = request.index;
+    replay.device = request.device;
+    replay.kernels = request.kernels;
+    replay.captureDeltas = true;
+    replay.extraMemory = 2 * kMaxComparedValueBytes;
+    replay.limits = request.limits;
+    replay.workerPath = request.workerPath;
+    replay.logSuffix = "compare-" + std::to_string(request.index);
+    replay.progress = request.progress;
+    SingleTransactionResult replayed = replaySingleTransaction(store, replay);
 
     ElementComparison result;
-    result.tapeId = tape->id;
+    result.tapeId = request.tapeId;
     result.index = request.index;
-    result.device = job.device;
-    std::optional<TransactionOutcome> found;
-    std::uint64_t done = 0;
-    const std::vector<ReplaySegment> segments = plan.segments;
-    worker::ReplayWorkerPool pool(segments, std::move(setup), std::move(started));
-    const bool finished = pool.run(
-        [&](std::vector<TransactionOutcome>& outcomes) {
-            for (TransactionOutcome& outcome : outcomes) {
-                if (outcome.index == request.index)
-                    found = std::move(outcome);
-                ++done;
-            }
-            if (request.progress)
-                request.progress->report(done, segment.length(), "replaying");
-        },
-        [&] { return request.progress && request.progress->cancelRequested(); });
-    if (!finished)
-        throw OperationCancelled();
-    if (!found)
-        throw ReplayError("the replay of transaction " + std::to_string(request.index) + " brought no outcome back");
-    result.verdict = found->verdict;
-    result.detail = found->detail;
-    result.omitted = found->valuesOmitted;
-    if (found->values.empty() && found->verdict == Verdict::Unverifiable)
-        throw ReplayError("transaction " + std::to_string(request.index) + " could not be replayed: " + found->detail);
-    for (ComparedValues& values : found->values) {
+    result.device = replayed.device;
+    TransactionOutcome& found = replayed.outcome;
+    result.verdict = found.verdict;
+    result.detail = found.detail;
+    result.omitted = found.valuesOmitted;
+    if (found.values.empty() && found.verdict == Verdict::Unverifiable)
+        throw ReplayError("transaction " + std::to_string(request.index) + " could not be replayed: " + found.detail);
+    for (ComparedValues& values : found.values) {
         ElementTensor tensor;
         tensor.tensor = values.tensor;
         tensor.slot = values.slot;
@@ -211,7 +122,7 @@ ElementComparison compareTransactionElements(CaseStore& store, const ElementComp
         tensor.shape = values.shape;
         tensor.recorded = widened(values.dtype, values.recorded);
         tensor.replayed = widened(values.dtype, values.replayed);
-        for (const TensorComparison& c : found->comparisons)
+        for (const TensorComparison& c : found.comparisons)
             if (c.tensor == values.tensor && c.slot == values.slot)
                 tensor.comparison = c;
         if (!values.replayed.empty())

@@ -99,6 +99,7 @@ public:
             fail("the end", std::to_string(bytes_.size() - at_) + " bytes after it", at_);
     }
     std::size_t offset() const { return at_; }
+    bool atEnd() const { return at_ == bytes_.size(); }
     // `field` (starting at byte `at`) is wrong in the way `why` says.
     [[noreturn]] void fail(const std::string& field, const std::string& why, std::size_t at) const
     {
@@ -137,6 +138,51 @@ UnverifiableCause causeFrom(Reader& in, const char* field)
     if (v > static_cast<std::uint8_t>(UnverifiableCause::TapeMalformed))
         in.fail(field, "no cause is numbered " + std::to_string(v), at);
     return static_cast<UnverifiableCause>(v);
+}
+
+// The traced operators of an outcome: every count checked against the bytes left, every
+// output's values against its shape.
+void readOperators(Reader& in, TransactionOutcome& outcome)
+{
+    // An operator takes 8 + 8 + 4 + 8 + 8 bytes at least; an output 1 + 8 + 8 + 8 + 32.
+    for (std::uint64_t n = in.count(36, "operators"); n > 0; --n) {
+        TracedOperator op;
+        op.name = in.text("operator name");
+        op.phase = in.text("operator phase");
+        op.depth = in.u32("operator depth");
+        op.finished = in.u64("operator finished");
+        for (std::uint64_t k = in.count(57, "operator outputs"); k > 0; --k) {
+            TracedOutput o;
+            std::size_t at = in.offset();
+            const std::uint8_t kind = in.u8("output kind");
+            if (kind > static_cast<std::uint8_t>(TracedOutput::Kind::Opaque))
+                in.fail("output kind", "no output kind is numbered " + std::to_string(kind), at);
+            o.kind = static_cast<TracedOutput::Kind>(kind);
+            at = in.offset();
+            const std::string dtype = in.text("output dtype");
+            const std::optional<DType> known = dtypeFromName(dtype);
+            if (!known)
+                in.fail("output dtype", "unknown dtype '" + dtype.substr(0, 32) + "'", at);
+            o.dtype = *known;
+            at = in.offset();
+            for (std::uint64_t d = in.count(8, "output shape"); d > 0; --d)
+                o.shape.push_back(in.i64("output shape"));
+            std::uint64_t bytes = dtypeSize(o.dtype);
+            for (std::int64_t d : o.shape)
+                if (d < 0 || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
+                    in.fail("output shape", "a dimension of " + std::to_string(d) + " in a shape no tensor has", at);
+            at = in.offset();
+            o.bytes = in.blob("output values");
+            if (o.kind == TracedOutput::Kind::Values ? o.bytes.size() != bytes : !o.bytes.empty())
+                in.fail("output values", std::to_string(o.bytes.size()) + " bytes for an output of kind " + std::to_string(kind) + " and " +
+                                             std::to_string(bytes) + " bytes",
+                        at);
+            o.digest = in.digest("output digest");
+            op.outputs.push_back(std::move(o));
+        }
+        outcome.operators.push_back(std::move(op));
+    }
+    outcome.operatorsOmitted = in.text("operators omitted");
 }
 
 void writeRefs(Writer& out, const std::map<std::uint64_t, RecordRef>& refs)
@@ -331,6 +377,12 @@ std::vector<std::uint8_t> encodeSegment(const ReplaySegment& segment)
     out.u64(segment.capture.size());
     for (std::uint64_t t : segment.capture)
         out.u64(t);
+    // Optional, last: the transactions to trace (zkdv-audit explain).
+    if (!segment.trace.empty()) {
+        out.u64(segment.trace.size());
+        for (std::uint64_t t : segment.trace)
+            out.u64(t);
+    }
     return std::move(out.bytes);
 }
 
@@ -348,6 +400,9 @@ ReplaySegment decodeSegment(const std::vector<std::uint8_t>& payload)
         segment.selected.push_back(in.u64("selected"));
     for (std::uint64_t n = in.count(8, "capture"); n > 0; --n)
         segment.capture.push_back(in.u64("capture"));
+    if (!in.atEnd())
+        for (std::uint64_t n = in.count(8, "trace"); n > 0; --n)
+            segment.trace.push_back(in.u64("trace"));
     in.finish();
     return segment;
 }
@@ -397,6 +452,27 @@ std::vector<std::uint8_t> encodeOutcome(const TransactionOutcome& outcome)
         out.blob(v.replayed.data(), v.replayed.size());
     }
     out.text(outcome.valuesOmitted);
+    // Optional, last: the traced operators (zkdv-audit explain).
+    if (!outcome.operators.empty() || !outcome.operatorsOmitted.empty()) {
+        out.u64(outcome.operators.size());
+        for (const TracedOperator& op : outcome.operators) {
+            out.text(op.name);
+            out.text(op.phase);
+            out.u32(op.depth);
+            out.u64(op.finished);
+            out.u64(op.outputs.size());
+            for (const TracedOutput& o : op.outputs) {
+                out.u8(static_cast<std::uint8_t>(o.kind));
+                out.text(std::string(dtypeName(o.dtype)));
+                out.u64(o.shape.size());
+                for (std::int64_t d : o.shape)
+                    out.i64(d);
+                out.blob(o.bytes.data(), o.bytes.size());
+                out.digest(o.digest);
+            }
+        }
+        out.text(outcome.operatorsOmitted);
+    }
     return std::move(out.bytes);
 }
 
@@ -468,6 +544,8 @@ TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload)
         outcome.values.push_back(std::move(v));
     }
     outcome.valuesOmitted = in.text("values omitted");
+    if (!in.atEnd())
+        readOperators(in, outcome);
     in.finish();
     return outcome;
 }

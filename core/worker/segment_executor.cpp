@@ -1,4 +1,5 @@
 #include "segment_executor.h"
+#include "operator_tracer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -255,6 +256,7 @@ public:
             TransactionOutcome outcome = blankOutcome(segment, next);
             batchNotCommitted_ = false;
             capture_ = std::binary_search(segment.capture.begin(), segment.capture.end(), next);
+            trace_ = std::binary_search(segment.trace.begin(), segment.trace.end(), next);
             const auto started = Clock::now();
             // Which record is being read: a failure to read it back is the auditor's storage,
             // one of its content the tape's.
@@ -514,6 +516,8 @@ private:
         }
         if (scaler_)
             outcome.comparisons.push_back(scaler_->follow(record));
+        // zkdv-audit explain: every operator of the step with its outputs (operator_tracer.h).
+        const std::unique_ptr<OperatorTracer> tracer = trace_ ? std::make_unique<OperatorTracer>() : nullptr;
         std::vector<at::Tensor> buffersBefore;
         if (crossEnvironment())
             for (const at::Tensor& buffer : buffers_)
@@ -528,13 +532,17 @@ private:
             at::Tensor loss;
             {
                 const AutocastScope autocast(record.autocast);  // the forward's, as recorded; the backward runs outside
+                const OperatorTracer::Phase phase(tracer.get(), "forward");
                 loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
             }
             const std::string name = record.microBatches.size() == 1 ? std::string("loss") : "micro-batch " + std::to_string(m);
+            if (tracer)
+                tracer->stage(name, loss);
             outcome.comparisons.push_back(compareTensor(name, "loss", *micro.loss, loss, tolerance_));
             judgeAcrossEnvironments(outcome.comparisons.back(), micro.loss->dtype, [&] { return differenceNorm(*micro.loss, loss); },
                                     std::sqrt(squaredNorm(loss)), "the loss");
             const at::Tensor scaled = scaledLoss(loss, micro.scale);
+            const OperatorTracer::Phase phase(tracer.get(), "backward");
             torch::autograd::backward(
                 {record.gradScaler ? gradScaledLoss(scaled, record.gradScaler->state.scale, recordingRelease_.major) : scaled});
         }
@@ -567,7 +575,17 @@ private:
             for (const at::Tensor& p : detached)
                 transition.deltas.push_back(at::zeros_like(p));
         } else {
+            if (tracer)
+                for (std::size_t i = 0; i < parameters_.size(); ++i)
+                    if (gradients[i].defined())
+                        tracer->stage("gradient " + root_.parameters[i].name, gradients[i]);
+            const OperatorTracer::Phase phase(tracer.get(), "optimizer");
             transition = bridge_->transition(detached, state_, gradients);
+        }
+        if (tracer) {
+            for (std::size_t i = 0; i < parameters_.size(); ++i)
+                tracer->stage("update " + root_.parameters[i].name, transition.deltas[i]);
+            outcome.operators = tracer->finish(outcome.operatorsOmitted);
         }
         if (crossEnvironment())
             findNoiseGradients(gradients);
@@ -961,6 +979,7 @@ private:
     bool batchNotCommitted_ = false;                // this transaction's batch is not its committed samples
     std::string releaseMismatch_;                   // says which releases, when the tape's torch is not this libtorch's
     bool capture_ = false;  // the transaction being replayed sends its values back (ReplaySegment::capture)
+    bool trace_ = false;    // ... and every operator it calls, with the outputs (ReplaySegment::trace)
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far
     std::optional<std::uint64_t> firstDiverged_;    // the segment's first diverged transaction
     RegimeChoice regime_;                           // the tape's numerical environment against this worker's

@@ -63,6 +63,17 @@ void checkOutcome(const TransactionOutcome& outcome)
     }
     for (const TensorComparison& c : outcome.comparisons)
         require(static_cast<int>(c.verdict) <= static_cast<int>(Verdict::Unverifiable));
+    // A traced operator's values (zkdv-audit explain) fill its shape exactly; a digest or an
+    // opaque output carries none.
+    for (const TracedOperator& op : outcome.operators)
+        for (const TracedOutput& o : op.outputs) {
+            std::uint64_t bytes = dtypeSize(o.dtype);
+            for (std::int64_t d : o.shape) {
+                require(d >= 0);
+                require(!__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes));
+            }
+            require(o.kind == TracedOutput::Kind::Values ? o.bytes.size() == bytes : o.bytes.empty());
+        }
 }
 
 // Decodes one payload as a message of `type`, the way the two sides of the channel do.

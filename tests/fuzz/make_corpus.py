@@ -141,6 +141,14 @@ def outcome(index=5, verdict=2, cause=0, comparisons=(), value_list=(), omitted=
     return out + text(omitted)
 
 
+def traced(name, phase, depth, finished, outputs):
+    """A traced operator (zkdv-audit explain); outputs are (kind, dtype, shape, values)."""
+    out = text(name) + text(phase) + struct.pack("<I", depth) + u64(finished) + u64(len(outputs))
+    for kind, dtype, shape, data in outputs:
+        out += u8(kind) + text(dtype) + u64(len(shape)) + b"".join(u64(d) for d in shape) + text(data) + bytes(32)
+    return out
+
+
 def worker_protocol(target, root):
     def put(name, pick, payload):
         write(target, name, u8(PICK[pick]) + payload)
@@ -155,6 +163,14 @@ def worker_protocol(target, root):
     put("outcome-diverged.bin", "outcome", diverged)
     put("outcome-values.bin", "outcome", captured)
     put("outcome-unverifiable.bin", "outcome", outcome(verdict=3, cause=5, omitted="fc.weight: 96 MB of values past the bound"))
+    # The optional last parts of zkdv-audit explain: the transactions to trace, the operators traced.
+    put("segment-trace.bin", "segment", segment(0, 9, [7], []) + u64(1) + u64(7))
+    put("outcome-operators.bin", "outcome",
+        outcome(index=7, verdict=0) + u64(3)
+        + traced("aten::conv2d", "forward", 0, 1, [(0, "F32", [2], f64(1.0))])
+        + traced("aten::convolution", "forward", 1, 0, [(1, "F32", [1 << 20], b""), (2, "U8", [3], b"")])
+        + traced("gradient fc.weight", "stage", 0, 2, [(0, "I64", [], u64(3))])
+        + text("1 outputs past the 96 MiB value cap came back as digests only"))
     put("load-failure.bin", "load-failure", u8(6) + text("the program does not load: unknown operator aten::foo"))
     put("count.bin", "count", u64(1 << 33))
     put("text.bin", "text", text("ready"))

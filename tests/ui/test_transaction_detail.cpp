@@ -1,8 +1,8 @@
 // The transaction detail pane (offscreen): the tree of a replayed transaction of the demo
 // case against the case's own rows; an auditor's note edited there, shown in the table's
 // Note column and selected by the flag filter; "Compare elements" on a tampered delta,
-// in the background, naming the changed element first (and the core call behind it); a
-// screenshot of the pane for docs/.
+// in the background, naming the changed element first (and the core call behind it);
+// "Explain Divergence" in the background, its dialog; a screenshot of the pane for docs/.
 
 #include <QtTest>
 
@@ -11,6 +11,7 @@
 #include <QComboBox>
 #include <QDialog>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QScrollArea>
@@ -30,6 +31,7 @@
 #include "settings/settings.h"
 #include "temp_dir.h"
 #include "widgets/case_overview.h"
+#include "widgets/divergence_explanation_view.h"
 #include "widgets/top_q_count_label.h"
 #include "widgets/transaction_detail_pane.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -83,6 +85,7 @@ private Q_SLOTS:
     void noteEditedInThePaneShowsInTheTableAndTheFilter();
     void coreComparisonNamesTheTamperedElementFirst();
     void compareElementsRunsInTheBackgroundAndShowsTheWorstElement();
+    void explainDivergenceRunsInTheBackgroundAndShowsTheCalls();
     void anUnsavedNoteIsSavedWhenTheRowChanges();
     void anUnsavedNoteIsSavedWhenAnotherCaseOpens();
     void anUnsavedNoteIsSavedWhenTheWindowCloses();
@@ -377,6 +380,37 @@ void TestTransactionDetail::compareElementsRunsInTheBackgroundAndShowsTheWorstEl
             colours.insert(image.pixel(x, y));
     QVERIFY2(colours.size() > 50, qPrintable(QStringLiteral("%1 colours").arg(colours.size())));
     QVERIFY(image.save(QStringLiteral(ZKDV_DETAIL_SCREENSHOT_PATH)));
+}
+
+void TestTransactionDetail::explainDivergenceRunsInTheBackgroundAndShowsTheCalls()
+{
+    select(kHonest);
+    QVERIFY(pane()->explainButton() && pane()->explainButton()->isEnabled());
+    QCOMPARE(pane()->explainButton()->text(), QStringLiteral("Explain Divergence…"));
+    // A side that does not parse never starts a job.
+    QSignalSpy problems(pane(), &TransactionDetailPane::problem);
+    QVERIFY(!pane()->explainDivergence(QStringLiteral("cpu,gpu")));
+    QVERIFY(!problems.isEmpty() && problems.back().at(0).toString().contains(QStringLiteral("unknown device")));
+    QVERIFY(!pane()->explainJob());
+
+    // The same side twice: two workers replay the transaction, every call bit for bit.
+    QSignalSpy finished(pane(), &TransactionDetailPane::divergenceExplained);
+    QVERIFY(pane()->explainDivergence(QStringLiteral("cpu,cpu")));
+    QVERIFY(pane()->explainJob() && pane()->explainJob()->isRunning());
+    QVERIFY(!pane()->explainButton()->isEnabled());
+    QVERIFY(!pane()->explainDivergence(QStringLiteral("cpu,cpu")));  // one at a time
+    QVERIFY(finished.wait(300000));
+    QVERIFY2(finished.front().at(0).toBool(), qPrintable(finished.front().at(1).toString()));
+    QVERIFY(pane()->explainButton()->isEnabled());
+    DivergenceExplanationView* view = pane()->explanationView();
+    QVERIFY(view && view->isVisible() && view->window() != window_.get());
+    QVERIFY2(view->window()->windowTitle().contains(QString::number(kHonest)), qPrintable(view->window()->windowTitle()));
+    QVERIFY2(view->summary()->text().contains(QStringLiteral("every output bit for bit")), qPrintable(view->summary()->text()));
+    QVERIFY2(view->summary()->text().contains(QStringLiteral("operator granularity")), qPrintable(view->summary()->text()));
+    QCOMPARE(view->table()->rowCount(), 0);
+    QCOMPARE(view->namedRow(), -1);
+    view->window()->close();
+    QTRY_VERIFY(!pane()->explanationView());  // the window deletes itself
 }
 
 void TestTransactionDetail::editNote(quint64 index, TransactionFlag flag, const QString& text)

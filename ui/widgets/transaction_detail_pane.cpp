@@ -2,9 +2,13 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -22,8 +26,10 @@
 #include "jobs/background_job.h"
 #include "plots/element_difference_chart.h"
 #include "plots/verdict_palette.h"
+#include "widgets/divergence_explanation_view.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/wheel_guard.h"
+#include "zkdv/replay/divergence_explain.h"
 #include "zkdv/replay/element_comparison.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
@@ -110,6 +116,12 @@ TransactionDetailPane::TransactionDetailPane(QWidget* parent) : QDockWidget(tr("
     compare_->setToolTip(tr("Replay this transaction once more (in a worker, nothing is stored) and compare its recorded deltas "
                             "with the replayed ones element by element"));
     compareRow->addWidget(compare_);
+    explain_ = new QPushButton(tr("Explain Divergence…"), elements);
+    explain_->setObjectName(QStringLiteral("explainDivergence"));
+    explain_->setToolTip(tr("Replay this transaction on two sides (another device, thread count or kernel settings; nothing is "
+                            "stored) and name the first operator whose outputs differ beyond rounding"));
+    explain_->setEnabled(false);
+    compareRow->addWidget(explain_);
     elementTensor_ = new QComboBox(elements);
     elementTensor_->setObjectName(QStringLiteral("elementTensor"));
     elementTensor_->setToolTip(tr("The delta shown"));
@@ -117,6 +129,8 @@ TransactionDetailPane::TransactionDetailPane(QWidget* parent) : QDockWidget(tr("
     elementLayout->addLayout(compareRow);
     progress_ = new JobProgressFrame(elements);
     elementLayout->addWidget(progress_);
+    explainProgress_ = new JobProgressFrame(elements);
+    elementLayout->addWidget(explainProgress_);
     elementInfo_ = new QLabel(elements);
     elementInfo_->setWordWrap(true);
     elementLayout->addWidget(elementInfo_);
@@ -133,6 +147,7 @@ TransactionDetailPane::TransactionDetailPane(QWidget* parent) : QDockWidget(tr("
     worst_->setToolTip(tr("The elements that differ most, largest |difference| first"));
     elementLayout->addWidget(worst_, 1);
     connect(compare_, &QPushButton::clicked, this, [this] { compareElements(); });
+    connect(explain_, &QPushButton::clicked, this, &TransactionDetailPane::askSidesAndExplain);
     connect(elementTensor_, &QComboBox::currentIndexChanged, this, &TransactionDetailPane::showElementTensor);
 
     auto* noteBox = new QWidget(split);
@@ -202,6 +217,8 @@ TransactionDetailPane::~TransactionDetailPane()
 {
     if (job_)
         job_->cancel();  // its destructor waits for the worker to be stopped
+    if (explainJob_)
+        explainJob_->cancel();
 }
 
 void TransactionDetailPane::setCase(const QString& casePath, qint64 tapeId)
@@ -230,6 +247,7 @@ void TransactionDetailPane::clearTransaction()
     pending_.reset();
     shown_.reset();
     noteShownFor_.reset();
+    explain_->setEnabled(false);
     tree_->clear();
     title_->setText(casePath_.isEmpty() ? tr("Open a case to see its transactions in detail.")
                                         : tr("Select a transaction in the table to see it in detail."));
@@ -276,6 +294,7 @@ void TransactionDetailPane::fill(const TransactionDetail& d)
     const bool sameTransaction = shown_ && *shown_ == d.index;
     shown_ = d.index;
     shownHasDeltas_ = d.hasDeltas;
+    explain_->setEnabled(!(explainJob_ && explainJob_->isRunning()));
     if (!sameTransaction) {
         clearElements(d.hasDeltas ? QString() : tr("Transaction %1 carries no recorded deltas: only its fingerprints can be compared.").arg(d.index));
         Q_EMIT recordShown(QString::fromStdString(d.tapeFile), d.recordOffset, tr("transaction %1 (record %2)").arg(d.index).arg(d.recordIndex),
@@ -570,6 +589,87 @@ void TransactionDetailPane::showElementTensor(int which)
     }
     if (t.worst.empty())
         worst_->setToolTip(tr("Every element of %1 reproduced bit for bit.").arg(text(t.tensor)));
+}
+
+DivergenceExplanationView* TransactionDetailPane::explanationView() const { return explanationView_; }
+
+void TransactionDetailPane::askSidesAndExplain()
+{
+    // Against the workstation's replay device when it is another; else another thread count.
+    const QString other = device_ == QStringLiteral("cpu") ? QStringLiteral("cpu@threads=2") : device_;
+    bool ok = false;
+    const QString devices = QInputDialog::getText(
+        this, tr("Explain Divergence"),
+        tr("The two sides to replay transaction %1 on, as A,B: cpu, cuda:N, or cpu with @threads=N or @kernels=host").arg(shown_ ? *shown_ : 0),
+        QLineEdit::Normal, QStringLiteral("cpu,") + other, &ok);
+    if (ok)
+        explainDivergence(devices);
+}
+
+bool TransactionDetailPane::explainDivergence(const QString& devices)
+{
+    if (!shown_) {
+        Q_EMIT problem(tr("Explain Divergence needs a transaction: select one in the table."));
+        return false;
+    }
+    if (explainJob_ && explainJob_->isRunning()) {
+        Q_EMIT problem(tr("An explanation is running already; cancel it first."));
+        return false;
+    }
+    ExplainRequest request;
+    try {
+        const auto [a, b] = ExplainSide::parsePair(devices.trimmed().toStdString());
+        request.sides[0] = a;
+        request.sides[1] = b;
+    } catch (const Error& error) {
+        Q_EMIT problem(QString::fromUtf8(error.what()));
+        return false;
+    }
+    const quint64 index = *shown_;
+    request.tapeId = tapeId_;
+    request.index = index;
+    const std::string casePath = casePath_.toStdString();
+    auto result = std::make_shared<DivergenceExplanation>();
+    delete explainJob_;
+    explainJob_ = new BackgroundJob(tr("Explaining transaction %1 on %2").arg(index).arg(devices), Interruption::Cancel,
+                                    [casePath, request, result](ProgressSink& progress) mutable {
+                                        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+                                        request.progress = &progress;
+                                        *result = zkdv::explainDivergence(store, request);
+                                        if (result->first)
+                                            return QObject::tr("Transaction %1: the first operator beyond rounding is %2")
+                                                .arg(request.index)
+                                                .arg(QString::fromStdString(result->nodes[*result->first].op));
+                                        return result->diverged() ? QObject::tr("Transaction %1: the sides call different operators").arg(request.index)
+                                                                  : QObject::tr("Transaction %1: no operator differs beyond rounding").arg(request.index);
+                                    },
+                                    this);
+    connect(explainJob_, &BackgroundJob::finished, this, [this, result](bool ok, const QString& message) {
+        explain_->setEnabled(shown_.has_value());
+        if (ok) {
+            if (explanationView_)
+                explanationView_->window()->close();
+            // A window of its own, not modal: the auditor compares it with the pane.
+            auto* window = new QDialog(this);
+            window->setAttribute(Qt::WA_DeleteOnClose);
+            window->setWindowTitle(tr("Explain Divergence: transaction %1").arg(result->index));
+            auto* layout = new QVBoxLayout(window);
+            explanationView_ = new DivergenceExplanationView(*result, window);
+            layout->addWidget(explanationView_, 1);
+            auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, window);
+            connect(buttons, &QDialogButtonBox::rejected, window, &QDialog::close);
+            layout->addWidget(buttons);
+            window->resize(900, 600);
+            window->show();
+        } else {
+            Q_EMIT problem(message);
+        }
+        Q_EMIT divergenceExplained(ok, message);
+    });
+    explainProgress_->follow(explainJob_);
+    explain_->setEnabled(false);
+    explainJob_->start();
+    return true;
 }
 
 }  // namespace zkdv::ui

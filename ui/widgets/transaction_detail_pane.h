@@ -3,7 +3,8 @@
 // the tape recorded for it (batch tensors, optimizer values, update fingerprints, sampled
 // checks), what the shown replay run found (verdict, every comparison with its metrics),
 // the auditor's flag and note, editable here; and, on demand, its deltas element by element
-// (the transaction replayed once more in a worker, off the GUI thread, nothing stored).
+// (the transaction replayed once more in a worker, off the GUI thread, nothing stored) and
+// where two differently configured replays of it part (Explain Divergence, in the same way).
 
 #include <QDockWidget>
 #include <QPointer>
@@ -21,6 +22,7 @@ class QTimer;
 class QTreeWidget;
 
 namespace zkdv {
+struct DivergenceExplanation;
 struct ElementComparison;
 struct TransactionDetail;
 }
@@ -28,6 +30,7 @@ struct TransactionDetail;
 namespace zkdv::ui {
 
 class BackgroundJob;
+class DivergenceExplanationView;
 class ElementDifferenceChart;
 class JobProgressFrame;
 
@@ -75,11 +78,23 @@ public:
     // The last comparison shown (nullptr before one finished for the shown transaction).
     const ElementComparison* elementComparison() const { return comparison_.get(); }
 
+    // "Explain Divergence…": asks for the two sides, then explainDivergence().
+    QPushButton* explainButton() const { return explain_; }
+    // Replays the shown transaction on the two sides of `devices` ("cpu,cpu@threads=2", as
+    // zkdv-audit explain --devices) in the background and shows where they part in a dialog;
+    // false when it cannot start (no transaction shown, sides that do not parse, one running).
+    bool explainDivergence(const QString& devices);
+    BackgroundJob* explainJob() const { return explainJob_; }
+    // The last explanation, in its window (nullptr before one finished, or once its window closed).
+    DivergenceExplanationView* explanationView() const;
+
 Q_SIGNALS:
     // A note was stored for transaction `index`: the table re-reads its rows.
     void noteSaved(quint64 index);
     // "Compare elements" finished; ok false when it failed or was cancelled (message says why).
     void elementComparisonFinished(bool ok, const QString& message);
+    // "Explain Divergence" finished, likewise.
+    void divergenceExplained(bool ok, const QString& message);
     void problem(const QString& message);
     // Another transaction is shown: where its record's frame starts in `tapeFile` (empty when
     // the tape file could not be read: `why`), for the record bytes pane.
@@ -92,6 +107,7 @@ private:
     void updateNoteButtons();
     void showElementTensor(int which);
     void clearElements(const QString& why);
+    void askSidesAndExplain();
 
     QString casePath_;
     qint64 tapeId_ = 0;
@@ -114,6 +130,10 @@ private:
     ElementDifferenceChart* chart_;
     QTableWidget* worst_;
     QPointer<BackgroundJob> job_;
+    QPushButton* explain_;
+    JobProgressFrame* explainProgress_;
+    QPointer<BackgroundJob> explainJob_;
+    QPointer<DivergenceExplanationView> explanationView_;
     std::shared_ptr<ElementComparison> comparison_;
     bool shownHasDeltas_ = false;
     QString device_ = QStringLiteral("cpu");

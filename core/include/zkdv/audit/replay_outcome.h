@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "zkdv/audit/divergence.h"
+#include "zkdv/audit/operator_trace.h"
 #include "zkdv/audit/unverifiable_cause.h"
 #include "zkdv/audit/verdict.h"
 
@@ -55,6 +56,10 @@ struct TransactionOutcome {
     // Only when the segment asked for them (ReplaySegment::capture); never stored in a case.
     std::vector<ComparedValues> values;
     std::string valuesOmitted;  // why some tensors' values are not in `values` ("" when none is missing)
+    // Only when the segment asked for them (ReplaySegment::trace): every operator of the step
+    // with its outputs, in call order; never stored in a case.
+    std::vector<TracedOperator> operators;
+    std::string operatorsOmitted;  // what of the trace did not come back ("" when nothing)
 
     // The comparison with the largest ULP distance (nullptr when there is none).
     const TensorComparison* worst() const;

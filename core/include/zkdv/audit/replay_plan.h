@@ -18,6 +18,9 @@ struct ReplaySegment {
     // Transactions whose recorded and replayed deltas come back with their outcomes
     // (TransactionOutcome::values), ascending; empty for an ordinary replay.
     std::vector<std::uint64_t> capture;
+    // Transactions whose every operator comes back with its outputs (TransactionOutcome::
+    // operators: zkdv-audit explain), ascending; empty for an ordinary replay.
+    std::vector<std::uint64_t> trace;
 
     std::uint64_t length() const { return lastTransaction - snapshot + 1; }
 };
