@@ -207,6 +207,7 @@ int runReplayWorker(int channelFd)
             setup.device = job.device;
             setup.intraOpThreads = job.intraOpThreads;
             setup.tolerance = job.tolerance;
+            setup.noiseEnvelope = job.noiseEnvelope;
             executor = SegmentExecutor::create(setup);
             try {
                 if (job.records.embedded)

@@ -41,6 +41,7 @@ struct ExecutorSetup {
     std::string device = "cpu";
     int intraOpThreads = 0;             // 0: leave libtorch's setting
     Tolerance tolerance = Tolerance::defaults();
+    double noiseEnvelope = 0;  // which gradients are rounding noise; 0: tolerance.envelope
 };
 
 class SegmentExecutor {

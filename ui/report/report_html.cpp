@@ -270,6 +270,7 @@ QString ReportHtml::summary() const
                        QObject::tr("Numerical regime"),
                        orDash(r.numericRegimeReason.empty() ? r.numericRegime : r.numericRegime + " (" + r.numericRegimeReason + ")"),
                        QObject::tr("Kernel settings"), orDash(r.kernelProfile),
+                       QObject::tr("Envelope"), orDash(r.envelopeSource.empty() ? std::string() : r.envelopeSource + ": " + r.envelopeNote),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
     if (r.shard)
