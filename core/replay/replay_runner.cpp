@@ -441,12 +441,12 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const int intraOp = intraOpThreadsOf(request, root, hello.defaultIntraOpThreads);
     const unsigned workers = workerCount(request, planned.plan, intraOp);
     // The envelope follows the pair of environments: calibrated for it, or the tolerance's.
+    const RegimeChoice regime = chooseRegime(root.numerics, runNumerics(hello, intraOp));
     std::optional<EnvironmentPair> pair;
     if (root.numerics)
         pair = EnvironmentPair{*root.numerics, root.torchVersion, runNumerics(hello, intraOp), hello.libtorchVersion, device};
-    const EnvelopeChoice envelope =
-        chooseEnvelope(request.calibration, pair, chooseRegime(root.numerics, runNumerics(hello, intraOp)).regime == NumericRegime::CrossEnvironment,
-                       request.tolerance.envelope, request.envelopeGiven);
+    const EnvelopeChoice envelope = chooseEnvelope(request.calibration, pair, regime.regime == NumericRegime::CrossEnvironment,
+                                                   request.tolerance.envelope, request.envelopeGiven);
     request.tolerance.envelope = envelope.envelope;
     // The calibration left out what a noise gradient reaches, found with the default
     // envelope: the run finds them the same way.
@@ -466,7 +466,6 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     summary.transactionCount = planned.input.transactionCount;
     summary.selected = planned.selected;
     summary.problem = problem;
-    const RegimeChoice regime = chooseRegime(root.numerics, runNumerics(hello, intraOp));
     summary.regime = std::string(regimeName(regime.regime));
     summary.regimeReason = regime.reason;
     summary.kernelProfile = profile;
