@@ -747,6 +747,16 @@ bool MainWindow::startReplay(const QString& spec, std::optional<quint64> seed, S
     request.seed = seed;
     request.seedSource = source;
     request.device = replayDevice().toStdString();
+    // The calibration chosen last (Replay Random Sample…) judges every replay across
+    // environments when it is for the run's pair; an unreadable one stops the replay here.
+    if (const QString calibration = Settings::replayCalibration(); !calibration.isEmpty()) {
+        try {
+            request.calibration = loadCalibration(calibration.toStdString());
+        } catch (const std::exception& error) {
+            showMessage(tr("Not replayed: %1 (choose another calibration in Replay Random Sample…)").arg(QString::fromStdString(error.what())), 0);
+            return false;
+        }
+    }
     // Outcomes arrive on the job's thread; the window re-reads results at most every 400 ms.
     auto pending = std::make_shared<std::atomic<bool>>(false);
     QPointer<MainWindow> window(this);
@@ -987,10 +997,11 @@ void MainWindow::replaySample()
         return;
     // A fresh seed every time, never the last one: a seed the trainer could guess voids the
     // bound (docs/replay.md, "The seed").
-    SampleDialog dialog(transactionCount_, Settings::sampleSpec(), this);
+    SampleDialog dialog(transactionCount_, Settings::sampleSpec(), this, Settings::replayCalibration());
     if (dialog.exec() != QDialog::Accepted)
         return;
     Settings::setSampleSpec(dialog.selectionSpec());
+    Settings::setReplayCalibration(dialog.calibrationPath());
     startReplay(dialog.selectionSpec(), dialog.seed(), dialog.seedSource());
 }
 

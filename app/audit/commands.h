@@ -13,6 +13,7 @@ int runInfo(int argc, char** argv);
 int runIngest(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runReplay(int argc, char** argv);
+int runCalibrate(int argc, char** argv);
 int runPlan(int argc, char** argv);
 int runMerge(int argc, char** argv);
 int runSlurmScript(int argc, char** argv);

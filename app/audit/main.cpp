@@ -20,6 +20,8 @@ commands:
   info TAPE|CASE                     describe a tape or an audit case
   ingest FILE|FOLDER... --case CASE  load tapes (and sealed program files) into a case
   replay CASE --select SPEC          re-execute chosen transactions and store verdicts
+  calibrate CASE... --out FILE      measure the cross-environment envelope for this replay
+                                     environment from honest tapes (replay --calibration FILE)
   plan CASE --select SPEC --seed S --shards N
                                      how a replay splits into shards for several machines
   merge CASE SHARD.zkaudit...        join the shard cases of a sharded replay (replay --shard
@@ -95,6 +97,8 @@ int main(int argc, char** argv)
         return builtWithoutTorch() ? refuseWithoutTorch("replay") : runReplay(argc, argv);
     if (command == "explain")
         return builtWithoutTorch() ? refuseWithoutTorch("explain") : runExplain(argc, argv);
+    if (command == "calibrate")
+        return builtWithoutTorch() ? refuseWithoutTorch("calibrate") : runCalibrate(argc, argv);
     if (isTorchCommand(argv[1]))
         return runTorchCommand(argv[1], argc, argv);
     std::fprintf(stderr, "zkdv-audit: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

@@ -24,7 +24,7 @@ int runReplay(int argc, char** argv)
 {
     ArgumentParser parser(
         "zkdv-audit replay CASE --select SPEC [--seed S] [--shard I/N --into FILE] [--device DEV] [--threads N] [--intra-op-threads N]\n"
-        "                  [--kernels K] [--tolerance T] [--json]",
+        "                  [--kernels K] [--tolerance T] [--calibration FILE] [--json]",
         "Replays chosen transactions of a tape in the case from their nearest snapshots with the\n"
         "tape's sealed program and optimizer contract, compares loss, update fingerprints,\n"
         "recorded deltas, state digests and the next snapshot, and stores verdicts and divergence\n"
@@ -56,6 +56,9 @@ int runReplay(int argc, char** argv)
                      "ONEDNN_MAX_CPU_ISA, ... as the tape records them, capped at the training CPU's vector level on another CPU); "
                      "host: as this shell has them");
     parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X,envelope=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
+    parser.addOption("calibration", "FILE",
+                     "across environments, derive the envelope from this calibration (zkdv-audit calibrate) when it was measured "
+                     "for this run's pair of environments; otherwise the default envelope applies and the run says why");
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
     const ReplayLimits limits;
@@ -78,6 +81,16 @@ int runReplay(int argc, char** argv)
             request.tolerance = parser.has("tolerance") ? Tolerance::parse(parser.value("tolerance")) : Tolerance::defaults();
         } catch (const Error& error) {
             throw UsageError(error.what());
+        }
+        if (parser.has("tolerance")) {
+            const std::string text = parser.value("tolerance");
+            request.envelopeGiven = text == "exact" || text.find("envelope=") != std::string::npos;
+        }
+        if (parser.has("calibration")) {
+            if (request.envelopeGiven)
+                throw UsageError("--calibration derives the envelope; --tolerance " + parser.value("tolerance") + " sets it too: choose one");
+            // A malformed file is an input error (exit 2) naming the file and the member.
+            request.calibration = loadCalibration(parser.value("calibration"));
         }
         // Unset, the replay draws it: a seed the trainer could know makes the audit's bound void.
         if (parser.has("seed"))

@@ -240,6 +240,31 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
     return info;
 }
 
+// The envelope the run judged by and where it came from, added to the stored environment.
+std::string withEnvelope(const std::string& environmentJson, const EnvelopeChoice& choice)
+{
+    nlohmann::json environment = nlohmann::json::parse(environmentJson);
+    environment["envelope"] = choice.envelope;
+    environment["envelope_source"] = choice.source;
+    environment["envelope_note"] = choice.note;
+    if (choice.calibration) {
+        const EnvelopeCalibration& c = choice.calibration->calibration;
+        environment["calibration"] = {{"path", choice.calibration->path},
+                                      {"sha256", choice.calibration->sha256},
+                                      {"used", choice.calibrationUsed},
+                                      {"samples", c.samples()},
+                                      {"quantile", "max"},
+                                      {"quantile_level", c.quantileLevel()},
+                                      {"max_ratio", c.maxRatio()},
+                                      {"safety_factor", kCalibrationSafetyFactor},
+                                      {"created_at", c.createdAt},
+                                      {"recorded_torch", c.pair.recordedTorch},
+                                      {"replay_libtorch", c.pair.replayLibtorch},
+                                      {"device", c.pair.device}};
+    }
+    return toJsonText(environment);
+}
+
 // Stores each batch of outcomes, counts them into the summary and reports progress.
 class OutcomeRecorder {
 public:
@@ -292,6 +317,7 @@ worker::WorkerJob workerJob(CaseStore& store, ReplayStore& replayStore, const Ca
     job.device = device;
     job.intraOpThreads = intraOp;
     job.tolerance = request.tolerance;
+    job.noiseEnvelope = request.noiseEnvelope;
     worker::RecordPlan& records = job.records;
     records.embedded = embedded;
     records.tapePath = tape.path;
@@ -416,7 +442,30 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     }
     const int intraOp = intraOpThreadsOf(request, root, hello.defaultIntraOpThreads);
     const unsigned workers = workerCount(request, planned.plan, intraOp);
+    // The envelope follows the pair of environments: calibrated for it, or the tolerance's.
+    const DeterminismProfile determinism = worker::workerDeterminism(root, hello, device, intraOp);
+    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{runNumerics(hello, intraOp), determinism});
+    std::optional<EnvironmentPair> pair;
+    if (root.numerics) {
+        pair.emplace();
+        pair->recorded = *root.numerics;
+        pair->recordedTorch = root.torchVersion;
+        pair->recordedDevice = root.device;
+        pair->recordedDeterminism = root.determinism;
+        pair->replay = runNumerics(hello, intraOp);
+        pair->replayLibtorch = hello.libtorchVersion;
+        pair->device = device;
+        pair->replayDeterminism = determinism;
+    }
+    const EnvelopeChoice envelope = chooseEnvelope(request.calibration, pair, regime.regime == NumericRegime::CrossEnvironment,
+                                                   request.tolerance.envelope, request.envelopeGiven);
+    request.tolerance.envelope = envelope.envelope;
+    // The calibration left out what a noise gradient reaches, found with the default
+    // envelope: the run finds them the same way.
+    if (envelope.calibrationUsed)
+        request.noiseEnvelope = Tolerance::defaults().envelope;
     ReplayRunInfo info = runInfo(tape, root, request, hello, device, workers, intraOp, planned.selected.size(), profile);
+    info.environmentJson = withEnvelope(info.environmentJson, envelope);
     info.programCheck = program.check;
     info.shard = request.shard;
 
@@ -429,11 +478,12 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     summary.transactionCount = planned.input.transactionCount;
     summary.selected = planned.selected;
     summary.problem = problem;
-    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{runNumerics(hello, intraOp), worker::workerDeterminism(root, hello, device, intraOp)});
     summary.regime = std::string(regimeName(regime.regime));
     summary.regimeReason = regime.reason;
     summary.kernelProfile = profile;
-    summary.determinism = worker::workerDeterminism(root, hello, device, intraOp);
+    summary.determinism = determinism;
+    summary.environmentPair = pair;
+    summary.envelope = envelope;
     summary.runId = replayStore.beginRun(info);
     log.setPath(request.workerLogPath.empty() ? store.path() + ".replay-" + std::to_string(summary.runId) + ".log" : request.workerLogPath);
 

@@ -319,6 +319,7 @@ std::vector<std::uint8_t> encodeJob(const WorkerJob& job)
     out.f64(job.tolerance.relativeL2);
     out.f64(job.tolerance.fingerprintRelative);
     out.f64(job.tolerance.envelope);
+    out.f64(job.noiseEnvelope);
     out.u64(job.memoryLimitBytes);
     const RecordPlan& r = job.records;
     out.u8(r.embedded ? 1 : 0);
@@ -348,6 +349,7 @@ WorkerJob decodeJob(const std::vector<std::uint8_t>& payload)
     job.tolerance.relativeL2 = in.f64("tolerance rel");
     job.tolerance.fingerprintRelative = in.f64("tolerance fingerprint");
     job.tolerance.envelope = in.f64("tolerance envelope");
+    job.noiseEnvelope = in.f64("noise envelope");
     job.memoryLimitBytes = in.u64("memory limit");
     RecordPlan& r = job.records;
     r.embedded = in.u8("embedded") != 0;
@@ -439,6 +441,8 @@ std::vector<std::uint8_t> encodeOutcome(const TransactionOutcome& outcome)
         out.u8(static_cast<std::uint8_t>(used));
         for (std::size_t b = 0; b < used; ++b)
             out.u64(m.ulpHistogram[b]);
+        out.f64(c.envelopeRatio);
+        out.u8(c.roundingNoise ? 1 : 0);
     }
     out.u64(outcome.values.size());
     for (const ComparedValues& v : outcome.values) {
@@ -487,8 +491,8 @@ TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload)
     outcome.cause = causeFrom(in, "cause");
     outcome.detail = in.text("detail");
     outcome.replayNs = in.u64("replay time");
-    // A comparison takes at least 8 + 8 + 1 + 8 + 8 + 1 + 5 * 8 + 2 * 8 + 1 bytes.
-    for (std::uint64_t n = in.count(91, "comparisons"); n > 0; --n) {
+    // A comparison takes at least 8 + 8 + 1 + 8 + 8 + 1 + 5 * 8 + 2 * 8 + 1 + 8 + 1 bytes.
+    for (std::uint64_t n = in.count(100, "comparisons"); n > 0; --n) {
         TensorComparison c;
         c.tensor = in.text("comparison tensor");
         c.slot = in.text("comparison slot");
@@ -510,6 +514,8 @@ TransactionOutcome decodeOutcome(const std::vector<std::uint8_t>& payload)
             in.fail("comparison ulp histogram", std::to_string(used) + " bins, at most " + std::to_string(m.ulpHistogram.size()), at);
         for (std::size_t b = 0; b < used; ++b)
             m.ulpHistogram[b] = in.u64("comparison ulp histogram");
+        c.envelopeRatio = in.f64("comparison envelope ratio");
+        c.roundingNoise = in.u8("comparison rounding noise") != 0;
         outcome.comparisons.push_back(std::move(c));
     }
     // Values: 8 + 8 + 8 + 8 + 8 + 8 bytes at least each.

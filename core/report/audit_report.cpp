@@ -153,6 +153,35 @@ void readTrainingSide(const CaseTape& tape, ReportData& report)
     }
 }
 
+// The envelope and calibration a run stored (replay_runs.environment); members of the wrong
+// type are left out, as the rest of a damaged environment is.
+void readEnvelope(const nlohmann::json& environment, ReportData& report)
+{
+    auto finite = [](const nlohmann::json& object, const char* name) -> std::optional<double> {
+        if (object.contains(name) && object[name].is_number() && std::isfinite(object[name].get<double>()))
+            return object[name].get<double>();
+        return std::nullopt;
+    };
+    auto text = [](const nlohmann::json& object, const char* name) {
+        return object.contains(name) && object[name].is_string() ? object[name].get<std::string>() : std::string();
+    };
+    report.envelope = finite(environment, "envelope");
+    report.envelopeSource = text(environment, "envelope_source");
+    report.envelopeNote = text(environment, "envelope_note");
+    if (environment.contains("calibration") && environment["calibration"].is_object()) {
+        const nlohmann::json& c = environment["calibration"];
+        ReportData::Calibration calibration;
+        calibration.path = text(c, "path");
+        calibration.sha256 = text(c, "sha256");
+        calibration.used = c.contains("used") && c["used"].is_boolean() && c["used"].get<bool>();
+        calibration.samples = c.contains("samples") && c["samples"].is_number_unsigned() ? c["samples"].get<std::uint64_t>() : 0;
+        calibration.maxRatio = finite(c, "max_ratio").value_or(0.0);
+        calibration.safetyFactor = finite(c, "safety_factor").value_or(0.0);
+        calibration.quantileLevel = finite(c, "quantile_level").value_or(0.0);
+        report.calibration = calibration;
+    }
+}
+
 void readEnvironment(const StoredReplayRun& run, ReportData& report)
 {
     try {
@@ -180,6 +209,7 @@ void readEnvironment(const StoredReplayRun& run, ReportData& report)
                         variables += (variables.empty() ? "" : ", ") + name + "=" + value.get<std::string>();
             report.kernelProfile = report.kernelChoice + (variables.empty() ? "" : " (" + variables + ")");
         }
+        readEnvelope(environment, report);
     } catch (const FormatError&) {
         // A damaged environment leaves these fields "not recorded"; the verdicts stand.
     }

@@ -235,6 +235,7 @@ int runReplayWorker(int channelFd)
             } catch (const Error& error) {
                 throw ReplayEnvironmentError(error.what());
             }
+            setup.noiseEnvelope = job.noiseEnvelope;
             executor = SegmentExecutor::create(setup);
             try {
                 if (job.records.embedded)

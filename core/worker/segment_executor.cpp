@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -143,6 +144,9 @@ public:
     explicit TorchSegmentExecutor(const ExecutorSetup& setup)
         : root_(setup.root), device_(setup.device), tolerance_(setup.tolerance)
     {
+        noiseTolerance_ = tolerance_;
+        if (setup.noiseEnvelope > 0)
+            noiseTolerance_.envelope = setup.noiseEnvelope;
         at::init_num_threads();
         if (setup.intraOpThreads > 0)
             at::set_num_threads(setup.intraOpThreads);
@@ -288,6 +292,7 @@ public:
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
             conclude(outcome);
             excuseNoiseGradients(outcome);
+            markRoundingNoise(outcome);
             if (outcome.verdict == Verdict::Diverged && !transformsNote_.empty())
                 outcome.detail += "; the step re-applied the gradient transforms the transaction records: " + transformsNote_;
             segmentWorst_ = worse(segmentWorst_, outcome.verdict);
@@ -814,7 +819,7 @@ private:
             if (!gradients[i].defined())
                 continue;
             double ratio = 0.0;
-            if (tolerance_.withinEnvelope(root_.parameters[i].dtype, std::sqrt(squaredNorm(gradients[i])), model, ratio) &&
+            if (noiseTolerance_.withinEnvelope(root_.parameters[i].dtype, std::sqrt(squaredNorm(gradients[i])), model, ratio) &&
                 !noiseGradients_.count(root_.parameters[i].name))
                 noiseGradients_.emplace(root_.parameters[i].name, ratio);
         }
@@ -857,6 +862,16 @@ private:
                          "replay in the recording environment to decide: " + outcome.detail;
     }
 
+    // What a noise gradient reaches (excuseNoiseGradients' rule), marked on every comparison of
+    // a cross-environment outcome, for calibrations to leave out.
+    void markRoundingNoise(TransactionOutcome& outcome) const
+    {
+        if (!crossEnvironment() || noiseGradients_.empty())
+            return;
+        for (TensorComparison& c : outcome.comparisons)
+            c.roundingNoise = (noiseGradients_.count(c.tensor) && c.slot != "loss") || c.slot == "snapshot/buffer";
+    }
+
     // The cross-environment regime (docs/replay.md, "Regimes"): a floating-point comparison
     // that fails the tensor's own bounds passes when the norm of its difference is within the
     // envelope of `scale`, the replay's norm of the whole model's corresponding quantity. A
@@ -864,12 +879,16 @@ private:
     void judgeAcrossEnvironments(TensorComparison& comparison, DType dtype, const std::function<double()>& difference, double scale,
                                  const char* scaleName) const
     {
+        // Bit for bit across environments: measured as 0 (a calibration counts it).
+        if (crossEnvironment() && comparison.metrics.bitwiseEqual && comparison.note.empty() && isFloatingPoint(dtype))
+            comparison.envelopeRatio = 0.0;
         if (!crossEnvironment() || comparison.verdict != Verdict::Diverged || !comparison.note.empty() ||
             comparison.metrics.finiteMismatch() || !isFloatingPoint(dtype))
             return;
         const double norm = difference();
         double ratio = 0.0;
         const bool within = tolerance_.withinEnvelope(dtype, norm, scale, ratio);
+        comparison.envelopeRatio = std::isfinite(norm) ? ratio : std::numeric_limits<double>::infinity();
         char text[320];
         std::snprintf(text, sizeof text, "max %.3g ULP, relative L2 %.3g; across environments its difference %.3g is %.3g u x %s (%.3g), %s envelope %g",
                       comparison.metrics.maxUlp, comparison.metrics.relativeL2, norm, ratio, scaleName, scale, within ? "within the" : "outside the",
@@ -957,6 +976,7 @@ private:
     RootRecord root_;
     c10::Device device_;
     Tolerance tolerance_;
+    Tolerance noiseTolerance_;  // its envelope decides which gradients are rounding noise
     torch::jit::Module module_;
     std::unique_ptr<GraphInterpreter> graph_;  // instead of module_, for an exported-graph program
     std::vector<at::Tensor> parameters_;  // layout order, the module's own tensors

@@ -44,6 +44,7 @@ struct ExecutorSetup {
     // The determinism profile the worker put in force for this replay (workerDeterminism):
     // with the numerical environment, it decides the regime.
     DeterminismProfile determinism;
+    double noiseEnvelope = 0;  // which gradients are rounding noise; 0: tolerance.envelope
 };
 
 class SegmentExecutor {

@@ -38,6 +38,9 @@ std::vector<std::string> replaySummaryDetails(const ReplaySummary& summary)
         lines.push_back(summary.kernelProfile.note + ": " + summary.kernelProfile.describeVariables());
     if (!summary.regimeReason.empty())
         lines.push_back("judged by the " + summary.regime + " regime: " + summary.regimeReason);
+    // Which envelope, and why: always across environments, and whenever a calibration was given.
+    if (summary.regime == "cross-environment" || summary.envelope.calibration)
+        lines.push_back("envelope (" + summary.envelope.source + "): " + summary.envelope.note);
     for (const TransactionOutcome& failure : summary.firstFailures)
         lines.push_back("transaction " + std::to_string(failure.index) + ": " + failure.detail);
     return lines;

@@ -34,6 +34,7 @@
 #include "widgets/finding_banner.h"
 #include "widgets/job_progress_frame.h"
 #include "widgets/missing_tape_bar.h"
+#include "widgets/path_field.h"
 #include "widgets/run_list.h"
 #include "zkdv/store/transaction_table.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
@@ -437,6 +438,27 @@ void TestMainWindow::sampleDialogProposesAFreshSeed()
     QVERIFY(runs[0].seedSource == SeedSource::Given);
     QCOMPARE(runs[1].seed, std::uint64_t(accepted));
     QVERIFY(runs[1].seedSource == SeedSource::Drawn);
+
+    // The dialog's calibration field (docs/replay.md, "Calibration") is remembered for the
+    // next replay; one that cannot be read stops the replay before anything is stored.
+    const QString missing = QString::fromStdString(dir_.file("no-such-calibration.json"));
+    open([&](SampleDialog& dialog) {
+        PathField* field = dialog.findChild<PathField*>(QStringLiteral("calibration"));
+        QVERIFY(field);
+        QVERIFY(field->path().isEmpty());
+        field->setPath(missing);
+        QCOMPARE(dialog.calibrationPath(), missing);
+        dialog.accept();
+    });
+    QCOMPARE(Settings::replayCalibration(), missing);
+    QVERIFY2(window_->statusBar()->currentMessage().contains(QStringLiteral("no-such-calibration.json")),
+             qPrintable(window_->statusBar()->currentMessage()));
+    QCOMPARE(ReplayStore(store.database()).runs().size(), std::size_t(2));
+    open([&](SampleDialog& dialog) {
+        QCOMPARE(dialog.calibrationPath(), missing);
+        dialog.reject();
+    });
+    Settings::setReplayCalibration(QString());
 }
 
 void TestMainWindow::laterRunKeepsEarlierResultsVisible()

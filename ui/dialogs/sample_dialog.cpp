@@ -14,12 +14,19 @@
 
 #include <cmath>
 
+#include <QDir>
+#include <QFileInfo>
+
+#include "widgets/path_field.h"
+
 namespace zkdv::ui {
 
-SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, QWidget* parent)
+SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, QWidget* parent, const QString& calibration)
     : QDialog(parent), transactionCount_(transactionCount), proposedSeed_(drawAuditSeed()), unit_(new QComboBox(this)),
       count_(new QSpinBox(this)), percent_(new QDoubleSpinBox(this)), seed_(new QLineEdit(this)),
       stratified_(new QCheckBox(tr("Stratify by snapshot segment"), this)),
+      calibration_(new PathField(PathField::Files, tr("Calibrations (*.json);;All files (*)"),
+                                 [calibration] { return calibration.isEmpty() ? QDir::homePath() : QFileInfo(calibration).absolutePath(); }, this)),
       hint_(new QLabel(this))
 {
     setWindowTitle(tr("Replay Random Sample"));
@@ -55,6 +62,12 @@ SampleDialog::SampleDialog(quint64 transactionCount, const QString& spec, QWidge
     form->addRow(tr("Sample:"), amountRow);
     form->addRow(tr("Seed:"), seed_);
     form->addRow(QString(), stratified_);
+    calibration_->setObjectName(QStringLiteral("calibration"));
+    calibration_->setPath(calibration);
+    calibration_->setPlaceholderText(tr("none: the default envelope"));
+    calibration_->setToolTip(tr("An envelope calibration (zkdv-audit calibrate) for replays in another numerical environment "
+                                "than the training's; used only when it was measured for this pair of environments."));
+    form->addRow(tr("Calibration:"), calibration_);
     form->addRow(hint_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     replay_ = buttons->button(QDialogButtonBox::Ok);
@@ -77,6 +90,8 @@ QString SampleDialog::selectionSpec() const
         return kind + QLatin1Char(':') + QString::number(percent_->value(), 'g', 6) + QLatin1Char('%');
     return kind + QLatin1Char(':') + QString::number(count_->value());
 }
+
+QString SampleDialog::calibrationPath() const { return calibration_->path(); }
 
 quint64 SampleDialog::seed() const { return seed_->text().toULongLong(); }
 

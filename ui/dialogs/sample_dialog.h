@@ -19,16 +19,21 @@ class QSpinBox;
 
 namespace zkdv::ui {
 
+class PathField;
+
 class SampleDialog : public QDialog {
     Q_OBJECT
 public:
-    SampleDialog(quint64 transactionCount, const QString& spec, QWidget* parent = nullptr);
+    // `calibration`: the envelope calibration file proposed (the last one used; "" for none).
+    SampleDialog(quint64 transactionCount, const QString& spec, QWidget* parent = nullptr, const QString& calibration = QString());
 
     QString selectionSpec() const;  // "random:100", "stratified:5%"
     quint64 seed() const;
     quint64 proposedSeed() const { return proposedSeed_; }
     // Drawn while the seed is the one proposed, Given once the auditor changed it.
     SeedSource seedSource() const;
+    // The calibration file chosen (docs/replay.md, "Calibration"); "" for none.
+    QString calibrationPath() const;
 
 private:
     void updateHint();
@@ -40,6 +45,7 @@ private:
     QDoubleSpinBox* percent_;
     QLineEdit* seed_;
     QCheckBox* stratified_;
+    PathField* calibration_;
     QLabel* hint_;
     QPushButton* replay_ = nullptr;
 };

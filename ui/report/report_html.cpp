@@ -272,6 +272,7 @@ QString ReportHtml::summary() const
                        QObject::tr("Kernel settings"), orDash(r.kernelProfile),
                        QObject::tr("Determinism profile of the replay"), orDash(r.replayDeterminism),
                        QObject::tr("Determinism profile of the training"), orDash(r.trainingDeterminism),
+                       QObject::tr("Envelope"), orDash(r.envelopeSource.empty() ? std::string() : r.envelopeSource + ": " + r.envelopeNote),
                        QObject::tr("ZKDV that replayed"), orDash(r.replayZkdvVersion),
                        QObject::tr("ZKDV that wrote this report"), orDash(r.zkdvVersion)});
     if (r.shard)

@@ -14,6 +14,7 @@ const QString kColumns = QStringLiteral("table/columns");
 const QString kDevice = QStringLiteral("replay/device");
 const QString kSampleSpec = QStringLiteral("replay/sample");
 const QString kTopQ = QStringLiteral("replay/topq");
+const QString kReplayCalibration = QStringLiteral("replay/calibration");
 const QString kDatasetFolder = QStringLiteral("provenance/datasetFolder");
 const QString kModelFolder = QStringLiteral("provenance/modelFolder");
 }  // namespace
@@ -56,6 +57,8 @@ QString Settings::replayDevice() { return QSettings().value(kDevice, QStringLite
 void Settings::setReplayDevice(const QString& device) { QSettings().setValue(kDevice, device); }
 QString Settings::sampleSpec() { return QSettings().value(kSampleSpec, QStringLiteral("random:100")).toString(); }
 void Settings::setSampleSpec(const QString& spec) { QSettings().setValue(kSampleSpec, spec); }
+QString Settings::replayCalibration() { return QSettings().value(kReplayCalibration, QString()).toString(); }
+void Settings::setReplayCalibration(const QString& path) { QSettings().setValue(kReplayCalibration, path); }
 int Settings::topQ() { return QSettings().value(kTopQ, 10).toInt(); }
 void Settings::setTopQ(int q) { QSettings().setValue(kTopQ, q); }
 QString Settings::datasetFolder() { return QSettings().value(kDatasetFolder, QDir::homePath()).toString(); }

@@ -32,6 +32,10 @@ public:
     static QString sampleSpec();    // default "random:100"
     static void setSampleSpec(const QString& spec);
     static int topQ();              // default 10
+    // The envelope calibration replays use across environments (zkdv-audit calibrate);
+    // default "": none, the default envelope.
+    static QString replayCalibration();
+    static void setReplayCalibration(const QString& path);
     static void setTopQ(int q);
 
     // Where the last dataset commitment (and its data) and the last model were picked from,

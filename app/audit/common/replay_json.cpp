@@ -10,6 +10,21 @@ namespace zkdv::cli {
 namespace {
 // JSON has no infinity: a relative error over a zero reference is written as null.
 nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); }
+
+// The calibration a replay was given (--calibration), used or not; null without one.
+nlohmann::json calibrationJson(const EnvelopeChoice& choice)
+{
+    if (!choice.calibration)
+        return nullptr;
+    const EnvelopeCalibration& c = choice.calibration->calibration;
+    return {{"path", choice.calibration->path},
+            {"sha256", choice.calibration->sha256},
+            {"used", choice.calibrationUsed},
+            {"samples", c.samples()},
+            {"max_ratio", c.maxRatio()},
+            {"safety_factor", kCalibrationSafetyFactor},
+            {"quantile_level", c.quantileLevel()}};
+}
 }  // namespace
 
 nlohmann::json comparisonJson(const TensorComparison& c)
@@ -28,6 +43,8 @@ nlohmann::json comparisonJson(const TensorComparison& c)
                            {"inf_mismatches", c.metrics.infMismatches}};
     if (!c.note.empty())
         json["note"] = c.note;
+    if (!std::isnan(c.envelopeRatio))
+        json["envelope_ratio"] = number(c.envelopeRatio);
     return json;
 }
 
@@ -72,6 +89,10 @@ nlohmann::json replaySummaryJson(const ReplaySummary& s)
             {"numeric_regime_reason", s.regimeReason.empty() ? nlohmann::json() : nlohmann::json(s.regimeReason)},
             {"kernel_profile", nlohmann::json::parse(s.kernelProfile.toJson())},
             {"determinism", nlohmann::json::parse(s.determinism.toJson())},
+            {"envelope", s.envelope.envelope},
+            {"envelope_source", s.envelope.source},
+            {"envelope_note", s.envelope.note},
+            {"calibration", calibrationJson(s.envelope)},
             {"seconds", s.seconds},
             {"worker_log", s.workerLog.empty() ? nlohmann::json() : nlohmann::json(s.workerLog)},
             {"sealed", s.sealProblem.empty()},

@@ -2,6 +2,7 @@
 // What a replay found: per transaction, its verdict and every comparison it made.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ struct TensorComparison {
     Verdict verdict = Verdict::Exact;
     DivergenceMetrics metrics;
     std::string note;  // why, when the metrics alone do not say (a missing slot, a digest)
+    // The cross-environment regime (docs/replay.md, "Regimes"): the norm of the difference in
+    // units of u × S, as judged against the envelope; 0 for a floating-point value bit for
+    // bit there; NaN when no envelope judged it (the same environment, an integer or counter,
+    // a dtype/shape/NaN mismatch, or it passed its own bounds first).
+    double envelopeRatio = std::numeric_limits<double>::quiet_NaN();
+    // Cross-environment: a value a noise gradient reaches (docs/replay.md, "Noise gradients"),
+    // whose mismatch no envelope decides; a calibration leaves it out.
+    bool roundingNoise = false;
 
     std::string label() const;  // "fc.weight state/exp_avg", "loss"
 };

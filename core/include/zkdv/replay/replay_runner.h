@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zkdv/audit/audit_seed.h"
+#include "zkdv/audit/envelope_calibration.h"
 #include "zkdv/audit/pass_rule.h"
 #include "zkdv/audit/replay_outcome.h"
 #include "zkdv/audit/selection.h"
@@ -47,6 +48,16 @@ struct ReplayRequest {
     unsigned threads = 0;     // worker processes replaying segments at once on CPU; 0 and at most: one per core
     int intraOpThreads = 0;   // libtorch threads per replay worker; 0: libtorch's default
     Tolerance tolerance = Tolerance::defaults();
+    // The auditor chose the tolerance's envelope (--tolerance envelope=X or exact): the run
+    // says so instead of "default".
+    bool envelopeGiven = false;
+    // Cross-environment: derive the envelope from this calibration when it was measured for
+    // the run's pair of environments (docs/replay.md, "Calibration"); otherwise the run keeps
+    // the tolerance's envelope and says why.
+    std::optional<LoadedCalibration> calibration;
+    // Set by the run: the envelope that decides which gradients are rounding noise, when not
+    // the tolerance's (0).
+    double noiseEnvelope = 0;
     // Which kernel settings the workers run (kernel_profile.h): the training's by default.
     KernelChoice kernels = KernelChoice::Recorded;
     std::string programPath;  // a sealed program file to use when the case holds none
@@ -80,6 +91,10 @@ struct ReplaySummary {
     std::string regimeReason;
     KernelProfile kernelProfile;  // what the workers ran under
     DeterminismProfile determinism;  // the determinism profile the workers ran with (docs/replay.md)
+    // The tape's environment and the workers' (unset when the tape records none), and the
+    // envelope the run judged by, with where it came from.
+    std::optional<EnvironmentPair> environmentPair;
+    EnvelopeChoice envelope;
     double seconds = 0;
     std::vector<TransactionOutcome> firstFailures;  // the kFirstFailureCount lowest-indexed diverged/unverifiable, in index order
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing

@@ -81,6 +81,9 @@ struct WorkerJob {
     std::string device = "cpu";
     int intraOpThreads = 0;
     Tolerance tolerance = Tolerance::defaults();
+    // The envelope that decides which gradients are rounding noise, when not the tolerance's
+    // (0): a calibrated run keeps the one its calibration left noise out with.
+    double noiseEnvelope = 0;
     std::uint64_t memoryLimitBytes = 0;  // 0: none (RLIMIT_DATA otherwise, set before loading)
     RecordPlan records;
 };

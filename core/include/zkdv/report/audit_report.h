@@ -181,6 +181,22 @@ struct ReportData {
     // and the one the tape records; "" when not recorded (runs and tapes before format 1.13).
     std::string replayDeterminism;
     std::string trainingDeterminism;
+    // The envelope the cross-environment regime judged by (docs/replay.md, "Calibration"):
+    // its value, "default", "tolerance" or "calibrated" ("" before calibrations), why, and
+    // the calibration the replay was given.
+    std::optional<double> envelope;
+    std::string envelopeSource;
+    std::string envelopeNote;
+    struct Calibration {
+        std::string path;
+        std::string sha256;
+        bool used = false;
+        std::uint64_t samples = 0;
+        double maxRatio = 0;
+        double safetyFactor = 0;
+        double quantileLevel = 0;
+    };
+    std::optional<Calibration> calibration;
     std::string replayZkdvVersion;  // the zkdv that ran the replay (zkdvVersion made the report)
     std::string selection;     // canonical spec
     std::uint64_t seed = 0;

@@ -1,0 +1,222 @@
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "command_runner.h"
+#include "commands.h"
+#include "terminal_progress.h"
+#include "zkdv/audit/envelope_calibration.h"
+#include "zkdv/replay/replay_runner.h"
+#include "zkdv/store/case_store.h"
+#include "zkdv/util/json_text.h"
+#include "zkdv/util/utc_time.h"
+#include "zkdv/version.h"
+
+namespace zkdv::cli {
+
+namespace {
+
+// Every bound zero, so that every difference across environments is measured against the
+// envelope's scale; the default envelope only decides which gradients are rounding noise
+// (their values are left out) and the verdicts stored with the calibration's runs.
+Tolerance calibrationTolerance()
+{
+    Tolerance tolerance = Tolerance::parse("exact");
+    tolerance.envelope = Tolerance::defaults().envelope;
+    return tolerance;
+}
+
+// Writes `text` to `path` through a temporary file beside it, so that a reader never sees half.
+void writeWhole(const std::string& path, const std::string& text)
+{
+    const std::string partial = path + ".partial";
+    {
+        std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.flush();
+        if (!out)
+            throw IoError("cannot write " + partial);
+    }
+    if (std::rename(partial.c_str(), path.c_str()) != 0) {
+        std::remove(partial.c_str());
+        throw IoError("cannot rename " + partial + " to " + path);
+    }
+}
+
+std::string quantileLine(const char* name, const SampleQuantiles& q)
+{
+    char text[160];
+    std::snprintf(text, sizeof text, "%s p50 %.3g, p90 %.3g, p99 %.3g, max %.3g", name, q.p50, q.p90, q.p99, q.max);
+    return text;
+}
+
+nlohmann::json calibrationSummaryJson(const EnvelopeCalibration& c, const std::string& out, const std::string& refusal)
+{
+    nlohmann::json document = nlohmann::json::parse(c.toJson());
+    document.erase("sources");
+    return {{"json_version", 1},
+            {"out", out},
+            {"usable", refusal.empty()},
+            {"refusal", refusal.empty() ? nlohmann::json() : nlohmann::json(refusal)},
+            {"samples", c.samples()},
+            {"max_ratio", c.maxRatio()},
+            {"safety_factor", kCalibrationSafetyFactor},
+            {"envelope", c.envelope()},
+            {"quantile_level", c.quantileLevel()},
+            {"excluded", document["excluded"]},
+            {"kinds", document["kinds"]},
+            {"runs", [&] {
+                 nlohmann::json runs = nlohmann::json::array();
+                 for (const CalibrationSource& s : c.sources)
+                     runs.push_back({{"tape_chain_head", s.tapeChainHead}, {"run", s.runId}, {"transactions", s.transactions}});
+                 return runs;
+             }()}};
+}
+
+}  // namespace
+
+int runCalibrate(int argc, char** argv)
+{
+    ArgumentParser parser(
+        "zkdv-audit calibrate CASE... --out FILE [--select SPEC --seed S] [--device DEV] [--intra-op-threads N] [--kernels K] [--json]",
+        "Measures the envelope of the cross-environment regime for one pair of numerical\n"
+        "environments: replays honest tapes (cases the auditor trusts, recorded in the other\n"
+        "environment) here with every bound zero, so that every difference is measured in units\n"
+        "of the model's scale (u x S), and writes per kind of compared value the quantiles of\n"
+        "max ULP, relative L2 and that ratio, keyed by the tapes' and this replay's environments.\n"
+        "zkdv-audit replay --calibration FILE then judges a run between the same two environments\n"
+        "by the largest ratio times " +
+            std::to_string(int(kCalibrationSafetyFactor)) +
+            " (docs/replay.md, \"Calibration\"). Each case keeps its calibration replay as a run.\n"
+            "Exit 0 when the calibration is usable, 1 when it holds fewer than " +
+            std::to_string(kMinimumCalibrationSamples) + " comparisons (it is written all the same),\n" +
+            "2 on usage errors, unreadable cases, cases of different pairs or a replay in the recording's environment.");
+    parser.setPositionals("CASE", "audit cases of honest tapes (*.zkaudit), all recorded in one environment", 1, true);
+    parser.addOption("out", "FILE", "the calibration file to write (required; refuses to replace one without --overwrite)");
+    parser.addOption("select", "SPEC", "which transactions of each tape to replay (default all)");
+    parser.addOption("seed", "S", "seed of random and stratified selections (default: drawn)");
+    parser.addOption("device", "DEV", "cpu (default) or cuda:N: the replay side of the pair");
+    parser.addOption("intra-op-threads", "N", "libtorch threads per replay worker (default: the tape's recorded count on the CPU)");
+    parser.addOption("threads", "N", "segments replayed at once on the CPU (default: one per core)");
+    parser.addOption("kernels", "K", "recorded (default) or host, as for zkdv-audit replay");
+    parser.addFlag("overwrite", "replace FILE if it exists");
+    parser.addFlag("json", "print JSON on stdout");
+    parser.addFlag("quiet", "no progress on stderr");
+    return runCommand("calibrate", parser, argc, argv, [&]() {
+        if (!parser.has("out"))
+            throw UsageError("--out FILE is required: where the calibration is written");
+        const std::string out = parser.value("out");
+        if (!parser.has("overwrite") && access(out.c_str(), F_OK) == 0)
+            throw UsageError(out + " exists; use --overwrite to replace it");
+        ReplayRequest request;
+        try {
+            request.selection = SelectionSpec::parse(parser.value("select", "all"));
+        } catch (const Error& error) {
+            throw UsageError(error.what());
+        }
+        if (parser.has("seed"))
+            request.seed = parser.unsignedValue("seed", 0);
+        const std::optional<KernelChoice> kernels = parseKernelChoice(parser.value("kernels", "recorded"));
+        if (!kernels)
+            throw UsageError("--kernels must be recorded or host, not " + parser.value("kernels"));
+        request.kernels = *kernels;
+        request.device = parser.value("device", "cpu");
+        request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
+        request.threads = static_cast<unsigned>(parser.unsignedValue("threads", 0));
+        request.tolerance = calibrationTolerance();
+        for (const std::string& casePath : parser.positionals())
+            if (access(casePath.c_str(), F_OK) != 0)
+                throw UsageError("case " + casePath + " does not exist; ingest the honest tape into it first");
+
+        CalibrationSampler sampler;
+        request.onOutcome = [&sampler](const TransactionOutcome& outcome) { sampler.add(outcome); };
+        EnvelopeCalibration calibration;
+        std::optional<EnvironmentPair> pair;
+        for (const std::string& casePath : parser.positionals()) {
+            CaseStore store(casePath, CaseStore::Access::ReadWrite);
+            TerminalProgress progress(!parser.has("quiet"));
+            request.progress = &progress;
+            ReplaySummary summary;
+            try {
+                summary = runReplay(store, request);
+            } catch (const ReplayError& error) {
+                progress.finish();
+                throw UsageError(casePath + ": " + error.what());
+            }
+            progress.finish();
+            if (summary.status != RunStatus::Finished)
+                throw UsageError(casePath + ": the calibration replay (run " + std::to_string(summary.runId) + ") did not finish (" +
+                                 std::string(runStatusName(summary.status)) + ")");
+            if (!summary.environmentPair)
+                throw UsageError(casePath + ": the tape records no numerical environment (root numerics, format 1.5): no pair to calibrate");
+            if (summary.regime != "cross-environment")
+                throw UsageError(casePath + ": this replay runs in the tape's own numerical environment (same-environment), where no envelope "
+                                            "applies: calibrate in the other environment (another machine, --device, --intra-op-threads, --kernels host)");
+            if (pair) {
+                if (const std::string differ = pair->describeDifferences(*summary.environmentPair); !differ.empty())
+                    throw UsageError(casePath + ": its pair of environments is not the first case's (" + differ +
+                                     "); a calibration is for one pair: calibrate each separately");
+            } else {
+                pair = summary.environmentPair;
+            }
+            std::string chainHead;
+            for (const CaseTape& tape : store.tapes())
+                if (tape.id == summary.tapeId)
+                    chainHead = tape.chainHead;
+            calibration.sources.push_back({chainHead, summary.runId, summary.replayed});
+            if (!parser.has("json"))
+                std::fprintf(stderr, "zkdv-audit calibrate: %s: run %lld, %llu transactions replayed (%llu exact, %llu within, %llu diverged, %llu unverifiable)\n",
+                             casePath.c_str(), static_cast<long long>(summary.runId), static_cast<unsigned long long>(summary.replayed),
+                             static_cast<unsigned long long>(summary.exact), static_cast<unsigned long long>(summary.withinTolerance),
+                             static_cast<unsigned long long>(summary.diverged), static_cast<unsigned long long>(summary.unverifiable));
+        }
+        calibration.pair = *pair;
+        calibration.kinds = sampler.kinds();
+        calibration.noiseExcluded = sampler.noiseExcluded();
+        calibration.unbounded = sampler.unbounded();
+        calibration.unjudged = sampler.unjudged();
+        calibration.createdAt = utcNow();
+        calibration.zkdvVersion = kVersion;
+        writeWhole(out, calibration.toJson());
+        const std::string refusal = calibration.refusal();
+
+        if (parser.has("json")) {
+            std::printf("%s\n", toJsonText(calibrationSummaryJson(calibration, out, refusal), 2).c_str());
+        } else {
+            std::printf("calibration %s: %llu honest comparisons between the recorded environment and this replay's (%s)\n", out.c_str(),
+                        static_cast<unsigned long long>(calibration.samples()),
+                        pair->recorded.describeDifferences(pair->replay).c_str());
+            for (const KindCalibration& k : calibration.kinds)
+                std::printf("  %-16s %6llu  %s; %s; %s\n", k.kind.c_str(), static_cast<unsigned long long>(k.ratio.count),
+                            quantileLine("ratio", k.ratio).c_str(), quantileLine("max ULP", k.maxUlp).c_str(),
+                            quantileLine("relative L2", k.relativeL2).c_str());
+            std::printf("  left out: %llu values a noise gradient reaches, %llu over a zero scale, %llu no envelope judges\n",
+                        static_cast<unsigned long long>(calibration.noiseExcluded), static_cast<unsigned long long>(calibration.unbounded),
+                        static_cast<unsigned long long>(calibration.unjudged));
+            if (refusal.empty())
+                std::printf("  envelope for this pair: %g (largest ratio %g x safety factor %g; the largest of %llu bounds their %.4g quantile)\n",
+                            calibration.envelope(), calibration.maxRatio(), kCalibrationSafetyFactor,
+                            static_cast<unsigned long long>(calibration.samples()), calibration.quantileLevel());
+            else
+                std::printf("  not usable: %s\n", refusal.c_str());
+        }
+        // Measured is not the same as small: say when the pair rounds beyond what the default admits.
+        if (refusal.empty() && calibration.envelope() > Tolerance::defaults().envelope)
+            std::fprintf(stderr, "zkdv-audit calibrate: warning: the envelope %g for this pair is above the default %g: across these "
+                                 "environments an alteration smaller than %g u x the model's scale (%.3g of it for F32) cannot be told "
+                                 "from rounding; replay in the recording environment where it matters\n",
+                         calibration.envelope(), Tolerance::defaults().envelope, calibration.envelope(), calibration.envelope() * 0x1.0p-24);
+        if (calibration.unjudged > 0)
+            std::fprintf(stderr, "zkdv-audit calibrate: warning: %llu comparisons differ in ways no envelope judges (integers, NaN/Inf, dtype or shape); "
+                                 "an honest tape should have none: are these tapes honest?\n",
+                         static_cast<unsigned long long>(calibration.unjudged));
+        return refusal.empty() ? kExitOk : kExitCheckFailed;
+    });
+}
+
+}  // namespace zkdv::cli
