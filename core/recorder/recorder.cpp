@@ -515,9 +515,11 @@ struct Recorder::Impl {
     void snapshot(std::uint64_t beforeTransaction)
     {
         CanonicalState canonical = canonicalState();
-        auto buffers = pool.acquire(canonical.tensors);
+        auto copy = pool.acquire(canonical.tensors);
         auto names = std::make_shared<std::vector<std::string>>(std::move(canonical.names));
-        background->submit([buffers, names, beforeTransaction](TapeWriter& w) {
+        background->submit([copy, names, beforeTransaction](TapeWriter& w) {
+            copy->wait();
+            const std::vector<at::Tensor>* buffers = copy->buffers;
             SafetensorsBuilder blob;
             blob.setMetadata("zkdv.record", "snapshot");
             blob.setMetadata("before_transaction", std::to_string(beforeTransaction));

@@ -1,8 +1,23 @@
 #include "snapshot_pool.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 namespace zkdv {
 
-std::shared_ptr<std::vector<at::Tensor>> SnapshotPool::acquire(const std::vector<at::Tensor>& tensors)
+void SnapshotCopy::wait() const
+{
+    // libtorch 1.13's Event cannot block on itself; polling costs the writer thread a few
+    // wake-ups per snapshot, never the training thread.
+    for (const c10::Event& event : copied)
+        while (!event.query())
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+std::shared_ptr<SnapshotCopy> SnapshotPool::acquire(const std::vector<at::Tensor>& tensors)
 {
     std::size_t index = 0;
     {
@@ -24,10 +39,26 @@ std::shared_ptr<std::vector<at::Tensor>> SnapshotPool::acquire(const std::vector
         for (const at::Tensor& tensor : tensors)
             slot.buffers.push_back(at::empty(tensor.sizes(), at::TensorOptions().dtype(tensor.scalar_type()).pinned_memory(tensor.is_cuda())));
     }
-    // Blocking copies: the writer thread reads the buffers as soon as it gets them.
-    for (std::size_t i = 0; i < tensors.size(); ++i)
-        slot.buffers[i].copy_(tensors[i]);
-    return std::shared_ptr<std::vector<at::Tensor>>(&slot.buffers, [this, index](std::vector<at::Tensor>*) { release(index); });
+    auto copy = std::shared_ptr<SnapshotCopy>(new SnapshotCopy, [this, index](SnapshotCopy* done) {
+        delete done;
+        release(index);
+    });
+    copy->buffers = &slot.buffers;
+    // CPU state is copied here; device state asynchronously into the pinned buffers, in
+    // stream order, with an event after each device's last copy for the writer to wait on.
+    std::vector<c10::Device> devices;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const bool onCuda = tensors[i].is_cuda();
+        slot.buffers[i].copy_(tensors[i], /*non_blocking=*/onCuda);
+        if (onCuda && std::find(devices.begin(), devices.end(), tensors[i].device()) == devices.end())
+            devices.push_back(tensors[i].device());
+    }
+    for (const c10::Device& device : devices) {
+        const c10::impl::VirtualGuardImpl guard(device.type());
+        copy->copied.emplace_back(device.type());
+        copy->copied.back().record(guard.getStream(device));
+    }
+    return copy;
 }
 
 void SnapshotPool::release(std::size_t index)
