@@ -70,6 +70,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     std::printf("producer   %s %s (torch %s, %s%s)\n", root.producerName.c_str(), root.producerVersion.c_str(), root.torchVersion.c_str(),
                 root.device.c_str(),
                 root.intraOpThreads > 0 ? (", " + std::to_string(root.intraOpThreads) + " intra-op thread(s)").c_str() : "");
+    std::printf("numbers    %s\n", root.determinism ? root.determinism->summary().c_str() : "no determinism profile recorded (before format 1.13)");
     std::printf("program    %s %s, %s\n", root.programKind.c_str(), toHex(root.programSha256).c_str(),
                 root.programEmbedded ? "embedded" : "supplied separately");
     std::printf("optimizer  %s\n", root.optimizerContract.c_str());

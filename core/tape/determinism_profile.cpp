@@ -232,6 +232,8 @@ std::string DeterminismProfile::summary() const
     if (!cudnnVersion.empty())
         out += ", cuDNN " + cudnnVersion;
     out += "; deterministic algorithms " + deterministicAlgorithms;
+    if (deviceKind == "cpu")  // cuDNN, cuBLAS and TF32 choose no CPU kernel
+        return out + "; float32 matmul precision " + float32MatmulPrecision;
     if (!cudnnEnabled)
         out += "; cuDNN disabled";
     else
