@@ -17,25 +17,14 @@
 #include <string>
 
 #include "dishonest_trainer.h"
+#include "audit_run.h"
 #include "temp_dir.h"
 
 using namespace zkdv;
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    bool crashed = true;
-    QString out;
-    QString err;
-    QString describe() const
-    {
-        return QStringLiteral("exit %1%2\n--- stdout ---\n%3\n--- stderr ---\n%4")
-            .arg(exitCode)
-            .arg(crashed ? QStringLiteral(" (crashed or timed out)") : QString())
-            .arg(out, err);
-    }
-};
+using Result = test::AuditRun;
 
 // One shell for the trainer and the auditor, whatever runs the tests: OMP_NUM_THREADS=1
 // (recorded in the tape's numerics.settings, and the workers keep the shell's), so the
@@ -49,29 +38,7 @@ QProcessEnvironment auditorEnvironment()
     return environment;
 }
 
-Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment = auditorEnvironment())
-{
-    QProcess process;
-    process.setProcessEnvironment(environment);
-    process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
-    process.setArguments(arguments);
-    process.start();
-    Result result;
-    if (!process.waitForStarted(30000))
-        return result;
-    process.closeWriteChannel();
-    const bool finished = process.waitForFinished(600000);
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    if (!finished) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.crashed = process.exitStatus() != QProcess::NormalExit;
-    result.exitCode = process.exitCode();
-    return result;
-}
+Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment = auditorEnvironment()) { return test::runAuditCommand(arguments, environment); }
 
 QJsonObject jsonObject(const QString& text)
 {

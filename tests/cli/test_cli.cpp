@@ -18,6 +18,7 @@
 
 #include "absent_device.h"
 #include "file_bytes.h"
+#include "audit_run.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/tape/tape_format.h"
@@ -32,45 +33,9 @@ namespace {
 
 constexpr int kSteps = 30;
 
-struct Result {
-    int exitCode = -1;
-    bool crashed = true;
-    QString out;
-    QString err;
-    QString all() const { return out + err; }
-    QString describe() const
-    {
-        return QStringLiteral("exit %1%2\n--- stdout ---\n%3\n--- stderr ---\n%4")
-            .arg(exitCode)
-            .arg(crashed ? QStringLiteral(" (crashed or timed out)") : QString())
-            .arg(out, err);
-    }
-};
+using Result = test::AuditRun;
 
-Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
-{
-    QProcess process;
-    process.setProcessEnvironment(environment);
-    process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
-    process.setArguments(arguments);
-    process.setProcessChannelMode(QProcess::SeparateChannels);
-    process.start();
-    Result result;
-    if (!process.waitForStarted(30000))
-        return result;
-    process.closeWriteChannel();
-    const bool finished = process.waitForFinished(300000);
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    if (!finished) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.crashed = process.exitStatus() != QProcess::NormalExit;
-    result.exitCode = process.exitCode();
-    return result;
-}
+Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment()) { return test::runAuditCommand(arguments, environment); }
 
 QJsonObject jsonObject(const QString& text)
 {

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "audit_run.h"
 #include "temp_dir.h"
 #include "zkdv/replay/divergence_explain.h"
 
@@ -22,43 +23,9 @@ using namespace zkdv;
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    bool crashed = true;
-    QString out;
-    QString err;
-    QString describe() const
-    {
-        return QStringLiteral("exit %1%2\n--- stdout ---\n%3\n--- stderr ---\n%4")
-            .arg(exitCode)
-            .arg(crashed ? QStringLiteral(" (crashed or timed out)") : QString())
-            .arg(out, err);
-    }
-};
+using Result = test::AuditRun;
 
-Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment)
-{
-    QProcess process;
-    process.setProcessEnvironment(environment);
-    process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
-    process.setArguments(arguments);
-    process.start();
-    Result result;
-    if (!process.waitForStarted(30000))
-        return result;
-    process.closeWriteChannel();
-    const bool finished = process.waitForFinished(600000);
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    if (!finished) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.crashed = process.exitStatus() != QProcess::NormalExit;
-    result.exitCode = process.exitCode();
-    return result;
-}
+Result runAudit(const QStringList& arguments, const QProcessEnvironment& environment) { return test::runAuditCommand(arguments, environment); }
 
 // The environment without a thread count of its own: the sides choose theirs.
 QProcessEnvironment plainEnvironment()
