@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_runner.h"
+#include "replay_options.h"
 #include "commands.h"
 #include "terminal_progress.h"
 #include "zkdv/audit/envelope_calibration.h"
@@ -119,15 +120,7 @@ int runCalibrate(int argc, char** argv)
         } catch (const Error& error) {
             throw UsageError(error.what());
         }
-        if (parser.has("seed"))
-            request.seed = parser.unsignedValue("seed", 0);
-        const std::optional<KernelChoice> kernels = parseKernelChoice(parser.value("kernels", "recorded"));
-        if (!kernels)
-            throw UsageError("--kernels must be recorded or host, not " + parser.value("kernels"));
-        request.kernels = *kernels;
-        request.device = parser.value("device", "cpu");
-        request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
-        request.threads = static_cast<unsigned>(parser.unsignedValue("threads", 0));
+        readReplayWorkerOptions(parser, request);
         request.tolerance = calibrationTolerance();
         for (const std::string& casePath : parser.positionals())
             if (access(casePath.c_str(), F_OK) != 0)

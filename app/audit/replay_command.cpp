@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "command_runner.h"
+#include "replay_options.h"
 #include "shard_case_file.h"
 #include "replay_json.h"
 #include "terminal_progress.h"
@@ -92,16 +93,7 @@ int runReplay(int argc, char** argv)
             // A malformed file is an input error (exit 2) naming the file and the member.
             request.calibration = loadCalibration(parser.value("calibration"));
         }
-        // Unset, the replay draws it: a seed the trainer could know makes the audit's bound void.
-        if (parser.has("seed"))
-            request.seed = parser.unsignedValue("seed", 0);
-        const std::optional<KernelChoice> kernels = parseKernelChoice(parser.value("kernels", "recorded"));
-        if (!kernels)
-            throw UsageError("--kernels must be recorded or host, not " + parser.value("kernels"));
-        request.kernels = *kernels;
-        request.device = parser.value("device", "cpu");
-        request.threads = static_cast<unsigned>(parser.unsignedValue("threads", 0));
-        request.intraOpThreads = static_cast<int>(parser.unsignedValue("intra-op-threads", 0));
+        readReplayWorkerOptions(parser, request);
         request.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
         request.programPath = parser.value("program");
         request.limits.timeFactor = parser.doubleValue("time-budget-factor", limits.timeFactor, 0.0, 1e6);
