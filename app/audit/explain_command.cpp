@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -151,7 +152,7 @@ void printText(const DivergenceExplanation& e, const std::vector<std::size_t>& r
 int runExplain(int argc, char** argv)
 {
     ArgumentParser parser(
-        "zkdv-audit explain CASE TX --devices A,B [--tolerance T] [--tape ID] [--json]",
+        "zkdv-audit explain CASE TX --devices A,B [--tolerance T] [--tape ID] [--all] [--json]",
         "Where a divergence starts: replays transaction TX (from its segment's snapshot, as a replay does)\n"
         "on two sides, traces every operator the step calls with its outputs, and names the first\n"
         "operator whose outputs differ between the sides beyond rounding, with the sizes of the\n"
@@ -167,6 +168,7 @@ int runExplain(int argc, char** argv)
     parser.addOption("devices", "A,B", "the two sides (required)");
     parser.addOption("tolerance", "T", "what counts as rounding: ulp=N,rel=X (defaults: " + Tolerance::defaults().toString() + ")");
     parser.addOption("tape", "ID", "the tape when the case holds several");
+    parser.addFlag("all", "list every compared call, not only those up to and a few past the first difference");
     parser.addFlag("json", "print JSON on stdout (docs/cli-json.md)");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("explain", parser, argc, argv, [&]() {
@@ -209,7 +211,13 @@ int runExplain(int argc, char** argv)
             throw UsageError(error.what());
         }
         progress.finish();
-        const std::vector<std::size_t> rows = explanationRows(explanation);
+        std::vector<std::size_t> rows;
+        if (parser.has("all")) {
+            rows.resize(explanation.nodes.size());
+            std::iota(rows.begin(), rows.end(), std::size_t(0));
+        } else {
+            rows = explanationRows(explanation);
+        }
         if (parser.has("json"))
             std::printf("%s\n", toJsonText(explanationJson(explanation, rows), 2).c_str());
         else

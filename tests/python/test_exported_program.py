@@ -117,3 +117,34 @@ def test_a_rechained_edit_of_an_exported_tape_is_caught(tmp_path):
 def test_an_unknown_program_kind_is_refused():
     with pytest.raises(ValueError, match="torchscript"):
         zkdv.torch.ZKDV("/nonexistent/never-created.zkdv", zkdv.ZKDVConfig(program="aot-inductor"))
+
+
+def test_explain_traces_an_exported_graph_program(tmp_path):
+    """zkdv-audit explain replays an exported-graph program on two sides and traces its
+    operators as it does TorchScript's: the forward's ATen calls, the backward's autograd
+    nodes and the optimizer's arithmetic, in the same order on both sides."""
+    if not HAS_EXPORT:
+        return assert_needs_torch2(tmp_path)
+    make, data = MODELS["mlp"]
+    model = make()
+    tape = tmp_path / "mlp-exported.zkdv"
+    train_with_zkdv(tape, model, OPTIMIZERS["adam"](model.parameters()), 6, EXPORTED, data=data, replay_snapshot_interval=4)
+    case = tmp_path / "mlp-exported.zkaudit"
+    status, ingested = audit("ingest", str(tape), "--case", str(case))
+    assert status == 0, ingested
+    # Transaction 5 starts its segment's second step: the trace covers the step explained only.
+    status, explained = audit("explain", str(case), "5", "--devices", "cpu,cpu@threads=2", "--all")
+    assert status in (0, 1), explained
+    assert explained["transaction"] == 5 and explained["granularity"] == "operator", explained
+    for side in explained["sides"]:
+        assert side["verdict"] == "exact", side
+        assert side["traced"] > 10, side
+    assert explained["parted"] is None, explained["parted"]
+    assert explained["compared"] == len(explained["rows"]) > 10
+    calls = {(row["phase"], row["op"]) for row in explained["rows"]}
+    phases = {phase for phase, _ in calls}
+    assert {"forward", "backward"} <= phases, calls
+    # The same side twice is the same numbers: nothing differs, not even within rounding.
+    status, same = audit("explain", str(case), "5", "--devices", "cpu,cpu")
+    assert status == 0 and not same["diverged"], same
+    assert same["first_difference"] is None and same["rounding"] == 0 and same["beyond"] == 0, same
