@@ -1296,6 +1296,8 @@ RecorderStatistics Recorder::statistics() const
     s.abortedTransactions = impl_->aborted;
     s.snapshotPoolSize = impl_->pool.size();
     s.snapshotPoolHighWater = impl_->pool.highWater();
+    s.snapshotSideStreamCopies = impl_->pool.sideStreamCopies();
+    s.snapshotTrainingStreamCopies = impl_->pool.trainingStreamCopies();
     s.pendingHighWater = impl_->background->pendingHighWater();
     return s;
 }

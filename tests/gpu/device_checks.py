@@ -141,7 +141,15 @@ class Checks:
         ok = status == 0 and parsed.get("status") == "sealed" and parsed.get("transactions") == n
         self.row("record %s on %s" % (name, self.arguments.device), "sealed, %d transactions" % n,
                  "%s, %s transactions" % (parsed.get("status"), parsed.get("transactions")), "pass" if ok else "FAIL")
-        return ok
+        # Snapshots of device state leave the training stream: a side stream copies them to
+        # pinned host buffers (core/recorder/snapshot_pool.cpp); CPU state has none to copy.
+        snapshots, side, training = figures.get("snapshots"), figures.get("side_stream_copies"), figures.get("training_stream_copies")
+        on_device = self.arguments.device.startswith("cuda")
+        expected = "%s of %s snapshots on a side stream" % (snapshots if on_device else 0, snapshots)
+        got = "%s on a side stream, %s on the training stream (no device memory to stage)" % (side, training)
+        copied_right = snapshots is not None and snapshots > 0 and side == (snapshots if on_device else 0) and training == 0
+        self.row("snapshot copies of %s" % name, expected, got, "pass" if copied_right else "FAIL")
+        return ok and copied_right
 
     def check_same_device(self, name, case, n):
         device = self.arguments.device

@@ -212,8 +212,11 @@ def record_model(name, out):
     # readable and only the edited transaction can fail.
     loop = RecordedLoop(copy.deepcopy(initial), tape, check_probability=1.0)
     losses = [float(loop.step(x, y)) for x, y in batches[:arguments.steps]]
+    counted = loop.proof.statistics
     loop.close()
-    figures = {"tape": tape, "transactions": arguments.steps, "first_loss": losses[0], "last_loss": losses[-1]}
+    figures = {"tape": tape, "transactions": arguments.steps, "first_loss": losses[0], "last_loss": losses[-1],
+               "snapshots": counted["snapshots"], "side_stream_copies": counted["snapshot_side_stream_copies"],
+               "training_stream_copies": counted["snapshot_training_stream_copies"]}
     try:
         figures.update(time_model(initial, batches[arguments.steps:], os.path.join(out, name + "-timed.zkdv")))
     except Exception as e:  # noqa: BLE001  (the check tape stands; the table says why no figures)

@@ -324,6 +324,8 @@ public:
         d["snapshots"] = s.snapshots;
         d["aborted_transactions"] = s.abortedTransactions;
         d["pending_high_water"] = s.pendingHighWater;
+        d["snapshot_side_stream_copies"] = s.snapshotSideStreamCopies;
+        d["snapshot_training_stream_copies"] = s.snapshotTrainingStreamCopies;
         return d;
     }
 

@@ -154,6 +154,10 @@ struct RecorderStatistics {
     std::size_t snapshotPoolSize = 0;
     std::size_t snapshotPoolHighWater = 0;  // most snapshot buffers ever in use at once
     std::size_t pendingHighWater = 0;       // most records ever waiting for the disk
+    // Snapshots of CUDA state copied to the host on a side stream, and those copied on the
+    // training stream because the device had no memory for the staging area.
+    std::size_t snapshotSideStreamCopies = 0;
+    std::size_t snapshotTrainingStreamCopies = 0;
 };
 
 class Recorder {
