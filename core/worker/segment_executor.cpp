@@ -13,6 +13,7 @@
 #include <set>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
@@ -240,6 +241,10 @@ public:
         }
         segmentWorst_ = Verdict::Exact;
         firstDiverged_.reset();
+        shadow_.reset();
+        shadowEnd_ = false;
+        segment_ = &segment;
+        records_ = &records;
         segmentUpdate_ = 0.0;
         segmentBufferChange_ = 0.0;
         noiseGradients_.clear();
@@ -292,6 +297,7 @@ public:
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
             conclude(outcome);
             excuseNoiseGradients(outcome);
+            excuseAmplifiedRounding(outcome);
             markRoundingNoise(outcome);
             if (outcome.verdict == Verdict::Diverged && !transformsNote_.empty())
                 outcome.detail += "; the step re-applied the gradient transforms the transaction records: " + transformsNote_;
@@ -499,6 +505,10 @@ private:
         // A batch that is not the committed samples it names is no kernel's rounding: it is
         // diverged on any machine and any torch release (spec 5.7).
         batchNotCommitted_ = false;
+        if (!shadowing_)
+            acrossDifferences_.clear();
+        StepValues& values = shadowing_ ? shadow_->step : step_;
+        values = StepValues();
         if (const std::optional<std::string> problem = batchSampleProblem(record, root_)) {
             TensorComparison comparison;
             comparison.tensor = "batch";
@@ -516,10 +526,11 @@ private:
             // whether those are the declared schedule's.
             for (const std::string& option : bridge_->scheduled())
                 bridge_->setScheduledValue(option, record.optimizerGroupValues(option));
-            for (TensorComparison& comparison : schedule_->follow(record))
-                outcome.comparisons.push_back(std::move(comparison));
+            if (!shadowing_)  // the followers keep the primary replay's account
+                for (TensorComparison& comparison : schedule_->follow(record))
+                    outcome.comparisons.push_back(std::move(comparison));
         }
-        if (scaler_)
+        if (scaler_ && !shadowing_)
             outcome.comparisons.push_back(scaler_->follow(record));
         // zkdv-audit explain: every operator of the step with its outputs (operator_tracer.h).
         const std::unique_ptr<OperatorTracer> tracer = trace_ ? std::make_unique<OperatorTracer>() : nullptr;
@@ -543,6 +554,7 @@ private:
             const std::string name = record.microBatches.size() == 1 ? std::string("loss") : "micro-batch " + std::to_string(m);
             if (tracer)
                 tracer->stage(name, loss);
+            values.losses.push_back(loss.detach());
             outcome.comparisons.push_back(compareTensor(name, "loss", *micro.loss, loss, tolerance_));
             judgeAcrossEnvironments(outcome.comparisons.back(), micro.loss->dtype, [&] { return differenceNorm(*micro.loss, loss); },
                                     std::sqrt(squaredNorm(loss)), "the loss");
@@ -560,7 +572,8 @@ private:
             for (std::size_t i = 0; i < buffers_.size(); ++i)
                 if (buffersBefore[i].defined())
                     squares += squaredNorm(buffers_[i].detach() - buffersBefore[i]);
-            segmentBufferChange_ += std::sqrt(squares);
+            if (!shadowing_)
+                segmentBufferChange_ += std::sqrt(squares);
         }
 
         at::NoGradGuard noGrad;
@@ -592,14 +605,16 @@ private:
                 tracer->stage("update " + root_.parameters[i].name, transition.deltas[i]);
             outcome.operators = tracer->finish(outcome.operatorsOmitted);
         }
-        if (crossEnvironment())
+        if (crossEnvironment() && !shadowing_)
             findNoiseGradients(gradients);
 
         // Across environments, an update is judged against the whole model's update: a
         // parameter whose gradient is rounding noise (a bias before BatchNorm) gets an update
         // of noise, and its own norm is no scale for that.
         const double modelUpdate = crossEnvironment() ? modelNorm(transition.deltas) : 0.0;
-        segmentUpdate_ += modelUpdate;
+        if (!shadowing_)
+            segmentUpdate_ += modelUpdate;
+        values.deltas = transition.deltas;
         for (std::size_t i = 0; i < parameters_.size(); ++i) {
             const std::string& name = root_.parameters[i].name;
             const DType dtype = root_.parameters[i].dtype;
@@ -622,7 +637,7 @@ private:
             detached[i].copy_(transition.parameters[i]);
         state_ = std::move(transition.state);
 
-        if (record.stateDigest)
+        if (record.stateDigest && !shadowing_)
             outcome.comparisons.push_back(compareStateDigest(*record.stateDigest, outcome));
     }
 
@@ -862,14 +877,255 @@ private:
                          "replay in the recording environment to decide: " + outcome.detail;
     }
 
+    // Across environments on the CPU, a transaction still diverged after the envelope and the
+    // noise rule is checked against what rounding does at that point of training: the segment
+    // is replayed a second time (a "shadow") from its snapshot moved by an ulp, at another
+    // intra-op thread count (the recorded one where that differs), and every comparison that
+    // failed is measured between the two replays. Where an ulp decides the outcome (a max-pool
+    // or ReLU near a tie, a gradient of rounding that Adam normalizes into full steps), honest
+    // replays part by far more than any model-wide envelope, and the two replays then differ
+    // by as much as the tape does. When every failed comparison is within
+    // kAmplifiedRoundingFactor times the shadow's difference, the transaction is unverifiable
+    // (never passed: only the recording environment decides); any one beyond it, or one the
+    // shadow cannot measure, keeps it diverged (docs/replay.md, "Amplified rounding").
+    void excuseAmplifiedRounding(TransactionOutcome& outcome)
+    {
+        if (!crossEnvironment() || !device_.is_cpu() || outcome.verdict != Verdict::Diverged || !releaseMismatch_.empty() ||
+            batchNotCommitted_ || !segment_ || !records_)
+            return;
+        std::vector<TensorComparison*> judged;
+        for (TensorComparison& c : outcome.comparisons) {
+            if (c.verdict != Verdict::Diverged)
+                continue;
+            const bool measured = c.note.empty() || c.note.rfind("max ", 0) == 0;
+            const bool noise = noiseGradients_.count(c.tensor) && c.slot != "loss" && measured;
+            const bool follows = c.slot == "state-digest" && !firstDiverged_;
+            if (noise || follows)
+                continue;
+            if (!acrossDifferences_.count(c.label()))
+                return;  // not a difference an envelope judged: no rounding explains it
+            judged.push_back(&c);
+        }
+        if (judged.empty())
+            return;
+        std::string why;
+        if (!advanceShadowTo(outcome.index, why)) {
+            outcome.detail += "; (" + why + ")";
+            return;
+        }
+        double worstRatio = 0.0;
+        std::string worstLabel;
+        for (TensorComparison* c : judged) {
+            const double difference = acrossDifferences_[c->label()];
+            const std::optional<double> spread = shadowSpread(*c);
+            if (!spread || !(*spread > 0.0) || difference > kAmplifiedRoundingFactor * *spread) {
+                outcome.detail += "; a second replay of the segment (its snapshot moved by an ulp, at " + std::to_string(shadow_->threads) +
+                                  " intra-op thread(s)) differs from this one in " + c->label() + " by " +
+                                  (spread ? formatNumber(*spread) : std::string("nothing it can measure")) + ", so the tape's difference " +
+                                  formatNumber(difference) + " is beyond what rounding does here (more than " +
+                                  formatNumber(kAmplifiedRoundingFactor) + " x that)";
+                return;
+            }
+            if (difference / *spread >= worstRatio) {
+                worstRatio = difference / *spread;
+                worstLabel = c->label();
+            }
+        }
+        for (TensorComparison* c : judged)
+            c->roundingNoise = true;
+        outcome.verdict = Verdict::Unverifiable;
+        outcome.detail = "unverifiable across numerical environments (" + regime_.reason +
+                         "): rounding is amplified here beyond the envelope; a second replay of the segment (its snapshot moved by an ulp, at " +
+                         std::to_string(shadow_->threads) + " intra-op thread(s) instead of " + std::to_string(primaryThreads_) +
+                         ") differs from this one by as much as the tape does (the tape's difference is at most " + formatNumber(worstRatio) +
+                         " x the second replay's, in " + worstLabel + "; within the factor " + formatNumber(kAmplifiedRoundingFactor) +
+                         "), which no tolerance can tell from tampering; replay in the recording environment to decide: " + outcome.detail;
+    }
+
+    static std::string formatNumber(double value)
+    {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.3g", value);
+        return text;
+    }
+
+    // The primary replay's live state against the shadow's, as the comparison measures it.
+    std::optional<double> shadowSpread(const TensorComparison& c) const
+    {
+        const StepValues& primary = step_;
+        const StepValues& shadow = shadow_->step;
+        const auto scalarDifference = [](const at::Tensor& a, const at::Tensor& b) -> std::optional<double> {
+            if (!a.defined() || !b.defined())
+                return std::nullopt;
+            return std::sqrt(squaredNorm(a.detach().to(at::kDouble) - b.detach().to(at::kDouble)));
+        };
+        if (c.slot == "loss") {
+            std::size_t m = 0;
+            if (c.tensor != "loss") {
+                if (c.tensor.rfind("micro-batch ", 0) != 0)
+                    return std::nullopt;
+                m = static_cast<std::size_t>(std::strtoull(c.tensor.c_str() + 12, nullptr, 10));
+            }
+            if (m >= primary.losses.size() || m >= shadow.losses.size())
+                return std::nullopt;
+            return scalarDifference(primary.losses[m], shadow.losses[m]);
+        }
+        const int position = root_.parameterIndex(c.tensor);
+        if (position >= 0) {
+            const auto i = static_cast<std::size_t>(position);
+            if (c.slot == "snapshot/param")
+                return shadowEnd_ ? scalarDifference(parameters_[i], shadow_->parameters[i]) : std::nullopt;
+            if (c.slot.rfind("state/", 0) == 0) {
+                if (!shadowEnd_)
+                    return std::nullopt;
+                const std::string slot = c.slot.substr(6);
+                const auto a = state_[i].find(slot);
+                const auto b = shadow_->state[i].find(slot);
+                if (a == state_[i].end() || b == shadow_->state[i].end() || !a->second.is_floating_point())
+                    return std::nullopt;
+                return scalarDifference(a->second, b->second);
+            }
+            if (i >= primary.deltas.size() || i >= shadow.deltas.size())
+                return std::nullopt;
+            // A fingerprint moves by at most the norm of the update's difference (|‖a‖ - ‖b‖| and
+            // |max|a| - max|b|| are both at most ‖a - b‖); one element's maximum alone may
+            // happen to agree between the replays while the update around it does not.
+            if (c.slot == "delta" || c.slot == "update/l2" || c.slot == "update/max_abs")
+                return scalarDifference(primary.deltas[i], shadow.deltas[i]);
+            return std::nullopt;
+        }
+        if (c.slot == "snapshot/buffer" && shadowEnd_)
+            for (std::size_t i = 0; i < root_.buffers.size(); ++i)
+                if (root_.buffers[i].name == c.tensor)
+                    return buffers_[i].is_floating_point() ? scalarDifference(buffers_[i], shadow_->buffers[i]) : std::nullopt;
+        return std::nullopt;
+    }
+
+    // Moves every floating-point value of the live state (parameters, buffers, optimizer-state
+    // slots other than counters) by at least one unit in the last place, up or down at random
+    // (seeded by the snapshot: the same every time): the shadow starts where the recording
+    // might as well have been, so that a point of training whose outcome an ulp decides (an
+    // argmax near a tie, a ReLU at zero, a gradient that is all rounding under Adam) shows as
+    // the replays parting.
+    void perturbByOneUlp(std::uint64_t seed)
+    {
+        at::NoGradGuard noGrad;
+        at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
+        auto perturb = [&](const at::Tensor& tensor) {
+            if (!tensor.defined() || !tensor.is_floating_point() || tensor.numel() == 0)
+                return;
+            // x * (1 ± eps) is x moved by one or two ulps, in the tensor's own dtype.
+            const double eps = tensor.scalar_type() == at::kDouble     ? std::numeric_limits<double>::epsilon()
+                               : tensor.scalar_type() == at::kHalf     ? 0x1p-10
+                               : tensor.scalar_type() == at::kBFloat16 ? 0x1p-7
+                                                                       : static_cast<double>(std::numeric_limits<float>::epsilon());
+            at::Tensor factors = at::empty(tensor.sizes(), tensor.options().dtype(at::kDouble).device(at::kCPU));
+            factors.bernoulli_(0.5, generator).mul_(2.0 * eps).add_(1.0 - eps);
+            tensor.detach().mul_(factors.to(tensor.options()));
+        };
+        for (const at::Tensor& parameter : parameters_)
+            perturb(parameter);
+        for (const at::Tensor& buffer : buffers_)
+            perturb(buffer);
+        for (optim::SlotState& slots : state_)
+            for (auto& [slot, tensor] : slots)
+                if (!numberSlots_.count(slot))
+                    perturb(tensor);
+    }
+
+    // Brings the shadow replay up to transaction `index` (from the segment's snapshot the first
+    // time), the primary replay's state set aside meanwhile and put back after, whatever
+    // happens. False, saying why, when the shadow cannot replay.
+    bool advanceShadowTo(std::uint64_t index, std::string& why)
+    {
+        if (shadow_ && !shadow_->failed.empty()) {
+            why = shadow_->failed;
+            return false;
+        }
+        // The transaction's outcome is due within the time budget of one (20 x the median, at
+        // least): a second replay of more steps than fit it is not tried.
+        const std::uint64_t steps = index + 1 - (shadow_ ? shadow_->next : segment_->snapshot);
+        if (steps > kMaxShadowSteps) {
+            why = "not put to a second replay, which would take " + std::to_string(steps) + " steps, more than " +
+                  std::to_string(kMaxShadowSteps) + " fit the time budget of one transaction";
+            return false;
+        }
+        primaryThreads_ = at::get_num_threads();
+        const bool fresh = !shadow_;
+        if (fresh) {
+            shadow_.emplace();
+            const int recorded = root_.intraOpThreads;
+            shadow_->threads = recorded > 0 && recorded != primaryThreads_ ? recorded : (primaryThreads_ == 1 ? 2 : 1);
+            shadow_->next = segment_->snapshot;
+        }
+        // Set aside: the primary's live tensors and everything a step changes.
+        std::vector<at::Tensor> parameters, buffers;
+        for (const at::Tensor& p : parameters_)
+            parameters.push_back(p.detach().clone());
+        for (const at::Tensor& b : buffers_)
+            buffers.push_back(b.detach().clone());
+        std::vector<optim::SlotState> state = std::move(state_);
+        const std::map<std::string, DType> encoding = numberEncoding_;
+        const std::string transformsNote = transformsNote_;
+        const bool capture = capture_, trace = trace_, notCommitted = batchNotCommitted_;
+        auto restore = [&] {
+            for (std::size_t i = 0; i < parameters_.size(); ++i)
+                parameters_[i].detach().copy_(parameters[i]);
+            for (std::size_t i = 0; i < buffers_.size(); ++i)
+                buffers_[i].detach().copy_(buffers[i]);
+            state_ = std::move(state);
+            numberEncoding_ = encoding;
+            transformsNote_ = transformsNote;
+            capture_ = capture;
+            trace_ = trace;
+            batchNotCommitted_ = notCommitted;
+            shadowing_ = false;
+            at::set_num_threads(primaryThreads_);
+        };
+        try {
+            if (fresh) {
+                loadSnapshot(records_->snapshot(segment_->snapshot));
+                perturbByOneUlp(segment_->snapshot);
+            } else {
+                for (std::size_t i = 0; i < parameters_.size(); ++i)
+                    parameters_[i].detach().copy_(shadow_->parameters[i]);
+                for (std::size_t i = 0; i < buffers_.size(); ++i)
+                    buffers_[i].detach().copy_(shadow_->buffers[i]);
+                state_ = std::move(shadow_->state);
+            }
+            shadowing_ = true;
+            capture_ = trace_ = false;
+            at::set_num_threads(shadow_->threads);
+            for (; shadow_->next <= index; ++shadow_->next) {
+                TransactionOutcome scratch = blankOutcome(*segment_, shadow_->next);
+                replayTransaction(records_->transaction(shadow_->next), scratch);
+            }
+            shadow_->parameters.clear();
+            shadow_->buffers.clear();
+            for (const at::Tensor& p : parameters_)
+                shadow_->parameters.push_back(p.detach().clone());
+            for (const at::Tensor& b : buffers_)
+                shadow_->buffers.push_back(b.detach().clone());
+            shadow_->state = std::move(state_);
+        } catch (const std::exception& error) {
+            shadow_->failed = std::string("a second replay of the segment, to measure what rounding does here, failed: ") + error.what();
+            why = shadow_->failed;
+            restore();
+            return false;
+        }
+        restore();
+        shadowEnd_ = index == segment_->lastTransaction && segment_->reachesNextSnapshot;
+        return true;
+    }
+
     // What a noise gradient reaches (excuseNoiseGradients' rule), marked on every comparison of
     // a cross-environment outcome, for calibrations to leave out.
     void markRoundingNoise(TransactionOutcome& outcome) const
     {
         if (!crossEnvironment() || noiseGradients_.empty())
-            return;
+            return;  // (what excuseAmplifiedRounding excused it marked itself)
         for (TensorComparison& c : outcome.comparisons)
-            c.roundingNoise = (noiseGradients_.count(c.tensor) && c.slot != "loss") || c.slot == "snapshot/buffer";
+            c.roundingNoise = c.roundingNoise || (noiseGradients_.count(c.tensor) && c.slot != "loss") || c.slot == "snapshot/buffer";
     }
 
     // The cross-environment regime (docs/replay.md, "Regimes"): a floating-point comparison
@@ -896,6 +1152,8 @@ private:
         comparison.note = text;
         if (within)
             comparison.verdict = Verdict::WithinTolerance;
+        else if (!shadowing_ && std::isfinite(norm))
+            acrossDifferences_[comparison.label()] = norm;
     }
 
     void compareSnapshot(ByteSpan payload, TransactionOutcome& outcome) const
@@ -1006,6 +1264,30 @@ private:
     double segmentUpdate_ = 0.0;                    // cross-environment: the sum of the model's update norms in the segment so far
     double segmentBufferChange_ = 0.0;              // ... and of the float buffers' changes
     std::map<std::string, double> noiseGradients_;  // cross-environment: the segment's parameters with a gradient of rounding noise
+
+    // The amplified-rounding probe (excuseAmplifiedRounding).
+    static constexpr double kAmplifiedRoundingFactor = 32.0;
+    static constexpr std::uint64_t kMaxShadowSteps = 16;
+    struct StepValues {
+        std::vector<at::Tensor> losses;  // per micro-batch
+        std::vector<at::Tensor> deltas;  // per parameter
+    };
+    struct Shadow {
+        int threads = 1;
+        std::uint64_t next = 0;  // the transaction it replays next
+        std::vector<at::Tensor> parameters, buffers;
+        std::vector<optim::SlotState> state;
+        StepValues step;     // its last transaction's values
+        std::string failed;  // why it could not replay
+    };
+    const ReplaySegment* segment_ = nullptr;          // the segment being replayed
+    RecordSource* records_ = nullptr;                 // ... and its records
+    StepValues step_;                                 // the primary replay's transaction's values
+    mutable std::map<std::string, double> acrossDifferences_;  // the transaction's comparisons outside the envelope: their difference norms
+    std::optional<Shadow> shadow_;                    // the segment's shadow replay, once one was needed
+    bool shadowing_ = false;                          // replayTransaction runs the shadow: it compares nothing that counts
+    bool shadowEnd_ = false;                          // the shadow holds the state the next snapshot is compared with
+    int primaryThreads_ = 1;
 };
 
 }  // namespace

@@ -73,6 +73,8 @@ private Q_SLOTS:
     void calibrationMeasuresThePair();
     void honestTapeIsNeverDivergedInTheCalibratedEnvelope();
     void tamperedTapeIsDivergedAtItsTransaction();
+    void longHonestTapeIsNeverDivergedAcrossThreads();
+    void amplifiedRoundingExcusesNoTampering();
     void anotherPairFallsBackNamingWhatDiffers();
     void tooFewSamplesAreRefusedForUse();
     void sameEnvironmentHasNothingToCalibrate();
@@ -82,16 +84,16 @@ private Q_SLOTS:
 private:
     QString path(const std::string& name) const { return QString::fromStdString(dir_.file(name)); }
     // Records the CNN demo with 1 intra-op thread and ingests it into `name`.zkaudit.
-    void recordDemo(const std::string& name, const QString& seed);
+    void recordDemo(const std::string& name, const QString& seed, const QString& steps = kSteps);
     Result replay(const QString& casePath, const QStringList& more);
 
     test::TempDir dir_;
     QString calibration_;
 };
 
-void TestCalibrateCli::recordDemo(const std::string& name, const QString& seed)
+void TestCalibrateCli::recordDemo(const std::string& name, const QString& seed, const QString& steps)
 {
-    Result result = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), path(name + ".zkdv"), QStringLiteral("--steps"), kSteps,
+    Result result = runAudit({QStringLiteral("demo"), QStringLiteral("--out"), path(name + ".zkdv"), QStringLiteral("--steps"), steps,
                               QStringLiteral("--seed"), seed, QStringLiteral("--snapshot-interval"), QStringLiteral("12"),
                               QStringLiteral("--batch-size"), QStringLiteral("8"), QStringLiteral("--update-check"), QStringLiteral("1"),
                               QStringLiteral("--state-check"), QStringLiteral("0.5"), QStringLiteral("--quiet")});
@@ -109,12 +111,20 @@ void TestCalibrateCli::initTestCase()
 {
     recordDemo("a", QStringLiteral("7"));
     recordDemo("b", QStringLiteral("8"));
+    // Trained far (the loss falls to about 0.006): where an ulp decides steps (docs/replay.md,
+    // "Amplified rounding"). The dishonest trainer scales an element of transaction 400's
+    // fc.weight delta by 1.5.
+    recordDemo("long", QStringLiteral("10"), QStringLiteral("600"));
+    test::rewriteTape(dir_.file("long.zkdv"), dir_.file("long-tampered.zkdv"), [](test::RawRecord& record) {
+        if (test::isTransaction(record, 400))
+            test::scaleElement(record, "delta/fc.weight", 3, 1.5f);
+    });
     // The dishonest trainer scales one element of transaction 5's fc.weight delta by 1.5.
     test::rewriteTape(dir_.file("b.zkdv"), dir_.file("tampered.zkdv"), [](test::RawRecord& record) {
         if (test::isTransaction(record, 5))
             test::scaleElement(record, "delta/fc.weight", 3, 1.5f);
     });
-    for (const char* name : {"a", "b", "tampered"}) {
+    for (const char* name : {"a", "b", "tampered", "long", "long-tampered"}) {
         const Result result = runAudit({QStringLiteral("ingest"), path(std::string(name) + ".zkdv"), QStringLiteral("--case"),
                                         path(std::string(name) + ".zkaudit"), QStringLiteral("--quiet")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
@@ -250,6 +260,53 @@ void TestCalibrateCli::tamperedTapeIsDivergedAtItsTransaction()
         }
     }
     QVERIFY2(foundAtFive, qPrintable(result.describe()));
+}
+
+void TestCalibrateCli::longHonestTapeIsNeverDivergedAcrossThreads()
+{
+    // The default envelope, no calibration: recorded with 1 intra-op thread, replayed with 2.
+    // Before the amplified-rounding probe, this machine called transaction 215 diverged (its
+    // conv1.weight delta 5,140 u x the model's update apart); whichever transactions an ulp
+    // decides on another CPU, none may be called diverged.
+    const Result result = replay(path("long.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2")});
+    QVERIFY2(!result.crashed && result.exitCode != 2, qPrintable(result.describe()));
+    const QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("numeric_regime")).toString(), QStringLiteral("cross-environment"));
+    QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), 600);
+    QVERIFY2(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("diverged")).toInt() == 0, qPrintable(result.describe()));
+    QCOMPARE(json.value(QStringLiteral("trainers_failures")).toInt(), 0);
+    int amplified = 0;
+    for (const QJsonValue& failure : json.value(QStringLiteral("first_failures")).toArray()) {
+        const QString detail = failure.toObject().value(QStringLiteral("detail")).toString();
+        QVERIFY2(detail.startsWith(QStringLiteral("unverifiable across numerical environments")), qPrintable(detail));
+        amplified += detail.contains(QStringLiteral("rounding is amplified here")) ? 1 : 0;
+    }
+    qInfo("of the first failures listed, %d made unverifiable by the amplified-rounding probe", amplified);
+}
+
+void TestCalibrateCli::amplifiedRoundingExcusesNoTampering()
+{
+    // The altered delta fails the envelope, so the probe replays the segment a second time:
+    // the two replays agree far better than either does with the tape, and it stays diverged.
+    const Result result = replay(path("long-tampered.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--select"),
+                                                                  QStringLiteral("range:396-407")});
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
+    const QJsonObject json = jsonObject(result.out);
+    bool found = false;
+    for (const QJsonValue& value : json.value(QStringLiteral("first_failures")).toArray()) {
+        const QJsonObject failure = value.toObject();
+        const int index = failure.value(QStringLiteral("index")).toInt();
+        const QString detail = failure.value(QStringLiteral("detail")).toString();
+        if (index < 400)
+            QVERIFY2(failure.value(QStringLiteral("verdict")).toString() != QStringLiteral("diverged"), qPrintable(detail));
+        if (index != 400)
+            continue;
+        found = true;
+        QCOMPARE(failure.value(QStringLiteral("verdict")).toString(), QStringLiteral("diverged"));
+        QVERIFY2(detail.contains(QStringLiteral("fc.weight delta")), qPrintable(detail));
+        QVERIFY2(detail.contains(QStringLiteral("is beyond what rounding does here")), qPrintable(detail));
+    }
+    QVERIFY2(found, qPrintable(result.describe()));
 }
 
 void TestCalibrateCli::anotherPairFallsBackNamingWhatDiffers()
