@@ -15,6 +15,7 @@
 
 #include "command_runner.h"
 #include "commands.h"
+#include "shard_plan_options.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/util/error.h"
@@ -27,10 +28,7 @@ namespace {
 void addPlanOptions(ArgumentParser& parser)
 {
     parser.setPositionals("CASE", "the audit case (*.zkaudit); the nodes must see it at the same path", 1, false);
-    parser.addOption("select", "SPEC", "which transactions (as zkdv-audit replay --select)");
-    parser.addOption("seed", "S", "the selection's seed, shared by every shard (required)");
-    parser.addOption("shards", "N", "how many shards (1 to 100000)");
-    parser.addOption("tape", "ID", "the tape when the case holds several");
+    addShardPlanOptions(parser);
     parser.addOption("device", "DEV", "each shard's replay device: cpu (default) or cuda:N");
     parser.addOption("output", "FILE", "write the job there (never over an existing file) instead of to stdout");
 }
@@ -43,31 +41,9 @@ std::string absolutePath(const std::string& path)
 // The job's plan-defining fields from the command line, checked by planning the replay.
 ClusterJob plannedJob(const ArgumentParser& parser, const char* command)
 {
-    if (!parser.has("select") || !parser.has("seed") || !parser.has("shards"))
-        throw UsageError("--select SPEC, --seed S and --shards N are required");
-    ReplayRequest request;
-    try {
-        request.selection = SelectionSpec::parse(parser.value("select"));
-    } catch (const Error& error) {
-        throw UsageError(error.what());
-    }
-    request.seed = parser.unsignedValue("seed", 0);
-    request.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
-    const std::uint64_t count = parser.unsignedValue("shards", 0);
-    if (count < 1 || count > kMaxShards)
-        throw UsageError("--shards must be 1 to " + std::to_string(kMaxShards));
-    const std::string& casePath = parser.positionals().front();
-    if (access(casePath.c_str(), F_OK) != 0)
-        throw UsageError("case " + casePath + " does not exist");
-    ShardedReplay sharded;
-    {
-        CaseStore store(casePath, CaseStore::Access::ReadOnly);
-        try {
-            sharded = planShardedReplay(store, request, static_cast<unsigned>(count));
-        } catch (const ReplayError& error) {
-            throw UsageError(error.what());
-        }
-    }
+    const PlannedShards planned = planShardsFromOptions(parser);
+    const ShardedReplay& sharded = planned.sharded;
+    const std::uint64_t count = planned.count;
     std::uint64_t costliestNs = 0;
     for (const ReplayShard& shard : sharded.shards.shards)
         costliestNs = std::max(costliestNs, shard.costNs);
@@ -76,11 +52,11 @@ ClusterJob plannedJob(const ArgumentParser& parser, const char* command)
                  static_cast<double>(costliestNs) / 1e9);
 
     ClusterJob job;
-    job.casePath = absolutePath(casePath);
-    job.selection = request.selection.toString();
-    job.seed = *request.seed;
-    job.shards = static_cast<unsigned>(count);
-    job.tapeId = request.tapeId;
+    job.casePath = absolutePath(planned.casePath);
+    job.selection = planned.request.selection.toString();
+    job.seed = *planned.request.seed;
+    job.shards = planned.count;
+    job.tapeId = planned.request.tapeId;
     job.device = parser.value("device");
     return job;
 }
