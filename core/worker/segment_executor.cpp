@@ -509,6 +509,7 @@ private:
             acrossDifferences_.clear();
         StepValues& values = shadowing_ ? shadow_->step : step_;
         values = StepValues();
+        values_ = &values;
         if (const std::optional<std::string> problem = batchSampleProblem(record, root_)) {
             TensorComparison comparison;
             comparison.tensor = "batch";
@@ -667,6 +668,8 @@ private:
             }
             if (!total.defined())
                 continue;
+            if (values_)
+                values_->totalNorms[k] = total;
             outcome.comparisons.push_back(compareTensor("gradients", "total_norm/" + std::to_string(k), *record.totalNorms[k], total, tolerance_));
             judgeAcrossEnvironments(outcome.comparisons.back(), record.totalNorms[k]->dtype,
                                     [&] { return differenceNorm(*record.totalNorms[k], total); }, std::sqrt(squaredNorm(total)),
@@ -970,6 +973,14 @@ private:
                 return std::nullopt;
             return scalarDifference(primary.losses[m], shadow.losses[m]);
         }
+        if (c.tensor == "gradients" && c.slot.rfind("total_norm/", 0) == 0) {
+            const std::size_t k = static_cast<std::size_t>(std::strtoull(c.slot.c_str() + 11, nullptr, 10));
+            const auto a = primary.totalNorms.find(k);
+            const auto b = shadow.totalNorms.find(k);
+            if (a == primary.totalNorms.end() || b == shadow.totalNorms.end())
+                return std::nullopt;
+            return scalarDifference(a->second, b->second);
+        }
         const int position = root_.parameterIndex(c.tensor);
         if (position >= 0) {
             const auto i = static_cast<std::size_t>(position);
@@ -1271,6 +1282,7 @@ private:
     struct StepValues {
         std::vector<at::Tensor> losses;  // per micro-batch
         std::vector<at::Tensor> deltas;  // per parameter
+        std::map<std::size_t, at::Tensor> totalNorms;  // per gradient transform that computes one
     };
     struct Shadow {
         int threads = 1;
@@ -1283,6 +1295,7 @@ private:
     const ReplaySegment* segment_ = nullptr;          // the segment being replayed
     RecordSource* records_ = nullptr;                 // ... and its records
     StepValues step_;                                 // the primary replay's transaction's values
+    StepValues* values_ = nullptr;                    // where the transaction being replayed puts its values
     mutable std::map<std::string, double> acrossDifferences_;  // the transaction's comparisons outside the envelope: their difference norms
     std::optional<Shadow> shadow_;                    // the segment's shadow replay, once one was needed
     bool shadowing_ = false;                          // replayTransaction runs the shadow: it compares nothing that counts
