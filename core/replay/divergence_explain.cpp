@@ -5,7 +5,9 @@
 
 #include "single_transaction_replay.h"
 #include "zkdv/audit/divergence.h"
+#include "zkdv/replay/replay_device_check.h"
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/replay/replay_worker_probe.h"
 #include "zkdv/store/case_store.h"
 
 namespace zkdv {
@@ -302,6 +304,23 @@ std::vector<std::size_t> explanationRows(const DivergenceExplanation& explanatio
 DivergenceExplanation explainDivergence(CaseStore& store, const ExplainRequest& request)
 {
     const std::uint64_t length = singleTransactionSegmentLength(store, request.tapeId, request.index);
+    // A CUDA side the replay workers cannot see is refused before side A replays for nothing.
+    if (request.sides[0].device != "cpu" || request.sides[1].device != "cpu") {
+        worker::WorkerHello hello;
+        try {
+            hello = probeReplayWorker(request.limits.startSeconds, request.workerPath);
+        } catch (const Error& error) {
+            throw ReplayError(error.what());
+        }
+        for (int s = 0; s < 2; ++s)
+            if (request.sides[s].device != "cpu") {
+                try {
+                    checkReplayDevice(request.sides[s].device, hello.cudaDevices, hello.libtorchVersion, hello.cudaVersion);
+                } catch (const Error& error) {
+                    throw ReplayError(std::string("side ") + (s == 0 ? "A" : "B") + " (" + request.sides[s].toString() + "): " + error.what());
+                }
+            }
+    }
     std::vector<TracedOperator> traces[2];
     SingleTransactionResult results[2];
     for (int s = 0; s < 2; ++s) {
