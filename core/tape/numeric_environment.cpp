@@ -48,9 +48,11 @@ const std::vector<std::string>& NumericEnvironment::flagNames()
     return names;
 }
 
-NumericEnvironment NumericEnvironment::hostCpu()
+namespace {
+
+// The first value of each of /proc/cpuinfo's `vendor_id`, `model name` and `flags` lines.
+NumericEnvironment readHostCpu()
 {
-    // The first value of each of /proc/cpuinfo's `vendor_id`, `model name` and `flags` lines.
     NumericEnvironment environment;
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line, flags;
@@ -70,10 +72,19 @@ NumericEnvironment NumericEnvironment::hostCpu()
     }
     std::istringstream words(flags);
     for (std::string flag; words >> flag;)
-        if (std::find(flagNames().begin(), flagNames().end(), flag) != flagNames().end())
+        if (std::find(NumericEnvironment::flagNames().begin(), NumericEnvironment::flagNames().end(), flag) != NumericEnvironment::flagNames().end())
             environment.cpuFlags.push_back(flag);
     std::sort(environment.cpuFlags.begin(), environment.cpuFlags.end());
     return environment;
+}
+
+}  // namespace
+
+NumericEnvironment NumericEnvironment::hostCpu()
+{
+    // The processor does not change while a process runs: /proc/cpuinfo is read once.
+    static const NumericEnvironment host = readHostCpu();
+    return host;
 }
 
 std::string NumericEnvironment::toJson() const
