@@ -36,6 +36,8 @@ const std::string kNotUtf8 = "PytorchStreamReader failed reading zip archive: ba
 
 std::string nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
+// Not test::AuditRun: these tests read the output as raw bytes (that no invalid UTF-8 from a
+// hostile file reaches it), which decoding to QString would hide.
 struct Result {
     int exitCode = -1;
     bool crashed = true;  // or hung

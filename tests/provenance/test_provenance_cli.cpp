@@ -6,7 +6,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
+#include <QProcessEnvironment>
 
 #include <filesystem>
 #include <map>
@@ -15,6 +15,7 @@
 
 #include "file_bytes.h"
 #include "snapshot_models.h"
+#include "audit_run.h"
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_store.h"
@@ -35,28 +36,11 @@ using test::writeText;
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    QString out;
-    QString err;
-    QString describe() const { return QStringLiteral("exit %1\n--- stdout ---\n%2\n--- stderr ---\n%3").arg(exitCode).arg(out, err); }
-};
+using Result = test::AuditRun;
 
 Result runAudit(const QStringList& arguments, const QString& workingDirectory = {})
 {
-    QProcess process;
-    process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
-    process.setArguments(arguments);
-    if (!workingDirectory.isEmpty())
-        process.setWorkingDirectory(workingDirectory);
-    process.start();
-    Result result;
-    if (!process.waitForStarted(30000) || !process.waitForFinished(300000))
-        return result;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    return result;
+    return test::runAuditCommand(arguments, QProcessEnvironment::systemEnvironment(), 300000, workingDirectory);
 }
 
 QJsonObject jsonOf(const QString& text)

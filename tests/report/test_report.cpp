@@ -19,6 +19,7 @@
 
 #include "dishonest_trainer.h"
 #include "file_bytes.h"
+#include "audit_run.h"
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/demo/synthetic_demo.h"
@@ -183,22 +184,9 @@ std::vector<std::string> csvLines(const std::string& csv)
     return lines;
 }
 
-struct Result {
-    int exitCode = -1;
-    QString out, err;
-};
+using Result = test::AuditRun;
 
-Result runAudit(const QStringList& arguments)
-{
-    QProcess process;
-    process.start(QStringLiteral(ZKDV_AUDIT_EXECUTABLE), arguments);
-    process.waitForFinished(120000);
-    Result result;
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
-}
+Result runAudit(const QStringList& arguments) { return test::runAuditCommand(arguments); }
 
 ReplayRequest randomRequest(const char* spec, std::uint64_t seed)
 {

@@ -12,10 +12,12 @@ QString AuditRun::describe() const
         .arg(out, err);
 }
 
-AuditRun runAuditCommand(const QStringList& arguments, const QProcessEnvironment& environment, int timeoutMs)
+AuditRun runAuditCommand(const QStringList& arguments, const QProcessEnvironment& environment, int timeoutMs, const QString& workingDirectory)
 {
     QProcess process;
     process.setProcessEnvironment(environment);
+    if (!workingDirectory.isEmpty())
+        process.setWorkingDirectory(workingDirectory);
     process.setProgram(QStringLiteral(ZKDV_AUDIT_EXECUTABLE));
     process.setArguments(arguments);
     process.start();

@@ -19,9 +19,9 @@ struct AuditRun {
     QString describe() const;
 };
 
-// Runs this build's zkdv-audit with `arguments` in `environment`, stdin closed, for at most
-// `timeoutMs` (then it is killed and reported as crashed).
+// Runs this build's zkdv-audit with `arguments` in `environment` (and `workingDirectory`, when
+// given), stdin closed, for at most `timeoutMs` (then it is killed and reported as crashed).
 AuditRun runAuditCommand(const QStringList& arguments, const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment(),
-                         int timeoutMs = 600000);
+                         int timeoutMs = 600000, const QString& workingDirectory = {});
 
 }  // namespace zkdv::test
