@@ -96,6 +96,26 @@ double differenceNorm(const TensorView& recorded, const at::Tensor& replayed)
     return std::sqrt(squaredNorm(tensorFromView(recorded).to(at::kDouble) - hostContiguous(replayed).to(at::kDouble)));
 }
 
+// The spacing of a parameter's own floating-point grid at each element: one ulp of |p| in
+// p's dtype (0 for 0 and for what is not finite), in double on the host. A step is added to
+// a parameter on that grid, so across environments its recorded delta (p after - p before)
+// may differ from the replay's by one ulp of p wherever the two steps round to neighbouring
+// grid points, however close the steps themselves were.
+at::Tensor parameterGrid(const at::Tensor& parameter)
+{
+    const at::ScalarType type = parameter.scalar_type();
+    const int mantissaBits = type == at::kDouble ? 52 : type == at::kHalf ? 10 : type == at::kBFloat16 ? 7 : 23;
+    const at::Tensor grid = at::exp2(at::floor(at::log2(hostContiguous(parameter).to(at::kDouble).abs()))).mul_(std::ldexp(1.0, -mantissaBits));
+    return at::where(at::isfinite(grid), grid, at::zeros_like(grid));
+}
+
+// The norm of what a delta differs by beyond one grid step of its parameter, element by element.
+double deltaBeyondGrid(const TensorView& recorded, const at::Tensor& replayed, const at::Tensor& grid)
+{
+    const at::Tensor difference = (tensorFromView(recorded).to(at::kDouble) - hostContiguous(replayed).to(at::kDouble)).abs_();
+    return std::sqrt(squaredNorm((difference - grid).clamp_min_(0.0)));
+}
+
 std::string describeTensor(DType dtype, const std::vector<std::int64_t>& shape)
 {
     return std::string(dtypeName(dtype)) + " " + nlohmann::json(shape).dump();
@@ -620,16 +640,32 @@ private:
             const std::string& name = root_.parameters[i].name;
             const DType dtype = root_.parameters[i].dtype;
             const UpdateFingerprint fingerprint = updateFingerprint(transition.deltas[i]);
+            // Across environments an update may differ by one grid step of its parameter per
+            // element (parameterGrid) before the envelope judges the rest.
+            std::optional<at::Tensor> grid;
+            auto gridOf = [&]() -> const at::Tensor& {
+                if (!grid)
+                    grid = parameterGrid(transition.parameters[i]);
+                return *grid;
+            };
+            const char* beyondGrid = "its difference beyond one ulp of the parameter per element";
             outcome.comparisons.push_back(compareFingerprint(name, "update/l2", record.updateL2[i], fingerprint.l2, tolerance_));
-            judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return std::fabs(record.updateL2[i] - fingerprint.l2); },
-                                    modelUpdate, "the model's update");
+            judgeAcrossEnvironments(
+                outcome.comparisons.back(), dtype,
+                [&] { return std::max(0.0, std::fabs(record.updateL2[i] - fingerprint.l2) - std::sqrt(squaredNorm(gridOf()))); }, modelUpdate,
+                "the model's update", beyondGrid);
             outcome.comparisons.push_back(compareFingerprint(name, "update/max_abs", record.updateMaxAbs[i], fingerprint.maxAbs, tolerance_));
-            judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return std::fabs(record.updateMaxAbs[i] - fingerprint.maxAbs); },
-                                    modelUpdate, "the model's update");
+            judgeAcrossEnvironments(
+                outcome.comparisons.back(), dtype,
+                [&] {
+                    const double step = gridOf().numel() ? gridOf().max().item<double>() : 0.0;
+                    return std::max(0.0, std::fabs(record.updateMaxAbs[i] - fingerprint.maxAbs) - step);
+                },
+                modelUpdate, "the model's update", beyondGrid);
             if (!record.deltas.empty()) {
                 outcome.comparisons.push_back(compareTensor(name, "delta", *record.deltas[i], transition.deltas[i], tolerance_));
-                judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return differenceNorm(*record.deltas[i], transition.deltas[i]); },
-                                        modelUpdate, "the model's update");
+                judgeAcrossEnvironments(outcome.comparisons.back(), dtype, [&] { return deltaBeyondGrid(*record.deltas[i], transition.deltas[i], gridOf()); },
+                                        modelUpdate, "the model's update", beyondGrid);
                 if (capture_)
                     captureValues(name, *record.deltas[i], transition.deltas[i], outcome);
             }
@@ -1144,7 +1180,7 @@ private:
     // envelope of `scale`, the replay's norm of the whole model's corresponding quantity. A
     // dtype, shape or NaN/Inf mismatch, an integer or a counter never does.
     void judgeAcrossEnvironments(TensorComparison& comparison, DType dtype, const std::function<double()>& difference, double scale,
-                                 const char* scaleName) const
+                                 const char* scaleName, const char* differenceName = "its difference") const
     {
         // Bit for bit across environments: measured as 0 (a calibration counts it).
         if (crossEnvironment() && comparison.metrics.bitwiseEqual && comparison.note.empty() && isFloatingPoint(dtype))
@@ -1156,10 +1192,10 @@ private:
         double ratio = 0.0;
         const bool within = tolerance_.withinEnvelope(dtype, norm, scale, ratio);
         comparison.envelopeRatio = std::isfinite(norm) ? ratio : std::numeric_limits<double>::infinity();
-        char text[320];
-        std::snprintf(text, sizeof text, "max %.3g ULP, relative L2 %.3g; across environments its difference %.3g is %.3g u x %s (%.3g), %s envelope %g",
-                      comparison.metrics.maxUlp, comparison.metrics.relativeL2, norm, ratio, scaleName, scale, within ? "within the" : "outside the",
-                      tolerance_.envelope);
+        char text[400];
+        std::snprintf(text, sizeof text, "max %.3g ULP, relative L2 %.3g; across environments %s %.3g is %.3g u x %s (%.3g), %s envelope %g",
+                      comparison.metrics.maxUlp, comparison.metrics.relativeL2, differenceName, norm, ratio, scaleName, scale,
+                      within ? "within the" : "outside the", tolerance_.envelope);
         comparison.note = text;
         if (within)
             comparison.verdict = Verdict::WithinTolerance;
