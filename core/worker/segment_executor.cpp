@@ -883,6 +883,17 @@ private:
     // (that parameter's update, value and state, the buffers it feeds, the digest after them)
     // is unverifiable, never diverged, and never passes: the recording environment decides.
     // A mismatch of the loss or of any other parameter stays a divergence.
+    // A comparison measured by the divergence metrics (its note, if any, is the envelope's),
+    // not a dtype, shape or digest mismatch.
+    static bool measuredDifference(const TensorComparison& c) { return c.note.empty() || c.note.rfind("max ", 0) == 0; }
+    // A value a noise gradient reaches: that parameter's update, value and state.
+    bool reachedByNoise(const TensorComparison& c) const
+    {
+        return noiseGradients_.count(c.tensor) && c.slot != "loss" && !c.metrics.bitwiseEqual && measuredDifference(c);
+    }
+    // A digest follows the state only while nothing else in the segment truly diverged.
+    bool digestFollows(const TensorComparison& c) const { return c.slot == "state-digest" && !firstDiverged_; }
+
     void excuseNoiseGradients(TransactionOutcome& outcome) const
     {
         // Across torch releases every mismatch is unverifiable already, saying so.
@@ -892,11 +903,8 @@ private:
         for (const TensorComparison& c : outcome.comparisons) {
             if (c.verdict != Verdict::Diverged)
                 continue;
-            const bool noise = noiseGradients_.count(c.tensor) && c.slot != "loss" && c.metrics.bitwiseEqual == false &&
-                               (c.note.empty() || c.note.rfind("max ", 0) == 0);
-            // A digest follows the state only while nothing else in the segment truly diverged.
-            const bool follows = (c.slot == "snapshot/buffer" && (c.note.empty() || c.note.rfind("max ", 0) == 0)) ||
-                                 (c.slot == "state-digest" && !firstDiverged_);
+            const bool noise = reachedByNoise(c);
+            const bool follows = (c.slot == "snapshot/buffer" && measuredDifference(c)) || digestFollows(c);
             if (!noise && !follows)
                 return;
             noiseMismatch = noiseMismatch || noise;
@@ -936,10 +944,7 @@ private:
         for (TensorComparison& c : outcome.comparisons) {
             if (c.verdict != Verdict::Diverged)
                 continue;
-            const bool measured = c.note.empty() || c.note.rfind("max ", 0) == 0;
-            const bool noise = noiseGradients_.count(c.tensor) && c.slot != "loss" && measured;
-            const bool follows = c.slot == "state-digest" && !firstDiverged_;
-            if (noise || follows)
+            if (reachedByNoise(c) || digestFollows(c))
                 continue;
             if (!acrossDifferences_.count(c.label()))
                 return;  // not a difference an envelope judged: no rounding explains it
