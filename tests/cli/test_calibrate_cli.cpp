@@ -73,6 +73,7 @@ private Q_SLOTS:
     void calibrationMeasuresThePair();
     void honestTapeIsNeverDivergedInTheCalibratedEnvelope();
     void tamperedTapeIsDivergedAtItsTransaction();
+    void longHonestTapeIsNeverDivergedAcrossThreads_data();
     void longHonestTapeIsNeverDivergedAcrossThreads();
     void amplifiedRoundingExcusesNoTampering();
     void anotherPairFallsBackNamingWhatDiffers();
@@ -115,6 +116,9 @@ void TestCalibrateCli::initTestCase()
     // "Amplified rounding"). The dishonest trainer scales an element of transaction 400's
     // fc.weight delta by 1.5.
     recordDemo("long", QStringLiteral("10"), QStringLiteral("600"));
+    // Longer still (loss about 0.0007): BatchNorm weights near 1, whose deltas round to their
+    // grid of 1.2e-7 (docs/replay.md, "The parameter's grid").
+    recordDemo("longer", QStringLiteral("13"), QStringLiteral("1200"));
     test::rewriteTape(dir_.file("long.zkdv"), dir_.file("long-tampered.zkdv"), [](test::RawRecord& record) {
         if (test::isTransaction(record, 400))
             test::scaleElement(record, "delta/fc.weight", 3, 1.5f);
@@ -124,7 +128,7 @@ void TestCalibrateCli::initTestCase()
         if (test::isTransaction(record, 5))
             test::scaleElement(record, "delta/fc.weight", 3, 1.5f);
     });
-    for (const char* name : {"a", "b", "tampered", "long", "long-tampered"}) {
+    for (const char* name : {"a", "b", "tampered", "long", "long-tampered", "longer"}) {
         const Result result = runAudit({QStringLiteral("ingest"), path(std::string(name) + ".zkdv"), QStringLiteral("--case"),
                                         path(std::string(name) + ".zkaudit"), QStringLiteral("--quiet")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
@@ -262,17 +266,29 @@ void TestCalibrateCli::tamperedTapeIsDivergedAtItsTransaction()
     QVERIFY2(foundAtFive, qPrintable(result.describe()));
 }
 
+void TestCalibrateCli::longHonestTapeIsNeverDivergedAcrossThreads_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<int>("steps");
+    // Before the amplified-rounding probe, this machine called transaction 215 of the first
+    // diverged (its conv1.weight delta 5,140 u x the model's update apart); before the grid
+    // rule, transactions 643 and 994 of the second (bn1.weight's delta one ulp of the weight
+    // apart, 1,040 u x the model's update).
+    QTest::newRow("600 steps") << QStringLiteral("long") << 600;
+    QTest::newRow("1200 steps") << QStringLiteral("longer") << 1200;
+}
+
 void TestCalibrateCli::longHonestTapeIsNeverDivergedAcrossThreads()
 {
+    QFETCH(QString, name);
+    QFETCH(int, steps);
     // The default envelope, no calibration: recorded with 1 intra-op thread, replayed with 2.
-    // Before the amplified-rounding probe, this machine called transaction 215 diverged (its
-    // conv1.weight delta 5,140 u x the model's update apart); whichever transactions an ulp
-    // decides on another CPU, none may be called diverged.
-    const Result result = replay(path("long.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2")});
+    // Whichever transactions an ulp decides on another CPU, none may be called diverged.
+    const Result result = replay(path(name.toStdString() + ".zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2")});
     QVERIFY2(!result.crashed && result.exitCode != 2, qPrintable(result.describe()));
     const QJsonObject json = jsonObject(result.out);
     QCOMPARE(json.value(QStringLiteral("numeric_regime")).toString(), QStringLiteral("cross-environment"));
-    QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), 600);
+    QCOMPARE(json.value(QStringLiteral("replayed")).toInt(), steps);
     QVERIFY2(json.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("diverged")).toInt() == 0, qPrintable(result.describe()));
     QCOMPARE(json.value(QStringLiteral("trainers_failures")).toInt(), 0);
     int amplified = 0;
