@@ -10,7 +10,6 @@
 #include "command_runner.h"
 #include "replay_options.h"
 #include "commands.h"
-#include "terminal_progress.h"
 #include "zkdv/audit/envelope_calibration.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
@@ -132,16 +131,7 @@ int runCalibrate(int argc, char** argv)
         std::optional<EnvironmentPair> pair;
         for (const std::string& casePath : parser.positionals()) {
             CaseStore store(casePath, CaseStore::Access::ReadWrite);
-            TerminalProgress progress(!parser.has("quiet"));
-            request.progress = &progress;
-            ReplaySummary summary;
-            try {
-                summary = runReplay(store, request);
-            } catch (const ReplayError& error) {
-                progress.finish();
-                throw UsageError(casePath + ": " + error.what());
-            }
-            progress.finish();
+            const ReplaySummary summary = runReplayInTerminal(store, request, parser.has("quiet"), casePath);
             if (summary.status != RunStatus::Finished)
                 throw UsageError(casePath + ": the calibration replay (run " + std::to_string(summary.runId) + ") did not finish (" +
                                  std::string(runStatusName(summary.status)) + ")");

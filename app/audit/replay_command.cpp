@@ -10,7 +10,6 @@
 #include "replay_options.h"
 #include "shard_case_file.h"
 #include "replay_json.h"
-#include "terminal_progress.h"
 #include "commands.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
@@ -132,16 +131,7 @@ int runReplay(int argc, char** argv)
             if (tape.id == request.tapeId || (request.tapeId == 0 && tapes.size() == 1))
                 if (const std::string why = whyReplayVerifiesNothing(tape, !request.programPath.empty()); !why.empty())
                     std::fprintf(stderr, "zkdv-audit replay: warning: this replay can verify nothing: %s\n", why.c_str());
-        TerminalProgress progress(!parser.has("quiet"));
-        request.progress = &progress;
-        ReplaySummary summary;
-        try {
-            summary = runReplay(store, request);
-        } catch (const ReplayError& error) {
-            progress.finish();
-            throw UsageError(error.what());
-        }
-        progress.finish();
+        const ReplaySummary summary = runReplayInTerminal(store, request, parser.has("quiet"));
         const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs(summary.tapeId);
         opened.reset();
         if (shardCase)

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "small_root.h"
 #include "zkdv/audit/numeric_regime.h"
 #include "zkdv/tape/determinism_profile.h"
 #include "zkdv/tape/root_record.h"
@@ -114,13 +115,7 @@ void TestDeterminismProfile::roundTripsThroughJson()
 
 void TestDeterminismProfile::rootReadsItFrom1_13Only()
 {
-    RootRecord root;
-    root.producerName = "test";
-    root.producerVersion = "1";
-    root.torchVersion = "2.15.0";
-    root.parameters = {{"w", {2}, DType::F32}};
-    root.optimizerContract = "SGD";
-    root.optimizerGroups = {{{"w"}, R"({"lr": 0.1})"}};
+    RootRecord root = test::oneParameterRoot();
     root.determinism = h200();
     root.device = "cuda:0";
     const std::string text = root.toJson();

@@ -11,6 +11,7 @@
 
 #include "zkdv/audit/grad_scaler_follower.h"
 #include "zkdv/tape/grad_scaler.h"
+#include "small_root.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/transaction_record.h"
@@ -24,19 +25,10 @@ const char* kScaler = R"({"growth_factor": 2.0, "backoff_factor": 0.5, "growth_i
 
 RootRecord rootOf(int minor, const char* scaler)
 {
-    RootRecord root;
-    root.producerName = "test";
-    root.producerVersion = "1";
-    root.torchVersion = "2.15.0";
-    root.parameters = {{"w", {2}, DType::F32}};
-    root.optimizerContract = "SGD";
-    root.optimizerGroups = {{{"w"}, R"({"lr":0.1})"}};
-    nlohmann::json document = nlohmann::json::parse(root.toJson());
-    document["format"]["minor"] = minor;
-    if (scaler)
-        document["grad_scaler"] = nlohmann::json::parse(scaler);
-    const std::string text = document.dump();
-    return RootRecord::parse(ByteSpan(std::string_view(text)));
+    return test::readAsMinor(test::oneParameterRoot(), minor, [scaler](nlohmann::json& document) {
+        if (scaler)
+            document["grad_scaler"] = nlohmann::json::parse(scaler);
+    });
 }
 
 struct Parsed {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "small_root.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/transaction_record.h"
@@ -16,20 +17,7 @@ using namespace zkdv;
 
 namespace {
 
-RootRecord rootOfMinor(int minor)
-{
-    RootRecord root;
-    root.producerName = "test";
-    root.producerVersion = "1";
-    root.torchVersion = "2.15.0";
-    root.parameters = {{"w", {2}, DType::F32}};
-    root.optimizerContract = "SGD";
-    root.optimizerGroups = {{{"w"}, R"({"lr":0.1})"}};
-    nlohmann::json document = nlohmann::json::parse(root.toJson());
-    document["format"]["minor"] = minor;
-    const std::string text = document.dump();
-    return RootRecord::parse(ByteSpan(std::string_view(text)));
-}
+RootRecord rootOfMinor(int minor) { return test::readAsMinor(test::oneParameterRoot(), minor); }
 
 const float kLosses[3] = {1.0f, 2.0f, 4.0f};
 const float kInputs[2] = {0.5f, -0.5f};
