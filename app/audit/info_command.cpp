@@ -124,7 +124,7 @@ int caseInfo(const std::string& path, bool json)
             nlohmann::json entry = storedRunJson(run);
             entry["seal"] = runSealJson(checkRunSeal(store.database(), run.id));
             const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
-            entry["outcome"] = report.outcome;
+            entry["outcome"] = std::string(auditOutcomeName(report.outcome));
             entry["headline"] = report.headline;
             nlohmann::json failures = nlohmann::json::array();
             for (const StoredVerdict& verdict : replays.verdicts(run.id))
@@ -169,12 +169,12 @@ int caseInfo(const std::string& path, bool json)
         // The report's one conclusion, the same words everywhere (docs/report.md).
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
         const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
-        const char* outcome = report.outcome.c_str();
+        const std::string outcome(auditOutcomeName(report.outcome));
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu (%s), tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), std::string(runStatusName(run.status)).c_str(), run.device.c_str(),
                     run.libtorchVersion.c_str(), run.selection.c_str(), static_cast<unsigned long long>(run.seed),
                     std::string(seedSourceName(run.seedSource)).c_str(), run.tolerance.c_str(),
-                    run.startedAt.c_str(), outcome);
+                    run.startedAt.c_str(), outcome.c_str());
         if (run.shardIndex)
             std::printf("  shard %u/%u of the selection only; zkdv-audit merge joins the shards\n", *run.shardIndex, run.shardCount);
         for (const MergedShard& shard : report.mergedShards)

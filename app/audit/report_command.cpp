@@ -104,7 +104,7 @@ int runReport(int argc, char** argv)
         if (!parser.has("quiet")) {
             if (attestKey)
                 std::printf("verdict of replay run %lld (%s) signed with key %s, written to %s\n", static_cast<long long>(report.runId),
-                            report.passed ? "PASSED" : "FAILED", attestKey->publicKey().keyId().c_str(), out.c_str());
+                            std::string(auditOutcomeName(report.outcome)).c_str(), attestKey->publicKey().keyId().c_str(), out.c_str());
             else
                 std::printf("%s report of replay run %lld written to %s\n", std::string(reportFormatName(*format)).c_str(), static_cast<long long>(report.runId), out.c_str());
             for (const std::string& warning : report.warnings)

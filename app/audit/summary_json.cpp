@@ -136,7 +136,8 @@ nlohmann::json caseTapeJson(const CaseTape& tape)
          {{"transactions_before", tape.transactionsBefore},
           {"link", std::string(tapeLinkStatusName(tape.link.status))},
           {"continues_tape", tape.link.previousTapeId ? json(tape.link.previousTapeId) : json()},
-          {"problem", tape.link.problem.empty() ? json() : json(tape.link.problem)}}},
+          {"problem", tape.link.problem.empty() ? json() : json(tape.link.problem)},
+          {"forked_with", tape.link.forkedWith}}},
     };
 }
 

@@ -36,7 +36,7 @@ json auditStatement(const ReportData& report)
         bound = {{"population", report.sampling->population}, {"sampled", report.sampling->sampled}, {"failures", report.sampling->failures},
                  {"upper95", report.sampling->upper95}, {"upper99", report.sampling->upper99}, {"method", report.sampling->method}};
     const json details = {
-        {"outcome", report.outcome},
+        {"outcome", std::string(auditOutcomeName(report.outcome))},
         {"headline", report.headline},
         {"warnings", report.warnings},
         {"run_id", report.runId},
@@ -58,7 +58,9 @@ json auditStatement(const ReportData& report)
         {"resourceUri", "zkdv:tape:" + report.chainHead},
         {"policy", {{"uri", kReplayPolicyUri}, {"digest", {{"sha256", toHex(Sha256::of(ByteSpan(std::string_view(policy.dump()))))}}}, {"annotations", policy}}},
         {"inputAttestations", json::array()},
-        {"verificationResult", report.passed ? "PASSED" : "FAILED"},
+        // SLSA knows PASSED and FAILED only: PASSED is bit for bit, and the weaker outcomes read
+        // FAILED against this policy, with the outcome word signed beside it (zkdv.outcome).
+        {"verificationResult", report.passed() ? "PASSED" : "FAILED"},
         {"verifiedLevels", json::array()},
         {"slsaVersion", "1.0"},
         {"zkdv", details},

@@ -391,8 +391,11 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.producer = tape.producer;
     readSigner(tape, report);
     report.runTransactionsBefore = tape.transactionsBefore;
-    report.runLink = std::string(tapeLinkStatusName(tape.link.status));
+    report.runLink = tape.link.status;
     report.runLinkText = tape.link.describe();
+    report.runLinkPreviousTape = tape.link.previousTapeId;
+    report.runLinkProblem = tape.link.problem;
+    report.forkedWith = tape.link.forkedWith;
     report.runTapes = runTapes(store.database(), tape.id);
     readTrainingSide(tape, report);
     if (tape.transactionCount > 0 && !replays.snapshotRecord(tape.id, tape.transactionCount)) {

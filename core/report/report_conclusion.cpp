@@ -90,6 +90,24 @@ std::string lastTransactionText(const ReportData& report)
                                          : "transaction " + std::to_string(report.transactionCount - 1);
 }
 
+// The bound a within-tolerance pass used: the tolerance and, across environments, the envelope.
+std::string roundingBoundText(const ReportData& report)
+{
+    std::string text;
+    if (report.numericRegime == "cross-environment") {
+        text = "; judged across numerical environments";
+        if (report.envelope) {
+            char envelope[64];
+            std::snprintf(envelope, sizeof envelope, "%.4g", *report.envelope);
+            text += std::string(" with an envelope of ") + envelope + " u of the model's scale" +
+                    (report.envelopeSource.empty() ? std::string() : " (" + report.envelopeSource + ")");
+        }
+        if (!report.numericRegimeReason.empty())
+            text += " because " + report.numericRegimeReason;
+    }
+    return text;
+}
+
 }  // namespace
 
 std::string percentText(double fraction)
@@ -147,8 +165,13 @@ void writeConclusion(ReportData& report)
     report.warnings.clear();
     // A run resumed from checkpoints: this tape's own transactions are judged below whatever
     // its link, but its claim to continue another tape is part of what the report states.
-    if (report.runLink == "broken" || report.runLink == "previous-missing")
-        report.warnings.push_back("This tape " + report.runLinkText + (report.runLink == "broken" ? ": it is not part of that run." : "."));
+    // A broken or missing link keeps the outcome from PASSED (below); a fork is said whatever
+    // the outcome.
+    if (report.runLink == TapeLinkStatus::Broken || report.runLink == TapeLinkStatus::PreviousMissing)
+        report.warnings.push_back("This tape " + report.runLinkText +
+                                  (report.runLink == TapeLinkStatus::Broken ? ": it is not part of that run." : "."));
+    else if (!report.forkedWith.empty())
+        report.warnings.push_back("This tape " + report.runLinkText + ": ask the trainer which of them the deployed model came from.");
     // A signature proves who made the tape only when the key is known to be the trainer's.
     if (!report.signerKeyId.empty() && report.signatureTrust != "trusted")
         report.warnings.push_back("The tape is signed by a key that is not in the trainer keyring (key id " + report.signerKeyId + ")" +
@@ -165,7 +188,6 @@ void writeConclusion(ReportData& report)
     // Rows nobody can vouch for prove nothing either way, a failure no more than a pass: the
     // report says so and what to do, and draws nothing from them.
     if (!report.seal.vouched()) {
-        report.passed = false;
         const bool altered = report.seal.state == RunSealCheck::State::Altered;
         // The rows were changed, but the seal still signs what the run had found: a failure
         // found stays found, whatever the rows say now.
@@ -173,7 +195,7 @@ void writeConclusion(ReportData& report)
             const RunFinding& found = *report.seal.finding;
             report.warnings.push_back("The replay results in this case were changed after zkdv stored them: " + report.seal.explanation +
                                       ". Redo the replay with: " + report.redoCommand + ".");
-            report.outcome = "FAILED";
+            report.outcome = AuditOutcome::Failed;
             report.headline = "FAILED: replay run " + std::to_string(report.runId) +
                               " was altered after it was sealed, but its seal still says it found " + faultText(found.diverged, found.trainersFailures) +
                               " — the training run recorded on this tape cannot be trusted.";
@@ -186,7 +208,7 @@ void writeConclusion(ReportData& report)
             report.warnings.push_back("This tape is incomplete (" + report.tapeStatus + "): it does not prove anything about training beyond " +
                                       lastTransactionText(report) + ".");
         warnSampling();
-        report.outcome = "NOT VOUCHED";
+        report.outcome = AuditOutcome::NotVouched;
         report.headline = altered ? "NOT VOUCHED: the replay results in this case were altered after they were stored, so this report "
                                     "neither confirms nor refutes the tape; replay it again."
                                   : "NOT VOUCHED: the replay results in this case carry no seal this reader trusts, so this report "
@@ -311,9 +333,7 @@ void writeConclusion(ReportData& report)
     // The one pass rule of a run, and on top of it what the report asks of the tape: that
     // something was replayed and compared, that the tape is sealed, that its sampled checks
     // are plausible, and that no other run of it found the tape at fault or was altered. The headlines below say which failed.
-    report.passed = report.runStatus && replayRunPassed(*report.runStatus, diverged.size(), unverifiable.size()) && report.replayedCount > 0 &&
-                    report.comparisonCount > 0 && sealed && !othersFailed && otherAltered.empty() &&
-                    !implausibleSampling;
+    (void)othersFailed;  // each decides a headline below; only the last one confirms the tape
 
     // 2. An incomplete tape.
     if (report.tapeStatus == "truncated")
@@ -371,7 +391,7 @@ void writeConclusion(ReportData& report)
     // The headline.
     const std::uint64_t replayed = report.replayedCount;
     if (!diverged.empty()) {
-        report.outcome = "FAILED";
+        report.outcome = AuditOutcome::Failed;
         report.headline = "FAILED: " +
                           (diverged.size() == 1 ? "transaction " + indexList(diverged) + " does not"
                                                 : "transactions " + indexList(diverged) + " do not") +
@@ -380,7 +400,7 @@ void writeConclusion(ReportData& report)
     }
     if (!trainers.empty()) {
         const ReportTransaction& first = *trainers.front();
-        report.outcome = "FAILED";
+        report.outcome = AuditOutcome::Failed;
         report.headline = "FAILED: transaction " + std::to_string(first.index) + ": " + std::string(unverifiableCauseText(first.cause)) +
                           (trainers.size() > 1 ? " (and " + count(trainers.size() - 1, "more transaction", "more transactions") + ")" : std::string()) +
                           "; " + std::string(trainersFailureReason(first.cause)) + " — the training run recorded on this tape cannot be trusted.";
@@ -389,7 +409,7 @@ void writeConclusion(ReportData& report)
     if (!otherFailures.empty()) {
         const ReportOtherRun& first = *otherFailures.front();
         const bool altered = first.sealState == RunSealCheck::State::Altered;
-        report.outcome = "FAILED";
+        report.outcome = AuditOutcome::Failed;
         report.headline = "FAILED: replay run " + std::to_string(first.id) + " of this tape found " +
                           faultText(altered ? first.finding->diverged : first.diverged, altered ? first.finding->trainersFailures : first.trainersFailures) +
                           (altered ? " (its rows were altered since; its seal still says so)" : "") +
@@ -397,14 +417,21 @@ void writeConclusion(ReportData& report)
         return;
     }
     if (!report.vanishedFailures.empty()) {
-        report.outcome = "FAILED";
+        report.outcome = AuditOutcome::Failed;
         report.headline = "FAILED: replay run " + std::to_string(report.vanishedFailures.front().runId) +
                           " of this tape had found the tape at fault, as run " + std::to_string(report.runId) + "'s seal records, and is now " +
                           report.vanishedFailures.front().now + " — the training run recorded on this tape cannot be trusted.";
         return;
     }
+    if (report.runLink == TapeLinkStatus::Broken) {
+        report.outcome = AuditOutcome::Failed;
+        report.headline = "FAILED: this tape claims to continue tape " + std::to_string(report.runLinkPreviousTape) +
+                          " of the case, but " + report.runLinkProblem +
+                          " — the training run recorded on these tapes cannot be trusted.";
+        return;
+    }
     if (!otherAltered.empty()) {
-        report.outcome = "NOT VOUCHED";
+        report.outcome = AuditOutcome::NotVouched;
         report.headline = "NOT VOUCHED: replay run " + std::to_string(otherAltered.front()->id) +
                           " of this tape was altered after it was sealed, so what it found is unknown; this report neither confirms nor "
                           "refutes the tape while the case holds altered results. Replay it again in a fresh case.";
@@ -413,7 +440,7 @@ void writeConclusion(ReportData& report)
     if (implausibleSampling) {
         const SamplingPlausibility& p = *report.tapeSampling;
         const CheckCountPlausibility& worse = p.update.log10LowerTail <= p.state.log10LowerTail ? p.update : p.state;
-        report.outcome = "FAILED";
+        report.outcome = AuditOutcome::Failed;
         report.headline = "FAILED: the tape carries implausibly few sampled checks (" +
                           std::string(&worse == &p.update ? "update checks " : "state checks ") + worse.text(p.transactions) +
                           "), a sign that its draws were steered to avoid checks — the training run recorded on this tape cannot be "
@@ -421,7 +448,7 @@ void writeConclusion(ReportData& report)
         return;
     }
     if (replayed == 0) {
-        report.outcome = "NOT VERIFIED";
+        report.outcome = AuditOutcome::NotVerified;
         report.headline = "NOT VERIFIED: no transaction was replayed, so this audit shows nothing about the tape.";
         return;
     }
@@ -432,13 +459,13 @@ void writeConclusion(ReportData& report)
         const std::string why = !report.runProblem.empty()       ? report.runProblem
                                 : first && !first->detail.empty() ? first->detail
                                                                   : "the tape's records carry nothing a replay can compare";
-        report.outcome = "NOT VERIFIED";
+        report.outcome = AuditOutcome::NotVerified;
         report.headline = "NOT VERIFIED: " + count(replayed, "transaction was", "transactions were") +
                           " replayed, but nothing could be compared with the tape (" + why + "), so this audit shows nothing about it.";
         return;
     }
     if (!unverifiable.empty()) {
-        report.outcome = "NOT VERIFIED";
+        report.outcome = AuditOutcome::NotVerified;
         report.headline = "NOT VERIFIED: " + std::to_string(unverifiable.size()) + " of " + std::to_string(replayed) +
                           " replayed transactions could not be checked on the auditor's machine" +
                           (report.runProblem.empty() ? std::string() : " (" + report.runProblem + ")") +
@@ -459,19 +486,33 @@ void writeConclusion(ReportData& report)
             : "all " + std::to_string(replayed) + " replayed transactions" + which + " reproduce the tape (" + std::to_string(report.exact) +
                   " bit for bit, " + std::to_string(report.withinTolerance) + " within the rounding tolerance " + report.tolerance + ")";
     if (!finished) {
-        report.outcome = "INCOMPLETE";
+        report.outcome = AuditOutcome::Incomplete;
         report.headline = "INCOMPLETE: the replay " + std::string(report.runStatus == RunStatus::Stopped ? runStatusSentence(RunStatus::Stopped) : "did not finish") + "; " +
                           reproduced + ", but the selected audit was not completed.";
         return;
     }
     if (!sealed) {
-        report.outcome = "INCOMPLETE TAPE";
+        report.outcome = AuditOutcome::IncompleteTape;
         report.headline = "INCOMPLETE TAPE: " + reproduced + ", but the tape is incomplete, so nothing is proven beyond " +
                           lastTransactionText(report) + ".";
         return;
     }
-    report.outcome = "PASSED";
-    report.headline = "PASSED: " + reproduced + ".";
+    if (report.runLink == TapeLinkStatus::PreviousMissing) {
+        report.outcome = AuditOutcome::IncompleteRun;
+        report.headline = "INCOMPLETE RUN: " + reproduced + ", but this tape continues a tape the case does not hold, so the state it "
+                          "starts from is unchecked; ingest that tape to check the link.";
+        return;
+    }
+    // PASSED is bit for bit; a pass that rests on a tolerance, envelope, calibration or
+    // excuse gets the weaker word and names the bound it used.
+    if (report.exact == replayed) {
+        report.outcome = AuditOutcome::Passed;
+        report.headline = "PASSED: " + reproduced + ".";
+        return;
+    }
+    report.outcome = AuditOutcome::ConsistentWithinRounding;
+    report.headline = "CONSISTENT WITHIN ROUNDING: " + reproduced + roundingBoundText(report) +
+                      "; only a replay that reproduces every transaction bit for bit (in the recording environment) PASSES.";
 }
 
 }  // namespace zkdv::report_detail

@@ -70,7 +70,11 @@ std::string renderReportJson(const ReportData& r)
     out["generated_at"] = r.generatedAt;
     out["zkdv_version"] = r.zkdvVersion;
     out["case_path"] = r.casePath;
-    out["conclusion"] = {{"passed", r.passed}, {"headline", r.headline}, {"warnings", r.warnings}, {"outcome", r.outcome}};
+    out["conclusion"] = {{"passed", r.passed()},
+                         {"confirms_tape", r.confirmsTape()},
+                         {"headline", r.headline},
+                         {"warnings", r.warnings},
+                         {"outcome", std::string(auditOutcomeName(r.outcome))}};
     out["tape"] = {{"id", r.tapeId},
                    {"path", r.tapePath},
                    {"chain_head", r.chainHead},
@@ -89,7 +93,8 @@ std::string renderReportJson(const ReportData& r)
                    {"sampling_plausibility", samplingPlausibilityJson(r.tapeSampling)},
                    {"run",
                     {{"transactions_before", r.runTransactionsBefore},
-                     {"link", r.runLink},
+                     {"link", std::string(tapeLinkStatusName(r.runLink))},
+                     {"forked_with", r.forkedWith},
                      {"link_text", r.runLinkText},
                      {"tapes", r.runTapes}}}};
     out["program"] = {{"kind", r.programKind}, {"sha256", r.programSha256}, {"present", r.programPresent}, {"check", r.programCheck ? std::string(programCheckName(*r.programCheck)) : std::string("not-checked")},

@@ -47,10 +47,9 @@ ReportData buildTapeFindingReport(const TapeSummary& summary)
     report.programCheckDetail = "not checked: the tape was not ingested";
     report.samplingNote = "No statistical statement: no transaction was replayed.";
     const std::string where = summary.problem ? summary.problem->describe() : std::string("no detail recorded");
-    report.passed = false;
     switch (summary.status) {
     case TapeStatus::Corrupt:
-        report.outcome = "FAILED";
+        report.outcome = AuditOutcome::Failed;
         report.headline = "FAILED: the tape is corrupt (" + where +
                           "), so it does not truthfully record a training run; nothing after the damage can be checked.";
         report.warnings.push_back("Tampering or damage was found in the tape file itself: " + where + ". The " +
@@ -59,7 +58,7 @@ ReportData buildTapeFindingReport(const TapeSummary& summary)
         break;
     case TapeStatus::Truncated:
     case TapeStatus::Unsealed:
-        report.outcome = "INCOMPLETE TAPE";
+        report.outcome = AuditOutcome::IncompleteTape;
         report.headline = "INCOMPLETE TAPE: the tape " +
                           std::string(summary.status == TapeStatus::Truncated ? "is cut short (" + where + ")" : "was never sealed") +
                           "; its " + std::to_string(summary.recordCount) + " intact records prove nothing beyond " +
@@ -68,7 +67,7 @@ ReportData buildTapeFindingReport(const TapeSummary& summary)
                                   "the workstation's Ingest Readable Part) and replay it to check what it holds.");
         break;
     case TapeStatus::Sealed:
-        report.outcome = "NOT VERIFIED";
+        report.outcome = AuditOutcome::NotVerified;
         report.headline = "NOT VERIFIED: the tape reads as sealed and intact, but it was not replayed.";
         break;
     }

@@ -18,6 +18,19 @@ std::optional<Digest> digestColumn(const Statement& row, int column)
     return digestFromHex(row.text(column));
 }
 
+// The other sealed tapes that continue the tape (chainHead, size), when `tapeId` is sealed.
+std::vector<std::int64_t> forksOf(Database& db, std::int64_t tapeId, const std::string& chainHead, std::uint64_t size)
+{
+    std::vector<std::int64_t> forks;
+    Statement others = db.prepare("SELECT o.id FROM tapes s, tapes o WHERE s.id = ?1 AND s.status = 'sealed' AND o.id <> s.id "
+                                  "AND o.status = 'sealed' AND lower(json_extract(o.root_json, '$.resumes.chain_head')) = ?2 "
+                                  "AND json_extract(o.root_json, '$.resumes.size') = ?3 ORDER BY o.id");
+    others.bind(1, tapeId).bind(2, chainHead).bind(3, static_cast<std::int64_t>(size));
+    while (others.step())
+        forks.push_back(others.int64(0));
+    return forks;
+}
+
 }  // namespace
 
 std::string_view tapeLinkStatusName(TapeLinkStatus status)
@@ -32,6 +45,17 @@ std::string_view tapeLinkStatusName(TapeLinkStatus status)
 }
 
 std::string TapeLink::describe() const
+{
+    std::string fork;
+    for (std::size_t i = 0; i < forkedWith.size(); ++i)
+        fork += (i == 0 ? "" : i + 1 == forkedWith.size() ? " and " : ", ") + std::to_string(forkedWith[i]);
+    if (!fork.empty())
+        fork = "; FORKED: sealed tape" + std::string(forkedWith.size() == 1 ? " " : "s ") + fork + " of the case continue" +
+               (forkedWith.size() == 1 ? "s" : "") + " the same tape, so the run was trained more than once from that state";
+    return describeLink() + fork;
+}
+
+std::string TapeLink::describeLink() const
 {
     switch (status) {
     case TapeLinkStatus::StartsRun: return "starts its run";
@@ -65,6 +89,7 @@ TapeLink tapeLink(Database& db, std::int64_t tapeId)
         return link;
     link.previousChainHead = toHex(root.resumes->chainHead);
     link.previousSize = root.resumes->size;
+    link.forkedWith = forksOf(db, tapeId, link.previousChainHead, link.previousSize);
     Statement previous = db.prepare(
         "SELECT id, root_json, status, transaction_count, final_state_digest, last_schedule_epoch, last_grad_scaler FROM tapes"
         " WHERE chain_head = ?1 AND size = ?2 ORDER BY id LIMIT 1");

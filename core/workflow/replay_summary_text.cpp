@@ -6,8 +6,10 @@ namespace zkdv {
 
 std::string replayVerdictWord(const ReplaySummary& summary)
 {
-    if (summary.passed())
+    if (summary.bitForBit())
         return "passed";
+    if (summary.passed())
+        return "consistent within rounding";
     if (summary.status == RunStatus::Finished)
         return "FAILED";
     return "INCOMPLETE (" + std::string(runStatusName(summary.status)) + ")";

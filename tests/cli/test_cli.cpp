@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absent_device.h"
+#include "dishonest_trainer.h"
 #include "file_bytes.h"
 #include "audit_run.h"
 #include "temp_dir.h"
@@ -80,6 +81,7 @@ private Q_SLOTS:
     void libtorchLoadsOnlyForDemoAndReplay();
     void signedTapesVerifyAgainstTrustedKeys();
     void aSignedVerdictVerifiesForItsTapeAndKeyOnly();
+    void aPassRestingOnAToleranceIsNeverPassed();
     void aDetachedSignatureBesideATapeIsChecked();
     void planSplitsASelectionIntoWholeSegments();
 
@@ -904,6 +906,73 @@ void TestCli::planSplitsASelectionIntoWholeSegments()
     const Result zero = runAudit({QStringLiteral("plan"), casePath, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--seed"),
                                   QStringLiteral("1"), QStringLiteral("--shards"), QStringLiteral("0")});
     QVERIFY2(!zero.crashed && zero.exitCode == 2, qPrintable(zero.describe()));
+}
+
+// Issue 48, the outcome ladder: PASSED means bit for bit. The last transaction's loss altered
+// by two ulps (an edit within the default tolerance, re-chained as a forger would) reads
+// CONSISTENT WITHIN ROUNDING in the replay's words and JSON, the report, info and the signed
+// verdict — an excuse buys at most that word, never PASSED — and FAILED with --tolerance exact.
+void TestCli::aPassRestingOnAToleranceIsNeverPassed()
+{
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("ZKDV_CONFIG_HOME"), path("ladder-config"));
+    auto audit = [&](const QStringList& arguments) { return runAudit(arguments, environment); };
+    const QString honest = path("ladder-honest.zkdv"), edited = path("ladder.zkdv"), casePath = path("ladder.zkaudit");
+    const Result made = audit({QStringLiteral("demo"), QStringLiteral("--out"), honest, QStringLiteral("--steps"), QStringLiteral("4"),
+                               QStringLiteral("--batch-size"), QStringLiteral("4"), QStringLiteral("--seed"), QStringLiteral("9"), QStringLiteral("--quiet")});
+    QVERIFY2(!made.crashed && made.exitCode == 0, qPrintable(made.describe()));
+    test::rewriteTape(honest.toStdString(), edited.toStdString(), [](test::RawRecord& record) {
+        if (test::isTransaction(record, 3))
+            test::scaleElement(record, "loss", 0, 1.0000002f);
+    });
+    QCOMPARE(audit({QStringLiteral("verify"), edited, QStringLiteral("--quiet")}).exitCode, 0);
+    QCOMPARE(audit({QStringLiteral("ingest"), edited, QStringLiteral("--case"), casePath, QStringLiteral("--quiet")}).exitCode, 0);
+    const QStringList replayAll{QStringLiteral("replay"), casePath, QStringLiteral("--select"), QStringLiteral("all"),
+                                QStringLiteral("--time-budget-floor"), QStringLiteral("120")};
+    const Result text = audit(replayAll + QStringList{QStringLiteral("--quiet")});
+    QVERIFY2(!text.crashed && text.exitCode == 0 && text.out.contains(QStringLiteral(": consistent within rounding — ")) &&
+                 !text.out.contains(QStringLiteral(": passed — ")),
+             qPrintable(text.describe()));
+    const Result json = audit(replayAll + QStringList{QStringLiteral("--json"), QStringLiteral("--quiet")});
+    const QJsonObject summary = jsonObject(json.out);
+    QCOMPARE(summary.value(QStringLiteral("passed")).toBool(), false);
+    QCOMPARE(summary.value(QStringLiteral("consistent_within_rounding")).toBool(), true);
+    QCOMPARE(summary.value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("within_tolerance")).toInt(), 1);
+
+    const QString reportPath = path("ladder-report.json");
+    QCOMPARE(audit({QStringLiteral("report"), casePath, QStringLiteral("--out"), reportPath, QStringLiteral("--quiet")}).exitCode, 0);
+    QFile reportFile(reportPath);
+    QVERIFY(reportFile.open(QIODevice::ReadOnly));
+    const QJsonObject conclusion = jsonObject(reportFile.readAll()).value(QStringLiteral("conclusion")).toObject();
+    QCOMPARE(conclusion.value(QStringLiteral("outcome")).toString(), QStringLiteral("CONSISTENT WITHIN ROUNDING"));
+    QCOMPARE(conclusion.value(QStringLiteral("passed")).toBool(), false);
+    QCOMPARE(conclusion.value(QStringLiteral("confirms_tape")).toBool(), true);
+    QVERIFY2(conclusion.value(QStringLiteral("headline")).toString().startsWith(QStringLiteral("CONSISTENT WITHIN ROUNDING: ")),
+             qPrintable(conclusion.value(QStringLiteral("headline")).toString()));
+    const Result info = audit({QStringLiteral("info"), casePath});
+    QVERIFY2(info.out.contains(QStringLiteral(": CONSISTENT WITHIN ROUNDING")) && !info.out.contains(QStringLiteral(": PASSED")), qPrintable(info.describe()));
+
+    // The signed verdict: SLSA's PASSED is bit for bit; the weaker word is signed beside it.
+    const QString auditor = path("ladder-auditor.pem"), attestation = path("ladder.intoto.json");
+    QCOMPARE(audit({QStringLiteral("keygen"), QStringLiteral("--out"), auditor}).exitCode, 0);
+    const Result attested = audit({QStringLiteral("report"), casePath, QStringLiteral("--attest"), auditor, QStringLiteral("-o"), attestation});
+    QVERIFY2(!attested.crashed && attested.exitCode == 0 && attested.out.contains(QStringLiteral("CONSISTENT WITHIN ROUNDING")),
+             qPrintable(attested.describe()));
+    QFile file(attestation);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonObject envelope = jsonObject(file.readAll()).value(QStringLiteral("dsseEnvelope")).toObject();
+    const QJsonObject predicate =
+        jsonObject(QByteArray::fromBase64(envelope.value(QStringLiteral("payload")).toString().toLatin1())).value(QStringLiteral("predicate")).toObject();
+    QCOMPARE(predicate.value(QStringLiteral("verificationResult")).toString(), QStringLiteral("FAILED"));
+    QCOMPARE(predicate.value(QStringLiteral("zkdv")).toObject().value(QStringLiteral("outcome")).toString(), QStringLiteral("CONSISTENT WITHIN ROUNDING"));
+    const Result required = audit({QStringLiteral("verify-attestation"), attestation, QStringLiteral("--trusted-key"), auditor + QStringLiteral(".pub"),
+                                   QStringLiteral("--require-passed")});
+    QVERIFY2(!required.crashed && required.exitCode == 1, qPrintable(required.describe()));
+
+    // In the recording environment, --tolerance exact decides: the edit is diverged.
+    const Result exact = audit(replayAll + QStringList{QStringLiteral("--tolerance"), QStringLiteral("exact"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!exact.crashed && exact.exitCode == 1, qPrintable(exact.describe()));
+    QCOMPARE(jsonObject(exact.out).value(QStringLiteral("verdicts")).toObject().value(QStringLiteral("diverged")).toInt(), 1);
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -88,3 +88,52 @@ def rechain_with_edit(source, target, transaction, edit):
         out += frame
     assert seen > transaction, "the tape has %d transactions" % seen
     open(target, "wb").write(bytes(out))
+
+
+ROOT, SNAPSHOT = 1, 3
+
+
+def rechain_records(source, target, edit):
+    """Writes `target`: `source` with every record's payload passed through
+    edit(kind, number, payload, last), where number counts the records of that kind from 0 and
+    last says whether it is the last of its kind; the chain and the seal's head recomputed."""
+    data = open(source, "rb").read()
+    records = list(_records(data))
+    counts, totals = {}, {}
+    for kind, _, _ in records:
+        totals[kind] = totals.get(kind, 0) + 1
+    out = bytearray(data[:HEADER])
+    previous = hashlib.sha256(data[:HEADER]).digest()
+    for kind, flags, payload in records:
+        number = counts.get(kind, 0)
+        counts[kind] = number + 1
+        if kind == SEAL:
+            seal = json.loads(payload)
+            seal["chain_head"] = previous.hex()
+            payload = json.dumps(seal).encode()
+        else:
+            payload = edit(kind, number, payload, number + 1 == totals[kind])
+        frame, previous = _frame(kind, flags, payload, previous)
+        out += frame
+    open(target, "wb").write(bytes(out))
+
+
+def edited_f32_tensor(payload, name, edit):
+    """The safetensors blob with the F32 tensor `name`'s values passed through edit(list)."""
+    (header_length,) = struct.unpack_from("<Q", payload, 0)
+    header = json.loads(payload[8:8 + header_length])
+    start, end = header[name]["data_offsets"]
+    assert header[name]["dtype"] == "F32", header[name]
+    at = 8 + header_length + start
+    count = (end - start) // 4
+    values = edit(list(struct.unpack_from("<%df" % count, payload, at)))
+    edited = bytearray(payload)
+    struct.pack_into("<%df" % count, edited, at, *values)
+    return bytes(edited)
+
+
+def edited_root(payload, edit):
+    """The root record's JSON passed through edit(dict)."""
+    root = json.loads(payload)
+    edit(root)
+    return json.dumps(root).encode()

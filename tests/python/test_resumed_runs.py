@@ -69,10 +69,11 @@ def test_a_split_run_trains_and_audits_as_the_whole_run(split_run):
     status, listed = audit("info", str(case))
     assert status == 0, listed
     tapes = {tape["id"]: tape for tape in listed["tapes"]}
-    assert tapes[ids["whole.zkdv"]]["run"] == {"transactions_before": 0, "link": "starts-run", "continues_tape": None, "problem": None}
+    assert tapes[ids["whole.zkdv"]]["run"] == {"transactions_before": 0, "link": "starts-run", "continues_tape": None, "problem": None,
+                                                "forked_with": []}
     assert tapes[ids["first.zkdv"]]["run"]["link"] == "starts-run"
     assert tapes[ids["second.zkdv"]]["run"] == {"transactions_before": half, "link": "continues", "continues_tape": ids["first.zkdv"],
-                                                 "problem": None}
+                                                 "problem": None, "forked_with": []}
 
     for name in ("whole.zkdv", "first.zkdv", "second.zkdv"):
         status, replayed = audit("replay", str(case), "--tape", str(ids[name]), "--select", "all", "--seed", "7")
@@ -125,3 +126,71 @@ def test_a_tape_is_not_resumed_by_itself_nor_from_an_unsealed_one(split_run, tmp
     cut.write_bytes(first.read_bytes()[:-40])
     with pytest.raises(RuntimeError, match="cannot resume from .*the tape is truncated"):
         zkdv.torch.ZKDV(tmp_path / "next.zkdv", resume_from=cut)
+
+
+def report_of(case, tape_id, out):
+    """zkdv-audit report CASE --tape ID --out OUT.json: the report's JSON."""
+    import json
+    import os
+
+    done = subprocess.run([os.environ["ZKDV_AUDIT"], "report", str(case), "--tape", str(tape_id), "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+# Issue 48, item 4: a broken link (a gap of transactions, or a state edited between two tapes)
+# only warned while the report said PASSED; a fork (the same tape continued twice: train twice,
+# hand over the better) went unsaid. Both tapes are built as an independent writer would:
+# re-chained and re-sealed.
+@pytest.mark.parametrize("split_run", [RUNS[0]], indirect=True, ids=["torchscript-mlp"])
+def test_a_broken_link_fails_and_a_fork_is_flagged(split_run, tmp_path):
+    from tape_edit import ROOT, edited_root, rechain_records, rechain_with_scaled_loss
+
+    run, _, _, first, second, _, _, _ = split_run
+    half = run[2] // 2
+    fork, gap = tmp_path / "fork.zkdv", tmp_path / "gap.zkdv"
+    rechain_with_scaled_loss(second, fork, half - 1, 0.5)  # another continuation of the same tape
+    rechain_records(second, gap, lambda kind, n, payload, last: edited_root(
+        payload, lambda root: root["resumes"].__setitem__("transactions", root["resumes"]["transactions"] + 5)) if kind == ROOT else payload)
+    for tape in (fork, gap):
+        status, verified = audit("verify", str(tape))
+        assert status == 0 and verified["status"] == "sealed", verified
+
+    case = tmp_path / "forked.zkaudit"
+    status, ingested = audit("ingest", str(first), str(second), str(fork), "--case", str(case))
+    assert status == 0, ingested
+    ids = {Path(entry["file"]).name: entry["tape_id"] for entry in ingested["files"]}
+    status, listed = audit("info", str(case))
+    tapes = {tape["id"]: tape for tape in listed["tapes"]}
+    assert tapes[ids["second.zkdv"]]["run"]["forked_with"] == [ids["fork.zkdv"]], tapes
+    assert tapes[ids["fork.zkdv"]]["run"]["forked_with"] == [ids["second.zkdv"]], tapes
+    assert tapes[ids["first.zkdv"]]["run"]["forked_with"] == [], tapes
+    status, replayed = audit("replay", str(case), "--tape", str(ids["second.zkdv"]), "--select", "all", "--seed", "7")
+    assert status == 0 and replayed["passed"], replayed
+    report = report_of(case, ids["second.zkdv"], tmp_path / "second.json")
+    assert report["tape"]["run"]["forked_with"] == [ids["fork.zkdv"]], report["tape"]["run"]
+    assert any("FORKED" in warning for warning in report["conclusion"]["warnings"]), report["conclusion"]
+    text = subprocess.run([str(Path(__import__("os").environ["ZKDV_AUDIT"])), "info", str(case)], capture_output=True, text=True, timeout=300)
+    assert "FORKED: sealed tape %d of the case continues the same tape" % ids["fork.zkdv"] in text.stdout, text.stdout
+
+    # The gap: its own transactions replay exact, but its link is broken, so the outcome is FAILED.
+    case = tmp_path / "gap.zkaudit"
+    status, ingested = audit("ingest", str(first), str(gap), "--case", str(case))
+    assert status == 0, ingested
+    ids = {Path(entry["file"]).name: entry["tape_id"] for entry in ingested["files"]}
+    status, replayed = audit("replay", str(case), "--tape", str(ids["gap.zkdv"]), "--select", "all", "--seed", "7")
+    assert status == 0 and replayed["passed"], replayed
+    report = report_of(case, ids["gap.zkdv"], tmp_path / "gap.json")
+    assert report["tape"]["run"]["link"] == "broken", report["tape"]["run"]
+    assert report["conclusion"]["outcome"] == "FAILED" and not report["conclusion"]["passed"], report["conclusion"]
+    assert report["conclusion"]["headline"].startswith("FAILED: this tape claims to continue tape %d" % ids["first.zkdv"]), report["conclusion"]
+
+    # Without its predecessor, the honest continuation is an incomplete run, never PASSED.
+    case = tmp_path / "alone.zkaudit"
+    status, ingested = audit("ingest", str(second), "--case", str(case))
+    assert status == 0, ingested
+    status, replayed = audit("replay", str(case), "--select", "all", "--seed", "7")
+    assert status == 0 and replayed["passed"], replayed
+    report = report_of(case, 1, tmp_path / "alone.json")
+    assert report["conclusion"]["outcome"] == "INCOMPLETE RUN", report["conclusion"]

@@ -460,7 +460,7 @@ void TestReport::tamperedTapeSaysFailedFirst()
 
     const ReportData report = buildAuditReport(store);
     qInfo("%s\n%s", report.headline.c_str(), report.warnings.empty() ? "" : report.warnings.front().c_str());
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     const std::string expected = "FAILED: transaction " + std::to_string(victim) + " does not reproduce what the tape claims";
     QVERIFY2(report.headline.rfind(expected, 0) == 0, report.headline.c_str());
     QVERIFY2(report.headline.find("cannot be trusted") != std::string::npos, report.headline.c_str());
@@ -505,7 +505,7 @@ void TestReport::truncatedTapeSaysIncompleteFirst()
     runReplay(store, randomRequest("random:3", 1));
     const ReportData report = buildAuditReport(store);
     QCOMPARE(report.tapeStatus, std::string("truncated"));
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     QVERIFY(!report.warnings.empty());
     const std::string expected = "This tape is incomplete (truncated at record " + std::to_string(report.recordCount) +
                                  " and never sealed): it does not prove anything about training beyond transaction " +
@@ -545,7 +545,7 @@ void TestReport::tapeEndingWithoutItsFinalStateSaysSo()
     recentStore.ingestTape(recent);
     runReplay(recentStore, request);
     const ReportData recentReport = buildAuditReport(recentStore);
-    QVERIFY2(recentReport.passed, recentReport.headline.c_str());
+    QVERIFY2(recentReport.passed(), recentReport.headline.c_str());
     QVERIFY(!recentReport.endsWithoutSnapshotFrom);
     for (const std::string& warning : recentReport.warnings)
         QVERIFY2(warning.find("ends without the state") == std::string::npos, warning.c_str());
@@ -610,8 +610,8 @@ void TestReport::laterRunNeverHidesAnEarlierFailure()
     // ...but its report says what the earlier run found.
     const ReportData report = buildAuditReport(store);
     QCOMPARE(report.runId, second.runId);
-    QVERIFY(!report.passed);
-    QCOMPARE(report.outcome, std::string("FAILED"));
+    QVERIFY(!report.passed());
+    QCOMPARE(report.outcome, AuditOutcome::Failed);
     QVERIFY2(report.headline.rfind("FAILED: replay run " + std::to_string(first.runId), 0) == 0, report.headline.c_str());
     bool warned = false;
     for (const std::string& warning : report.warnings)
@@ -668,7 +668,7 @@ void TestReport::runsThatFoundTheSameAreNamedOnce()
     QVERIFY(third.passed());
     const ReportData report = buildAuditReport(store);
     QCOMPARE(report.runId, third.runId);
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     const std::vector<std::string> aboutFirst = naming(report, first.runId), aboutSecond = naming(report, second.runId);
     QCOMPARE(aboutFirst.size(), std::size_t(1));
     QCOMPARE(aboutSecond, aboutFirst);
@@ -700,7 +700,7 @@ void TestReport::findingReportStatesOnlyWhatIsKnown()
         elements += static_cast<std::uint64_t>(parameter.elementCount());
     QCOMPARE(report.parameterElements, elements);
     QVERIFY(elements > 0);
-    QCOMPARE(report.outcome, std::string("INCOMPLETE TAPE"));
+    QCOMPARE(report.outcome, AuditOutcome::IncompleteTape);
 }
 
 void TestReport::stoppedRunIsIncompleteNotFailed()
@@ -721,8 +721,8 @@ void TestReport::stoppedRunIsIncompleteNotFailed()
     const ReplaySummary summary = runReplay(store, request);
     QCOMPARE(summary.status, RunStatus::Stopped);
     const ReportData report = buildAuditReport(store);
-    QVERIFY(!report.passed);
-    QCOMPARE(report.outcome, std::string("INCOMPLETE"));
+    QVERIFY(!report.passed());
+    QCOMPARE(report.outcome, AuditOutcome::Incomplete);
     QVERIFY2(report.headline.rfind("INCOMPLETE: the replay was stopped", 0) == 0, report.headline.c_str());
     QVERIFY2(report.headline.find("FAILED") == std::string::npos, report.headline.c_str());
 }
@@ -740,8 +740,8 @@ void TestReport::nothingComparedSaysNothingVerified()
     runReplay(store, randomRequest("random:5", 4));
     const ReportData report = buildAuditReport(store);
     QCOMPARE(report.comparisonCount, std::uint64_t(0));
-    QVERIFY(!report.passed);
-    QCOMPARE(report.outcome, std::string("NOT VERIFIED"));
+    QVERIFY(!report.passed());
+    QCOMPARE(report.outcome, AuditOutcome::NotVerified);
     QVERIFY2(report.headline.find("bit for bit") == std::string::npos, report.headline.c_str());
     QVERIFY2(report.headline.find("nothing") != std::string::npos, report.headline.c_str());
     // No bound that counts everything as bad ("at most 100 %"): it says nothing was verified.

@@ -219,7 +219,7 @@ void TestRunSeal::aFinishedRunIsVouched()
     QVERIFY2(contains(check.signer, "this user's key"), check.signer.c_str());
     QVERIFY(!check.sealedAt.empty());
     const ReportData report = reportOf(casePath);
-    QVERIFY2(report.passed, report.headline.c_str());
+    QVERIFY2(report.passed(), report.headline.c_str());
     QVERIFY2(report.headline.rfind("PASSED", 0) == 0, report.headline.c_str());
 }
 
@@ -233,14 +233,14 @@ void TestRunSeal::forgedPassIsNotReported()
     const std::int64_t runId = caseWithRun(dir.path(), casePath, 5);
     {
         const ReportData honest = reportOf(casePath);
-        QVERIFY(!honest.passed);
+        QVERIFY(!honest.passed());
         QVERIFY2(honest.headline.rfind("FAILED", 0) == 0, honest.headline.c_str());
     }
     editByHand(casePath,
                "UPDATE verdicts SET verdict = 'exact', detail = 'replayed bit for bit' WHERE idx = 5;"
                "UPDATE metrics SET verdict = 'exact', bitwise_equal = 1, max_ulp = 0, max_abs = 0 WHERE idx = 5;");
     const ReportData report = reportOf(casePath);
-    QVERIFY2(!report.passed, report.headline.c_str());
+    QVERIFY2(!report.passed(), report.headline.c_str());
     // The seal still signs what the run found: the failure stands, whatever the rows say now.
     QVERIFY2(report.headline.rfind("FAILED", 0) == 0 && contains(report.headline, "altered"), report.headline.c_str());
     QCOMPARE(int(report.seal.state), int(RunSealCheck::State::Altered));
@@ -313,7 +313,7 @@ void TestRunSeal::anyEditIsFound()
     const RunSealCheck check = checkOf(casePath, runId);
     QVERIFY2(check.state == RunSealCheck::State::Altered, (runSealStateName(check.state) + std::string(": ") + check.explanation).c_str());
     const ReportData report = reportOf(casePath);
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     // The run had found transaction 5 diverged: where the signature still holds over that
     // finding it stands (FAILED); where the seal itself was damaged nothing can be said.
     const bool sealEdited = sql.contains(QStringLiteral("run_seals"));
@@ -354,7 +354,7 @@ void TestRunSeal::runSealedBeforeSchema9StaysVouched()
     }
     QCOMPARE(int(checkOf(casePath, runId).state), int(RunSealCheck::State::Vouched));
     const ReportData report = reportOf(casePath);
-    QVERIFY2(report.passed, report.headline.c_str());
+    QVERIFY2(report.passed(), report.headline.c_str());
     QVERIFY(report.seedSource == SeedSource::Unknown);
     QVERIFY(report.sampling);
     QVERIFY2(contains(report.sampling->sentence, "does not record whether seed 3 was drawn"), report.sampling->sentence.c_str());
@@ -373,7 +373,7 @@ void TestRunSeal::removedSealReadsUnsigned()
     QCOMPARE(int(check.state), int(RunSealCheck::State::Unsigned));
     QVERIFY2(contains(check.explanation, "no seal"), check.explanation.c_str());
     const ReportData report = reportOf(casePath);
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0, report.headline.c_str());
 }
 
@@ -393,7 +393,7 @@ void TestRunSeal::anotherAuditorsKeyIsTrustedOnlyWhenListed()
     QCOMPARE(int(check.state), int(RunSealCheck::State::UntrustedSigner));
     QVERIFY2(contains(check.signer, keyFingerprint(alice)), check.signer.c_str());
     QVERIFY2(contains(check.explanation, "trusted-keys"), check.explanation.c_str());
-    QVERIFY(!reportOf(casePath).passed);
+    QVERIFY(!reportOf(casePath).passed());
 
     QVERIFY(QDir().mkpath(QString::fromStdString(dir.file("bob"))));
     {
@@ -404,7 +404,7 @@ void TestRunSeal::anotherAuditorsKeyIsTrustedOnlyWhenListed()
     QCOMPARE(int(check.state), int(RunSealCheck::State::Vouched));
     QVERIFY2(contains(check.signer, "(trusted: Alice Auditor)"), check.signer.c_str());
     const ReportData report = reportOf(casePath);
-    QVERIFY2(report.passed, report.headline.c_str());
+    QVERIFY2(report.passed(), report.headline.c_str());
 }
 
 void TestRunSeal::aForgerSigningWithTheirOwnKeyIsNotTrusted()
@@ -430,7 +430,7 @@ void TestRunSeal::aForgerSigningWithTheirOwnKeyIsNotTrusted()
     const RunSealCheck check = checkOf(casePath, runId);
     QCOMPARE(int(check.state), int(RunSealCheck::State::UntrustedSigner));
     const ReportData report = reportOf(casePath);
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0, report.headline.c_str());
 }
 
@@ -456,7 +456,7 @@ void TestRunSeal::noKeyStoresTheRunUnsigned()
     QCOMPARE(runs.front().status, RunStatus::Finished);  // the results are kept
     QCOMPARE(runs.front().exact, std::uint64_t(10));
     QCOMPARE(int(checkRunSeal(store.database(), runId).state), int(RunSealCheck::State::Unsigned));
-    QVERIFY(!buildAuditReport(store).passed);
+    QVERIFY(!buildAuditReport(store).passed());
 }
 
 void TestRunSeal::badTrustedKeysFileIsNamed()
@@ -590,7 +590,7 @@ void TestRunSeal::earlierFailureSurvivesItsAlteration()
     QVERIFY2(reportOfRun(casePath, later).headline.rfind("FAILED", 0) == 0, reportOfRun(casePath, later).headline.c_str());
     editByHand(casePath, "PRAGMA foreign_keys = ON; " + sql.toStdString());
     const ReportData report = reportOfRun(casePath, later);
-    QVERIFY2(!report.passed, allWarnings(report).c_str());
+    QVERIFY2(!report.passed(), allWarnings(report).c_str());
     QVERIFY2(report.headline.rfind("FAILED", 0) == 0, allWarnings(report).c_str());
     QVERIFY2(contains(allWarnings(report), said.toStdString()), allWarnings(report).c_str());
 }
@@ -604,10 +604,10 @@ void TestRunSeal::alteredEarlierRunBlocksAPass()
     const std::string casePath = dir.file("case.zkaudit");
     caseWithRun(dir.path(), casePath, 99);
     const std::int64_t later = addRun(casePath, 99);
-    QVERIFY2(reportOfRun(casePath, later).passed, reportOfRun(casePath, later).headline.c_str());
+    QVERIFY2(reportOfRun(casePath, later).passed(), reportOfRun(casePath, later).headline.c_str());
     editByHand(casePath, "UPDATE verdicts SET detail = 'fine' WHERE run_id = 1 AND idx = 2");
     const ReportData report = reportOfRun(casePath, later);
-    QVERIFY2(!report.passed, allWarnings(report).c_str());
+    QVERIFY2(!report.passed(), allWarnings(report).c_str());
     QVERIFY2(report.headline.rfind("NOT VOUCHED", 0) == 0 && contains(report.headline, "run 1"), report.headline.c_str());
     QVERIFY2(contains(allWarnings(report), "was altered after zkdv sealed it"), allWarnings(report).c_str());
 }
@@ -639,7 +639,7 @@ void TestRunSeal::reportRowsAreSealed()
     editByHand(casePath, sql.toStdString());
     const RunSealCheck check = checkOf(casePath, runId);
     QVERIFY2(check.state == RunSealCheck::State::Altered, (runSealStateName(check.state) + std::string(": ") + check.explanation).c_str());
-    QVERIFY(!reportOf(casePath).passed);
+    QVERIFY(!reportOf(casePath).passed());
     // What may change: the tape's path (a moved tape is located again).
     test::TempDir other;
     ConfigHome otherHome(other.file("auditor"));
@@ -751,7 +751,7 @@ void TestRunSeal::versionOneSealsKeepVerifying()
     RunSealCheck check = checkOf(casePath, runId);
     QCOMPARE(int(check.state), int(RunSealCheck::State::Vouched));
     QCOMPARE(check.payloadVersion, 1);
-    QVERIFY(reportOf(casePath).passed);
+    QVERIFY(reportOf(casePath).passed());
     // A version 1 seal never covered a cause: one added since is an alteration.
     editByHand(casePath, "UPDATE verdicts SET cause = 'program-time' WHERE idx = 3");
     check = checkOf(casePath, runId);
@@ -771,8 +771,8 @@ void TestRunSeal::trainersFailureFailsTheReport()
                                        {unverifiable(17, UnverifiableCause::ProgramExceededMemory,
                                                      "replay worker reached its memory limit of 1040 MiB at transaction 17")});
     ReportData report = reportOfRun(casePath, greedy);
-    QVERIFY(!report.passed);
-    QCOMPARE(report.outcome, std::string("FAILED"));
+    QVERIFY(!report.passed());
+    QCOMPARE(report.outcome, AuditOutcome::Failed);
     QVERIFY2(contains(report.headline, "transaction 17: the sealed program exceeded the memory limit the auditor set") &&
                  contains(report.headline, "the trainer's failure"),
              report.headline.c_str());
@@ -781,9 +781,9 @@ void TestRunSeal::trainersFailureFailsTheReport()
 
     const std::int64_t missing = addRun(casePath, 99, {unverifiable(17, UnverifiableCause::Environment, "no contract for torch 9.0")});
     report = reportOfRun(casePath, missing);
-    QVERIFY(!report.passed);
+    QVERIFY(!report.passed());
     // The greedy run is another run of the tape: its failure stands in this report too.
-    QCOMPARE(report.outcome, std::string("FAILED"));
+    QCOMPARE(report.outcome, AuditOutcome::Failed);
     {
         test::TempDir fresh;
         ConfigHome freshHome(fresh.file("auditor"));
@@ -792,14 +792,14 @@ void TestRunSeal::trainersFailureFailsTheReport()
         editByHand(freshCase, "PRAGMA foreign_keys = ON; DELETE FROM replay_runs");
         const std::int64_t onlyMissing = addRun(freshCase, 99, {unverifiable(17, UnverifiableCause::Environment, "no contract for torch 9.0")});
         const ReportData unverified = reportOfRun(freshCase, onlyMissing);
-        QCOMPARE(unverified.outcome, std::string("NOT VERIFIED"));
+        QCOMPARE(unverified.outcome, AuditOutcome::NotVerified);
         QVERIFY2(contains(unverified.headline, "auditor's machine"), unverified.headline.c_str());
     }
     // A stored cause is covered by the seal: turning the trainer's failure into the auditor's is an alteration.
     editByHand(casePath, "UPDATE verdicts SET cause = 'environment' WHERE run_id = " + std::to_string(greedy));
     report = reportOfRun(casePath, greedy);
     QCOMPARE(int(report.seal.state), int(RunSealCheck::State::Altered));
-    QCOMPARE(report.outcome, std::string("FAILED"));
+    QCOMPARE(report.outcome, AuditOutcome::Failed);
 }
 
 // `info` said PASSED where the report said NOT VERIFIED or INCOMPLETE: now both say the
@@ -823,12 +823,13 @@ void TestRunSeal::infoSaysWhatTheReportSays()
     QCOMPARE(info(&out), 0);
     for (std::int64_t runId : {empty, cancelled}) {
         const ReportData report = reportOfRun(casePath, runId);
-        QVERIFY2(report.outcome != "PASSED", report.headline.c_str());
+        QVERIFY2(report.outcome != AuditOutcome::Passed, report.headline.c_str());
         const std::string line = "replay run " + std::to_string(runId) + " ";
         const std::size_t at = out.find(line);
         QVERIFY2(at != std::string::npos, out.c_str());
         const std::string runLine = out.substr(at, out.find('\n', at) - at);
-        QVERIFY2(contains(runLine, ": " + report.outcome), (runLine + " / report: " + report.outcome).c_str());
+        const std::string word(auditOutcomeName(report.outcome));
+        QVERIFY2(contains(runLine, ": " + word), (runLine + " / report: " + word).c_str());
         QVERIFY2(contains(out, report.headline), out.c_str());
     }
     QVERIFY2(!contains(out, ": PASSED"), out.c_str());

@@ -267,8 +267,8 @@ void TestSamplingPlausibility::groundTapeIsFlagged()
 
     // The report of a run that replayed exactly still fails, and says why; the honest tape's passes.
     const ReportData groundReport = reportOfExactRun(ground, dir_.file("ground.zkaudit"));
-    QVERIFY(!groundReport.passed);
-    QCOMPARE(groundReport.outcome, std::string("FAILED"));
+    QVERIFY(!groundReport.passed());
+    QCOMPARE(groundReport.outcome, AuditOutcome::Failed);
     QVERIFY2(groundReport.headline.find("implausibly few sampled checks") != std::string::npos, groundReport.headline.c_str());
     bool warned = false;
     for (const std::string& warning : groundReport.warnings)
@@ -276,7 +276,7 @@ void TestSamplingPlausibility::groundTapeIsFlagged()
     QVERIFY(warned);
     QVERIFY(renderReportJson(groundReport).find("\"implausible\": true") != std::string::npos);
     const ReportData honestReport = reportOfExactRun(honest, dir_.file("honest.zkaudit"));
-    QVERIFY2(honestReport.passed, honestReport.headline.c_str());
+    QVERIFY2(honestReport.passed(), honestReport.headline.c_str());
     QVERIFY(renderReportJson(honestReport).find("\"implausible\": false") != std::string::npos);
 
     run = audit({"info", dir_.file("ground.zkaudit"), "--json"});

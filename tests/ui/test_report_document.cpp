@@ -100,7 +100,7 @@ ReportData makeReport(std::size_t replayed, std::size_t failures)
     r.replayedCount = replayed;
     r.diverged = failures;
     r.exact = replayed - failures;
-    r.passed = failures == 0;
+    r.outcome = failures == 0 ? AuditOutcome::Passed : AuditOutcome::Failed;
     r.headline = failures == 0 ? "The audit PASSED: every replayed step reproduced the recorded training exactly."
                                : "The audit FAILED: " + std::to_string(failures) + " replayed steps did not reproduce the recorded training.";
     SamplingStatement s;
@@ -358,7 +358,7 @@ private slots:
             QVERIFY(runReplay(store, request).passed());
             report = buildAuditReport(store);
         }
-        QVERIFY(report.passed);
+        QVERIFY(report.passed());
         QCOMPARE(report.chainHead.size(), std::size_t(64));
 
         std::string error;
@@ -439,7 +439,7 @@ private slots:
             runReplay(store, request);
             report = buildAuditReport(store);
         }
-        QVERIFY(!report.passed);
+        QVERIFY(!report.passed());
         QVERIFY(!report.warnings.empty());
         const std::string pdf = dir.file("truncated.pdf");
         std::string error;
@@ -447,7 +447,7 @@ private slots:
         keep(pdf);
         const QString first = simplified(pdfText(QString::fromStdString(pdf), 1, 1));
         // Incomplete, not failed and never passed: the title says what the audit could show.
-        QCOMPARE(report.outcome, std::string("INCOMPLETE TAPE"));
+        QCOMPARE(report.outcome, AuditOutcome::IncompleteTape);
         QVERIFY2(first.contains(QStringLiteral("Audit INCOMPLETE TAPE")), qPrintable(first.left(400)));
         QVERIFY2(!first.contains(QStringLiteral("PASSED")) && !first.contains(QStringLiteral("FAILED")), qPrintable(first.left(400)));
         QVERIFY2(first.contains(simplified(QString::fromStdString(report.warnings.front()))), qPrintable(first.left(800)));

@@ -187,7 +187,7 @@ void TestShardMerge::mergeJoinsEveryShardIntoOneSealedRun()
     QVERIFY2(seal.vouched(), seal.explanation.c_str());
     QCOMPARE(seal.payloadVersion, 5);
     const ReportData report = buildAuditReport(store, {result.run.tapeId, result.run.id});
-    QVERIFY(report.passed);
+    QVERIFY(report.passed());
     QCOMPARE(report.mergedShards.size(), std::size_t(kShards));
     QVERIFY(!report.shard);
     QVERIFY(report.sampling);  // the merged run is the whole random sample
@@ -257,7 +257,7 @@ void TestShardMerge::mergeKeepsTheDivergenceOfTheShardThatFoundIt()
             found = verdict.index == target;
     QVERIFY(found);
     const ReportData report = buildAuditReport(store, {result.run.tapeId, result.run.id});
-    QCOMPARE(report.outcome, std::string("FAILED"));
+    QCOMPARE(report.outcome, AuditOutcome::Failed);
 }
 
 void TestShardMerge::aShardSignedByATrustedKeyIsMerged()

@@ -79,7 +79,7 @@ BackgroundJob* signedVerdictJob(const QString& casePath, const ReportOptions& op
         const ReportData report = buildAuditReport(store, options);
         writeReportFile(target, toJsonText(signAuditAttestation(report, key), 2) + "\n");
         return QObject::tr("Verdict %1 of replay run %2 signed with your key %3 into %4")
-            .arg(report.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED"))
+            .arg(QString::fromStdString(std::string(auditOutcomeName(report.outcome))))
             .arg(report.runId)
             .arg(QString::fromStdString(key.publicKey().keyId().substr(0, 16)), shown);
     });

@@ -75,9 +75,7 @@ ReportHtml::ReportHtml(const ReportData& report, Target target) : report_(report
 
 QString ReportHtml::verdictWord() const
 {
-    if (!report_.outcome.empty())
-        return QString::fromStdString(report_.outcome);
-    return report_.passed ? QStringLiteral("PASSED") : QStringLiteral("FAILED");
+    return QString::fromStdString(std::string(auditOutcomeName(report_.outcome)));
 }
 
 QString ReportHtml::heading(const QString& text) const
@@ -106,9 +104,10 @@ QString ReportHtml::summary() const
     const ReportData& r = report_;
     // Green passed, red failed; amber when the audit proved nothing either way (not verified,
     // not vouched, incomplete): that is not a failure of the tape.
-    const QString verdictColour = r.passed                ? kPassGreen
-                                  : r.outcome == "FAILED" || r.outcome.empty() ? kFailRed
-                                                                                : VerdictPalette::printText(Verdict::WithinTolerance).name();
+    // CONSISTENT WITHIN ROUNDING is the within-tolerance colour too: confirmed, not bit for bit.
+    const QString verdictColour = r.passed()                             ? kPassGreen
+                                  : r.outcome == AuditOutcome::Failed ? kFailRed
+                                                                      : VerdictPalette::printText(Verdict::WithinTolerance).name();
     const bool replayed = r.runStatus.has_value();
     QString html;
 
@@ -202,10 +201,10 @@ QString ReportHtml::summary() const
                        QObject::tr("Snapshots"), QString::number(r.snapshotCount),
                        QObject::tr("Intact records"), QString::number(r.recordCount),
                        QObject::tr("Resumed run"),
-                       r.runLink == "starts-run"
+                       r.runLink == TapeLinkStatus::StartsRun
                            ? (r.runTapes.size() > 1 ? QObject::tr("starts a run of %1 tapes in this case").arg(r.runTapes.size()) : QObject::tr("—"))
                            : QStringLiteral("<span style=\"color: %1;\">%2</span>")
-                                 .arg(r.runLink == "continues" ? kPassGreen : kFailRed,
+                                 .arg(r.runLink == TapeLinkStatus::Continues && r.forkedWith.empty() ? kPassGreen : kFailRed,
                                       esc(QObject::tr("transactions %1–%2 of the run; ").arg(r.runTransactionsBefore).arg(r.runTransactionsBefore + std::max<std::uint64_t>(r.transactionCount, 1) - 1).toStdString() +
                                           r.runLinkText)),
                        QObject::tr("Recorded by"), orDash(r.producer),
@@ -214,7 +213,8 @@ QString ReportHtml::summary() const
                        !r.tapeSampling ? QStringLiteral("—")
                        : r.tapeSampling->implausible()
                            ? QStringLiteral("<b style=\"color: %1;\">%2</b>").arg(kFailRed, esc(r.tapeSampling->text() + " — implausibly few"))
-                           : esc(r.tapeSampling->text())};
+                           : esc(r.tapeSampling->text() + " (the sampled checks bind an honest recorder only: a forger who rewrites "
+                                                           "records can steer them, so the outcome rests on the replay)")};
     if (!r.casePath.empty())
         tapeRows << QObject::tr("Signed by") << signedBy;
     html += keyValues(tapeRows);

@@ -22,7 +22,7 @@ public:
 
     ReportHtml(const ReportData& report, Target target);
 
-    // "PASSED" or "FAILED": the report's verdict in one word.
+    // The report's outcome in words (auditOutcomeName): PASSED, CONSISTENT WITHIN ROUNDING, FAILED, …
     QString verdictWord() const;
     // Title, verdict, headline and warnings (first thing on page one), counts, sampling
     // statement, tape and program identity, model, optimizer, environment, redo command,

@@ -171,7 +171,8 @@ bool CaseOverview::showCase(const QString& casePath)
             const quint64 first = tape.transactionsBefore, last = first + std::max<quint64>(tape.transactionCount, 1) - 1;
             QStandardItem* run = add(top, tr("Resumed run"),
                                      tr("transactions %L1–%L2 of the run; %3").arg(first).arg(last).arg(QString::fromStdString(tape.link.describe())));
-            if (tape.link.status == TapeLinkStatus::Broken)
+            // A broken link, and a fork (the same tape continued twice), are findings.
+            if (tape.link.status == TapeLinkStatus::Broken || !tape.link.forkedWith.empty())
                 run->setForeground(QColor(0xb0, 0x00, 0x20));
         }
         add(top, tr("File SHA-256"), tape.fileSha256.empty() ? tr("not computed (zkdv-audit ingest --sha256)")

@@ -20,6 +20,13 @@ inline bool replayRunPassed(RunStatus status, std::uint64_t diverged, std::uint6
 // own program or tape made one unreplayable within the auditor's limits (`trainersFailures`,
 // the unverifiable transactions whose cause blamesTrainer()). A run that did not pass and did
 // not fail neither confirms nor refutes the tape.
+// A run that passed (replayRunPassed) with every replayed transaction bit for bit: the only
+// run that says "passed"; one that needed a tolerance says "consistent within rounding".
+inline bool replayRunBitForBit(RunStatus status, std::uint64_t diverged, std::uint64_t unverifiable, std::uint64_t withinTolerance)
+{
+    return replayRunPassed(status, diverged, unverifiable) && withinTolerance == 0;
+}
+
 inline bool replayRunFailed(std::uint64_t diverged, std::uint64_t trainersFailures)
 {
     return diverged > 0 || trainersFailures > 0;

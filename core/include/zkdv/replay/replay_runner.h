@@ -100,7 +100,9 @@ struct ReplaySummary {
     std::string workerLog;               // the log of the workers' output, "" when they printed nothing
     std::string sealProblem;             // why the run was stored unsigned ("" when sealed): no report can vouch for it
 
+    // Confirmed the tape (exit status 0): bit for bit, or within rounding.
     bool passed() const { return replayRunPassed(status, diverged, unverifiable); }
+    bool bitForBit() const { return replayRunBitForBit(status, diverged, unverifiable, withinTolerance); }
     bool failed() const { return replayRunFailed(diverged, trainersFailures); }
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "zkdv/audit/audit_outcome.h"
 #include "zkdv/audit/audit_seed.h"
 #include "zkdv/audit/divergence.h"
 #include "zkdv/audit/program_check.h"
@@ -17,6 +18,7 @@
 #include "zkdv/store/case_contents.h"
 #include "zkdv/store/merged_shards.h"
 #include "zkdv/store/run_seal.h"
+#include "zkdv/store/tape_link.h"
 #include "zkdv/store/transaction_notes.h"
 #include "zkdv/util/error.h"
 
@@ -133,9 +135,14 @@ struct ReportData {
     // the tapes before this one, whether this tape continues the one its root names
     // (tapeLinkStatusName, and TapeLink::describe()), and the run's tapes, first to last.
     std::uint64_t runTransactionsBefore = 0;
-    std::string runLink = "starts-run";
+    TapeLinkStatus runLink = TapeLinkStatus::StartsRun;
     std::string runLinkText;
+    std::int64_t runLinkPreviousTape = 0;  // Continues, Broken: the case's tape the root names
+    std::string runLinkProblem;            // Broken: why the link fails
     std::vector<std::int64_t> runTapes;
+    // Other sealed tapes of the case that continue the same tape as this one (a fork: the run
+    // was trained twice from one state), by case id.
+    std::vector<std::int64_t> forkedWith;
     // Whether the tape carries as many sampled checks as its probabilities make likely: a
     // tape with implausibly few (a sign of ground draws) fails (docs/report.md).
     std::optional<SamplingPlausibility> tapeSampling;
@@ -225,10 +232,11 @@ struct ReportData {
     std::vector<ReportVanishedFailure> vanishedFailures;
 
     // The conclusion.
-    bool passed = false;
-    // The headline's first words, for titles: PASSED, FAILED, NOT VOUCHED, NOT VERIFIED,
-    // INCOMPLETE (the run did not finish), INCOMPLETE TAPE.
-    std::string outcome;
+    // The outcome (zkdv/audit/audit_outcome.h), the headline's first words. passed() is PASSED
+    // alone (bit for bit); confirmsTape() also CONSISTENT WITHIN ROUNDING.
+    AuditOutcome outcome = AuditOutcome::NotVerified;
+    bool passed() const { return outcome == AuditOutcome::Passed; }
+    bool confirmsTape() const { return outcomeConfirmsTape(outcome); }
     std::string headline;                 // one sentence a non-engineer understands
     std::vector<std::string> warnings;    // first-page warnings: tampering found, truncated or unsealed tape, program mismatch…
     std::optional<SamplingStatement> sampling;  // for random (not stratified/top-q/ids) selections

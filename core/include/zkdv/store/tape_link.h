@@ -27,8 +27,16 @@ struct TapeLink {
     std::string previousChainHead;    // the tape the root names (chain head, hex) and its size
     std::uint64_t previousSize = 0;
     std::string problem;              // Broken: the first reason the link fails
-    // One line in plain words ("continues tape 3 (transactions 0-29 of the run)", …).
+    // Other sealed tapes of the case that name the same tape to continue, when this one is
+    // sealed too: the run forked (trained twice from one state; docs/case-schema.md).
+    std::vector<std::int64_t> forkedWith;
+    // One line in plain words ("continues tape 3 (the link holds)", …), naming a fork.
     std::string describe() const;
+    // A link that lets the tape stand as part of its run: none named, or one that holds.
+    bool holds() const { return status == TapeLinkStatus::StartsRun || status == TapeLinkStatus::Continues; }
+
+private:
+    std::string describeLink() const;
 };
 
 // The link of the case's tape `tapeId` (StartsRun for a tape the case does not hold).
