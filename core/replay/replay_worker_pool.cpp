@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "worker_clock.h"
 #include "worker_log.h"
 #include "worker_process.h"
 #include "zkdv/replay/worker_protocol.h"
@@ -54,7 +55,9 @@ struct ReplayWorkerPool::Slot {
     // never idles for a round trip to the parent between segments.
     std::deque<std::size_t> queued;
     std::uint64_t next = 0;     // the transaction the worker is on, while Busy
-    Clock::time_point started;  // of that transaction, as this process measures it
+    // Charges the worker's program for the start, then each transaction: wall time less what
+    // a stall of this machine took (worker_clock.h).
+    WorkerClock clock;
     Clock::time_point deadline;
     double budget = 0;          // of the deadline, for the message
     std::string basis;          // how the budget was derived, for the message
@@ -74,16 +77,17 @@ ReplayWorkerPool::ReplayWorkerPool(const std::vector<ReplaySegment>& segments, W
 WorkerHello awaitHello(WorkerProcess& p, double seconds, WorkerLog& log)
 {
     FrameBuffer incoming(kMaxResultFrame);
-    const Clock::time_point deadline = after(seconds);
+    WorkerClock clock(p.pid());  // a stall of this machine is not the worker's start time
     std::string why;
     while (why.empty()) {
         pollfd fds[3] = {{p.channel(), POLLIN, 0}, {p.output(), POLLIN, 0}, {p.errors(), POLLIN, 0}};
-        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (wait < 0) {
+        clock.sample();
+        const double left = seconds - clock.chargedSeconds();
+        if (left < 0) {
             why = "did not start within " + secondsText(seconds) + " s";
             break;
         }
-        poll(fds, 3, static_cast<int>(std::min<long long>(wait + 1, 100)));
+        poll(fds, 3, static_cast<int>(std::min(left * 1000.0 + 1, 100.0)));
         log.append(1, "stdout", p.drainOutput());
         log.append(1, "stderr", p.drainErrors());
         if (!fds[0].revents)
@@ -154,7 +158,7 @@ void ReplayWorkerPool::failUnassigned(UnverifiableCause cause, const std::string
 
 void ReplayWorkerPool::startTransaction(Slot& slot, const ReplaySegment& segment)
 {
-    slot.started = Clock::now();
+    slot.clock.restart();
     const std::uint64_t snapshotBytes = setup_.snapshotBytes ? setup_.snapshotBytes(segment, slot.next) : 0;
     slot.budget = budget_.seconds(snapshotBytes);
     slot.deadline = after(slot.budget);
@@ -191,6 +195,7 @@ void ReplayWorkerPool::startWorkers()
             }
         }
         slot.process->send(frame(MessageType::Job, setup_.job));
+        slot.clock = WorkerClock(slot.process->pid());
         slot.state = Slot::State::Starting;
         slot.budget = setup_.limits.startSeconds;
         slot.deadline = after(slot.budget);
@@ -260,7 +265,7 @@ void ReplayWorkerPool::handleMessages(Slot& slot)
             if (outcome.verdict != Verdict::Unverifiable)
                 outcome.cause = UnverifiableCause::None;
             arrived_.push_back(std::move(outcome));
-            budget_.measured(std::chrono::duration<double>(Clock::now() - slot.started).count());
+            budget_.measured(slot.clock.chargedSeconds());
             ++slot.next;
             if (slot.next <= segment.lastTransaction)
                 startTransaction(slot, segment);
@@ -430,16 +435,32 @@ bool ReplayWorkerPool::run(const std::function<void(std::vector<TransactionOutco
             if (ended && slot.state != Slot::State::Empty)
                 workerEnded(slot, *ended, cause);
         }
+        for (Slot& slot : slots_)
+            if (slot.state == Slot::State::Starting || slot.state == Slot::State::Busy)
+                slot.clock.sample();
         const Clock::time_point now = Clock::now();
         for (Slot& slot : slots_) {
             if (slot.state == Slot::State::Empty || now < slot.deadline)
                 continue;
+            // The budget is of the program's time: what this machine stalled is given back.
+            if (slot.state == Slot::State::Starting || slot.state == Slot::State::Busy) {
+                const double charged = slot.clock.chargedSeconds();
+                if (charged < slot.budget) {
+                    slot.deadline = after(slot.budget - charged);
+                    continue;
+                }
+            }
+            const double uncharged = slot.clock.unchargedSeconds();
+            const std::string stalled = uncharged < 0.05 ? std::string()
+                                                          : ", not counting " + secondsText(uncharged) +
+                                                                " s the worker was stopped or waiting for a CPU on the auditor's machine";
             if (slot.state == Slot::State::Closing)
                 workerEnded(slot, "", UnverifiableCause::ProgramCrashed);
             else if (slot.state == Slot::State::Starting)
-                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s", UnverifiableCause::ProgramExceededTime);
+                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s" + stalled,
+                            UnverifiableCause::ProgramExceededTime);
             else
-                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s (" + slot.basis + ")",
+                workerEnded(slot, "exceeded its time budget of " + secondsText(slot.budget) + " s (" + slot.basis + stalled + ")",
                             UnverifiableCause::ProgramExceededTime);
         }
     }

@@ -6,11 +6,14 @@
 
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <functional>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -142,6 +145,24 @@ QStringList workersOf(qint64 parent)
     return found;
 }
 
+// The pids of the replay workers `parent` started (not their fork server).
+std::vector<pid_t> workerPidsOf(qint64 parent)
+{
+    std::vector<pid_t> pids;
+    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString& entry : entries) {
+        QFile file(QStringLiteral("/proc/") + entry + QStringLiteral("/cmdline"));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        const QList<QByteArray> arguments = file.readAll().split('\0');
+        const qsizetype flag = arguments.indexOf("--parent");
+        if (!arguments.isEmpty() && arguments[0].endsWith("zkdv-replay-worker") && !arguments.contains("--fork-server") && flag > 0 &&
+            flag + 1 < arguments.size() && arguments[flag + 1] == QByteArray::number(parent))
+            pids.push_back(static_cast<pid_t>(entry.toLongLong()));
+    }
+    return pids;
+}
+
 std::string integrityOf(Database& db)
 {
     Statement check = db.prepare("PRAGMA integrity_check");
@@ -165,6 +186,7 @@ private Q_SLOTS:
     void programBlowingItsLimitsOnTheCheatFails();
     void auditorsMachineLeavesItUnverified();
     void timeBudgetIsMeasuredNotClaimed();
+    void pausedWorkerIsNotTheTrainersFailure();
     void brokenWorkerIsUnverifiable_data();
     void brokenWorkerIsUnverifiable();
     void workerWithoutHelloIsAnInputError();
@@ -334,7 +356,7 @@ void TestContainedReplay::programBlowingItsLimitsOnTheCheatFails()
     }
     CaseStore store(casePath, CaseStore::Access::ReadOnly);
     const ReportData report = buildAuditReport(store);
-    QCOMPARE(report.outcome, std::string("FAILED"));
+    QCOMPARE(report.outcome, AuditOutcome::Failed);
     QVERIFY2(report.headline.find("transaction 5: the sealed program exceeded the memory limit the auditor set") != std::string::npos &&
                  report.headline.find("the trainer's failure") != std::string::npos,
              report.headline.c_str());
@@ -378,7 +400,7 @@ void TestContainedReplay::auditorsMachineLeavesItUnverified()
         }
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         const ReportData report = buildAuditReport(store);
-        QVERIFY2(report.outcome == "NOT VERIFIED", (casePath + ": " + report.headline).c_str());
+        QVERIFY2(report.outcome == AuditOutcome::NotVerified, (casePath + ": " + report.headline).c_str());
     }
 }
 
@@ -412,6 +434,53 @@ void TestContainedReplay::timeBudgetIsMeasuredNotClaimed()
     QVERIFY2(detail.find("x the median") != std::string::npos && detail.find("of the 5 transactions this replay measured") != std::string::npos,
              detail.c_str());
     QVERIFY2(clock.elapsed() < 120000, std::to_string(clock.elapsed()).c_str());
+}
+
+// Issue 48, item 8: an honest replay whose worker was paused (a loaded or suspended auditor's
+// machine) for longer than its budget read `program-time`, "the trainer's failure". The
+// budget charges the program's time only: the pause is given back, and the tape replays exact.
+// (The attacks stay charged: loopingProgramExceedsItsTimeBudget computes, and the worker that
+// never answers in brokenWorkerIsUnverifiable sleeps; both are still `program-time`.)
+void TestContainedReplay::pausedWorkerIsNotTheTrainersFailure()
+{
+    CaseStore store(newCase(honestTape_, "paused"), CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse("all");
+    request.threads = 1;
+    request.limits.startSeconds = 2;
+    request.limits.firstTransactionSeconds = 2;
+    request.limits.transactionFloorSeconds = 1;
+    constexpr int kPauseMs = 5000;  // longer than any budget above: charged, it would be program-time
+    std::atomic<bool> paused{false};
+    std::atomic<bool> done{false};
+    std::thread pauser([&] {
+        QElapsedTimer waited;
+        waited.start();
+        while (!done && waited.elapsed() < 60000) {
+            const std::vector<pid_t> workers = workerPidsOf(QCoreApplication::applicationPid());
+            if (!workers.empty()) {
+                for (pid_t pid : workers)
+                    ::kill(pid, SIGSTOP);
+                paused = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(kPauseMs));  // the stall itself
+                for (pid_t pid : workers)
+                    ::kill(pid, SIGCONT);
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));  // until the worker exists
+        }
+    });
+    QElapsedTimer clock;
+    clock.start();
+    const ReplaySummary summary = runReplay(store, request);
+    done = true;
+    pauser.join();
+    QVERIFY2(paused, "no replay worker was found to pause");
+    QVERIFY2(clock.elapsed() >= kPauseMs, std::to_string(clock.elapsed()).c_str());
+    QCOMPARE(summary.status, RunStatus::Finished);
+    QCOMPARE(summary.unverifiable, std::uint64_t(0));
+    QCOMPARE(summary.trainersFailures, std::uint64_t(0));
+    QVERIFY2(summary.exact == summary.replayed && summary.replayed == 36, failuresOf(summary).c_str());
 }
 
 // A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread, numerics that name
