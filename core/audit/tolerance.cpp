@@ -73,13 +73,19 @@ std::string Tolerance::toString() const
     return text;
 }
 
-Verdict Tolerance::judge(const DivergenceMetrics& metrics) const
+double Tolerance::ulpBound(DType dtype) const
+{
+    const double u = unitRoundoff(dtype), single = unitRoundoff(DType::F32);
+    return u > single ? maxUlp * single / u : maxUlp;
+}
+
+Verdict Tolerance::judge(const DivergenceMetrics& metrics, DType dtype) const
 {
     if (metrics.bitwiseEqual)
         return Verdict::Exact;
     if (metrics.finiteMismatch())
         return Verdict::Diverged;
-    if (metrics.maxUlp <= maxUlp || metrics.relativeL2 <= relativeL2)
+    if (metrics.maxUlp <= ulpBound(dtype) || metrics.relativeL2 <= relativeL2)
         return Verdict::WithinTolerance;
     return Verdict::Diverged;
 }
@@ -115,7 +121,8 @@ Verdict Tolerance::judgeFingerprint(double recorded, double replayed) const
 
 bool Tolerance::withinEnvelope(DType dtype, double difference, double scale, double& ratio) const
 {
-    const double u = unitRoundoff(dtype);
+    const double own = unitRoundoff(dtype);
+    const double u = own > 0.0 ? std::min(own, unitRoundoff(DType::F32)) : 0.0;
     ratio = u > 0.0 && scale > 0.0 && std::isfinite(scale) ? difference / (u * scale) : std::numeric_limits<double>::infinity();
     return std::isfinite(difference) && ratio <= envelope;
 }

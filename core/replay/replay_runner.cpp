@@ -224,7 +224,7 @@ ReplayRunInfo runInfo(const CaseTape& tape, const RootRecord& root, const Replay
     info.selectedCount = selectedCount;
     const NumericEnvironment numerics = runNumerics(hello, intraOp);
     const DeterminismProfile determinism = worker::workerDeterminism(root, hello, device, intraOp);
-    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{numerics, determinism});
+    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{numerics, determinism, hello.libtorchVersion});
     info.environmentJson = toJsonText(nlohmann::json{{"os", operatingSystem()},
                                                      {"libtorch", hello.libtorchVersion},
                                                      {"cuda", hello.cudaVersion},
@@ -444,7 +444,7 @@ ReplaySummary runReplay(CaseStore& store, const ReplayRequest& asked)
     const unsigned workers = workerCount(request, planned.plan, intraOp);
     // The envelope follows the pair of environments: calibrated for it, or the tolerance's.
     const DeterminismProfile determinism = worker::workerDeterminism(root, hello, device, intraOp);
-    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{runNumerics(hello, intraOp), determinism});
+    const RegimeChoice regime = chooseRegime(root, ReplayEnvironment{runNumerics(hello, intraOp), determinism, hello.libtorchVersion});
     std::optional<EnvironmentPair> pair;
     if (root.numerics) {
         pair.emplace();

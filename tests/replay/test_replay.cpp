@@ -403,7 +403,7 @@ void TestReplay::dishonestTrainerIsFound()
     const AnotherCpuProfile profile(anotherCpu, request);
     const ReplaySummary summary = runReplay(store, request);
     QVERIFY(!summary.passed());
-    QVERIFY(summary.diverged >= 1 || (anotherCpu && alteration == "buffer"));
+    QVERIFY2(summary.diverged >= 1, failuresOf(summary).c_str());
     QCOMPARE(summary.regime, std::string(anotherCpu ? "cross-environment" : "same-environment"));
     // Across environments an honest transaction passes, bit for bit or within the envelope,
     // or is unverifiable where conv1.bias's noise gradient reaches (anotherCpuIsNoDivergence).
@@ -416,13 +416,10 @@ void TestReplay::dishonestTrainerIsFound()
 
     const TransactionOutcome* found = outcomeAt(outcomes, static_cast<std::uint64_t>(transaction));
     QVERIFY(found);
-    // A buffer is fed by conv1.bias, whose noise gradient makes its mismatch no evidence on
-    // another CPU: the altered buffer is unverifiable there (never passed); everything else
-    // a trainer alters stays diverged.
-    if (anotherCpu && alteration == "buffer")
-        QVERIFY2(found->verdict == Verdict::Diverged || acrossEnvironments(*found), found->detail.c_str());
-    else
-        QVERIFY2(found->verdict == Verdict::Diverged, found->detail.c_str());
+    // A buffer is fed by conv1.bias, whose noise gradient moves it on another CPU, but only by
+    // about as much as conv1.bias itself differs (issue 48, item 9): an altered running mean is
+    // beyond that, and diverged like everything else a trainer alters.
+    QVERIFY2(found->verdict == Verdict::Diverged, found->detail.c_str());
     // The detail names up to 6 comparisons; the altered one is among the diverged ones.
     bool namedDiverged = false;
     for (const TensorComparison& c : found->comparisons)

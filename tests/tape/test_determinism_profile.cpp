@@ -54,6 +54,7 @@ RootRecord rootOn(const std::string& device, std::optional<DeterminismProfile> d
 {
     RootRecord root;
     root.device = device;
+    root.torchVersion = "1.13.0";
     root.numerics = host();
     root.determinism = std::move(determinism);
     return root;
@@ -62,7 +63,7 @@ RootRecord rootOn(const std::string& device, std::optional<DeterminismProfile> d
 // What the worker on `device` of a machine like the training's would run the tape with.
 ReplayEnvironment replayOf(const RootRecord& root, const std::string& device, const DeterminismProfile& base)
 {
-    return {host(), replayDeterminism(root.determinism, base, device, device == "cpu" ? "AMD EPYC" : "NVIDIA H200")};
+    return {host(), replayDeterminism(root.determinism, base, device, device == "cpu" ? "AMD EPYC" : "NVIDIA H200"), root.torchVersion};
 }
 
 // The worker's own profile before a job: libtorch's defaults, with the replay's determinism.
@@ -277,6 +278,25 @@ void TestDeterminismProfile::regimeFollowsDevicesAndProfiles()
     // And a CPU tape without a profile stays judged by its numerical environment alone.
     const RootRecord plainCpu = rootOn("cpu", std::nullopt);
     QCOMPARE(chooseRegime(plainCpu, replayOf(plainCpu, "cpu", workerBase())).regime, NumericRegime::SameEnvironment);
+    // Issue 48, item 9: the torch release is the trainer's claim. Another release, one no
+    // release reads from, or none at all may move the replay into the cross-environment regime
+    // (where only the envelope excuses a difference), and nothing further: the verdict is the
+    // executor's, never a blanket "unverifiable across releases"
+    // (test_replay claimedReleaseBuysNoExcuse).
+    for (const std::string claim : {"2.11.0", "banana", "", "1", "1.13.0"}) {
+        RootRecord claimed = plainCpu;
+        claimed.torchVersion = claim;
+        ReplayEnvironment replay = replayOf(plainCpu, "cpu", workerBase());
+        replay.libtorchVersion = "1.13.1";
+        const RegimeChoice choice = chooseRegime(claimed, replay);
+        if (claim == "1.13.0") {
+            QVERIFY2(choice.regime == NumericRegime::SameEnvironment, choice.reason.c_str());  // a patch release rounds alike
+            continue;
+        }
+        QCOMPARE(choice.regime, NumericRegime::CrossEnvironment);
+        QVERIFY2(choice.reason.find("the tape names torch \"" + claim + "\" and the replay runs libtorch 1.13.1") != std::string::npos,
+                 choice.reason.c_str());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestDeterminismProfile)

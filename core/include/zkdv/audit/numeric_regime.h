@@ -33,6 +33,7 @@ RegimeChoice chooseRegime(const std::optional<NumericEnvironment>& recorded, con
 struct ReplayEnvironment {
     NumericEnvironment numerics;
     DeterminismProfile determinism;
+    std::string libtorchVersion;  // the replaying libtorch's version ("" when unknown: compared as another release)
 };
 
 // The regime of a replay of a tape with this root: the numerical environments as above, and
@@ -40,7 +41,9 @@ struct ReplayEnvironment {
 // cross-environment regime applies when the training ran on another kind of device, when its
 // profile differs from the replay's in a switch that decides the bits, when the training's
 // own step need not reproduce its bits (CUDA without deterministic algorithms), or when a
-// CUDA tape records no profile. Every reason is given, joined by "; ".
+// CUDA tape records no profile, and when the tape names another torch release than the
+// replaying libtorch's (or none a release reads from): a claimed release can buy at most this
+// regime's envelope, never a verdict. Every reason is given, joined by "; ".
 RegimeChoice chooseRegime(const RootRecord& root, const ReplayEnvironment& replay);
 
 }  // namespace zkdv

@@ -35,11 +35,18 @@ struct Tolerance {
     static Tolerance parse(const std::string& text);
     std::string toString() const;  // "ulp=…,rel=…,fingerprint=…,envelope=…"
 
-    // The verdict of one tensor comparison under this tolerance.
-    Verdict judge(const DivergenceMetrics& metrics) const;
+    // The verdict of one tensor comparison of values of `dtype` under this tolerance.
+    Verdict judge(const DivergenceMetrics& metrics, DType dtype = DType::F32) const;
+    // maxUlp counts float32 ULPs: values of a coarser dtype get the same relative window and
+    // never a wider one (one bfloat16 ULP is 2^16 float32 ULPs, so 64 of them allowed a row
+    // scaled by 1.3; issue 48, item 1). F32 and F64 keep maxUlp of their own ULPs.
+    double ulpBound(DType dtype) const;
     Verdict judgeFingerprint(double recorded, double replayed) const;
     // Cross-environment: whether a difference of norm `difference` in values of `dtype` is
     // within the envelope of the model's scale `scale`; `ratio` gets difference / (u × scale).
+    // u is the unit roundoff of the arithmetic: the dtype's, but never coarser than float32's
+    // (half-precision training computes its steps in float32; what its coarser grid rounds
+    // is allowed separately, one ulp of the value per element: valueGrid in the executor).
     bool withinEnvelope(DType dtype, double difference, double scale, double& ratio) const;
 
     // Which bound let a within-tolerance comparison of `slot` pass, in words an auditor can

@@ -1,0 +1,109 @@
+"""Issue 48, items 9 and 10: nothing a trainer claims (a torch release, or none) and nothing
+it builds into its model (a parameter whose gradient is exactly zero, a buffer the step never
+writes) turns a real edit into "unverifiable". The edits are made as an independent writer
+would, re-chained and re-sealed, and replayed in another numerical environment (two intra-op
+threads against the recorded one), where the envelope and the rounding excuses apply."""
+
+import pytest
+import torch
+
+import zkdv
+import zkdv.torch
+from conftest import audit
+from tape_edit import ROOT, SNAPSHOT, edited_f32_tensor, edited_root, rechain_records
+
+STEPS = 24
+
+
+class GatedModel(torch.nn.Module):
+    """An input shift no step writes, a bias before BatchNorm (its gradient is rounding noise,
+    which Adam turns into full steps) and a trigger the data never opens (its gradient is
+    exactly zero): the three places an excuse might hide an edit."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("shift", torch.zeros(6))
+        self.lin = torch.nn.Linear(6, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+        self.out = torch.nn.Linear(8, 3)
+        self.trigger = torch.nn.Parameter(torch.zeros(3))
+
+    def forward(self, x):
+        gate = (x[:, :1] > 1.0e6).to(x.dtype)
+        return self.out(torch.relu(self.bn(self.lin(x - self.shift)))) + gate * self.trigger
+
+
+def data(steps):
+    generator = torch.Generator().manual_seed(7)
+    centers = torch.randn(3, 6, generator=generator) * 2
+    for _ in range(steps):
+        y = torch.randint(0, 3, (16,), generator=generator)
+        yield centers[y] + torch.randn(16, 6, generator=generator), y
+
+
+@pytest.fixture(scope="module")
+def honest_tape(tmp_path_factory):
+    torch.set_num_threads(1)
+    torch.manual_seed(17)
+    model = GatedModel()
+    path = tmp_path_factory.mktemp("claims") / "honest.zkdv"
+    loss_fn = torch.nn.CrossEntropyLoss()
+    with zkdv.torch.ZKDV(str(path)) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, loss_fn, torch.optim.Adam(model.parameters(), lr=0.01))
+        for x, y in data(STEPS):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                proof.backward(loss_fn(proof.forward(model, x), y))
+                optimizer.step()
+    return path
+
+
+def replay_on_two_threads(tmp_path, tape):
+    case = tmp_path / (tape.stem + ".zkaudit")
+    status, ingested = audit("ingest", str(tape), "--case", str(case))
+    assert status == 0, ingested
+    status, replayed = audit("replay", str(case), "--select", "all", "--intra-op-threads", "2")
+    assert replayed["numeric_regime"] == "cross-environment", replayed
+    assert replayed["replayed"] == STEPS
+    return status, replayed
+
+
+def test_the_honest_tape_is_never_diverged_on_two_threads(tmp_path, honest_tape):
+    status, replayed = replay_on_two_threads(tmp_path, honest_tape)
+    assert replayed["verdicts"]["diverged"] == 0, replayed["first_failures"]
+    assert replayed["trainers_failures"] == 0, replayed
+
+
+def final_state_edit(tensor, edit, release=None):
+    def edit_record(kind, number, payload, last):
+        if kind == SNAPSHOT and last:
+            return edited_f32_tensor(payload, tensor, edit)
+        if kind == ROOT and release is not None:
+            return edited_root(payload, lambda root: root["producer"].__setitem__("torch_version", release))
+        return payload
+    return edit_record
+
+
+def shifted(values):
+    return [values[0] + 0.5] + values[1:]
+
+
+def armed(values):
+    return [5.0] * len(values)
+
+
+@pytest.mark.parametrize("release", [None, "2.15.0", "1.13.0", "2.11.0", "banana", ""])
+@pytest.mark.parametrize("tensor,edit", [("buffer/shift", shifted), ("param/trigger", armed)], ids=["unwritten buffer", "gated parameter"])
+def test_an_edit_no_step_could_make_is_diverged_whatever_the_tape_claims(tmp_path, honest_tape, tensor, edit, release):
+    edited = tmp_path / "edited.zkdv"
+    rechain_records(honest_tape, edited, final_state_edit(tensor, edit, release))
+    status, verified = audit("verify", str(edited))
+    assert status == 0 and verified["status"] == "sealed", verified
+    status, replayed = replay_on_two_threads(tmp_path, edited)
+    assert status == 1 and not replayed["passed"], replayed
+    assert replayed["verdicts"]["diverged"] >= 1, replayed
+    last = [f for f in replayed["first_failures"] if f["index"] == STEPS - 1]
+    assert last and last[0]["verdict"] == "diverged", replayed["first_failures"]
+    name = tensor.split("/", 1)[1]
+    named = [c for c in last[0]["not_exact"] if c["tensor"] == name and c["verdict"] == "diverged"]
+    assert named and "judged bit for bit" in named[0].get("note", ""), last[0]
