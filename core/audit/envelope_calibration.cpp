@@ -187,7 +187,9 @@ void CalibrationSampler::add(const TransactionOutcome& outcome)
         Samples& s = samples_[kind];
         s.maxUlp.push_back(std::isfinite(c.metrics.maxUlp) ? c.metrics.maxUlp : kMaxUlpValue);
         s.relativeL2.push_back(std::isfinite(c.metrics.relativeL2) ? std::min(c.metrics.relativeL2, kMaxRelativeL2) : kMaxRelativeL2);
-        s.ratio.push_back(ratio);
+        // A ratio a file could not hold (replay refuses a file claiming more): what calibrate
+        // writes, replay reads. Such a ratio is far above any envelope used (chooseEnvelope).
+        s.ratio.push_back(std::min(ratio, kMaximumCalibrationRatio));
     }
 }
 
@@ -456,15 +458,25 @@ EnvelopeChoice chooseEnvelope(const std::optional<LoadedCalibration>& calibratio
         choice.note = named + " is not used: " + refusal + "; " + fallback;
         return choice;
     }
-    choice.envelope = c.envelope();
+    // A calibration is measured on tapes the trainer may have recorded: it can narrow the
+    // envelope, never widen it beyond the one the run would use without it (issue 48, item 3).
+    // A poisoned calibration tape (one row scaled) buys at most the envelope it replaces.
+    choice.envelope = std::min(c.envelope(), envelope);
     choice.source = "calibrated";
     choice.calibrationUsed = true;
-    char text[256];
+    char text[320];
     std::snprintf(text, sizeof text,
                   "calibrated: %g, the largest ratio %g of %llu honest comparisons (it bounds their %.4g quantile) times the safety factor %g, at least %g",
                   choice.envelope, c.maxRatio(), static_cast<unsigned long long>(c.samples()), c.quantileLevel(), kCalibrationSafetyFactor,
                   kMinimumCalibratedEnvelope);
     choice.note = std::string(text) + ", from " + named;
+    if (c.envelope() > envelope) {
+        char ceiling[200];
+        std::snprintf(ceiling, sizeof ceiling, "; capped at %g, the envelope without it: its largest ratio %g is beyond what rounding explains, "
+                                               "so a calibration tape holds an outlier (check it; it narrows nothing)",
+                      envelope, c.maxRatio());
+        choice.note += ceiling;
+    }
     return choice;
 }
 

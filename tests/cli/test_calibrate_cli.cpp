@@ -73,6 +73,7 @@ private Q_SLOTS:
     void calibrationMeasuresThePair();
     void honestTapeIsNeverDivergedInTheCalibratedEnvelope();
     void tamperedTapeIsDivergedAtItsTransaction();
+    void poisonedCalibrationWidensNothing();
     void longHonestTapeIsNeverDivergedAcrossThreads_data();
     void longHonestTapeIsNeverDivergedAcrossThreads();
     void amplifiedRoundingExcusesNoTampering();
@@ -128,7 +129,14 @@ void TestCalibrateCli::initTestCase()
         if (test::isTransaction(record, 5))
             test::scaleElement(record, "delta/fc.weight", 3, 1.5f);
     });
-    for (const char* name : {"a", "b", "tampered", "long", "long-tampered", "longer"}) {
+    // A calibration tape the trainer poisoned: one row of fc.weight (16 elements) scaled by 1.8
+    // in snapshot 12, re-chained.
+    test::rewriteTape(dir_.file("a.zkdv"), dir_.file("poisoned.zkdv"), [](test::RawRecord& record) {
+        if (test::isSnapshot(record, 12))
+            for (std::size_t element = 0; element < 16; ++element)
+                test::scaleElement(record, "param/fc.weight", element, 1.8f);
+    });
+    for (const char* name : {"a", "b", "tampered", "long", "long-tampered", "longer", "poisoned"}) {
         const Result result = runAudit({QStringLiteral("ingest"), path(std::string(name) + ".zkdv"), QStringLiteral("--case"),
                                         path(std::string(name) + ".zkaudit"), QStringLiteral("--quiet")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
@@ -230,6 +238,33 @@ void TestCalibrateCli::honestTapeIsNeverDivergedInTheCalibratedEnvelope()
                                   QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--calibration"), calibration_,
                                   QStringLiteral("--quiet")});
     QVERIFY2(text.out.contains(QStringLiteral("envelope (calibrated): calibrated: ")), qPrintable(text.describe()));
+}
+
+// Issue 48, item 3: the envelope was 4 x the largest ratio measured on the calibration tapes,
+// which the trainer records; one poisoned row made an envelope under which a x1.5 edit of the
+// audited tape passed. A calibration narrows the envelope and never widens it: what calibrate
+// writes from the poisoned tape, replay accepts, caps at the envelope it would use without it,
+// says so, and the tampered tape stays diverged at its transaction.
+void TestCalibrateCli::poisonedCalibrationWidensNothing()
+{
+    const QString poisoned = path("poisoned.calibration.json");
+    const Result calibrated = runAudit({QStringLiteral("calibrate"), path("poisoned.zkaudit"), QStringLiteral("--out"), poisoned,
+                                        QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!calibrated.crashed && calibrated.exitCode == 0, qPrintable(calibrated.describe()));
+    const double written = jsonObject(calibrated.out).value(QStringLiteral("envelope")).toDouble();
+    QVERIFY2(written > 1024.0, qPrintable(calibrated.describe()));  // the poison is in the file
+    const Result result = replay(path("tampered.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--calibration"), poisoned});
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));  // accepted (not 2), and failed
+    const QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("envelope_source")).toString(), QStringLiteral("calibrated"));
+    QCOMPARE(json.value(QStringLiteral("envelope")).toDouble(), 1024.0);
+    QVERIFY2(json.value(QStringLiteral("envelope_note")).toString().contains(QStringLiteral("capped at 1024")),
+             qPrintable(json.value(QStringLiteral("envelope_note")).toString()));
+    bool foundAtFive = false;
+    for (const QJsonValue& value : json.value(QStringLiteral("first_failures")).toArray())
+        foundAtFive = foundAtFive || (value.toObject().value(QStringLiteral("index")).toInt() == 5 &&
+                                      value.toObject().value(QStringLiteral("verdict")).toString() == QStringLiteral("diverged"));
+    QVERIFY2(foundAtFive, qPrintable(result.describe()));
 }
 
 void TestCalibrateCli::tamperedTapeIsDivergedAtItsTransaction()
