@@ -14,6 +14,10 @@ constexpr int kNamedSamplingMinor = 1;
 
 }  // namespace
 
+constexpr std::string_view kChainBoundText =
+    "chain-bound (binds an honest recorder only: a forger who rewrites records can steer the draws for about two record "
+    "hashes a transaction, so no outcome rests on the sampled checks; the replay decides)";
+
 std::string_view samplingGuaranteeName(SamplingGuarantee guarantee)
 {
     switch (guarantee) {
@@ -29,9 +33,11 @@ std::string_view samplingGuaranteeText(SamplingGuarantee guarantee)
     switch (guarantee) {
     case SamplingGuarantee::Unenforced: return "unenforced (format 1.0 names no draw rule)";
     case SamplingGuarantee::SeedChosen: return "seed-chosen (pre-1.3, weaker)";
-    case SamplingGuarantee::ChainBound: return "chain-bound";
+    // Issue 48, item 12: bound to the chain, the draws still bind an honest recorder only; a
+    // forger who rewrites records re-grinds them for about two record hashes a step.
+    case SamplingGuarantee::ChainBound: return kChainBoundText;
     }
-    return "chain-bound";
+    return kChainBoundText;
 }
 
 SamplingGuarantee samplingGuaranteeOf(int formatMinor)
