@@ -63,15 +63,18 @@ void rowShapes(const std::vector<const TensorView*>& batch, std::vector<SampleRo
 // come here.
 Digest digestRow(const std::vector<const TensorView*>& batch, const std::vector<SampleRowShape>& shapes, std::uint64_t row, Sha256& hasher)
 {
-    hasher.update(std::string_view("zkdv-sample-v1\n"));
+    // Checked before the first byte is hashed, so a refusal leaves the caller's context clean.
     for (std::size_t t = 0; t < batch.size(); ++t) {
         const TensorView& tensor = *batch[t];
         const std::uint64_t bytes = shapes[t].bytes;
         if (tensor.shape.empty() || tensor.shape.front() < 0 || row >= static_cast<std::uint64_t>(tensor.shape.front()) ||
             (bytes != 0 && row >= tensor.data.size / bytes))
             throw FormatError(tensor.name + " has no row " + std::to_string(row));
+    }
+    hasher.update(std::string_view("zkdv-sample-v1\n"));
+    for (std::size_t t = 0; t < batch.size(); ++t) {
         hasher.update(std::string_view(shapes[t].line));
-        hasher.update(ByteSpan(tensor.data.data + row * bytes, static_cast<std::size_t>(bytes)));
+        hasher.update(ByteSpan(batch[t]->data.data + row * shapes[t].bytes, static_cast<std::size_t>(shapes[t].bytes)));
     }
     return hasher.finish();
 }
