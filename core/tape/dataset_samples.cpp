@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/transaction_record.h"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "zkdv/tape/dataset_samples.h"
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/recorded_optimizer_options.h"

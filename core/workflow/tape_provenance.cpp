@@ -9,7 +9,7 @@
 #include "zkdv/provenance/model_checkpoint.h"
 #include "zkdv/provenance/weight_match.h"
 #include "zkdv/store/case_store.h"
-#include "zkdv/tape/dataset_samples.h"
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/error.h"
 

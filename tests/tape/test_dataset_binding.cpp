@@ -18,7 +18,7 @@
 #include "dishonest_trainer.h"
 #include "temp_dir.h"
 #include "zkdv/provenance/dataset_commitment_file.h"
-#include "zkdv/tape/dataset_samples.h"
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/tape_scanner.h"
 #include "zkdv/util/merkle_tree.h"
 
