@@ -10,7 +10,9 @@
 #include <QJsonObject>
 #include <QtTest>
 
+#include <algorithm>
 #include <functional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 

@@ -47,7 +47,8 @@ class BatchSampleCheck {
 public:
     // The first row (micro-batch, then row order) that is not the sample it names; nullopt
     // when every row is, or the root declares no dataset. The record must have been read
-    // against `root` (TransactionRecord::parse), which sized its indices and proofs.
+    // against `root` (TransactionRecord::parse), which sized its indices and proofs; throws
+    // FormatError when a row or a sibling it names is not there.
     std::optional<SampleMismatch> firstMismatch(const TransactionRecord& transaction, const RootRecord& root);
 
 private:
