@@ -1,5 +1,9 @@
 #include "zkdv/tape/dataset_samples.h"
 
+#include <algorithm>
+#include <string>
+
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/tape_format.h"
 #include "zkdv/tape/transaction_record.h"
@@ -25,47 +29,117 @@ std::uint64_t batchRows(const std::vector<const TensorView*>& batch)
     return static_cast<std::uint64_t>(rows);
 }
 
-Digest sampleDigest(const std::vector<const TensorView*>& batch, std::uint64_t row)
+std::optional<std::string> declarationMismatch(const DatasetDeclaration& declared, const Digest& root, std::uint64_t leafCount)
 {
-    Sha256 hasher;
-    hasher.update(std::string_view("zkdv-sample-v1\n"));
-    for (const TensorView* tensor : batch) {
-        if (tensor->shape.empty() || tensor->shape.front() < 0 || row >= static_cast<std::uint64_t>(tensor->shape.front()))
-            throw FormatError(tensor->name + " has no row " + std::to_string(row));
-        std::string line(dtypeName(tensor->dtype));
-        std::uint64_t rowBytes = dtypeSize(tensor->dtype);
-        for (std::size_t d = 1; d < tensor->shape.size(); ++d) {
-            line += ' ' + std::to_string(tensor->shape[d]);
-            rowBytes *= static_cast<std::uint64_t>(tensor->shape[d]);
+    const auto samples = [](std::uint64_t count) { return std::to_string(count) + (count == 1 ? " sample" : " samples"); };
+    if (declared.root != root)
+        return "the tape's batches are bound to another commitment (root " + toHex(declared.root).substr(0, 16) + "…, " +
+               samples(declared.leafCount) + "), not this one";
+    if (declared.leafCount != leafCount)
+        return "the tape names this commitment's root with a count of " + samples(declared.leafCount) + ", the commitment holds " +
+               samples(leafCount) + ": a root does not commit its count, and with another count a proof can name a sample by another index";
+    return std::nullopt;
+}
+
+namespace {
+
+void rowShapes(const std::vector<const TensorView*>& batch, std::vector<SampleRowShape>& shapes)
+{
+    shapes.resize(batch.size());
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        const TensorView& tensor = *batch[t];
+        SampleRowShape& shape = shapes[t];
+        shape.line = dtypeName(tensor.dtype);
+        shape.bytes = dtypeSize(tensor.dtype);
+        for (std::size_t d = 1; d < tensor.shape.size(); ++d) {
+            shape.line += ' ' + std::to_string(tensor.shape[d]);
+            shape.bytes *= static_cast<std::uint64_t>(tensor.shape[d]);
         }
-        line += '\n';
-        hasher.update(std::string_view(line));
-        hasher.update(ByteSpan(tensor->data.data + row * rowBytes, static_cast<std::size_t>(rowBytes)));
+        shape.line += '\n';
+    }
+}
+
+// zkdv-sample-v1 of one row, the row shapes made by the caller (once per batch when it digests
+// every row). The one computation of the digest: the recorder, the reader and the replay all
+// come here.
+Digest digestRow(const std::vector<const TensorView*>& batch, const std::vector<SampleRowShape>& shapes, std::uint64_t row, Sha256& hasher)
+{
+    // Checked before the first byte is hashed, so a refusal leaves the caller's context clean.
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        const TensorView& tensor = *batch[t];
+        const std::uint64_t bytes = shapes[t].bytes;
+        if (tensor.shape.empty() || tensor.shape.front() < 0 || row >= static_cast<std::uint64_t>(tensor.shape.front()) ||
+            (bytes != 0 && row >= tensor.data.size / bytes))
+            throw FormatError(tensor.name + " has no row " + std::to_string(row));
+    }
+    hasher.update(std::string_view("zkdv-sample-v1\n"));
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        hasher.update(std::string_view(shapes[t].line));
+        hasher.update(ByteSpan(batch[t]->data.data + row * shapes[t].bytes, static_cast<std::size_t>(shapes[t].bytes)));
     }
     return hasher.finish();
 }
 
-std::optional<std::string> batchSampleProblem(const TransactionRecord& transaction, const RootRecord& root)
+}  // namespace
+
+Digest sampleDigest(const std::vector<const TensorView*>& batch, std::uint64_t row)
+{
+    std::vector<SampleRowShape> shapes;
+    rowShapes(batch, shapes);
+    Sha256 hasher;
+    return digestRow(batch, shapes, row, hasher);
+}
+
+std::string SampleMismatch::describe(std::size_t microBatches) const
+{
+    const std::string where = microBatches > 1 ? "micro-batch " + std::to_string(microBatch) + ", row " : std::string("row ");
+    return where + std::to_string(row) + " is not committed sample " + std::to_string(sample) + " of " + std::to_string(leafCount) +
+           ": its zkdv-sample-v1 digest " + toHex(rowDigest).substr(0, 16) + "… and recorded proof (" + std::to_string(siblings) +
+           (siblings == 1 ? " sibling" : " siblings") + ") do not lead to the dataset root " + toHex(root);
+}
+
+std::optional<SampleMismatch> BatchSampleCheck::firstMismatch(const TransactionRecord& transaction, const RootRecord& root)
 {
     if (!root.dataset)
         return std::nullopt;
     const std::uint8_t* sibling = transaction.sampleProofs ? transaction.sampleProofs->data.data : nullptr;
+    const std::uint8_t* const siblingsEnd = sibling ? sibling + transaction.sampleProofs->data.size : nullptr;
+    proof_.leafCount = root.dataset->leafCount;
     for (std::size_t m = 0; m < transaction.samples.size(); ++m) {
-        const std::string where = transaction.microBatches.size() > 1 ? "micro-batch " + std::to_string(m) + ", row " : std::string("row ");
+        const std::vector<const TensorView*>& batch = transaction.microBatches[m].batch;
+        rowShapes(batch, rowShapes_);
         for (std::size_t row = 0; row < transaction.samples[m].size(); ++row) {
-            MerkleProof proof;
-            proof.leafIndex = transaction.samples[m][row];
-            proof.leafCount = root.dataset->leafCount;
-            proof.siblings.resize(merkleProofLength(proof.leafIndex, proof.leafCount));
-            for (Digest& digest : proof.siblings) {
+            proof_.leafIndex = transaction.samples[m][row];
+            proof_.siblings.resize(merkleProofLength(proof_.leafIndex, proof_.leafCount));
+            // The reader sized the tensor from these indices; a record not read so is refused, not overrun.
+            if (static_cast<std::size_t>(siblingsEnd - sibling) < proof_.siblings.size() * tape::kDigestSize)
+                throw FormatError("tensor \"samples/proofs\" holds fewer siblings than the named samples' proofs need");
+            for (Digest& digest : proof_.siblings) {
                 std::copy(sibling, sibling + tape::kDigestSize, digest.begin());
                 sibling += tape::kDigestSize;
             }
-            if (!verifyMerkleProof(root.dataset->root, sampleDigest(transaction.microBatches[m].batch, row), proof))
-                return "the batch is not the committed samples it names: " + where + std::to_string(row) + " is not committed sample " +
-                       std::to_string(proof.leafIndex) + " (its digest and proof do not lead to the dataset root " + toHex(root.dataset->root) + ")";
+            const Digest digest = digestRow(batch, rowShapes_, row, hasher_);
+            if (!verifyMerkleProof(root.dataset->root, digest, proof_, hasher_)) {
+                SampleMismatch mismatch;
+                mismatch.microBatch = m;
+                mismatch.row = row;
+                mismatch.sample = proof_.leafIndex;
+                mismatch.leafCount = proof_.leafCount;
+                mismatch.siblings = proof_.siblings.size();
+                mismatch.rowDigest = digest;
+                mismatch.root = root.dataset->root;
+                return mismatch;
+            }
         }
     }
+    return std::nullopt;
+}
+
+std::optional<std::string> batchSampleProblem(const TransactionRecord& transaction, const RootRecord& root)
+{
+    BatchSampleCheck check;
+    if (const std::optional<SampleMismatch> mismatch = check.firstMismatch(transaction, root))
+        return "the batch is not the committed samples it names: " + mismatch->describe(transaction.microBatches.size());
     return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/safetensors.h"
 #include "zkdv/tape/sampling_schedule.h"
 #include "zkdv/tape/recorded_optimizer_options.h"
@@ -718,6 +719,11 @@ private:
             checkSampledChecks(transaction, location);
             if (std::optional<std::string> mismatch = optimizerOptions_->violation(transaction))
                 throw RecordOrderError(transactionAt(location, expected) + *mismatch);
+            // Every transaction's rows, not only the replayed ones' (spec 5.7): the check needs
+            // no kernel, and a poisoned row a replay's selection misses must not pass.
+            if (const std::optional<SampleMismatch> row = sampleCheck_.firstMismatch(transaction, *root_))
+                throw RecordOrderError(transactionAt(location, expected) + "the batch is not the committed samples it names: " +
+                                       row->describe(transaction.microBatches.size()));
             samplingAnchor_ = location.digest;
             summary_.lastScheduleEpoch = transaction.scheduleEpoch;
             summary_.lastGradScalerStep = transaction.gradScaler;
@@ -902,6 +908,7 @@ private:
     std::optional<SamplingSchedule> sampling_;
     Digest samplingAnchor_{};  // the digest the next transaction's draws are keyed by (1.3)
     std::optional<RecordedOptimizerOptions> optimizerOptions_;
+    BatchSampleCheck sampleCheck_;
     bool sealed_ = false;
     bool stopped_ = false;
     // Where the frame walk stands; it runs a batch ahead of the in-order checks.

@@ -1,5 +1,8 @@
 #include "zkdv/util/merkle_tree.h"
 
+#include <algorithm>
+#include <array>
+
 #include "zkdv/util/error.h"
 
 namespace zkdv {
@@ -9,40 +12,54 @@ namespace {
 constexpr std::uint8_t kLeafPrefix = 0x00;
 constexpr std::uint8_t kNodePrefix = 0x01;
 
+// Each hash in one update: a reader checking every batch row of a tape does little else.
+Digest leafHash(Sha256& hasher, const Digest& itemDigest)
+{
+    std::array<std::uint8_t, 1 + sizeof(Digest)> message;
+    message[0] = kLeafPrefix;
+    std::copy(itemDigest.begin(), itemDigest.end(), message.begin() + 1);
+    return hasher.update(ByteSpan(message.data(), message.size())).finish();
+}
+
+Digest nodeHash(Sha256& hasher, const Digest& left, const Digest& right)
+{
+    std::array<std::uint8_t, 1 + 2 * sizeof(Digest)> message;
+    message[0] = kNodePrefix;
+    std::copy(left.begin(), left.end(), message.begin() + 1);
+    std::copy(right.begin(), right.end(), message.begin() + 1 + sizeof(Digest));
+    return hasher.update(ByteSpan(message.data(), message.size())).finish();
+}
+
 }  // namespace
 
 Digest merkleLeafHash(const Digest& itemDigest)
 {
     Sha256 hasher;
-    hasher.update(ByteSpan(&kLeafPrefix, 1));
-    hasher.update(ByteSpan(itemDigest.data(), itemDigest.size()));
-    return hasher.finish();
+    return leafHash(hasher, itemDigest);
 }
 
 Digest merkleNodeHash(const Digest& left, const Digest& right)
 {
     Sha256 hasher;
-    hasher.update(ByteSpan(&kNodePrefix, 1));
-    hasher.update(ByteSpan(left.data(), left.size()));
-    hasher.update(ByteSpan(right.data(), right.size()));
-    return hasher.finish();
+    return nodeHash(hasher, left, right);
 }
 
 MerkleTree::MerkleTree(const std::vector<Digest>& itemDigests)
 {
     if (itemDigests.empty())
         throw Error("a Merkle tree needs at least one leaf");
+    Sha256 hasher;
     std::vector<Digest> level;
     level.reserve(itemDigests.size());
     for (const Digest& digest : itemDigests)
-        level.push_back(merkleLeafHash(digest));
+        level.push_back(leafHash(hasher, digest));
     levels_.push_back(std::move(level));
     while (levels_.back().size() > 1) {
         const std::vector<Digest>& below = levels_.back();
         std::vector<Digest> above;
         above.reserve((below.size() + 1) / 2);
         for (std::size_t i = 0; i + 1 < below.size(); i += 2)
-            above.push_back(merkleNodeHash(below[i], below[i + 1]));
+            above.push_back(nodeHash(hasher, below[i], below[i + 1]));
         if (below.size() % 2 == 1)
             above.push_back(below.back());  // promoted unchanged
         levels_.push_back(std::move(above));
@@ -78,9 +95,15 @@ std::size_t merkleProofLength(std::uint64_t leafIndex, std::uint64_t leafCount)
 
 bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof)
 {
+    Sha256 hasher;
+    return verifyMerkleProof(root, itemDigest, proof, hasher);
+}
+
+bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof, Sha256& hasher)
+{
     if (proof.leafCount == 0 || proof.leafIndex >= proof.leafCount)
         return false;
-    Digest hash = merkleLeafHash(itemDigest);
+    Digest hash = leafHash(hasher, itemDigest);
     std::uint64_t index = proof.leafIndex;
     std::uint64_t width = proof.leafCount;
     std::size_t used = 0;
@@ -88,11 +111,11 @@ bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const Merkl
         if (index % 2 == 1) {
             if (used == proof.siblings.size())
                 return false;
-            hash = merkleNodeHash(proof.siblings[used++], hash);
+            hash = nodeHash(hasher, proof.siblings[used++], hash);
         } else if (index + 1 < width) {
             if (used == proof.siblings.size())
                 return false;
-            hash = merkleNodeHash(hash, proof.siblings[used++]);
+            hash = nodeHash(hasher, hash, proof.siblings[used++]);
         }  // else: the last node of an odd level, promoted
         index /= 2;
         width = (width + 1) / 2;

@@ -9,6 +9,7 @@
 #include "zkdv/provenance/model_checkpoint.h"
 #include "zkdv/provenance/weight_match.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/tape/batch_sample_check.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/util/error.h"
 
@@ -79,12 +80,13 @@ ProvenanceCheck checkTapeDataset(CaseStore& store, std::int64_t tapeId, const st
     check.ok = verification.ok();
     const std::size_t files = verification.commitment.files.size();
     const bool samples = verification.commitment.unit == DatasetCommitment::kSampleUnit;
-    if (bound && verification.rootMatches() && (verification.commitment.root != bound->root || files != bound->leafCount)) {
+    const std::optional<std::string> mismatch =
+        bound && verification.rootMatches() ? declarationMismatch(*bound, verification.commitment.root, files) : std::nullopt;
+    if (mismatch) {
         check.ok = false;
-        check.detail = "the tape's batches are bound to another commitment (root " + toHex(bound->root).substr(0, 16) + "…, " +
-                       countText(bound->leafCount, "sample", "samples") + "), not this one";
+        check.detail = *mismatch;
     } else if (bound && verification.rootMatches()) {
-        check.detail = "the tape's batches are bound to its " + countText(files, "sample", "samples") + ", which every replay checks";
+        check.detail = "the tape's batches are bound to its " + countText(files, "sample", "samples") + ", every row of which verify and ingest check";
     } else if (!verification.rootMatches()) {
         check.detail = "its root is not the one its " + countText(files, "file gives", "files give") + " (the commitment was edited)";
     } else if (!folder) {

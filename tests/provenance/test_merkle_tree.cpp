@@ -94,6 +94,8 @@ private Q_SLOTS:
     void proofsVerifyAndForgeriesDoNot();
     void emptyTreeAndOutOfRangeLeafAreRefused();
     void proofLengthFollowsFromIndexAndCount();
+    void aProofPassesAsNoOtherIndexOfItsCount();
+    void aRootDoesNotCommitItsCount();
 };
 
 // Pinned with Python 3's hashlib, independently of this implementation:
@@ -207,6 +209,45 @@ void TestMerkleTree::proofLengthFollowsFromIndexAndCount()
     }
     QCOMPARE(merkleProofLength(0, 1), std::size_t(0));
     QCOMPARE(merkleProofLength(4, 5), std::size_t(1));  // the promoted last leaf meets one node
+}
+
+// With the count fixed, a proof names one index: no leaf's proof, with the siblings it has,
+// passes as any other index of that tree (tape format 5.7: a row named as another sample).
+void TestMerkleTree::aProofPassesAsNoOtherIndexOfItsCount()
+{
+    for (std::size_t n = 1; n <= 40; ++n) {
+        const std::vector<Digest> d = items(n);
+        const MerkleTree tree(d);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            MerkleProof proof = tree.proof(i);
+            for (std::uint64_t other = 0; other < n; ++other) {
+                proof.leafIndex = other;
+                QVERIFY2(verifyMerkleProof(tree.root(), d[i], proof) == (other == i),
+                         qPrintable(QStringLiteral("leaf %1 of %2 as leaf %3").arg(i).arg(n).arg(other)));
+            }
+        }
+    }
+}
+
+// The limit a tape's count runs into (docs/dataset-commitment.md): RFC 6962's root does not
+// commit the number of leaves, so the path of leaf 4 of 5 (one sibling, the root of leaves
+// 0-3, on the left) is also the path of leaf 1 of 2 to the same root. The count must come from
+// where the root comes from (the commitment document, the published commitment), never from
+// the tape alone.
+void TestMerkleTree::aRootDoesNotCommitItsCount()
+{
+    const std::vector<Digest> d = items(5);
+    const MerkleTree tree(d);
+    MerkleProof proof = tree.proof(4);
+    QCOMPARE(proof.siblings.size(), std::size_t(1));
+    proof.leafIndex = 1;
+    proof.leafCount = 2;
+    QVERIFY(verifyMerkleProof(tree.root(), d[4], proof));
+    // Within the true count it names one index only (above), and past it none.
+    proof.leafCount = 5;
+    QVERIFY(!verifyMerkleProof(tree.root(), d[4], proof));
+    proof.leafIndex = 5;
+    QVERIFY(!verifyMerkleProof(tree.root(), d[4], proof));
 }
 
 QTEST_APPLESS_MAIN(TestMerkleTree)

@@ -38,9 +38,9 @@ Digest sampleDigest(const std::vector<const TensorView*>& batch, std::uint64_t r
 std::uint64_t batchRows(const std::vector<const TensorView*>& batch);
 
 // Why the transaction's batch rows are not the committed samples it names, or nullopt when each
-// row's digest leads through its proof to the root: "micro-batch 0, row 3: not committed
-// sample 17 (its proof does not lead to the dataset root)". nullopt too for a tape without a
-// dataset.
+// row's digest leads through its proof to the root: "the batch is not the committed samples it
+// names: row 3 is not committed sample 17 of 40: …" (BatchSampleCheck, batch_sample_check.h,
+// which the tape reader runs on every transaction). nullopt too for a tape without a dataset.
 std::optional<std::string> batchSampleProblem(const TransactionRecord& transaction, const RootRecord& root);
 
 }  // namespace zkdv

@@ -45,7 +45,13 @@ private:
 std::size_t merkleProofLength(std::uint64_t leafIndex, std::uint64_t leafCount);
 
 // Whether `proof` leads from the item digest to `root`: false when the index is not below
-// the count or the proof has a sibling too many or too few for them.
+// the count or the proof has a sibling too many or too few for them, so the siblings' number
+// and sides are exactly those RFC 6962 gives leaf `leafIndex` of `leafCount`. The root does not
+// commit the count: the path of leaf 4 of 5 is that of leaf 1 of 2 (one sibling, on the left),
+// so a count must come from where the root comes from (docs/dataset-commitment.md).
 bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof);
+// The same with the caller's hashing context, for a reader checking many proofs (a context
+// made per node costs an allocation and a provider lookup).
+bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof, Sha256& hasher);
 
 }  // namespace zkdv
