@@ -184,6 +184,7 @@ public:
             at::set_num_threads(setup.intraOpThreads);
         regime_ = chooseRegime(root_, ReplayEnvironment{numericEnvironment(), setup.determinism, libtorchVersion()});
         const auto recorded = optim::TorchRelease::parse(root_.torchVersion);
+        recordedReleaseIsProven_ = recorded && optim::isProvenTorchRelease(*recorded);
         if (!recorded || *recorded != optim::TorchRelease::ofThisLibtorch())
             releaseMismatch_ = "the tape was recorded with torch " + root_.torchVersion + " and this replay runs libtorch " + libtorchVersion();
         if (root_.programKind == kExportedGraphKind) {
@@ -316,9 +317,20 @@ public:
                                  std::string("the tape's record does not hold what it must: ") + error.what(), "could not be read");
                 return;
             } catch (const std::exception& error) {
-                endSegmentAt(outcome, Verdict::Diverged, UnverifiableCause::ProgramRefused,
-                             std::string("diverged: the training step does not run on the recorded transaction: ") + error.what(),
-                             "failed to run");
+                // A step recorded with another proven torch release may use what this libtorch
+                // lacks (float16 CPU autocast before 2.x): the auditor's libtorch, not the tape,
+                // and a replay with that release decides. Any other claim (a release the
+                // contracts do not know, "banana") excuses nothing: the step does not run.
+                if (!releaseMismatch_.empty() && recordedReleaseIsProven_)
+                    endSegmentAt(outcome, Verdict::Unverifiable, UnverifiableCause::Environment,
+                                 "unverifiable across torch releases (" + releaseMismatch_ +
+                                     "): the training step does not run on this libtorch; replay with the recording release to decide: " +
+                                     error.what(),
+                                 "failed to run");
+                else
+                    endSegmentAt(outcome, Verdict::Diverged, UnverifiableCause::ProgramRefused,
+                                 std::string("diverged: the training step does not run on the recorded transaction: ") + error.what(),
+                                 "failed to run");
                 return;
             }
             outcome.replayNs = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
@@ -997,6 +1009,10 @@ private:
                 continue;
             if (!acrossDifferences_.count(c.label()))
                 return;  // not a difference an envelope judged: no rounding explains it
+            // A buffer fed by noise gradients that differs beyond what they differ by here is
+            // not amplified rounding either: the amplification would start at them.
+            if (c.slot == "snapshot/buffer" && bufferBeyondNoise_.count(c.tensor))
+                return;
             judged.push_back(&c);
         }
         if (judged.empty())
@@ -1424,6 +1440,7 @@ private:
     std::map<std::string, DType> numberEncoding_;   // the tape's dtype of each number slot the segment's snapshot holds
     bool batchNotCommitted_ = false;                // this transaction's batch is not its committed samples
     std::string releaseMismatch_;                   // says which releases, when the tape's torch is not this libtorch's
+    bool recordedReleaseIsProven_ = false;          // the tape names a release the contracts are proven for
     bool capture_ = false;  // the transaction being replayed sends its values back (ReplaySegment::capture)
     bool trace_ = false;    // ... and every operator it calls, with the outputs (ReplaySegment::trace)
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far

@@ -767,8 +767,20 @@ void TestDivergence::envelopeIsRelativeToTheModelsScale()
     QVERIFY(tolerance.withinEnvelope(DType::F32, tolerance.envelope * u * scale, scale, ratio));
     QCOMPARE(ratio, tolerance.envelope);
     QVERIFY(!tolerance.withinEnvelope(DType::F32, 1.01 * tolerance.envelope * u * scale, scale, ratio));
-    // A coarser dtype rounds more: the same difference fits BF16's envelope.
-    QVERIFY(tolerance.withinEnvelope(DType::BF16, 1.01 * tolerance.envelope * u * scale, scale, ratio));
+    // A coarser dtype gets no wider envelope (issue 48, item 1: 1024 bfloat16 units were 4 x the
+    // model's scale): its steps compute in float32, and its own grid is allowed apart.
+    QVERIFY(tolerance.withinEnvelope(DType::BF16, tolerance.envelope * u * scale, scale, ratio));
+    QVERIFY(!tolerance.withinEnvelope(DType::BF16, 1.01 * tolerance.envelope * u * scale, scale, ratio));
+    QVERIFY(!tolerance.withinEnvelope(DType::F16, 1.01 * tolerance.envelope * u * scale, scale, ratio));
+    // And the ULP bound counts float32 ULPs: 64 of them are no bfloat16 ULP at all.
+    QVERIFY(tolerance.ulpBound(DType::BF16) < 1.0 && tolerance.ulpBound(DType::F16) < 1.0);
+    QCOMPARE(tolerance.ulpBound(DType::F32), tolerance.maxUlp);
+    DivergenceMetrics oneUlp;
+    oneUlp.bitwiseEqual = false;
+    oneUlp.maxUlp = 55;
+    oneUlp.relativeL2 = 0.3;
+    QCOMPARE(tolerance.judge(oneUlp, DType::BF16), Verdict::Diverged);  // a BF16 row scaled by 1.3
+    QCOMPARE(tolerance.judge(oneUlp, DType::F32), Verdict::WithinTolerance);
     // Integers have no rounding; a zero or non-finite scale admits nothing.
     QVERIFY(!tolerance.withinEnvelope(DType::I64, 0.0, scale, ratio));
     QVERIFY(!tolerance.withinEnvelope(DType::F32, 1e-30, 0.0, ratio));

@@ -145,12 +145,13 @@ def report_of(case, tape_id, out):
 # re-chained and re-sealed.
 @pytest.mark.parametrize("split_run", [RUNS[0]], indirect=True, ids=["torchscript-mlp"])
 def test_a_broken_link_fails_and_a_fork_is_flagged(split_run, tmp_path):
-    from tape_edit import ROOT, edited_root, rechain_records, rechain_with_scaled_loss
+    from tape_edit import ROOT, edited_metadata, edited_root, rechain_records, rechain_with_edit
 
     run, _, _, first, second, _, _, _ = split_run
     half = run[2] // 2
     fork, gap = tmp_path / "fork.zkdv", tmp_path / "gap.zkdv"
-    rechain_with_scaled_loss(second, fork, half - 1, 0.5)  # another continuation of the same tape
+    # Another continuation of the same tape (its last transaction's wall time differs: other bytes).
+    rechain_with_edit(second, fork, half - 1, lambda payload: edited_metadata(payload, lambda m: m.__setitem__("wall_time_ns", "1")))
     rechain_records(second, gap, lambda kind, n, payload, last: edited_root(
         payload, lambda root: root["resumes"].__setitem__("transactions", root["resumes"]["transactions"] + 5)) if kind == ROOT else payload)
     for tape in (fork, gap):
