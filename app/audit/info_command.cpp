@@ -20,6 +20,8 @@
 #include "zkdv/tape/shape_text.h"
 #include "zkdv/tape/schedule_statement.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/trainer_keyring.h"
+#include "zkdv/workflow/tape_summary_text.h"
 #include "zkdv/workflow/tape_provenance.h"
 
 namespace zkdv::cli {
@@ -45,7 +47,22 @@ nlohmann::json provenanceJson(Database& db, std::int64_t tapeId)
     return checks;
 }
 
-int tapeInfo(const std::string& path, bool json, bool quiet)
+// Who signed a tape, as this auditor's trainer keyring judges it: a key it does not hold, or no
+// signature where it holds keys, is warned of on stderr as verify does.
+SignatureTrust signerTrust(const TrainerKeyring& keyring, const std::optional<std::string>& signer, const std::string& where)
+{
+    const SignatureTrust trust = keyring.trustOf(signer);
+    if (trust == SignatureTrust::UnknownKey || trust == SignatureTrust::UnsignedExpected)
+        std::fprintf(stderr, "warning: %s: %s\n", where.c_str(), untrustedSignerText(trust, signer.value_or("")).c_str());
+    return trust;
+}
+
+std::optional<std::string> signerOf(const CaseTape& tape)
+{
+    return tape.isSigned() ? std::optional<std::string>(tape.signerKeyId) : std::nullopt;
+}
+
+int tapeInfo(const std::string& path, bool json, bool quiet, const TrainerKeyring& keyring)
 {
     TerminalProgress progress(!quiet);
     ScanOptions options;
@@ -53,8 +70,12 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     GradientTransformSummary gradients;
     TapeSummary summary = scanTape(path, &gradients, options);
     progress.finish();
+    // As verify: an incomplete tape is neither signed nor unsigned yet (its seal is missing).
+    const std::optional<std::string> signer = summary.signer ? std::optional<std::string>(summary.signer->keyId) : std::nullopt;
+    const std::optional<SignatureTrust> trust = summary.complete() ? std::optional<SignatureTrust>(signerTrust(keyring, signer, path)) : std::nullopt;
     if (json) {
         nlohmann::json out = {{"kind", "tape"}, {"tape", summaryJson(summary)}};
+        out["tape"]["signature_trust"] = trust ? nlohmann::json(signatureTrustName(*trust)) : nlohmann::json();
         out["root"] = summary.root ? rootJson(*summary.root) : nlohmann::json(nullptr);
         nlohmann::json uses = nlohmann::json::array();
         for (const GradientTransformUse& use : gradients.uses())
@@ -64,6 +85,8 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
         return kExitOk;
     }
     std::printf("tape %s\n  %s\n  chain head %s\n", path.c_str(), summaryLine(summary).c_str(), toHex(summary.chainHead).c_str());
+    if (trust)
+        std::printf("  %s\n", signatureText(*trust, signer.value_or("")).c_str());
     if (!summary.root)
         return kExitOk;
     const RootRecord& root = *summary.root;
@@ -101,7 +124,7 @@ int tapeInfo(const std::string& path, bool json, bool quiet)
     return kExitOk;
 }
 
-int caseInfo(const std::string& path, bool json)
+int caseInfo(const std::string& path, bool json, const TrainerKeyring& keyring)
 {
     std::unique_ptr<CaseStore> opened = openCaseForReading(path);
     CaseStore& store = *opened;
@@ -115,6 +138,7 @@ int caseInfo(const std::string& path, bool json)
                               {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}};
         for (const CaseTape& tape : tapes) {
             nlohmann::json entry = caseTapeJson(tape);
+            entry["signature_trust"] = signatureTrustName(signerTrust(keyring, signerOf(tape), path + ", tape " + std::to_string(tape.id)));
             entry["sampling_plausibility"] = samplingPlausibilityJson(tapeSamplingPlausibility(store.database(), tape));
             entry["provenance"] = provenanceJson(store.database(), tape.id);
             out["tapes"].push_back(entry);
@@ -123,7 +147,7 @@ int caseInfo(const std::string& path, bool json)
         for (const StoredReplayRun& run : replays.runs()) {
             nlohmann::json entry = storedRunJson(run);
             entry["seal"] = runSealJson(checkRunSeal(store.database(), run.id));
-            const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
+            const ReportData report = buildAuditReport(store, ReportOptions{run.tapeId, run.id, {}, false});
             entry["outcome"] = std::string(auditOutcomeName(report.outcome));
             entry["headline"] = report.headline;
             nlohmann::json failures = nlohmann::json::array();
@@ -143,6 +167,9 @@ int caseInfo(const std::string& path, bool json)
                 runs.size() == 1 ? "" : "s");
     for (const CaseTape& tape : tapes) {
         std::printf("tape %lld  %s\n", static_cast<long long>(tape.id), tape.path.c_str());
+        const SignatureTrust trust = signerTrust(keyring, signerOf(tape), path + ", tape " + std::to_string(tape.id));
+        std::printf("  %s%s\n", signatureText(trust, tape.signerKeyId).c_str(),
+                    tape.isSigned() ? (" (" + tape.signerAlgorithm + " key " + tape.signerKeyId + ")").c_str() : "");
         std::printf("  status %s, %llu transactions, %llu snapshots, %llu bytes%s\n", tape.status.c_str(),
                     static_cast<unsigned long long>(tape.transactionCount), static_cast<unsigned long long>(tape.snapshotCount),
                     static_cast<unsigned long long>(tape.size), tape.embedded ? ", payloads embedded" : "");
@@ -168,7 +195,7 @@ int caseInfo(const std::string& path, bool json)
     for (const StoredReplayRun& run : runs) {
         // The report's one conclusion, the same words everywhere (docs/report.md).
         const RunSealCheck seal = checkRunSeal(store.database(), run.id);
-        const ReportData report = buildAuditReport(store, {run.tapeId, run.id});
+        const ReportData report = buildAuditReport(store, ReportOptions{run.tapeId, run.id, {}, false});
         const std::string outcome(auditOutcomeName(report.outcome));
         std::printf("replay run %lld (tape %lld) %s on %s, libtorch %s, %s seed %llu (%s), tolerance %s, started %s: %s\n",
                     static_cast<long long>(run.id), static_cast<long long>(run.tapeId), std::string(runStatusName(run.status)).c_str(), run.device.c_str(),
@@ -210,15 +237,17 @@ int runInfo(int argc, char** argv)
 {
     ArgumentParser parser("zkdv-audit info TAPE|CASE [--json]",
                           "Describes a tape (status, producer, model layout, optimizer, program, sampling policy)\n"
-                          "or an audit case (its tapes, programs and replay runs).");
+                          "or an audit case (its tapes, programs and replay runs). Who signed a tape is judged\n"
+                          "with the trainer-keys folder (docs/signing.md): a key not in it, or no signature\n"
+                          "where it holds keys, is a warning; a folder others may change is refused (exit 2).");
     parser.setPositionals("TAPE|CASE", "a tape (*.zkdv) or a case (*.zkaudit)", 1, false);
     parser.addFlag("json", "print JSON on stdout");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("info", parser, argc, argv, [&]() {
         const std::string& path = parser.positionals().front();
         switch (sniffAuditFile(path)) {
-        case AuditFileKind::Tape: return tapeInfo(path, parser.has("json"), parser.has("quiet"));
-        case AuditFileKind::Case: return caseInfo(path, parser.has("json"));
+        case AuditFileKind::Tape: return tapeInfo(path, parser.has("json"), parser.has("quiet"), TrainerKeyring::load({}));
+        case AuditFileKind::Case: return caseInfo(path, parser.has("json"), TrainerKeyring::load({}));
         case AuditFileKind::Other: break;
         }
         throw UsageError(path + " is neither a ZKDV tape nor an audit case");

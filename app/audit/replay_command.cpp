@@ -8,6 +8,7 @@
 
 #include "command_runner.h"
 #include "replay_options.h"
+#include "trusted_key_options.h"
 #include "shard_case_file.h"
 #include "replay_json.h"
 #include "commands.h"
@@ -24,7 +25,7 @@ int runReplay(int argc, char** argv)
 {
     ArgumentParser parser(
         "zkdv-audit replay CASE --select SPEC [--seed S] [--shard I/N --into FILE] [--device DEV] [--threads N] [--intra-op-threads N]\n"
-        "                  [--kernels K] [--tolerance T] [--calibration FILE] [--json]",
+        "                  [--kernels K] [--tolerance T] [--calibration FILE] [--trusted-key KEY]... [--require-trusted] [--json]",
         "Replays chosen transactions of a tape in the case from their nearest snapshots with the\n"
         "tape's sealed program and optimizer contract, compares loss, update fingerprints,\n"
         "recorded deltas, state digests and the next snapshot, and stores verdicts and divergence\n"
@@ -37,8 +38,11 @@ int runReplay(int argc, char** argv)
         "With --shard I/N --into FILE it replays only shard I of N of the selection (docs/replay.md,\n"
         "\"Sharded replays\"; see zkdv-audit plan) into a new case FILE of its own, reading CASE\n"
         "only; zkdv-audit merge joins the N shard cases into CASE.\n"
+        "With --require-trusted it replays only a tape a trusted key signed (--trusted-key, the\n"
+        "trainer-keys folder; docs/signing.md) and otherwise refuses before replaying (exit 1).\n"
         "Exit 0 when every replayed transaction is exact or within tolerance, 1 when any diverged\n"
-        "or is unverifiable, 2 on usage errors, an unreadable case or a device that is not present.");
+        "or is unverifiable, 2 on usage errors, an unreadable case or keyring, or a device that is\n"
+        "not present.");
     parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
     parser.addOption("select", "SPEC", "which transactions to replay (required)");
     parser.addOption("seed", "S",
@@ -70,6 +74,7 @@ int runReplay(int argc, char** argv)
                      "seconds a transaction may take before this replay has measured one (default " +
                          std::to_string(int(limits.firstTransactionSeconds)) + ")");
     parser.addOption("memory-limit", "MIB", "memory of each CPU replay worker in MiB (default: 1024 + 16 per intra-op thread + 16 x the program, largest snapshot and transaction)");
+    addTrustedKeyOptions(parser, "refuse to replay (exit 1)");
     parser.addFlag("json", "print JSON on stdout");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("replay", parser, argc, argv, [&]() {
@@ -116,6 +121,7 @@ int runReplay(int argc, char** argv)
                 throw UsageError("--shard needs --seed S: every shard must draw the same selection");
         }
 
+        const TrustedKeyOptions trust = readTrustedKeyOptions(parser);  // a keyring that cannot be used: exit 2
         const std::string& casePath = parser.positionals().front();
         if (access(casePath.c_str(), F_OK) != 0)
             throw UsageError("case " + casePath + " does not exist; create it with `zkdv-audit ingest TAPE --case " + casePath + "`");
@@ -128,9 +134,19 @@ int runReplay(int argc, char** argv)
         // its report says that nothing was verified.
         const std::vector<CaseTape> tapes = store.tapes();
         for (const CaseTape& tape : tapes)
-            if (tape.id == request.tapeId || (request.tapeId == 0 && tapes.size() == 1))
+            if (tape.id == request.tapeId || (request.tapeId == 0 && tapes.size() == 1)) {
+                // Who signed it was verified at ingest; whether that key is trusted is this auditor's keyring's say.
+                const SignatureTrust signer = trust.keyring.trustOf(tape.isSigned() ? std::optional<std::string>(tape.signerKeyId) : std::nullopt);
+                if (trust.required && signer != SignatureTrust::Trusted) {
+                    std::fprintf(stderr, "zkdv-audit replay: refusing to replay tape %lld: %s, and --require-trusted requires a trusted signer\n",
+                                 static_cast<long long>(tape.id), untrustedSignerText(signer, tape.signerKeyId).c_str());
+                    return kExitCheckFailed;
+                }
+                if (signer == SignatureTrust::UnknownKey || signer == SignatureTrust::UnsignedExpected)
+                    std::fprintf(stderr, "zkdv-audit replay: warning: %s\n", untrustedSignerText(signer, tape.signerKeyId).c_str());
                 if (const std::string why = whyReplayVerifiesNothing(tape, !request.programPath.empty()); !why.empty())
                     std::fprintf(stderr, "zkdv-audit replay: warning: this replay can verify nothing: %s\n", why.c_str());
+            }
         const ReplaySummary summary = runReplayInTerminal(store, request, parser.has("quiet"));
         const std::vector<StoredReplayRun> runs = ReplayStore(store.database()).runs(summary.tapeId);
         opened.reset();

@@ -10,6 +10,7 @@
 #include "command_runner.h"
 #include "case_access.h"
 #include "commands.h"
+#include "trusted_key_options.h"
 #include "zkdv/report/audit_attestation.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/report/report_file.h"
@@ -28,7 +29,8 @@ namespace zkdv::cli {
 int runReport(int argc, char** argv)
 {
     ArgumentParser parser(
-        "zkdv-audit report CASE -o FILE [--format json|csv|pdf|html | --attest KEY] [--tape ID] [--run ID]",
+        "zkdv-audit report CASE -o FILE [--format json|csv|pdf|html | --attest KEY] [--tape ID] [--run ID]\n"
+        "                  [--trusted-key KEY]... [--require-trusted]",
         "Writes the audit report of one replay run: the tape's identity and completeness, the\n"
         "program check, model and optimizer, the replay environment, the selection and seed that\n"
         "redo the audit, verdict counts, the worst divergences, every replayed transaction and,\n"
@@ -39,14 +41,18 @@ int runReport(int argc, char** argv)
         "or Ed25519; the auditor's own signing-key.pem works): an in-toto statement whose predicate\n"
         "is a SLSA verification summary about the tape, in a Sigstore bundle (docs/signing.md);\n"
         "zkdv-audit verify-attestation checks it.\n"
-        "Exit 0 when the report is written (whatever it concludes), 2 on usage errors, an\n"
-        "unreadable case, or a case without a replay run.");
+        "The tape's signer is judged with the trainer keyring (--trusted-key and the trainer-keys\n"
+        "folder, docs/signing.md): with --require-trusted, a tape no trusted key signed cannot pass.\n"
+        "Exit 0 when the report is written (whatever it concludes), 1 when it is written but\n"
+        "--require-trusted found no trusted signer, 2 on usage errors, an unreadable case or\n"
+        "keyring, or a case without a replay run.");
     parser.setPositionals("CASE", "the audit case (*.zkaudit)", 1, false);
     parser.addOption("out", "FILE", "where to write the report (also -o FILE; required)");
     parser.addOption("format", "FMT", "json, csv, pdf or html (default: from the extension of FILE)");
     parser.addOption("tape", "ID", "the tape when the case holds several (default: the only one)");
     parser.addOption("run", "ID", "the replay run (default: the newest of the tape)");
     parser.addOption("attest", "KEY", "write the signed verdict (a Sigstore bundle, *.intoto.json) signed with this PEM private key");
+    addTrustedKeyOptions(parser, "write the report, concluding NOT VERIFIED, and exit 1");
     parser.addFlag("quiet", "print nothing on success");
 
     parser.addShortAlias('o', "out");
@@ -79,6 +85,9 @@ int runReport(int argc, char** argv)
         ReportOptions options;
         options.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
         options.runId = static_cast<std::int64_t>(parser.unsignedValue("run", 0));
+        const TrustedKeyOptions trust = readTrustedKeyOptions(parser);  // a keyring that cannot be used: exit 2
+        options.trustedKeyFiles = trust.files;
+        options.requireTrustedSigner = trust.required;
 
 #ifdef ZKDV_WITH_REPORT_DOCUMENTS
         const HeadlessReportDocuments qtDocuments;  // the workstation's renderer (report_documents.h)
@@ -110,6 +119,12 @@ int runReport(int argc, char** argv)
             for (const std::string& warning : report.warnings)
                 std::printf("  warning: %s\n", warning.c_str());
             std::printf("  %s\n", report.headline.c_str());
+        }
+        // The report is written either way: it says why no trusted key vouches for the tape.
+        if (options.requireTrustedSigner && report.signatureTrust != SignatureTrust::Trusted) {
+            std::fprintf(stderr, "zkdv-audit report: %s, and --require-trusted requires a trusted signer\n",
+                         untrustedSignerText(report.signatureTrust, report.signerKeyId).c_str());
+            return kExitCheckFailed;
         }
         return kExitOk;
     });

@@ -8,6 +8,7 @@
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/small_file.h"
+#include "zkdv/util/trust_file.h"
 
 namespace zkdv::cli {
 
@@ -34,8 +35,10 @@ int runVerifyAttestation(int argc, char** argv)
             throw UsageError("--trusted-key KEY is required: an attestation is only as good as the key that signed it");
         std::vector<VerifyingKey> trusted;
         try {
-            for (const std::string& file : keyFiles)
+            for (const std::string& file : keyFiles) {
+                requireTrustFile(file, TrustFileUse::Vouching, "the auditor key file");  // as every key trusted (docs/signing.md)
                 trusted.push_back(VerifyingKey::fromPemFile(file));
+            }
         } catch (const std::exception& error) {
             throw UsageError(error.what());
         }

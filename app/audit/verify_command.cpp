@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "summary_json.h"
 #include "terminal_progress.h"
+#include "trusted_key_options.h"
 #include "zkdv/provenance/model_signing_bundle.h"
 #include "zkdv/util/error.h"
 #include "zkdv/util/json_text.h"
@@ -67,27 +68,20 @@ int runVerify(int argc, char** argv)
                           "A signed tape (format 1.11) is checked against its signature: one that does not verify,\n"
                           "or was made for another tape, fails the check (1). A valid signature by a key that is\n"
                           "not trusted (--trusted-key, or a *.pem in the trainer-keys folder of the zkdv config\n"
-                          "folder) is a warning, or a failure with --require-trusted, as is an unsigned tape.\n"
+                          "folder) is a warning, or a failure with --require-trusted, as is an unsigned tape: a\n"
+                          "warning too when the keyring holds keys, since a signature can be stripped.\n"
                           "A detached signature over the whole file (TAPE.sig, written by the recorder or by\n"
                           "zkdv-audit sign or model_signing sign key) is checked too: one that does not verify\n"
                           "or signs other content fails the check; one by a trusted key makes the tape trusted.");
     parser.setPositionals("TAPE", "the tape file (*.zkdv)", 1, false);
     parser.addFlag("json", "print the result as JSON on stdout");
     parser.addFlag("sha256", "also compute the SHA-256 of the whole file");
-    parser.addRepeatedOption("trusted-key", "KEY", "a trainer's public key (PEM) to trust; repeat for several");
+    addTrustedKeyOptions(parser, "fail (exit 1)");
     parser.addOption("signature", "FILE", "a detached signature over the tape (default: TAPE.sig when it exists)");
-    parser.addFlag("require-trusted", "fail (exit 1) unless a trusted key signed the tape");
     parser.addFlag("quiet", "no progress on stderr");
     return runCommand("verify", parser, argc, argv, [&]() {
-        std::vector<std::filesystem::path> keyFiles;
-        for (const std::string& file : parser.values("trusted-key"))
-            keyFiles.emplace_back(file);
-        TrainerKeyring keyring;
-        try {
-            keyring = TrainerKeyring::load(keyFiles);
-        } catch (const std::exception& error) {
-            throw UsageError(error.what());
-        }
+        const TrustedKeyOptions trustOptions = readTrustedKeyOptions(parser);
+        const TrainerKeyring& keyring = trustOptions.keyring;
         TerminalProgress progress(!parser.has("quiet"));
         ScanOptions options;
         options.progress = &progress;
@@ -102,7 +96,7 @@ int runVerify(int argc, char** argv)
         const SignatureTrust sealTrust = keyring.trustOf(signerKey);
         const bool detachedUntrusted = detached && detached->problem.empty() && !detachedTrusted;
         const SignatureTrust trust = detachedTrusted ? SignatureTrust::Trusted
-                                     : sealTrust == SignatureTrust::Unsigned && detachedUntrusted ? SignatureTrust::UnknownKey
+                                     : isUnsigned(sealTrust) && detachedUntrusted ? SignatureTrust::UnknownKey
                                                                                                     : sealTrust;
         const std::string untrustedKey = signerKey ? "key id " + *signerKey
                                          : detachedUntrusted && !detached->check->keyHint.empty() ? "key hint " + detached->check->keyHint
@@ -111,12 +105,14 @@ int runVerify(int argc, char** argv)
         const bool untrusted = summary.complete() && trust != SignatureTrust::Trusted;
         if (detached && !detached->problem.empty())
             std::fprintf(stderr, "error: the detached signature %s: %s\n", detached->file.c_str(), detached->problem.c_str());
-        if (untrusted && (trust == SignatureTrust::UnknownKey || parser.has("require-trusted")))
-            std::fprintf(stderr, "%s: %s\n", parser.has("require-trusted") ? "error" : "warning",
-                         trust == SignatureTrust::Unsigned ? "the tape is not signed"
-                                                           : ("the tape is signed by a key that is not trusted (" + untrustedKey +
-                                                              "); trust it with --trusted-key or in " + TrainerKeyring::userFolder().string())
-                                                                 .c_str());
+        // An unsigned tape where the keyring expects a signature is warned as loudly as a forger's
+        // key: stripping a signature must not read better than keeping it.
+        if (untrusted && (trust != SignatureTrust::Unsigned || trustOptions.required))
+            std::fprintf(stderr, "%s: %s\n", trustOptions.required ? "error" : "warning",
+                         trust == SignatureTrust::UnknownKey ? ("the tape is signed by a key that is not trusted (" + untrustedKey +
+                                                                "); trust it with --trusted-key or in " + TrainerKeyring::userFolder().string())
+                                                                   .c_str()
+                                                             : untrustedSignerText(trust, {}).c_str());
         if (parser.has("json")) {
             nlohmann::json out = summaryJson(summary);
             out["signature_trust"] = summary.complete() ? nlohmann::json(signatureTrustName(trust)) : nlohmann::json();
@@ -139,7 +135,7 @@ int runVerify(int argc, char** argv)
                 std::printf("  signed: %s key %s, %s\n", keyAlgorithmName(summary.signer->algorithm).c_str(), summary.signer->keyId.c_str(),
                             trustedBy ? ("trusted (" + trustedBy->file.string() + ")").c_str() : "not a trusted key");
             else if (summary.complete())
-                std::printf("  signed: no\n");
+                std::printf("  signed: no%s\n", trust == SignatureTrust::UnsignedExpected ? ", though your trainer keyring expects a signature" : "");
             if (detached && detached->problem.empty())
                 std::printf("  detached signature %s: %s\n", detached->file.c_str(),
                             detachedTrusted ? ("by trusted key " + detached->check->keyId + " (" + detached->check->trustedKeyFile + ")").c_str()
@@ -151,7 +147,7 @@ int runVerify(int argc, char** argv)
             if (summary.status == TapeStatus::Unsealed)
                 std::printf("  the tape has no seal: the recorder is still writing it or stopped without sealing\n");
         }
-        const bool trustFails = parser.has("require-trusted") && untrusted;
+        const bool trustFails = trustOptions.required && untrusted;
         const bool detachedFails = detached && !detached->problem.empty();
         return summary.complete() && !(plausibility && plausibility->implausible()) && !trustFails && !detachedFails ? kExitOk : kExitCheckFailed;
     });

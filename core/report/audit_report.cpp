@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_conclusion.h"
+#include "report_signer.h"
 #include "zkdv/tape/schedule_statement.h"
 #include "zkdv/audit/selection.h"
 #include "zkdv/graph/exported_graph.h"
@@ -329,29 +330,6 @@ void addSampling(ReportData& report)
 
 }  // namespace
 
-namespace {
-
-// Whether the reader's trainer keyring trusts the tape's signer, said on the first page.
-void readSigner(const CaseTape& tape, ReportData& report)
-{
-    report.signerKeyId = tape.signerKeyId;
-    report.signerAlgorithm = tape.signerAlgorithm;
-    if (!tape.isSigned())
-        return;
-    try {
-        const TrainerKeyring keyring = TrainerKeyring::load({});
-        const TrainerKeyring::Entry* entry = keyring.find(tape.signerKeyId);
-        report.signatureTrust = signatureTrustName(entry ? SignatureTrust::Trusted : SignatureTrust::UnknownKey);
-        if (entry)
-            report.trustedKeyFile = entry->file.string();
-    } catch (const std::exception& error) {
-        report.signatureTrust = signatureTrustName(SignatureTrust::UnknownKey);
-        report.signatureProblem = error.what();  // writeConclusion says it
-    }
-}
-
-}  // namespace
-
 ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
 {
     ReplayStore replays(store.database());
@@ -389,7 +367,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     report.snapshotCount = tape.snapshotCount;
     report.recordCount = tape.recordCount;
     report.producer = tape.producer;
-    readSigner(tape, report);
+    report_detail::readSigner(tape, options, report);
     report.runTransactionsBefore = tape.transactionsBefore;
     report.runLink = tape.link.status;
     report.runLinkText = tape.link.describe();
@@ -494,6 +472,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
     collectWorst(report);
     addSampling(report);
     report_detail::writeConclusion(report);
+    report_detail::requireTrustedSigner(report);
     return report;
 }
 

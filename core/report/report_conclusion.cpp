@@ -2,6 +2,7 @@
 // statement (docs/report.md, "Headline and warnings").
 
 #include "report_conclusion.h"
+#include "report_signer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -172,11 +173,10 @@ void writeConclusion(ReportData& report)
                                   (report.runLink == TapeLinkStatus::Broken ? ": it is not part of that run." : "."));
     else if (!report.forkedWith.empty())
         report.warnings.push_back("This tape " + report.runLinkText + ": ask the trainer which of them the deployed model came from.");
-    // A signature proves who made the tape only when the key is known to be the trainer's.
-    if (!report.signerKeyId.empty() && report.signatureTrust != "trusted")
-        report.warnings.push_back("The tape is signed by a key that is not in the trainer keyring (key id " + report.signerKeyId + ")" +
-                                  (report.signatureProblem.empty() ? std::string() : ", which could not be read: " + report.signatureProblem) +
-                                  ": the signature says who made the tape only once that key is known to be the trainer's.");
+    // A signature proves who made the tape only when the key is known to be the trainer's, and
+    // a stripped one must not read better than a forger's (report_signer.h).
+    if (std::string signer = signerWarning(report); !signer.empty())
+        report.warnings.push_back(std::move(signer));
     // A property of the tape, whatever the run: so few sampled checks that no honest recorder
     // draws them (zkdv/tape/sampling_plausibility.h).
     const bool implausibleSampling = report.tapeSampling && report.tapeSampling->implausible();

@@ -18,6 +18,7 @@
 
 #include "zkdv/util/error.h"
 #include "zkdv/util/sha256.h"
+#include "zkdv/util/trust_file.h"
 
 namespace zkdv {
 
@@ -47,59 +48,9 @@ PublicKey rawPublicKey(EVP_PKEY* key, const fs::path& file)
     return raw;
 }
 
-std::string octalMode(mode_t mode)
-{
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-    return text;
-}
-
-// As ssh does with its keys: a file someone else owns, or one others may rewrite, is not the
-// user's to trust. stat() follows a symbolic link, so a link is judged by what it points to.
-void requireOwnedByUser(const fs::path& file, const struct stat& status, const char* what)
-{
-    if (status.st_uid != ::geteuid() && status.st_uid != 0)
-        throw Error(std::string(what) + " " + file.string() + " belongs to user id " + std::to_string(status.st_uid) +
-                    ", not to this user; refusing to use it (replace it with a file of your own)");
-}
-
-// Others may neither read it (a signing key anyone can read signs for anyone) nor, for
-// `writableOnly`, only write it (a trust list anyone can extend vouches for anyone).
-void requirePrivate(const fs::path& file, const char* what, bool writableOnly)
-{
-    struct stat status {};
-    if (::stat(file.c_str(), &status) != 0)
-        throw Error(std::string("cannot read ") + what + " " + file.string() + ": " + systemError());
-    requireOwnedByUser(file, status, what);
-    const mode_t open = writableOnly ? (S_IWGRP | S_IWOTH) : (S_IRWXG | S_IRWXO);
-    if ((status.st_mode & open) != 0)
-        throw Error(std::string(what) + " " + file.string() + " has permissions " + octalMode(status.st_mode) + ", which let other users " +
-                    (writableOnly ? "change it" : "read it") + "; refusing to use it. Fix it with: chmod " + (writableOnly ? "go-w" : "600") +
-                    " " + file.string());
-    // The folder it lies in: whoever may write there may replace the file (unless the folder
-    // is sticky, where only a file's owner may).
-    std::error_code error;
-    const fs::path target = fs::canonical(file, error);
-    for (const fs::path& path : {fs::absolute(file, error), target}) {
-        const fs::path folder = path.parent_path();
-        struct stat folderStatus {};
-        if (folder.empty() || ::stat(folder.c_str(), &folderStatus) != 0)
-            continue;
-        if ((folderStatus.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (folderStatus.st_mode & S_ISVTX) == 0)
-            throw Error(std::string(what) + " " + file.string() + " lies in the folder " + folder.string() + " with permissions " +
-                        octalMode(folderStatus.st_mode) + ", where other users may replace it; refusing to use it. Fix it with: chmod go-w " +
-                        folder.string());
-    }
-}
-
 EVP_PKEY* readKeyFile(const fs::path& file)
 {
-    struct stat status {};
-    if (::stat(file.c_str(), &status) != 0)
-        throw Error("cannot read the signing key " + file.string() + ": " + systemError());
-    if (!S_ISREG(status.st_mode))
-        throw Error("the signing key " + file.string() + " is not a regular file");
-    requirePrivate(file, "the signing key", false);
+    requireTrustFile(file, TrustFileUse::Secret, "the signing key");
     FILE* stream = std::fopen(file.c_str(), "rb");
     if (!stream)
         throw Error("cannot read the signing key " + file.string() + ": " + systemError());
@@ -266,9 +217,7 @@ std::vector<TrustedKey> readTrustedKeys(const fs::path& requested)
     std::error_code error;
     if (!fs::exists(file, error))
         return keys;
-    if (!fs::is_regular_file(file, error))
-        throw Error("the trusted-keys file " + file.string() + " is not a regular file");
-    requirePrivate(file, "the trusted-keys file", true);
+    requireTrustFile(file, TrustFileUse::Vouching, "the trusted-keys file");
     std::ifstream in(file);
     if (!in)
         throw Error("cannot read the trusted-keys file " + file.string());

@@ -1,9 +1,7 @@
 #include "zkdv/util/trainer_keyring.h"
 
-#include <algorithm>
-#include <system_error>
-
 #include "zkdv/util/auditor_key.h"
+#include "zkdv/util/trust_file.h"
 
 namespace zkdv {
 
@@ -11,10 +9,24 @@ std::string signatureTrustName(SignatureTrust trust)
 {
     switch (trust) {
     case SignatureTrust::Unsigned: return "unsigned";
+    case SignatureTrust::UnsignedExpected: return "unsigned-expected";
     case SignatureTrust::UnknownKey: return "unknown-key";
     case SignatureTrust::Trusted: return "trusted";
     }
     return "unsigned";
+}
+
+std::string untrustedSignerText(SignatureTrust trust, const std::string& keyId)
+{
+    switch (trust) {
+    case SignatureTrust::Trusted: return {};
+    case SignatureTrust::UnknownKey: return "the tape is signed by a key that is not trusted (key id " + keyId + ")";
+    case SignatureTrust::UnsignedExpected:
+        return "the tape is not signed, though the trainer keyring holds keys to check its signature with: a signature can be "
+               "stripped from a tape, so nothing says who made this one";
+    case SignatureTrust::Unsigned: break;
+    }
+    return "the tape is not signed";
 }
 
 std::filesystem::path TrainerKeyring::userFolder() { return configFolder() / "trainer-keys"; }
@@ -22,14 +34,12 @@ std::filesystem::path TrainerKeyring::userFolder() { return configFolder() / "tr
 TrainerKeyring TrainerKeyring::load(const std::vector<std::filesystem::path>& files, bool withUserFolder)
 {
     namespace fs = std::filesystem;
+    // Every key is a file the auditor's trust rests on, named or found: one rule for both.
+    for (const fs::path& file : files)
+        requireTrustFile(file, TrustFileUse::Vouching, "the trainer key file");
     std::vector<fs::path> all = files;
     if (withUserFolder) {
-        std::error_code error;
-        std::vector<fs::path> inFolder;
-        for (fs::directory_iterator it(userFolder(), error), end; !error && it != end; it.increment(error))
-            if (it->path().extension() == ".pem" && it->is_regular_file(error))
-                inFolder.push_back(it->path());
-        std::sort(inFolder.begin(), inFolder.end());
+        const std::vector<fs::path> inFolder = trustFolderFiles(userFolder(), ".pem", "the trainer-keys folder");
         all.insert(all.end(), inFolder.begin(), inFolder.end());
     }
     TrainerKeyring keyring;
@@ -49,7 +59,7 @@ const TrainerKeyring::Entry* TrainerKeyring::find(const std::string& keyId) cons
 SignatureTrust TrainerKeyring::trustOf(const std::optional<std::string>& signerKeyId) const
 {
     if (!signerKeyId)
-        return SignatureTrust::Unsigned;
+        return entries_.empty() ? SignatureTrust::Unsigned : SignatureTrust::UnsignedExpected;
     return find(*signerKeyId) ? SignatureTrust::Trusted : SignatureTrust::UnknownKey;
 }
 

@@ -17,6 +17,7 @@ std::string signatureText(SignatureTrust trust, std::string_view keyId)
     switch (trust) {
     case SignatureTrust::Trusted: return "Signed by trusted key " + shortId;
     case SignatureTrust::UnknownKey: return "Signed by an unknown key " + shortId;
+    case SignatureTrust::UnsignedExpected: return "Unsigned, though your trainer keyring expects a signature";
     case SignatureTrust::Unsigned: break;
     }
     return "Unsigned";

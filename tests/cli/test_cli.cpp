@@ -80,6 +80,7 @@ private Q_SLOTS:
     void replayRunsTheTrainingsKernels();
     void libtorchLoadsOnlyForDemoAndReplay();
     void signedTapesVerifyAgainstTrustedKeys();
+    void strippingASignatureReadsNoBetterThanForgingIt();
     void aSignedVerdictVerifiesForItsTapeAndKeyOnly();
     void aPassRestingOnAToleranceIsNeverPassed();
     void aDetachedSignatureBesideATapeIsChecked();
@@ -761,6 +762,121 @@ void TestCli::signedTapesVerifyAgainstTrustedKeys()
     QVERIFY2(!unsignedTape.crashed && unsignedTape.exitCode == 1 && unsignedTape.err.contains(QStringLiteral("not signed")), qPrintable(unsignedTape.describe()));
     const Result notAKey = audit({QStringLiteral("verify"), expand(QStringLiteral("{good}")), QStringLiteral("--trusted-key"), expand(QStringLiteral("{text}"))});
     QVERIFY2(!notAKey.crashed && notAKey.exitCode == 2 && notAKey.err.contains(QStringLiteral("notes.txt")), qPrintable(notAKey.describe()));
+}
+
+// A forger who cannot sign with the trainer's key can strip the signature instead: where the
+// keyring holds keys, an unsigned tape is warned of as loudly as a forger's key, and
+// --require-trusted holds on report and replay as on verify.
+void TestCli::strippingASignatureReadsNoBetterThanForgingIt()
+{
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    const QString config = path("strip-config");
+    environment.insert(QStringLiteral("ZKDV_CONFIG_HOME"), config);
+    auto audit = [&](const QStringList& arguments) { return runAudit(arguments, environment); };
+    const QString trainer = path("strip-trainer.pem"), forger = path("strip-forger.pem");
+    for (const QString& key : {trainer, forger})
+        QCOMPARE(audit({QStringLiteral("keygen"), QStringLiteral("--out"), key, QStringLiteral("--algorithm"), QStringLiteral("ed25519")}).exitCode, 0);
+    // The same training signed by the trainer, by the forger, and by nobody (what a stripped tape reads as).
+    const std::vector<std::pair<QString, QString>> signers = {{QStringLiteral("trusted"), trainer}, {QStringLiteral("forged"), forger},
+                                                              {QStringLiteral("unsigned"), QString()}};
+    auto tape = [&](const QString& name) { return path("strip-" + name.toStdString() + ".zkdv"); };
+    auto casePath = [&](const QString& name) { return path("strip-" + name.toStdString() + ".zkaudit"); };
+    for (const auto& [name, key] : signers) {
+        QStringList arguments = {QStringLiteral("demo"), QStringLiteral("--out"), tape(name), QStringLiteral("--steps"), QStringLiteral("3"),
+                                 QStringLiteral("--batch-size"), QStringLiteral("4"), QStringLiteral("--quiet")};
+        if (!key.isEmpty())
+            arguments << QStringLiteral("--signing-key") << key;
+        const Result made = audit(arguments);
+        QVERIFY2(!made.crashed && made.exitCode == 0, qPrintable(made.describe()));
+    }
+
+    // An empty keyring expects no signature: unsigned, no warning.
+    const Result nothingExpected = audit({QStringLiteral("verify"), tape(QStringLiteral("unsigned")), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!nothingExpected.crashed && nothingExpected.exitCode == 0 && !nothingExpected.err.contains(QStringLiteral("not signed")),
+             qPrintable(nothingExpected.describe()));
+    QCOMPARE(jsonObject(nothingExpected.out).value(QStringLiteral("signature_trust")).toString(), QStringLiteral("unsigned"));
+    // A key named on the command line, or one in the keyring folder: a signature is expected.
+    const Result named = audit({QStringLiteral("verify"), tape(QStringLiteral("unsigned")), QStringLiteral("--trusted-key"),
+                                trainer + QStringLiteral(".pub"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QVERIFY2(!named.crashed && named.exitCode == 0 && named.err.contains(QStringLiteral("warning: the tape is not signed")), qPrintable(named.describe()));
+    QCOMPARE(jsonObject(named.out).value(QStringLiteral("signature_trust")).toString(), QStringLiteral("unsigned-expected"));
+    QVERIFY(QDir().mkpath(config + QStringLiteral("/trainer-keys")));
+    QVERIFY(QFile::copy(trainer + QStringLiteral(".pub"), config + QStringLiteral("/trainer-keys/trainer.pem")));
+    const Result text = audit({QStringLiteral("verify"), tape(QStringLiteral("unsigned")), QStringLiteral("--quiet")});
+    QVERIFY2(!text.crashed && text.exitCode == 0 && text.err.contains(QStringLiteral("warning: the tape is not signed")) &&
+                 text.out.contains(QStringLiteral("signed: no, though your trainer keyring expects a signature")),
+             qPrintable(text.describe()));
+    const Result forgedText = audit({QStringLiteral("verify"), tape(QStringLiteral("forged")), QStringLiteral("--quiet")});
+    QVERIFY2(!forgedText.crashed && forgedText.exitCode == 0 && forgedText.err.contains(QStringLiteral("warning: the tape is signed by a key that is not trusted")),
+             qPrintable(forgedText.describe()));
+    // info says it too, of the tape and of a case holding it.
+    const Result info = audit({QStringLiteral("info"), tape(QStringLiteral("unsigned")), QStringLiteral("--quiet")});
+    QVERIFY2(!info.crashed && info.exitCode == 0 && info.err.contains(QStringLiteral("not signed")) &&
+                 info.out.contains(QStringLiteral("Unsigned, though your trainer keyring expects a signature")),
+             qPrintable(info.describe()));
+    const Result infoJson = audit({QStringLiteral("info"), tape(QStringLiteral("unsigned")), QStringLiteral("--json"), QStringLiteral("--quiet")});
+    QCOMPARE(jsonObject(infoJson.out).value(QStringLiteral("tape")).toObject().value(QStringLiteral("signature_trust")).toString(),
+             QStringLiteral("unsigned-expected"));
+
+    for (const auto& [name, key] : signers) {
+        const Result ingested = audit({QStringLiteral("ingest"), tape(name), QStringLiteral("--case"), casePath(name), QStringLiteral("--quiet")});
+        QVERIFY2(!ingested.crashed && ingested.exitCode == 0, qPrintable(ingested.describe()));
+    }
+    const Result caseInfo = audit({QStringLiteral("info"), casePath(QStringLiteral("unsigned")), QStringLiteral("--json")});
+    QVERIFY2(caseInfo.exitCode == 0 && caseInfo.err.contains(QStringLiteral("not signed")), qPrintable(caseInfo.describe()));
+    QCOMPARE(jsonObject(caseInfo.out).value(QStringLiteral("tapes")).toArray().at(0).toObject().value(QStringLiteral("signature_trust")).toString(),
+             QStringLiteral("unsigned-expected"));
+
+    // replay --require-trusted: refuses before replaying a tape no trusted key signed, nothing stored.
+    auto replay = [&](const QString& name, const QStringList& more) {
+        return audit(QStringList{QStringLiteral("replay"), casePath(name), QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--quiet"),
+                                 QStringLiteral("--time-budget-floor"), QStringLiteral("120")} +
+                     more);
+    };
+    for (const auto& [name, why] : {std::pair{QStringLiteral("unsigned"), QStringLiteral("not signed")},
+                                    std::pair{QStringLiteral("forged"), QStringLiteral("not trusted")}}) {
+        const Result refused = replay(name, {QStringLiteral("--require-trusted")});
+        QVERIFY2(!refused.crashed && refused.exitCode == 1 && refused.err.contains(QStringLiteral("refusing to replay")) && refused.err.contains(why),
+                 qPrintable(refused.describe()));
+        const Result runs = audit({QStringLiteral("info"), casePath(name), QStringLiteral("--json")});
+        QCOMPARE(jsonObject(runs.out).value(QStringLiteral("replay_runs")).toArray().size(), qsizetype(0));
+        // Without the requirement the replay runs (and passes: the training is honest), so there is a run to report on.
+        const Result replayed = replay(name, {});
+        QVERIFY2(!replayed.crashed && replayed.exitCode == 0, qPrintable(replayed.describe()));
+    }
+    const Result trustedReplay = replay(QStringLiteral("trusted"), {QStringLiteral("--require-trusted")});
+    QVERIFY2(!trustedReplay.crashed && trustedReplay.exitCode == 0, qPrintable(trustedReplay.describe()));
+
+    // report --require-trusted: written, NOT VERIFIED and exit 1 without a trusted signer; PASSED with one.
+    auto report = [&](const QString& name, const QStringList& more, int exitCode) {
+        const QString out = path("strip-" + name.toStdString() + "-report.json");
+        const Result written = audit(QStringList{QStringLiteral("report"), casePath(name), QStringLiteral("-o"), out} + more);
+        [&] { QVERIFY2(!written.crashed && written.exitCode == exitCode, qPrintable(written.describe())); }();
+        QFile file(out);
+        return file.open(QIODevice::ReadOnly) ? jsonObject(file.readAll()) : QJsonObject();
+    };
+    auto outcome = [](const QJsonObject& r) { return r.value(QStringLiteral("conclusion")).toObject().value(QStringLiteral("outcome")).toString(); };
+    auto warned = [](const QJsonObject& r, const QString& what) {
+        for (const QJsonValue& warning : r.value(QStringLiteral("conclusion")).toObject().value(QStringLiteral("warnings")).toArray())
+            if (warning.toString().contains(what))
+                return true;
+        return false;
+    };
+    const QJsonObject unsignedWarned = report(QStringLiteral("unsigned"), {}, 0);
+    QCOMPARE(outcome(unsignedWarned), QStringLiteral("PASSED"));
+    QVERIFY(warned(unsignedWarned, QStringLiteral("The tape is not signed, though the trainer keyring holds keys")));
+    QCOMPARE(unsignedWarned.value(QStringLiteral("tape")).toObject().value(QStringLiteral("signature")).toObject().value(QStringLiteral("trust")).toString(),
+             QStringLiteral("unsigned-expected"));
+    for (const QString name : {QStringLiteral("unsigned"), QStringLiteral("forged")}) {
+        const QJsonObject required = report(name, {QStringLiteral("--require-trusted")}, 1);
+        QCOMPARE(outcome(required), QStringLiteral("NOT VERIFIED"));
+        QCOMPARE(required.value(QStringLiteral("conclusion")).toObject().value(QStringLiteral("passed")).toBool(true), false);
+        QVERIFY(warned(required, QStringLiteral("requires a trusted signer")));
+    }
+    QCOMPARE(outcome(report(QStringLiteral("trusted"), {QStringLiteral("--require-trusted")}, 0)), QStringLiteral("PASSED"));
+    // --trusted-key is read by report as by verify: the forger's key, named, is trusted.
+    QCOMPARE(outcome(report(QStringLiteral("forged"), {QStringLiteral("--require-trusted"), QStringLiteral("--trusted-key"), forger + QStringLiteral(".pub")}, 0)),
+             QStringLiteral("PASSED"));
 }
 
 void TestCli::aSignedVerdictVerifiesForItsTapeAndKeyOnly()

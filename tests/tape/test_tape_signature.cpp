@@ -337,21 +337,53 @@ void TestTapeSignature::aCaseKeepsTheSignerAndTheReportSaysWhetherItIsTrusted()
     ReportOptions options;
     options.tapeId = signedTape;
     ReportData report = buildAuditReport(store, options);
-    QCOMPARE(report.signatureTrust, std::string("unknown-key"));
+    QCOMPARE(report.signatureTrust, SignatureTrust::UnknownKey);
     QCOMPARE(report.signerKeyId, tape.signerKeyId);
     QVERIFY(std::any_of(report.warnings.begin(), report.warnings.end(),
                         [](const std::string& warning) { return warning.find("not in the trainer keyring") != std::string::npos; }));
+    // A trusted signer required: the forger's key cannot pass.
+    options.requireTrustedSigner = true;
+    const ReportData forged = buildAuditReport(store, options);
+    QVERIFY(!forged.passed());
+    QVERIFY2(forged.outcome != AuditOutcome::Passed, forged.headline.c_str());
+    QVERIFY(std::any_of(forged.warnings.begin(), forged.warnings.end(),
+                        [](const std::string& warning) { return warning.find("requires a trusted signer") != std::string::npos; }));
+    options.requireTrustedSigner = false;
 
     // The trainer's public key in the keyring: trusted, no warning about it.
     std::filesystem::create_directories(TrainerKeyring::userFolder());
     std::filesystem::copy_file(ed25519Key_ + ".pub", TrainerKeyring::userFolder() / "trainer.pem");
     report = buildAuditReport(store, options);
-    QCOMPARE(report.signatureTrust, std::string("trusted"));
+    QCOMPARE(report.signatureTrust, SignatureTrust::Trusted);
     QCOMPARE(report.trustedKeyFile, (TrainerKeyring::userFolder() / "trainer.pem").string());
     QVERIFY(std::none_of(report.warnings.begin(), report.warnings.end(),
                          [](const std::string& warning) { return warning.find("trainer keyring") != std::string::npos; }));
+    const bool passedBefore = report.passed();
+    // Required, and there: the conclusion stands.
+    options.requireTrustedSigner = true;
+    report = buildAuditReport(store, options);
+    QCOMPARE(report.passed(), passedBefore);
+    options.requireTrustedSigner = false;
+
+    // The keyring holds a key, so a signature is expected: an unsigned tape (a stripped one reads
+    // so) is warned of on the first page as the forger's key is, and does not pass when required.
     options.tapeId = unsignedTape;
-    QCOMPARE(buildAuditReport(store, options).signatureTrust, std::string("unsigned"));
+    report = buildAuditReport(store, options);
+    QCOMPARE(report.signatureTrust, SignatureTrust::UnsignedExpected);
+    QVERIFY(std::any_of(report.warnings.begin(), report.warnings.end(),
+                        [](const std::string& warning) { return warning.find("The tape is not signed, though the trainer keyring holds keys") == 0; }));
+    const bool unsignedPassed = report.passed();
+    options.requireTrustedSigner = true;
+    report = buildAuditReport(store, options);
+    QVERIFY(!report.passed());
+    QVERIFY2(report.outcome != AuditOutcome::Passed, report.headline.c_str());
+    QVERIFY(report.signerRequired);
+    if (unsignedPassed)  // what would have passed says why it does not
+        QVERIFY2(report.outcome == AuditOutcome::NotVerified && report.headline.find("not signed") != std::string::npos, report.headline.c_str());
+    // Without keys there is nothing to expect.
+    std::filesystem::remove_all(TrainerKeyring::userFolder());
+    options.requireTrustedSigner = false;
+    QCOMPARE(buildAuditReport(store, options).signatureTrust, SignatureTrust::Unsigned);
     qunsetenv("ZKDV_CONFIG_HOME");
 }
 

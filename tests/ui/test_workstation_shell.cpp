@@ -8,6 +8,7 @@
 #include <QTabBar>
 
 #include <QAction>
+#include <QBrush>
 #include <QClipboard>
 #include <QComboBox>
 #include <QFile>
@@ -486,7 +487,16 @@ void TestWorkstationShell::theCaseTreeSaysWhoSignedATapeAndWhetherTheKeyIsTruste
     QVERIFY(window_->openCase(casePath));
     values = signedBy();
     QVERIFY2(values.value(0).startsWith(QStringLiteral("a trusted trainer key (trainer.pem)")), qPrintable(values.value(0)));
-    QCOMPARE(header(), QStringLiteral("Unsigned"));  // the case opened again on the tape shown before
+    // A keyring that holds keys expects signatures: the unsigned tape (a stripped one reads so)
+    // is now as red as an unknown key, in the tree and in the line above the table.
+    QVERIFY2(values.value(1).startsWith(QStringLiteral("not signed, though your trainer keyring")), qPrintable(values.value(1)));
+    auto* tree = window_->findChild<CaseOverview*>();
+    const QModelIndexList unsignedRow =
+        tree->model()->match(tree->model()->index(1, 0), Qt::DisplayRole, QStringLiteral("Signed by"), 1, Qt::MatchRecursive | Qt::MatchExactly);
+    QCOMPARE(unsignedRow.size(), qsizetype(1));
+    QCOMPARE(unsignedRow[0].data(Qt::ForegroundRole).value<QBrush>().color(), QColor(0xb0, 0x00, 0x20));
+    // the case opened again on the tape shown before
+    QCOMPARE(header(), QStringLiteral("Unsigned, though your trainer keyring expects a signature"));
     showTape(0);
     QCOMPARE(header(), QStringLiteral("Signed by trusted key 17b5efb1…"));
     qunsetenv("ZKDV_CONFIG_HOME");

@@ -179,8 +179,11 @@ QString ReportHtml::summary() const
     const bool sealed = r.tapeStatus == "sealed";
     // Who signed it is known of a tape in a case (verified at ingest), not of a refused one.
     const QString signedBy =
-                       r.signerKeyId.empty() ? QObject::tr("not signed")
-                       : r.signatureTrust == "trusted"
+                       r.signatureTrust == SignatureTrust::UnsignedExpected
+                           ? QStringLiteral("<b style=\"color: %1;\">%2</b>")
+                                 .arg(kFailRed, esc(QObject::tr("not signed, though your trainer keyring expects a signature").toStdString()))
+                       : r.signerKeyId.empty() ? QObject::tr("not signed")
+                       : r.signatureTrust == SignatureTrust::Trusted
                            ? QStringLiteral("<span style=\"color: %1;\">%2</span>")
                                  .arg(kPassGreen, esc(QObject::tr("a trusted trainer key (%1), %2 key %3")
                                                           .arg(QString::fromStdString(r.trustedKeyFile), QString::fromStdString(r.signerAlgorithm),

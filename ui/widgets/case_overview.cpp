@@ -183,8 +183,12 @@ bool CaseOverview::showCase(const QString& casePath)
                      tape.programPresent ? tr("present, digest matches") : tr("missing: drop the program file here")),
             QString::fromStdString(tape.programSha256));
         const TrainerKeyring::Entry* trusted = tape.isSigned() ? keyring.find(tape.signerKeyId) : nullptr;
+        // A keyring that holds keys expects signatures: a stripped one is as red as a forger's.
+        const bool expected = !tape.isSigned() && keyring.trustOf(std::nullopt) == SignatureTrust::UnsignedExpected;
         QStandardItem* signer = add(top, tr("Signed by"),
-                                    !tape.isSigned() ? tr("not signed")
+                                    expected ? tr("not signed, though your trainer keyring (%1) expects a signature: a signature can be stripped")
+                                                   .arg(QString::fromStdString(TrainerKeyring::userFolder().string()))
+                                    : !tape.isSigned() ? tr("not signed")
                                     : trusted ? tr("a trusted trainer key (%1): %2 key %3")
                                                     .arg(QString::fromStdString(trusted->file.filename().string()),
                                                          QString::fromStdString(tape.signerAlgorithm), QString::fromStdString(tape.signerKeyId))
@@ -192,7 +196,7 @@ bool CaseOverview::showCase(const QString& casePath)
                                                     .arg(QString::fromStdString(TrainerKeyring::userFolder().string()),
                                                          QString::fromStdString(tape.signerAlgorithm), QString::fromStdString(tape.signerKeyId)),
                                     QString::fromStdString(tape.signerKeyId));
-        if (tape.isSigned())
+        if (tape.isSigned() || expected)
             signer->setForeground(trusted ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
         // The tape's links to the world, as the auditor last checked them (Tools menu).
         for (std::size_t k = 0; k < provenanceKinds().size(); ++k) {

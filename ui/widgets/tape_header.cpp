@@ -59,14 +59,19 @@ void TapeHeader::showTape(const QString& casePath, qint64 tapeId)
     const SignatureTrust trust = keyring.trustOf(tape->isSigned() ? std::optional<std::string>(tape->signerKeyId) : std::nullopt);
     signature_->setText(QString::fromStdString(zkdv::signatureText(trust, tape->signerKeyId)));
     const QColor colour = trust == SignatureTrust::Trusted      ? QColor(0x1b, 0x7a, 0x2e)
-                          : trust == SignatureTrust::UnknownKey ? QColor(0xb0, 0x00, 0x20)
+                          : trust == SignatureTrust::UnknownKey || trust == SignatureTrust::UnsignedExpected ? QColor(0xb0, 0x00, 0x20)
                                                                 : palette().color(QPalette::PlaceholderText);
     signature_->setStyleSheet(QStringLiteral("color: %1").arg(colour.name()));
     signature_->setToolTip(tape->isSigned() ? tr("%1 key %2; trusted keys are those in %3")
                                                       .arg(QString::fromStdString(tape->signerAlgorithm), QString::fromStdString(tape->signerKeyId),
                                                            QString::fromStdString(TrainerKeyring::userFolder().string())) +
                                                   keyringProblem
-                                            : tr("The tape carries no signature: who recorded it is not known"));
+                                            : tr("The tape carries no signature: who recorded it is not known") +
+                                                  (trust == SignatureTrust::UnsignedExpected
+                                                       ? tr("\nYour trainer keyring (%1) holds keys, so a signature was expected: one can be stripped")
+                                                             .arg(QString::fromStdString(TrainerKeyring::userFolder().string()))
+                                                       : QString()) +
+                                                  keyringProblem);
     elideTitle();
 }
 

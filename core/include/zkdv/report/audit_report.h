@@ -4,6 +4,7 @@
 // Audit-side: no torch, no Qt.
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "zkdv/store/tape_link.h"
 #include "zkdv/store/transaction_notes.h"
 #include "zkdv/util/error.h"
+#include "zkdv/util/trainer_keyring.h"
 
 namespace zkdv {
 
@@ -125,12 +127,14 @@ struct ReportData {
     std::string producer;
     std::string trainedOn;     // device, torch version, intra-op threads
     // Who signed the tape (format 1.11, verified at ingest; empty: unsigned), and whether the
-    // trainer keyring of whoever builds the report trusts that key (signatureTrustName).
+    // trainer keyring of whoever builds the report trusts that key, or, for an unsigned tape,
+    // expects a signature (it holds keys).
     std::string signerKeyId;
     std::string signerAlgorithm;
-    std::string signatureTrust = "unsigned";
+    SignatureTrust signatureTrust = SignatureTrust::Unsigned;
     std::string trustedKeyFile;
     std::string signatureProblem;  // why the keyring could not be read, when it could not
+    bool signerRequired = false;   // ReportOptions::requireTrustedSigner
     // A run resumed from checkpoints spans tapes (tape format 1.10): the run's transactions on
     // the tapes before this one, whether this tape continues the one its root names
     // (tapeLinkStatusName, and TapeLink::describe()), and the run's tapes, first to last.
@@ -256,6 +260,12 @@ struct ReportData {
 struct ReportOptions {
     std::int64_t tapeId = 0;   // 0: the case's only tape
     std::int64_t runId = 0;    // 0: the newest run of that tape
+    // The trainer keyring the tape's signer is judged with: these public keys (PEM) and the
+    // trainer-keys folder (TrainerKeyring::load).
+    std::vector<std::filesystem::path> trustedKeyFiles;
+    // A tape no trusted key signed cannot pass: the report says so (zkdv-audit report
+    // --require-trusted).
+    bool requireTrustedSigner = false;
 };
 
 // Builds the report of one replay run from the case. Throws ReportError when the case has

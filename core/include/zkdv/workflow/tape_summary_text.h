@@ -15,7 +15,8 @@ struct TapeSummary;
 std::string tapeCountsText(const TapeSummary& summary);
 
 // Who signed a tape, as trust in its key decides (TrainerKeyring::trustOf): "Signed by
-// trusted key 1a2b3c4d…", "Signed by an unknown key 1a2b3c4d…", "Unsigned".
+// trusted key 1a2b3c4d…", "Signed by an unknown key 1a2b3c4d…", "Unsigned, though your trainer
+// keyring expects a signature", "Unsigned".
 std::string signatureText(SignatureTrust trust, std::string_view keyId);
 
 }  // namespace zkdv
