@@ -63,13 +63,16 @@ void storePlannedAudit(Database& db, PlannedAudit& audit, const AuditorKey* key)
     if (!audit.programCheck)
         throw Error("a planned audit needs the program check the case found");
     audit.plannedAt = utcNow();
+    // As stored and read back, so that the signature holds over what a reader finds.
+    if (audit.seedSource != SeedSource::Drawn)
+        audit.seedSource = SeedSource::Given;
     Statement insert = db.prepare(
         "INSERT INTO planned_audits(tape_id, selection_spec, seed, seed_source, shard_count, tolerance, calibration_sha256,"
         " program_check, planned_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
     insert.bind(1, audit.tapeId)
         .bind(2, audit.selection)
         .bind(3, static_cast<std::int64_t>(audit.seed))
-        .bind(4, std::string(seedSourceName(audit.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)))
+        .bind(4, std::string(seedSourceName(audit.seedSource)))
         .bind(5, static_cast<std::int64_t>(audit.shardCount))
         .bind(6, audit.tolerance);
     if (audit.calibrationSha256.empty())

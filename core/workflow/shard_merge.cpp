@@ -356,7 +356,7 @@ ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& s
     row.info.tolerance = first.run.tolerance;
     row.info.intraOpThreads = first.run.intraOpThreads;
     row.info.environmentJson = first.run.environmentJson;
-    row.info.programCheck = *audit.programCheck;
+    row.info.programCheck = audit.programCheck.value_or(ProgramCheck::Missing);  // a planned audit always has one
     row.shardCount = count;
     row.plannedAuditId = audit.id;
     row.startedAt = first.run.startedAt;

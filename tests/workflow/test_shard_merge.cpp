@@ -456,8 +456,10 @@ void TestShardMerge::shardsOfAnotherAuditThanThePlannedOneAreRefused()
         older.selection = "random:20";
     else if (what == "count")
         older.count = 4;
-    else if (what == "calibration")
-        planned.calibrationSha256 = kPlannedCalibration, older.calibrationSha256 = kOtherCalibration;
+    else if (what == "calibration") {
+        planned.calibrationSha256 = kPlannedCalibration;
+        older.calibrationSha256 = kOtherCalibration;
+    }
     else if (what == "uncalibrated")
         planned.calibrationSha256 = kPlannedCalibration;
     else if (what == "program")
