@@ -59,10 +59,7 @@ int runReplay(int argc, char** argv)
                      "recorded (default): the workers run the training's kernel settings (ATEN_CPU_CAPABILITY, MKL_CBWR, "
                      "ONEDNN_MAX_CPU_ISA, ... as the tape records them, capped at the training CPU's vector level on another CPU); "
                      "host: as this shell has them");
-    parser.addOption("tolerance", "T", "ulp=N,rel=X,fingerprint=X,envelope=X or exact (defaults: " + Tolerance::defaults().toString() + ")");
-    parser.addOption("calibration", "FILE",
-                     "across environments, derive the envelope from this calibration (zkdv-audit calibrate) when it was measured "
-                     "for this run's pair of environments; otherwise the default envelope applies and the run says why");
+    addToleranceOptions(parser);
     parser.addOption("tape", "ID", "the tape to replay when the case holds several");
     parser.addOption("program", "FILE", "a sealed program file to use when the case holds none");
     const ReplayLimits limits;
@@ -83,20 +80,10 @@ int runReplay(int argc, char** argv)
         ReplayRequest request;
         try {
             request.selection = SelectionSpec::parse(parser.value("select"));
-            request.tolerance = parser.has("tolerance") ? Tolerance::parse(parser.value("tolerance")) : Tolerance::defaults();
         } catch (const Error& error) {
             throw UsageError(error.what());
         }
-        if (parser.has("tolerance")) {
-            const std::string text = parser.value("tolerance");
-            request.envelopeGiven = text == "exact" || text.find("envelope=") != std::string::npos;
-        }
-        if (parser.has("calibration")) {
-            if (request.envelopeGiven)
-                throw UsageError("--calibration derives the envelope; --tolerance " + parser.value("tolerance") + " sets it too: choose one");
-            // A malformed file is an input error (exit 2) naming the file and the member.
-            request.calibration = loadCalibration(parser.value("calibration"));
-        }
+        readToleranceOptions(parser, request);
         readReplayWorkerOptions(parser, request);
         request.tapeId = static_cast<std::int64_t>(parser.unsignedValue("tape", 0));
         request.programPath = parser.value("program");

@@ -1,4 +1,5 @@
 #include "zkdv/replay/replay_runner.h"
+#include "zkdv/replay/planned_audit_request.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,10 +25,12 @@
 #include "zkdv/replay/worker_protocol.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/planned_audits.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/tape_location.h"
 #include "zkdv/tape/record_frame.h"
 #include "zkdv/tape/record_reader.h"
+#include "zkdv/util/auditor_key.h"
 #include "zkdv/util/json_text.h"
 #include "zkdv/util/mapped_file.h"
 
@@ -386,6 +389,46 @@ ShardedReplay planShardedReplay(CaseStore& store, const ReplayRequest& request, 
     sharded.plan = std::move(planned.plan);
     sharded.shards = splitIntoShards(replayStore, tape.id, sharded.plan, shards);
     return sharded;
+}
+
+PlannedAudit plannedAuditOf(CaseStore& store, const ReplayRequest& request, unsigned shards)
+{
+    if (!request.seed)
+        throw ReplayError("a sharded replay needs its seed given (--seed S): every shard must draw the same selection");
+    if (shards < 1 || shards > kMaxShards)
+        throw ReplayError("a sharded replay needs 1 to " + std::to_string(kMaxShards) + " shards, not " + std::to_string(shards));
+    ReplayStore replayStore(store.database());
+    const CaseTape tape = chooseTape(store, request.tapeId);
+    PlannedAudit audit;
+    audit.tapeId = tape.id;
+    audit.chainHead = tape.chainHead;
+    audit.tapeSize = tape.size;
+    audit.selection = request.selection.toString();
+    audit.seed = *request.seed;
+    audit.seedSource = request.seedSource;
+    audit.shardCount = shards;
+    audit.tolerance = request.tolerance.toString();
+    audit.calibrationSha256 = request.calibration ? request.calibration->sha256 : std::string();
+    // What each shard's replay will find: its shard case carries the case's program, and the
+    // job gives it no other.
+    audit.programCheck = checkSealedProgram(replayStore, parseRoot(tape), request.programPath).check;
+    return audit;
+}
+
+PlannedAudit recordPlannedAudit(CaseStore& store, const ReplayRequest& request, unsigned shards)
+{
+    const ShardedReplay sharded = planShardedReplay(store, request, shards);
+    ReplayRequest planned = request;
+    planned.tapeId = sharded.tapeId;
+    PlannedAudit audit = plannedAuditOf(store, planned, shards);
+    // Signed, so that no one who can write the case moves it to match their shards.
+    const AuditorKey key = AuditorKey::loadOrCreate();
+    Database& db = store.database();
+    BusyTimeout wait(db, ReplayStore::kLongWriteWaitMs);
+    SqlTransaction transaction(db);
+    storePlannedAudit(db, audit, &key);
+    transaction.commit();
+    return audit;
 }
 
 std::vector<std::uint64_t> ShardedReplay::shardSelected(unsigned index) const

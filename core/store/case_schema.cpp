@@ -421,6 +421,30 @@ CREATE TABLE merged_shards(
     PRIMARY KEY(run_id, shard_index)
 ) WITHOUT ROWID;
 )sql"},
+    // The audit an auditor asked for when they planned a sharded replay (zkdv/store/planned_audits.h):
+    // the tape, selection, seed and its source, shard count, tolerance, calibration digest and
+    // the program check, fixed when the job is planned and signed by the planner's key (the
+    // case sits on file systems cluster nodes write); a merge holds every shard to it and the
+    // merged run names it (planned_audit_id, the id of a planned_audits row), under seals of
+    // payload version 6, which cover that row too. Runs stored before name none: NULL.
+    {17, R"sql(
+CREATE TABLE planned_audits(
+    id INTEGER PRIMARY KEY,
+    tape_id INTEGER NOT NULL REFERENCES tapes(id) ON DELETE CASCADE,
+    selection_spec TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    seed_source TEXT NOT NULL CHECK(seed_source IN ('drawn','given')),
+    shard_count INTEGER NOT NULL CHECK(shard_count >= 1),
+    tolerance TEXT NOT NULL,
+    calibration_sha256 TEXT,
+    program_check TEXT NOT NULL CHECK(program_check IN ('matched','missing','mismatched','not-replayable')),
+    planned_at TEXT NOT NULL,
+    public_key BLOB,
+    signature BLOB
+);
+CREATE INDEX planned_audits_by_tape ON planned_audits(tape_id);
+ALTER TABLE replay_runs ADD COLUMN planned_audit_id INTEGER;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

@@ -1,8 +1,40 @@
 #include "zkdv/store/merged_shards.h"
 
+#include <sqlite3.h>
+
+#include <exception>
+
 #include "zkdv/store/database.h"
+#include "zkdv/version.h"
 
 namespace zkdv {
+
+namespace {
+
+constexpr const char* kVerdictColumns =
+    "idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns, cause";
+constexpr const char* kMetricColumns =
+    "idx, tensor, slot, max_abs, rel_l2, cosine, max_ulp, mean_ulp, nan_mismatches, inf_mismatches, ulp_histogram, verdict, elements,"
+    " bitwise_equal, note";
+
+void copyRows(Database& from, std::int64_t fromRun, Database& to, std::int64_t toRun, const std::string& table, const std::string& columns)
+{
+    Statement read = from.prepare("SELECT " + columns + " FROM " + table + " WHERE run_id = ?1");
+    read.bind(1, fromRun);
+    const int count = read.columnCount();
+    std::string placeholders = "?1";
+    for (int c = 0; c < count; ++c)
+        placeholders += ", ?" + std::to_string(c + 2);
+    Statement write = to.prepare("INSERT INTO " + table + "(run_id, " + columns + ") VALUES(" + placeholders + ")");
+    while (read.step()) {
+        write.bind(1, toRun);
+        for (int c = 0; c < count; ++c)
+            sqlite3_bind_value(write.handle(), c + 2, sqlite3_column_value(read.handle(), c));
+        write.run();
+    }
+}
+
+}  // namespace
 
 std::vector<MergedShard> mergedShards(Database& db, std::int64_t runId)
 {
@@ -49,6 +81,72 @@ void storeMergedShards(Database& db, std::int64_t runId, const std::vector<Merge
             .bind(12, static_cast<std::int64_t>(shard.replayed));
         insert.run();
     }
+}
+
+std::int64_t insertMergedRun(Database& db, const MergedRunRow& row)
+{
+    const ReplayRunInfo& info = row.info;
+    Statement insert = db.prepare(
+        "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
+        " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check, shard_count,"
+        " planned_audit_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'finished', ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+    insert.bind(1, info.tapeId)
+        .bind(2, info.device)
+        .bind(3, info.libtorchVersion)
+        .bind(4, std::string(kVersion))
+        .bind(5, info.selection)
+        .bind(6, static_cast<std::int64_t>(info.seed))
+        .bind(7, info.tolerance)
+        .bind(8, static_cast<std::int64_t>(info.threads))
+        .bind(9, row.startedAt)
+        .bind(10, row.finishedAt)
+        .bind(11, info.intraOpThreads)
+        .bind(12, static_cast<std::int64_t>(info.selectedCount))
+        .bind(13, info.environmentJson);
+    if (row.problem.empty())
+        insert.bindNull(14);
+    else
+        insert.bind(14, row.problem);
+    insert.bind(15, std::string(seedSourceName(info.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)))
+        .bind(16, std::string(programCheckName(info.programCheck)))
+        .bind(17, static_cast<std::int64_t>(row.shardCount));
+    if (row.plannedAuditId != 0)
+        insert.bind(18, row.plannedAuditId);
+    else
+        insert.bindNull(18);
+    insert.run();
+    return db.lastInsertRowId();
+}
+
+void copyRunResults(Database& from, std::int64_t fromRun, Database& to, std::int64_t toRun)
+{
+    copyRows(from, fromRun, to, toRun, "verdicts", kVerdictColumns);
+    copyRows(from, fromRun, to, toRun, "metrics", kMetricColumns);
+}
+
+ShardReadSnapshot::ShardReadSnapshot(Database& db) : db_(db)
+{
+    db_.exec("BEGIN");
+}
+
+ShardReadSnapshot::~ShardReadSnapshot()
+{
+    try {
+        db_.exec("ROLLBACK");  // nothing was written: it only ends the snapshot
+    } catch (const std::exception&) {
+        // The connection closes next, which ends it as well.
+    }
+}
+
+std::string runOwnerHost(Database& db, std::int64_t runId)
+{
+    Statement owner = db.prepare("SELECT coalesce(owner_host, '') FROM replay_runs WHERE id = ?1");
+    owner.bind(1, runId);
+    if (!owner.step())
+        return "";
+    // RunOwner::host is "box/pid:[4026531836]": the host is what comes before the slash.
+    const std::string host = owner.text(0);
+    return host.substr(0, host.find('/'));
 }
 
 }  // namespace zkdv

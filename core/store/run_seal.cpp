@@ -34,11 +34,16 @@ constexpr std::string_view kSealTagV4 = "zkdv replay run seal 4\n";
 // Version 5 adds the run's shard (case schema 16): which shard of how many a shard's run
 // replayed, and for a merged run the shards it was merged from, which its report names.
 constexpr std::string_view kSealTagV5 = "zkdv replay run seal 5\n";
-constexpr int kLatestPayloadVersion = 5;
+// Version 6 adds the planned audit a merged run was checked against (case schema 17): the
+// tape, selection, seed and its source, shard count, tolerance, calibration digest and program
+// check the auditor fixed when the job was planned, which the merge held every shard to.
+constexpr std::string_view kSealTagV6 = "zkdv replay run seal 6\n";
+constexpr int kLatestPayloadVersion = 6;
 
 std::string_view sealTag(int version)
 {
-    return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : version == 3 ? kSealTagV3 : version == 4 ? kSealTagV4 : kSealTagV5;
+    return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : version == 3 ? kSealTagV3 : version == 4 ? kSealTagV4
+         : version == 5 ? kSealTagV5 : kSealTagV6;
 }
 
 constexpr const char* kTapeQuery =
@@ -58,6 +63,14 @@ constexpr const char* kRunQueryV5 =
     "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
     " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check, shard_index,"
     " shard_count FROM replay_runs WHERE id = ?1";
+constexpr const char* kRunQueryV6 =
+    "SELECT id, tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
+    " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check, shard_index,"
+    " shard_count, planned_audit_id FROM replay_runs WHERE id = ?1";
+constexpr const char* kPlannedAuditQuery =
+    "SELECT p.id, t.chain_head, t.size, p.selection_spec, p.seed, p.seed_source, p.shard_count, p.tolerance, p.calibration_sha256,"
+    " p.program_check, p.planned_at FROM replay_runs r JOIN planned_audits p ON p.id = r.planned_audit_id"
+    " JOIN tapes t ON t.id = p.tape_id WHERE r.id = ?1";
 constexpr const char* kMergedShardQuery =
     "SELECT shard_index, file, shard_run_id, host, device, libtorch_version, signer, sealed_at, started_at, finished_at, replayed"
     " FROM merged_shards WHERE run_id = ?1 ORDER BY shard_index";
@@ -151,11 +164,19 @@ Digest runContentDigest(Database& db, std::int64_t runId, int version)
     hashRows(hash, db, kLayoutQuery, runId, 'L');
     hashRows(hash, db, kGroupQuery, runId, 'G');
     hashRows(hash, db, kTransactionQuery, runId, 'X');
-    hashRows(hash, db, version >= 5 ? kRunQueryV5 : version >= 4 ? kRunQueryV4 : version >= 3 ? kRunQueryV3 : kRunQuery, runId, 'R');
+    hashRows(hash, db,
+             version >= 6   ? kRunQueryV6
+             : version >= 5 ? kRunQueryV5
+             : version >= 4 ? kRunQueryV4
+             : version >= 3 ? kRunQueryV3
+                            : kRunQuery,
+             runId, 'R');
     hashRows(hash, db, kVerdictQueryV2, runId, 'V');
     hashRows(hash, db, kMetricQuery, runId, 'M');
     if (version >= 5)
         hashRows(hash, db, kMergedShardQuery, runId, 'S');
+    if (version >= 6)
+        hashRows(hash, db, kPlannedAuditQuery, runId, 'P');
     return hash.finish();
 }
 
@@ -345,6 +366,11 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
                      db.queryInt64("SELECT (shard_index IS NOT NULL OR shard_count IS NOT NULL) FROM replay_runs WHERE id = " + id).value_or(0) != 0 ||
                      db.queryInt64("SELECT count(*) FROM merged_shards WHERE run_id = " + id).value_or(0) != 0;
     }
+    // And a planned audit on a run sealed before version 6 (it would claim its shards were held
+    // to an audit its signer never checked them against).
+    if (wellFormed && check.payloadVersion < 6)
+        causeAdded = causeAdded ||
+                     db.queryInt64("SELECT planned_audit_id IS NOT NULL FROM replay_runs WHERE id = " + std::to_string(runId)).value_or(0) != 0;
     const bool rowsHold = wellFormed && !causeAdded && runContentDigest(db, runId, check.payloadVersion) == stored;
     if (!signatureHolds || !rowsHold) {
         check.state = RunSealCheck::State::Altered;

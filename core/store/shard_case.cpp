@@ -49,7 +49,8 @@ void writeShardCase(CaseStore& source, std::int64_t tapeId, const std::string& p
         {
             SqlTransaction transaction(db);
             // Runs first: their verdicts, metrics and seals go with them (ON DELETE CASCADE).
-            db.exec("DELETE FROM replay_runs; DELETE FROM transaction_notes; DELETE FROM provenance_checks;");
+            // A shard case carries no planned audit: the merge reads the one in the auditor's case.
+            db.exec("DELETE FROM replay_runs; DELETE FROM planned_audits; DELETE FROM transaction_notes; DELETE FROM provenance_checks;");
             Statement tapes = db.prepare("DELETE FROM tapes WHERE id <> ?1");
             tapes.bind(1, tapeId).run();
             Statement programs = db.prepare("DELETE FROM programs WHERE sha256 NOT IN (SELECT program_sha256 FROM tapes WHERE program_sha256 IS NOT NULL)");

@@ -61,6 +61,8 @@ std::string validated(const ClusterJob& job)
                                       {"the case path", job.casePath},
                                       {"the selection", job.selection},
                                       {"the device", job.device},
+                                      {"the tolerance", job.tolerance},
+                                      {"the calibration", job.calibration},
                                       {"the shard folder", folder},
                                       {"the partition", job.partition},
                                       {"the gres", job.gres},
@@ -75,6 +77,8 @@ std::string validated(const ClusterJob& job)
         throw Error("a cluster job needs a selection");
     requireAbsolute("the case path", job.casePath);
     requireAbsolute("the shard folder", folder);
+    if (!job.calibration.empty())
+        requireAbsolute("the calibration", job.calibration);
     return folder;
 }
 
@@ -86,6 +90,11 @@ std::string replayOptions(const ClusterJob& job)
         options += " --tape " + std::to_string(job.tapeId);
     if (!job.device.empty())
         options += " --device " + shellWord(job.device);
+    // The planned audit's tolerance and calibration: the merge refuses a shard judged otherwise.
+    if (!job.tolerance.empty())
+        options += " --tolerance " + shellWord(job.tolerance);
+    if (!job.calibration.empty())
+        options += " --calibration " + shellWord(job.calibration);
     return options + " --quiet";
 }
 
@@ -103,9 +112,11 @@ std::string replayLines(const ClusterJob& job, std::string_view indexVariable, s
 
 // The merge of every shard of the plan, run in the shard folder so that 100,000 names fit one
 // command line; bash's brace expansion names each expected file, so a missing one is named.
+// It holds the shards to the audit recorded for this job, not to a later one.
 std::string mergeCommand(const ClusterJob& job, const std::string& audit, const std::string& casePath)
 {
-    return shellWord(audit) + " merge " + shellWord(casePath) + " shard-{0.." + std::to_string(job.shards - 1) + "}.zkaudit";
+    const std::string plan = job.plannedAuditId != 0 ? " --plan " + std::to_string(job.plannedAuditId) : std::string();
+    return shellWord(audit) + " merge " + shellWord(casePath) + plan + " shard-{0.." + std::to_string(job.shards - 1) + "}.zkaudit";
 }
 
 // A value on an #SBATCH line: sbatch reads double quotes with \" inside, but drops a backslash
@@ -229,12 +240,17 @@ std::string kubernetesIndexedJob(const ClusterJob& job)
     const std::string shardFolder = under + fileName(folder);
     const std::string name = clusterJobName(job);
     const unsigned parallelism = job.parallelism != 0 ? job.parallelism : std::min(job.shards, kDefaultParallelism);
+    ClusterJob inPod = job;  // the calibration on the claim, beside the case
+    if (!job.calibration.empty())
+        inPod.calibration = under + fileName(job.calibration);
     const std::string script = "audit=" + shellWord(job.auditExecutable) + "; case_file=" + shellWord(casePath) +
-                               "; shard_folder=" + shellWord(shardFolder) + "; " + replayLines(job, "JOB_COMPLETION_INDEX", "; ");
+                               "; shard_folder=" + shellWord(shardFolder) + "; " + replayLines(inPod, "JOB_COMPLETION_INDEX", "; ");
 
     std::string y = "# A sharded replay of " + job.casePath + " (" + std::to_string(job.shards) +
                     " shards) as a Kubernetes Indexed Job, written by zkdv-audit kubernetes-job.\n";
-    y += "# The claim " + job.claim + " holds the case (and the tape it names) at its root, mounted at " + mount + ";\n";
+    y += "# The claim " + job.claim + " holds the case (and the tape it names" +
+         (job.calibration.empty() ? std::string() : ", and the calibration " + fileName(job.calibration)) + ") at its root, mounted at " +
+         mount + ";\n";
     y += "# index I replays shard I into " + shardFolder + "/shard-I.zkaudit. Needs Kubernetes 1.29 or later\n";
     y += "# (backoffLimitPerIndex). Run, then merge where the claim is mounted at " + mount + ":\n";
     y += "#   kubectl apply -f THIS_FILE\n";

@@ -1,7 +1,5 @@
 #include "zkdv/workflow/shard_merge.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -10,13 +8,15 @@
 #include <set>
 
 #include "zkdv/audit/pass_rule.h"
+#include "zkdv/replay/planned_audit_request.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
+#include "zkdv/store/planned_audits.h"
 #include "zkdv/store/run_seal.h"
 #include "zkdv/util/auditor_key.h"
+#include "zkdv/util/json_text.h"
 #include "zkdv/util/progress.h"
-#include "zkdv/version.h"
 
 namespace zkdv {
 
@@ -39,6 +39,48 @@ struct ShardHeader {
     std::string shardName() const { return "shard " + std::to_string(*run.shardIndex) + "/" + std::to_string(run.shardCount); }
 };
 
+// The calibration a shard's run replayed with: its digest as the run's environment records it
+// (sealed with the run), "" for none.
+std::string calibrationDigest(const std::string& environmentJson)
+{
+    try {
+        const nlohmann::json environment = parseUntrustedJson(environmentJson, "the shard run's environment");
+        const auto calibration = environment.find("calibration");
+        if (calibration == environment.end() || !calibration->is_object())
+            return "";
+        const auto sha256 = calibration->find("sha256");
+        return sha256 != calibration->end() && sha256->is_string() ? sha256->get<std::string>() : std::string("unreadable");
+    } catch (const FormatError&) {
+        return "unreadable";
+    }
+}
+
+// What a shard's run says it replayed, in the terms of a planned audit.
+PlannedAudit claimedAudit(const ShardHeader& header)
+{
+    PlannedAudit claimed;
+    claimed.chainHead = header.chainHead;
+    claimed.tapeSize = header.size;
+    claimed.selection = header.run.selection;
+    claimed.seed = header.run.seed;
+    claimed.shardCount = header.run.shardCount;
+    claimed.tolerance = header.run.tolerance;
+    claimed.calibrationSha256 = calibrationDigest(header.run.environmentJson);
+    claimed.programCheck = header.run.programCheck;
+    return claimed;
+}
+
+// A shard of another audit than the one asked for: "shard 2 (FILE): seed 17, the planned audit's is 42".
+void requirePlannedAudit(const PlannedAudit& planned, const ShardHeader& header)
+{
+    const std::string difference = plannedAuditDifference(planned, claimedAudit(header));
+    if (!difference.empty())
+        throw ShardMergeRefused("not merged: shard " + std::to_string(header.index()) + " (" + header.file + "): " + difference +
+                                "; it is a shard of another audit than the one planned (planned audit " +
+                                (planned.id != 0 ? std::to_string(planned.id) + ", " + planned.plannedAt : std::string("stated now")) +
+                                "); the case is unchanged");
+}
+
 std::unique_ptr<CaseStore> openShard(const std::string& file)
 {
     std::error_code error;
@@ -49,12 +91,6 @@ std::unique_ptr<CaseStore> openShard(const std::string& file)
     } catch (const Error& failure) {
         refuse(file, std::string("cannot be read as a shard case: ") + failure.what());
     }
-}
-
-// The host part of RunOwner::host ("box/pid:[4026531836]").
-std::string hostOf(const std::string& owner)
-{
-    return owner.substr(0, owner.find('/'));
 }
 
 ShardHeader readHeader(CaseStore& shard, const std::string& file)
@@ -79,34 +115,17 @@ ShardHeader readHeader(CaseStore& shard, const std::string& file)
         refuse(file, runName + " names tape " + std::to_string(header.run.tapeId) + ", which the file does not hold");
     header.chainHead = tape->chainHead;
     header.size = tape->size;
-    Statement owner = shard.database().prepare("SELECT coalesce(owner_host, '') FROM replay_runs WHERE id = ?1");
-    owner.bind(1, header.run.id);
-    if (owner.step())
-        header.host = hostOf(owner.text(0));
+    header.host = runOwnerHost(shard.database(), header.run.id);
     return header;
 }
 
-// Every shard must be one of the same replay as the first: the tape, selection, seed, count,
-// tolerance and program check are what make their results one run.
-void requireSameReplay(const ShardHeader& first, const ShardHeader& other)
+// What the planned audit leaves open must still be one for all shards: with a calibration each
+// node derives its envelope, and the merged run stores one tolerance.
+void requireSameTolerance(const ShardHeader& first, const ShardHeader& other)
 {
-    auto differs = [&](const std::string& what, const std::string& mine, const std::string& theirs) {
-        refuse(other.file, "is a shard of another replay than " + first.file + ": its " + what + " is " + theirs + ", not " + mine);
-    };
-    if (other.chainHead != first.chainHead || other.size != first.size)
-        differs("tape", first.chainHead.substr(0, 16) + "… (" + std::to_string(first.size) + " bytes)",
-                other.chainHead.substr(0, 16) + "… (" + std::to_string(other.size) + " bytes)");
-    if (other.run.shardCount != first.run.shardCount)
-        differs("shard count", std::to_string(first.run.shardCount), std::to_string(other.run.shardCount));
-    if (other.run.selection != first.run.selection)
-        differs("selection", first.run.selection, other.run.selection);
-    if (other.run.seed != first.run.seed)
-        differs("seed", std::to_string(first.run.seed), std::to_string(other.run.seed));
     if (other.run.tolerance != first.run.tolerance)
-        differs("tolerance", first.run.tolerance, other.run.tolerance);
-    const auto checkName = [](const StoredReplayRun& run) { return run.programCheck ? std::string(programCheckName(*run.programCheck)) : "unknown"; };
-    if (checkName(other.run) != checkName(first.run))
-        differs("program check", checkName(first.run), checkName(other.run));
+        refuse(other.file, "is a shard of another replay than " + first.file + ": its tolerance is " + other.run.tolerance + ", not " +
+                               first.run.tolerance + " (a calibration gives nodes of other environments other envelopes)");
 }
 
 std::string sameFileKey(const std::string& file)
@@ -149,20 +168,19 @@ private:
 void requireItsPart(Database& db, const ShardHeader& header, const ShardedReplay& sharded, const PlanOwners& owners)
 {
     const std::vector<std::uint64_t> expected = sharded.shardSelected(header.index());
-    Statement rows = db.prepare("SELECT idx, selected FROM verdicts WHERE run_id = ?1 ORDER BY idx");
-    rows.bind(1, header.run.id);
     std::vector<std::uint64_t> selected;
-    while (rows.step()) {
-        const auto index = static_cast<std::uint64_t>(rows.int64(0));
+    for (const StoredVerdict& verdict : ReplayStore(db).verdicts(header.run.id)) {
+        const std::uint64_t index = verdict.index;
         const std::optional<unsigned> owner = owners.owner(index);
         if (!owner || *owner != header.index())
             refuse(header.file, "holds a result for transaction " + std::to_string(index) + ", which the plan of " +
                                     std::to_string(header.run.shardCount) + " shards gives " +
                                     (owner ? "to shard " + std::to_string(*owner) : std::string("to no shard")) + ", not to its " +
                                     header.shardName());
-        if (rows.int64(1) != 0)
+        if (verdict.selected)
             selected.push_back(index);
     }
+    std::sort(selected.begin(), selected.end());
     if (selected == expected)
         return;
     std::vector<std::uint64_t> missing, extra;
@@ -175,30 +193,6 @@ void requireItsPart(Database& db, const ShardHeader& header, const ShardedReplay
     refuse(header.file, "reports transaction " + std::to_string(extra.front()) + " as selected, which selection " + header.run.selection +
                             " with seed " + std::to_string(header.run.seed) + " does not choose");
 }
-
-// Copies the named columns of `table`'s rows of run `fromRun` as SQLite holds them.
-void copyRows(Database& from, std::int64_t fromRun, Database& to, std::int64_t toRun, const std::string& table, const std::string& columns)
-{
-    Statement read = from.prepare("SELECT " + columns + " FROM " + table + " WHERE run_id = ?1");
-    read.bind(1, fromRun);
-    const int count = read.columnCount();
-    std::string placeholders = "?1";
-    for (int c = 0; c < count; ++c)
-        placeholders += ", ?" + std::to_string(c + 2);
-    Statement write = to.prepare("INSERT INTO " + table + "(run_id, " + columns + ") VALUES(" + placeholders + ")");
-    while (read.step()) {
-        write.bind(1, toRun);
-        for (int c = 0; c < count; ++c)
-            sqlite3_bind_value(write.handle(), c + 2, sqlite3_column_value(read.handle(), c));
-        write.run();
-    }
-}
-
-constexpr const char* kVerdictColumns =
-    "idx, verdict, detail, segment, selected, worst_tensor, worst_slot, worst_max_ulp, worst_rel_l2, replay_ns, cause";
-constexpr const char* kMetricColumns =
-    "idx, tensor, slot, max_abs, rel_l2, cosine, max_ulp, mean_ulp, nan_mismatches, inf_mismatches, ulp_histogram, verdict, elements,"
-    " bitwise_equal, note";
 
 std::string distinctJoined(const std::vector<ShardHeader>& headers, std::string (*field)(const ShardHeader&))
 {
@@ -223,15 +217,76 @@ void report(ProgressSink* progress, std::uint64_t done, std::uint64_t total, std
     progress->report(done, total, phase);
 }
 
+// The keys the merge trusts: the merger's own (which seals the merged run) and their trusted ones.
+struct MergeKeys {
+    std::optional<AuditorKey> key;
+    std::string sealProblem;  // why the merged run will be stored unsigned
+    std::optional<PublicKey> ownKey;
+    std::vector<TrustedKey> trusted;
+};
+
+MergeKeys mergeKeys()
+{
+    MergeKeys keys;
+    try {
+        keys.key = AuditorKey::loadOrCreate();
+    } catch (const Error& error) {
+        keys.sealProblem = error.what();
+    }
+    try {
+        keys.trusted = readTrustedKeys();
+        keys.ownKey = keys.key ? std::optional<PublicKey>(keys.key->publicKey()) : AuditorKey::existingPublicKey();
+    } catch (const Error& error) {
+        throw ShardMergeRefused(std::string("not merged: the keys that vouch for shards cannot be read: ") + error.what());
+    }
+    return keys;
+}
+
+// The audit the shards must be of: stated now, or planned in the case and signed by a key the
+// merger trusts; never read from a shard.
+PlannedAudit auditAskedFor(CaseStore& store, const ShardMergeAudit& asked, const MergeKeys& keys)
+{
+    if (asked.stated) {
+        try {
+            return plannedAuditOf(store, *asked.stated, asked.statedShards);
+        } catch (const Error& error) {
+            throw ShardMergeRefused(std::string("not merged: the audit stated cannot be planned on this case: ") + error.what() +
+                                    "; the case is unchanged");
+        }
+    }
+    std::optional<PlannedAudit> planned =
+        asked.plannedId != 0 ? plannedAudit(store.database(), asked.plannedId) : newestPlannedAudit(store.database(), asked.tapeId);
+    if (planned) {
+        const std::string problem = plannedAuditSealProblem(store.database(), *planned, keys.ownKey, keys.trusted);
+        if (!problem.empty())
+            throw ShardMergeRefused("not merged: planned audit " + std::to_string(planned->id) + " of case " + store.path() + " is " + problem +
+                                    ", so it cannot say which audit was asked for; plan the job again, or state the audit with "
+                                    "--select, --seed and --shards; the case is unchanged");
+        return *planned;
+    }
+    if (asked.plannedId != 0)
+        throw ShardMergeRefused("not merged: case " + store.path() + " holds no planned audit " + std::to_string(asked.plannedId) +
+                                "; the case is unchanged");
+    throw ShardMergeRefused("not merged: case " + store.path() + " holds no planned audit" +
+                            (asked.tapeId != 0 ? " of tape " + std::to_string(asked.tapeId) : std::string()) +
+                            " to hold the shards to (zkdv-audit slurm-script and kubernetes-job record one when they plan the job); "
+                            "state the audit you asked for with --select, --seed and --shards, and --tolerance and --calibration as "
+                            "the shards were to replay; the case is unchanged");
+}
+
 }  // namespace
 
 bool ShardMergeResult::passed() const { return run.id != 0 && replayRunPassed(run.status, run.diverged, run.unverifiable); }
 bool ShardMergeResult::failed() const { return replayRunFailed(run.diverged, run.trainersFailures); }
 
-ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& shardFiles, ProgressSink* progress)
+ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& shardFiles, const ShardMergeAudit& asked, ProgressSink* progress)
 {
     if (shardFiles.empty())
         throw ShardMergeRefused("not merged: no shard case was given");
+    // The merger vouches for the merged run with its own seal, so it takes only a planned audit
+    // and shards a key it trusts sealed.
+    MergeKeys keys = mergeKeys();
+    PlannedAudit audit = auditAskedFor(store, asked, keys);
     const std::uint64_t steps = 2 * shardFiles.size();
 
     // Pass 1, cheap: what each file claims to be, so a mix-up is refused before any copying.
@@ -248,14 +303,15 @@ ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& s
             refuse(file, "is given twice (also as " + it->second + ")");
         std::unique_ptr<CaseStore> shard = openShard(file);
         ShardHeader header = readHeader(*shard, file);
+        requirePlannedAudit(audit, header);
         if (!headers.empty())
-            requireSameReplay(headers.front(), header);
+            requireSameTolerance(headers.front(), header);
         if (auto [it, fresh] = byIndex.emplace(header.index(), file); !fresh)
             refuse(file, "holds " + header.shardName() + ", as " + it->second + " does: the same shard twice");
         headers.push_back(std::move(header));
     }
     const ShardHeader& first = headers.front();
-    const unsigned count = first.run.shardCount;
+    const unsigned count = audit.shardCount;
     std::string missing;
     unsigned missingCount = 0;
     for (unsigned i = 0; i < count; ++i)
@@ -264,109 +320,73 @@ ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& s
                 missing += (missing.empty() ? "" : ", ") + std::to_string(i);
         }
     if (missingCount > 0)
-        throw ShardMergeRefused("not merged: the shards of " + std::to_string(count) + " (selection " + first.run.selection + ", seed " +
-                                std::to_string(first.run.seed) + ") lack shard" + (missingCount > 1 ? "s " : " ") + missing +
+        throw ShardMergeRefused("not merged: the shards of " + std::to_string(count) + " (selection " + audit.selection + ", seed " +
+                                std::to_string(audit.seed) + ") lack shard" + (missingCount > 1 ? "s " : " ") + missing +
                                 (missingCount > 5 ? " and " + std::to_string(missingCount - 5) + " more" : std::string()) +
                                 "; give every shard case; the case is unchanged");
 
-    const std::vector<CaseTape> tapes = store.tapes();
-    const auto tape = std::find_if(tapes.begin(), tapes.end(), [&](const CaseTape& t) { return t.chainHead == first.chainHead && t.size == first.size; });
-    if (tape == tapes.end())
-        refuse(first.file, "is a shard of a tape this case does not hold (chain head " + first.chainHead.substr(0, 16) + "…, " +
-                               std::to_string(first.size) + " bytes); ingest that tape, or merge into the case the shards were made from");
-
     ReplayRequest request;
-    request.tapeId = tape->id;
-    request.seed = first.run.seed;
+    request.tapeId = audit.tapeId;
+    request.seed = audit.seed;
     ShardedReplay sharded;
     try {
-        request.selection = SelectionSpec::parse(first.run.selection);
+        request.selection = SelectionSpec::parse(audit.selection);
         sharded = planShardedReplay(store, request, count);
     } catch (const Error& error) {
-        refuse(first.file, std::string("names a selection this case cannot plan: ") + error.what());
+        throw ShardMergeRefused(std::string("not merged: the planned audit's selection cannot be planned on this case: ") + error.what() +
+                                "; the case is unchanged");
     }
     const PlanOwners owners(sharded);
     std::sort(headers.begin(), headers.end(), [](const ShardHeader& a, const ShardHeader& b) { return a.index() < b.index(); });
-
-    // The merger vouches for the merged run with its own seal, so it takes only shards a key
-    // it trusts sealed.
-    std::optional<AuditorKey> key;
-    std::string sealProblem;
-    try {
-        key = AuditorKey::loadOrCreate();
-    } catch (const Error& error) {
-        sealProblem = error.what();
-    }
-    std::vector<TrustedKey> trusted;
-    std::optional<PublicKey> ownKey;
-    try {
-        trusted = readTrustedKeys();
-        ownKey = key ? std::optional<PublicKey>(key->publicKey()) : AuditorKey::existingPublicKey();
-    } catch (const Error& error) {
-        throw ShardMergeRefused(std::string("not merged: the keys that vouch for shards cannot be read: ") + error.what());
-    }
 
     // Pass 2: each shard read in one transaction, its seal checked and its rows copied under
     // the same snapshot, all inside one write transaction of the case.
     Database& db = store.database();
     BusyTimeout wait(db, ReplayStore::kLongWriteWaitMs);
     SqlTransaction transaction(db);
-    Statement insertRun = db.prepare(
-        "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
-        " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check, shard_count)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'finished', ?11, ?12, ?13, ?14, 'given', ?15, ?16)");
-    std::string startedAt = first.run.startedAt, finishedAt = first.run.finishedAt;
+    if (audit.id == 0)  // stated now: the merged run names it like a planned one
+        storePlannedAudit(db, audit, keys.key ? &*keys.key : nullptr);
+    MergedRunRow row;
+    row.info.tapeId = audit.tapeId;
+    row.info.device = distinctJoined(headers, [](const ShardHeader& h) { return h.run.device; });
+    row.info.libtorchVersion = distinctJoined(headers, [](const ShardHeader& h) { return h.run.libtorchVersion; });
+    row.info.selection = audit.selection;
+    row.info.seed = audit.seed;
+    row.info.seedSource = audit.seedSource;
+    row.info.tolerance = first.run.tolerance;
+    row.info.intraOpThreads = first.run.intraOpThreads;
+    row.info.environmentJson = first.run.environmentJson;
+    row.info.programCheck = audit.programCheck.value_or(ProgramCheck::Missing);  // a planned audit always has one
+    row.shardCount = count;
+    row.plannedAuditId = audit.id;
+    row.startedAt = first.run.startedAt;
+    row.finishedAt = first.run.finishedAt;
     std::int64_t threads = 0;
-    std::uint64_t selectedCount = 0;
     for (const ShardHeader& header : headers) {
-        startedAt = std::min(startedAt, header.run.startedAt);
-        finishedAt = std::max(finishedAt, header.run.finishedAt);
+        row.startedAt = std::min(row.startedAt, header.run.startedAt);
+        row.finishedAt = std::max(row.finishedAt, header.run.finishedAt);
         threads += header.run.threads;
-        selectedCount += header.run.selectedCount;
+        row.info.selectedCount += header.run.selectedCount;
     }
-    const std::string problems = distinctJoined(headers, [](const ShardHeader& h) { return h.run.problem; });
-    insertRun.bind(1, tape->id)
-        .bind(2, distinctJoined(headers, [](const ShardHeader& h) { return h.run.device; }))
-        .bind(3, distinctJoined(headers, [](const ShardHeader& h) { return h.run.libtorchVersion; }))
-        .bind(4, std::string(kVersion))
-        .bind(5, first.run.selection)
-        .bind(6, static_cast<std::int64_t>(first.run.seed))
-        .bind(7, first.run.tolerance)
-        .bind(8, threads)
-        .bind(9, startedAt)
-        .bind(10, finishedAt)
-        .bind(11, first.run.intraOpThreads)
-        .bind(12, static_cast<std::int64_t>(selectedCount))
-        .bind(13, first.run.environmentJson);
-    if (problems.empty())
-        insertRun.bindNull(14);
-    else
-        insertRun.bind(14, problems);
-    if (first.run.programCheck)
-        insertRun.bind(15, std::string(programCheckName(*first.run.programCheck)));
-    else
-        insertRun.bindNull(15);
-    insertRun.bind(16, static_cast<std::int64_t>(count));
-    insertRun.run();
-    const std::int64_t runId = db.lastInsertRowId();
+    row.info.threads = static_cast<unsigned>(threads);
+    row.problem = distinctJoined(headers, [](const ShardHeader& h) { return h.run.problem; });
+    const std::int64_t runId = insertMergedRun(db, row);
 
     std::vector<MergedShard> merged;
     for (const ShardHeader& header : headers) {
         report(progress, headers.size() + merged.size(), steps, "merging shards");
         std::unique_ptr<CaseStore> shard = openShard(header.file);
         Database& shardDb = shard->database();
-        shardDb.exec("BEGIN");
+        const ShardReadSnapshot snapshot(shardDb);
         const ShardHeader again = readHeader(*shard, header.file);
-        if (again.run.id != header.run.id || again.index() != header.index() || again.chainHead != header.chainHead ||
-            again.run.selection != header.run.selection || again.run.seed != header.run.seed)
+        if (again.run.id != header.run.id || again.index() != header.index() || again.run.tolerance != header.run.tolerance ||
+            !plannedAuditDifference(audit, claimedAudit(again)).empty())
             refuse(header.file, "changed while the merge read it");
-        const RunSealCheck seal = checkRunSeal(shardDb, header.run.id, ownKey, trusted);
+        const RunSealCheck seal = checkRunSeal(shardDb, header.run.id, keys.ownKey, keys.trusted);
         if (!seal.vouched())
             refuse(header.file, "holds " + header.shardName() + " whose seal is " + runSealStateName(seal.state) + ": " + seal.explanation);
         requireItsPart(shardDb, header, sharded, owners);
-        copyRows(shardDb, header.run.id, db, runId, "verdicts", kVerdictColumns);
-        copyRows(shardDb, header.run.id, db, runId, "metrics", kMetricColumns);
-        shardDb.exec("ROLLBACK");  // read only: ends the read transaction
+        copyRunResults(shardDb, header.run.id, db, runId);
         MergedShard entry;
         entry.index = header.index();
         entry.file = header.file;
@@ -382,17 +402,18 @@ ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& s
         merged.push_back(std::move(entry));
     }
     storeMergedShards(db, runId, merged);
-    if (key)
-        sealRun(db, runId, *key, trusted);
+    if (keys.key)
+        sealRun(db, runId, *keys.key, keys.trusted);
     transaction.commit();
     report(progress, steps, steps, "merging shards");
 
     ShardMergeResult result;
-    for (StoredReplayRun& run : ReplayStore(db).runs(tape->id))
+    for (StoredReplayRun& run : ReplayStore(db).runs(audit.tapeId))
         if (run.id == runId)
             result.run = std::move(run);
+    result.audit = std::move(audit);
     result.shards = std::move(merged);
-    result.sealProblem = sealProblem;
+    result.sealProblem = keys.sealProblem;
     return result;
 }
 

@@ -108,7 +108,8 @@ void demoComparison(const std::string& audit, const std::string& dir, const std:
         require(await(pid) <= 1, "a shard's replay failed");
     const double shardSeconds = since(start);
     const auto mergeStart = Clock::now();
-    std::vector<std::string> merge = {audit, "merge", sharded, "--quiet"};
+    // No job was planned in this case: the merge is told the audit the shards must be of.
+    std::vector<std::string> merge = {audit, "merge", sharded, "--quiet", "--select", "all", "--seed", "1", "--shards", "2"};
     merge.insert(merge.end(), shardFiles.begin(), shardFiles.end());
     require(await(spawn(merge)) <= 1, "the merge failed");
     const double mergeSeconds = since(mergeStart);
@@ -149,6 +150,7 @@ std::vector<std::string> madeUpShards(const std::string& casePath, const std::st
     options.selection = "all";
     options.seed = 1;
     options.count = count;
+    test::recordMadeUpPlan(casePath, options);
     std::vector<std::string> files;
     for (unsigned i = 0; i < count; ++i) {
         files.push_back(dir + "/made-up-" + std::to_string(count) + "-" + std::to_string(i) + ".zkaudit");

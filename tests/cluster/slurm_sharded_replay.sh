@@ -115,6 +115,22 @@ for kind in honest forged; do
         *) fail "$kind: the merge job ended as: $merge" ;;
     esac
 
+    # The merge held the shards to the audit slurm-script recorded in the case. Merged into a
+    # case where no job was planned they are refused, and so they are against another audit
+    # stated on the command line (exit 2, naming the difference); the shards' own claims never
+    # stand in for the request.
+    shard_files=()
+    for i in $(seq 0 $((shards - 1))); do shard_files+=("$shard_folder/shard-$i.zkaudit"); done
+    refused=0
+    "$audit" merge "$folder/single.zkaudit" "${shard_files[@]}" --quiet 2>"$folder/refused.err" || refused=$?
+    [ $refused -eq 2 ] && grep -q "holds no planned audit" "$folder/refused.err" ||
+        fail "$kind: a merge into a case without a planned audit exited $refused: $(cat "$folder/refused.err")"
+    refused=0
+    "$audit" merge "$folder/single.zkaudit" "${shard_files[@]}" --select $selection --seed $((seed + 1)) --shards $shards \
+        --quiet 2>"$folder/refused.err" || refused=$?
+    [ $refused -eq 2 ] && grep -qF "shard 0 ($shard_folder/shard-0.zkaudit): seed $seed, the planned audit's is $((seed + 1))" "$folder/refused.err" ||
+        fail "$kind: a merge against another stated seed exited $refused: $(cat "$folder/refused.err")"
+
     single=0
     "$audit" replay "$folder/single.zkaudit" --select $selection --seed $seed --quiet || single=$?
     [ $single -le 1 ] || fail "$kind: the single replay exited $single"

@@ -24,6 +24,7 @@
 #include "temp_dir.h"
 #include "zkdv/cnn_demo/cnn_demo.h"
 #include "zkdv/optim/torch_release.h"
+#include "zkdv/replay/planned_audit_request.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
@@ -935,6 +936,12 @@ void TestReplay::shardsMergeIntoTheVerdictsOfOneRun()
     QVERIFY(single.count(29) && single[29].first == Verdict::Diverged);
 
     constexpr unsigned kShardCount = 2;
+    {
+        // The auditor plans the job first (as slurm-script does): the merge holds the shards to it.
+        CaseStore planner(casePath, CaseStore::Access::ReadWrite);
+        const PlannedAudit planned = recordPlannedAudit(planner, request, kShardCount);
+        QCOMPARE(planned.programCheck, std::optional<ProgramCheck>(ProgramCheck::Matched));
+    }
     std::vector<std::string> shardFiles;
     std::optional<unsigned> owner;
     for (unsigned i = 0; i < kShardCount; ++i) {

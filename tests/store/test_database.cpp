@@ -55,9 +55,9 @@ std::int64_t count(Database& db, const std::string& sql)
 const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 27},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 17}, {"snapshots", 6},  {"payloads", 3},
-    {"replay_runs", 24}, {"verdicts", 12},    {"metrics", 16},  {"transaction_orders", 3},
+    {"replay_runs", 25}, {"verdicts", 12},    {"metrics", 16},  {"transaction_orders", 3},
     {"run_seals", 7},   {"transaction_notes", 6}, {"provenance_checks", 8},
-    {"merged_shards", 12},
+    {"merged_shards", 12}, {"planned_audits", 12},
 };
 
 // A case at the latest schema version, closed again.
@@ -296,7 +296,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 16);
+    QCOMPARE(CaseSchema::latestVersion(), 17);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));
@@ -317,6 +317,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
              std::int64_t(1));
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'tapes_by_identity'"), std::int64_t(1));
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'provenance_checks_by_tape'"), std::int64_t(1));
+    QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'planned_audits_by_tape'"), std::int64_t(1));
     QCOMPARE(count(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('transactions_sampled',"
                        " 'verdicts_by_run_verdict')"),
              std::int64_t(2));

@@ -272,6 +272,8 @@ void TestRunSeal::anyEditIsFound_data()
     // The report states the program check from this column alone (case schema 13).
     QTest::newRow("program check") << "UPDATE replay_runs SET program_check = 'matched'";
     QTest::newRow("program check removed") << "UPDATE replay_runs SET program_check = NULL";
+    // A run claiming a merge held its shards to a planned audit (case schema 17).
+    QTest::newRow("planned audit added") << "UPDATE replay_runs SET planned_audit_id = 1";
     QTest::newRow("tape identity") << "UPDATE tapes SET chain_head = 'ab' || substr(chain_head, 3)";
     QTest::newRow("tape status") << "UPDATE tapes SET status = 'unsealed'";
     QTest::newRow("signature") << "UPDATE run_seals SET signature = zeroblob(64)";
@@ -290,7 +292,8 @@ void TestRunSeal::runsOfSchema12GetTheProgramCheckTheirProblemSays()
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         QCOMPARE(ReplayStore(store.database()).runs().front().programCheck, std::optional<ProgramCheck>(ProgramCheck::NotReplayable));
     }
-    editByHand(casePath, "DROP TABLE merged_shards; ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count;"
+    editByHand(casePath, "ALTER TABLE replay_runs DROP COLUMN planned_audit_id; DROP TABLE planned_audits;"
+                         " DROP TABLE merged_shards; ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count;"
                          " DROP TABLE provenance_checks; ALTER TABLE tapes DROP COLUMN signer_key_id; ALTER TABLE tapes DROP COLUMN signer_algorithm;"
                          " ALTER TABLE tapes DROP COLUMN signer_public_key;"
                          " ALTER TABLE replay_runs DROP COLUMN program_check; UPDATE tapes SET program_kind = 'torchscript';"

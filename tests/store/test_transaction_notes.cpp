@@ -161,6 +161,7 @@ void TestTransactionNotes::aVersion7CaseMigratesKeepingItsRows()
     const std::string path = newCase("v7.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
+        db.exec("ALTER TABLE replay_runs DROP COLUMN planned_audit_id; DROP TABLE planned_audits");         // 17
         db.exec("DROP TABLE merged_shards");                                                                // 16
         db.exec("ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count");  // 16
         db.exec("DROP TABLE provenance_checks");                                                            // 15

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "zkdv/replay/planned_audit_request.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/database.h"
+#include "zkdv/store/planned_audits.h"
 #include "zkdv/store/replay_store.h"
 #include "zkdv/store/shard_case.h"
+#include "zkdv/util/auditor_key.h"
 
 namespace zkdv::test {
 
@@ -54,9 +58,11 @@ void writeMadeUpShard(const std::string& casePath, const std::string& shardPath,
         info.libtorchVersion = "1.13.1";
         info.selection = request.selection.toString();
         info.seed = options.seed;
-        info.tolerance = "exact";
+        info.tolerance = (options.tolerance.empty() ? Tolerance::defaults() : Tolerance::parse(options.tolerance)).toString();
+        if (!options.calibrationSha256.empty())
+            info.environmentJson = R"({"calibration": {"path": "cal.json", "sha256": ")" + options.calibrationSha256 + R"(", "used": false}})";
         info.selectedCount = sharded.shardSelected(part).size();
-        info.programCheck = ProgramCheck::Matched;
+        info.programCheck = options.programCheck;
         info.shard = ShardSpec{index, options.count};
         const std::int64_t runId = replay.beginRun(info);
         std::vector<TransactionOutcome> outcomes;
@@ -71,6 +77,24 @@ void writeMadeUpShard(const std::string& casePath, const std::string& shardPath,
             throw std::runtime_error("the made-up shard " + shardPath + " could not be sealed: " + sealProblem);
     }
     trimShardCase(shardPath);
+}
+
+std::int64_t recordMadeUpPlan(const std::string& casePath, const MadeUpShard& options)
+{
+    CaseStore store(casePath, CaseStore::Access::ReadWrite);
+    ReplayRequest request;
+    request.selection = SelectionSpec::parse(options.selection);
+    request.seed = options.seed;
+    if (!options.tolerance.empty())
+        request.tolerance = Tolerance::parse(options.tolerance);
+    PlannedAudit audit = plannedAuditOf(store, request, options.count);
+    audit.programCheck = options.programCheck;
+    audit.calibrationSha256 = options.calibrationSha256;
+    const AuditorKey key = AuditorKey::loadOrCreate();
+    SqlTransaction transaction(store.database());
+    storePlannedAudit(store.database(), audit, &key);
+    transaction.commit();
+    return audit.id;
 }
 
 }  // namespace zkdv::test

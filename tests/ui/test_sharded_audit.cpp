@@ -19,6 +19,7 @@
 #include "temp_dir.h"
 #include "zkdv/demo/synthetic_demo.h"
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/planned_audits.h"
 #include "zkdv/store/replay_store.h"
 
 using namespace zkdv;
@@ -65,6 +66,7 @@ void TestShardedAudit::init()
 {
     casePath_ = dir_.file("case-" + std::string(QTest::currentTestFunction()) + ".zkaudit");
     CaseStore(casePath_, CaseStore::Access::ReadWrite).ingestTape(dir_.file("run.zkdv"));
+    test::recordMadeUpPlan(casePath_);  // the audit the made-up shards are of, as an exported job records it
     window_ = std::make_unique<MainWindow>();
     window_->show();
     QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
@@ -166,6 +168,16 @@ void TestShardedAudit::theSlurmScriptAndKubernetesJobAreWritten()
     // Slurm opens the tasks' logs in the shard folder before they run: it exists already.
     const std::string folder = defaultShardFolder(casePath_, 77, 4);
     QVERIFY2(std::filesystem::is_directory(folder), folder.c_str());
+    // The job's audit is recorded in the case, and its merge is held to it by id.
+    std::optional<PlannedAudit> planned;
+    {
+        CaseStore store(casePath_, CaseStore::Access::ReadOnly);
+        planned = newestPlannedAudit(store.database());
+    }
+    QVERIFY(planned);
+    QCOMPARE(planned->seed, std::uint64_t(77));
+    QCOMPARE(planned->shardCount, 4u);
+    QVERIFY2(text.find(" --plan " + std::to_string(planned->id) + " ") != std::string::npos, text.c_str());
 
     job.image = "registry.example/zkdv:1";
     job.claim = "audit-data";

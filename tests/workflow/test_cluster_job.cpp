@@ -139,6 +139,9 @@ ClusterJob TestClusterJob::job() const
     job.shards = 3;
     job.tapeId = 2;
     job.device = "cuda:1";
+    job.tolerance = "ulp=4,rel=1e-6";
+    job.calibration = base_ + "/cal $1.json";
+    job.plannedAuditId = 4;
     return job;
 }
 
@@ -204,7 +207,8 @@ void TestClusterJob::slurmTaskReplaysItsShardWithEveryArgumentIntact()
     const std::string folder = defaultShardFolder(sharded.casePath, sharded.seed, sharded.shards);
     const std::vector<std::string> expected = {dir_.path(), "replay", sharded.casePath, "--select", "random:25", "--seed",
                                                "12345678901234567890", "--shard", "2/3", "--into", folder + "/shard-2.zkaudit",
-                                               "--tape", "2", "--device", "cuda:1", "--quiet", "--threads", "1"};
+                                               "--tape", "2", "--device", "cuda:1", "--tolerance", "ulp=4,rel=1e-6", "--calibration",
+                                               base_ + "/cal $1.json", "--quiet", "--threads", "1"};
     std::vector<std::string> recorded = readRecord(records_ + "/replay");
     QVERIFY(!recorded.empty());
     recorded.front() = dir_.path();  // the working folder is the test's, not the script's business
@@ -244,7 +248,9 @@ void TestClusterJob::slurmMergeJobNamesEveryShardInTheFolder()
     // The merge job's script, as sbatch would run it.
     const Run merge = run("bash", {QString::fromStdString(records_ + "/sbatch-script")}, stubEnvironment("", 0));
     QVERIFY2(merge.exitCode == 0, qPrintable(merge.output));
-    const std::vector<std::string> expected = {folder, "merge", sharded.casePath, "shard-0.zkaudit", "shard-1.zkaudit", "shard-2.zkaudit"};
+    // Held to the audit recorded for this job, not to a later one.
+    const std::vector<std::string> expected = {folder, "merge", sharded.casePath, "--plan", "4", "shard-0.zkaudit", "shard-1.zkaudit",
+                                               "shard-2.zkaudit"};
     QCOMPARE(readRecord(records_ + "/merge"), expected);
 
     // A merge that fails fails its job.
@@ -284,6 +290,12 @@ void TestClusterJob::unsafeValuesAreRefused()
     bad = both();
     bad.shards = 0;
     refused(bad, "no shards");
+    bad = both();
+    bad.calibration = "cal.json";
+    refused(bad, "a relative calibration path");
+    bad = both();
+    bad.tolerance = "ulp=4\n--tolerance rel=1";
+    refused(bad, "a newline in the tolerance");
     bad = job();
     bad.folder = base_ + "/back\\slash";
     QVERIFY_THROWS_EXCEPTION(Error, slurmArrayScript(bad));
@@ -331,7 +343,7 @@ void TestClusterJob::kubernetesJobIsAnIndexedJobOnTheClaim()
     // The opening comment says how to wait and merge.
     QVERIFY2(contains(manifest, "\n#   kubectl wait --for=condition=complete --timeout=-1s job/" + clusterJobName(sharded) + "\n"),
              manifest.c_str());
-    QVERIFY2(contains(manifest, " merge '/mnt/it'\\''s/run $1.zkaudit' shard-{0..19}.zkaudit"), manifest.c_str());
+    QVERIFY2(contains(manifest, " merge '/mnt/it'\\''s/run $1.zkaudit' --plan 4 shard-{0..19}.zkaudit"), manifest.c_str());
 
     sharded.parallelism = 4;
     sharded.device.clear();
@@ -370,7 +382,8 @@ void TestClusterJob::kubernetesPodReplaysItsIndexWithEveryArgumentIntact()
     recorded.erase(recorded.begin());
     const std::vector<std::string> expected = {"replay", base_ + "/run $1.zkaudit", "--select", "random:25", "--seed", "12345678901234567890",
                                                "--shard", "4/5", "--into", base_ + "/run $1.shards-12345678901234567890-5/shard-4.zkaudit",
-                                               "--tape", "2", "--device", "cuda:1", "--quiet"};
+                                               "--tape", "2", "--device", "cuda:1", "--tolerance", "ulp=4,rel=1e-6", "--calibration",
+                                               base_ + "/cal $1.json", "--quiet"};
     QCOMPARE(recorded, expected);
     environment.insert("STUB_EXIT", "2");
     QCOMPARE(run("sh", {"-c", QString::fromStdString(script)}, environment).exitCode, 2);

@@ -9,6 +9,7 @@
 
 #include "background_job.h"
 #include "zkdv/report/audit_attestation.h"
+#include "zkdv/replay/planned_audit_request.h"
 #include "zkdv/report/report_file.h"
 #include "zkdv/report/transaction_table_csv.h"
 #include "zkdv/store/case_store.h"
@@ -112,7 +113,8 @@ BackgroundJob* mergeShardsJob(const QString& casePath, const QStringList& shardF
     return new BackgroundJob(QObject::tr("Merging %n shard case(s)", nullptr, static_cast<int>(files.size())), Interruption::Cancel,
                              [casePath = casePath.toStdString(), files](ProgressSink& progress) {
         CaseStore store(casePath, CaseStore::Access::ReadWrite);
-        const ShardMergeResult result = mergeShards(store, files, &progress);
+        // Held to the audit planned in the case (Replay > Export Cluster Job… records it).
+        const ShardMergeResult result = mergeShards(store, files, {}, &progress);
         const StoredReplayRun& run = result.run;
         QString text = QObject::tr("Run %1 merged from %2 shards of %3 (seed %4): %5 replayed, %6 diverged, %7 unverifiable — %8")
                            .arg(run.id)
@@ -134,7 +136,7 @@ BackgroundJob* clusterJobExportJob(const QString& casePath, ClusterJob job, bool
     return new BackgroundJob(QObject::tr("Writing the cluster job %1").arg(QFileInfo(path).fileName()), Interruption::Cancel,
                              [casePath = casePath.toStdString(), job, kubernetes, target = path.toStdString(),
                               shown = QDir::toNativeSeparators(path)](ProgressSink&) mutable {
-        CaseStore store(casePath, CaseStore::Access::ReadOnly);
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
         ReplayRequest request;
         request.selection = SelectionSpec::parse(job.selection);
         request.seed = job.seed;
@@ -143,16 +145,16 @@ BackgroundJob* clusterJobExportJob(const QString& casePath, ClusterJob job, bool
         job.selection = request.selection.toString();
         if (store.tapes().size() > 1)
             job.tapeId = sharded.tapeId;
+        const auto jobText = [&] { return kubernetes ? kubernetesIndexedJob(job) : slurmArrayScript(job); };
+        jobText();  // refuses an unsafe value before the audit is recorded
+        // The merge takes only shards of the audit recorded here.
+        job.plannedAuditId = recordPlannedAudit(store, request, job.shards).id;
         std::uint64_t busiest = 0;
         for (const ReplayShard& shard : sharded.shards.shards)
             busiest = std::max(busiest, shard.transactions);
-        std::string text;
-        if (kubernetes) {
-            text = kubernetesIndexedJob(job);
-        } else {
-            text = slurmArrayScript(job);
+        const std::string text = jobText();
+        if (!kubernetes)
             std::filesystem::create_directories(job.folder.empty() ? defaultShardFolder(job.casePath, job.seed, job.shards) : job.folder);
-        }
         writeReportFile(target, text);
         return QObject::tr("%1 for %2 shards of %3 (%4 transactions, at most %5 per shard) written to %6; %7")
             .arg(kubernetes ? QObject::tr("Kubernetes Indexed Job") : QObject::tr("Slurm array script"))

@@ -14,6 +14,15 @@ namespace zkdv::cli {
 // UsageError for a bad --kernels.
 void readReplayWorkerOptions(const ArgumentParser& parser, ReplayRequest& request);
 
+// Adds --tolerance T and --calibration FILE, as every command that names a replay's judging
+// reads them (`replay`, `slurm-script`, `kubernetes-job`, `merge`).
+void addToleranceOptions(ArgumentParser& parser);
+
+// Sets `request`'s tolerance (the defaults unless --tolerance), whether its envelope was given,
+// and its calibration (loaded: an unreadable or malformed file throws IoError or FormatError
+// naming it); throws UsageError for a bad tolerance, or an envelope set by both.
+void readToleranceOptions(const ArgumentParser& parser, ReplayRequest& request);
+
 // Runs `request` on `store` with progress on stderr (none when `quiet`). A replay that cannot
 // run (ReplayError: the case or the request) is a UsageError, after `where` when given.
 ReplaySummary runReplayInTerminal(CaseStore& store, ReplayRequest request, bool quiet, const std::string& where = {});

@@ -19,6 +19,13 @@ struct ClusterJob {
     unsigned shards = 1;
     std::int64_t tapeId = 0;  // 0: the case's only tape
     std::string device;       // "": the replay's default (cpu)
+    std::string tolerance;    // --tolerance as the auditor wrote it; "": the replay's defaults
+    // The calibration file every shard replays with, absolute; "": none. A Kubernetes job
+    // reads it from the claim's root, beside the case.
+    std::string calibration;
+    // The planned audit recorded in the case for this job (zkdv/store/planned_audits.h), which
+    // the merge holds every shard to (`merge --plan ID`); 0: the case's newest.
+    std::int64_t plannedAuditId = 0;
     // Where the shard cases and the logs go, absolute; "": defaultShardFolder(casePath, seed, shards).
     std::string folder;
 
