@@ -61,7 +61,8 @@ nlohmann::json mergeJson(const ShardMergeResult& result)
             {"diverged", run.diverged},
             {"unverifiable", run.unverifiable},
             {"trainers_failures", run.trainersFailures},
-            {"passed", result.passed()},
+            {"passed", result.bitForBit()},
+            {"consistent_within_rounding", result.passed() && !result.bitForBit()},
             {"sealed", result.sealProblem.empty()},
             {"seal_problem", result.sealProblem}};
 }
@@ -155,7 +156,7 @@ int runMerge(int argc, char** argv)
                         static_cast<long long>(run.id), result.shards.size(), run.selection.c_str(), static_cast<unsigned long long>(run.seed),
                         static_cast<unsigned long long>(run.replayed), static_cast<unsigned long long>(run.exact),
                         static_cast<unsigned long long>(run.withinTolerance), static_cast<unsigned long long>(run.diverged),
-                        static_cast<unsigned long long>(run.unverifiable), result.passed() ? "passed" : "FAILED");
+                        static_cast<unsigned long long>(run.unverifiable), result.bitForBit() ? "passed" : result.passed() ? "consistent within rounding" : "FAILED");
             const PlannedAudit& planned = result.audit;
             std::printf("  held to planned audit %lld (planned %s): tolerance %s, calibration %s, program check %s\n",
                         static_cast<long long>(planned.id), planned.plannedAt.c_str(), planned.tolerance.c_str(),

@@ -277,6 +277,10 @@ PlannedAudit auditAskedFor(CaseStore& store, const ShardMergeAudit& asked, const
 }  // namespace
 
 bool ShardMergeResult::passed() const { return run.id != 0 && replayRunPassed(run.status, run.diverged, run.unverifiable); }
+bool ShardMergeResult::bitForBit() const
+{
+    return run.id != 0 && replayRunBitForBit(run.status, run.diverged, run.unverifiable, run.withinTolerance);
+}
 bool ShardMergeResult::failed() const { return replayRunFailed(run.diverged, run.trainersFailures); }
 
 ShardMergeResult mergeShards(CaseStore& store, const std::vector<std::string>& shardFiles, const ShardMergeAudit& asked, ProgressSink* progress)

@@ -124,7 +124,9 @@ BackgroundJob* mergeShardsJob(const QString& casePath, const QStringList& shardF
                            .arg(run.replayed)
                            .arg(run.diverged)
                            .arg(run.unverifiable)
-                           .arg(result.passed() ? QObject::tr("passed") : QObject::tr("FAILED"));
+                           .arg(result.bitForBit() ? QObject::tr("passed")
+                                : result.passed() ? QObject::tr("consistent within rounding")
+                                                  : QObject::tr("FAILED"));
         if (!result.sealProblem.empty())
             text += QObject::tr(" (stored unsigned: %1)").arg(QString::fromStdString(result.sealProblem));
         return text;

@@ -50,7 +50,8 @@ struct ShardMergeResult {
     std::vector<MergedShard> shards;   // by index
     std::string sealProblem;           // why the merged run was stored unsigned ("" when sealed)
 
-    bool passed() const;
+    bool passed() const;     // confirmed the tape (exit 0): bit for bit or within rounding
+    bool bitForBit() const;  // and every transaction exact: the only merged run that says "passed"
     bool failed() const;
 };
 
