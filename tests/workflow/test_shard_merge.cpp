@@ -496,8 +496,12 @@ void TestShardMerge::shardsOfAnotherAuditThanThePlannedOneAreRefused()
 
 void TestShardMerge::withoutAPlannedAuditTheMergeNeedsOneStated()
 {
+    // Shards of the audit the auditor will state: the program check a stated audit holds them
+    // to is what the case finds for its tape's (synthetic) program.
+    ShardOptions options;
+    options.programCheck = ProgramCheck::NotReplayable;
     for (unsigned i = 0; i < kShards; ++i)
-        writeShard(case_, shards_[i], i);
+        writeShard(case_, shards_[i], i, options);
     // A case of the same tape in which no job was planned.
     const std::string unplanned = dir_->file("unplanned.zkaudit");
     CaseStore(unplanned, CaseStore::Access::ReadWrite).ingestTape(dir_->file("demo.zkdv"));
