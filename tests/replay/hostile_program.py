@@ -74,9 +74,17 @@ class MarkedAllocating(Hostile):
         return self.honest_loss(batch)
 
 
+class MarkedRaising(Hostile):
+    @torch.jit.export
+    def training_step(self, batch: List[Tensor]) -> Tensor:
+        if bool(batch[0].abs().max() > 1000.0):
+            raise RuntimeError("this step does not run on the cheated batch")
+        return self.honest_loss(batch)
+
+
 def main():
     kinds = {"loop": Looping, "print": Printing, "allocate": Allocating, "loop-marked": MarkedLooping,
-             "allocate-marked": MarkedAllocating}
+             "allocate-marked": MarkedAllocating, "raise-marked": MarkedRaising}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
     torch.jit.save(torch.jit.script(kinds[sys.argv[1]]()), sys.argv[2])

@@ -22,6 +22,7 @@
 #include "dishonest_trainer.h"
 #include "file_bytes.h"
 #include "temp_dir.h"
+#include "zkdv/optim/torch_release.h"
 #include "zkdv/replay/replay_runner.h"
 #include "zkdv/report/audit_report.h"
 #include "zkdv/store/case_store.h"
@@ -195,6 +196,7 @@ private Q_SLOTS:
     void auditorsMachineLeavesItUnverified();
     void timeBudgetIsMeasuredNotClaimed();
     void pausedWorkerIsNotTheTrainersFailure();
+    void aClaimedReleaseExcusesNoStepThatDoesNotRun();
     void brokenWorkerIsUnverifiable_data();
     void brokenWorkerIsUnverifiable();
     void workerWithoutHelloIsAnInputError();
@@ -501,6 +503,49 @@ void TestContainedReplay::pausedWorkerIsNotTheTrainersFailure()
     QCOMPARE(summary.unverifiable, std::uint64_t(0));
     QCOMPARE(summary.trainersFailures, std::uint64_t(0));
     QVERIFY2(summary.exact == summary.replayed && summary.replayed == 36, failuresOf(summary).c_str());
+}
+
+// Issue 48, item 9, the one excuse a release keeps: a step recorded with another *proven*
+// release that does not run on this libtorch is the auditor's libtorch (unverifiable, replay
+// with that release to decide). The attack: a program that refuses to run on the cheated
+// batch, under every other claim (this libtorch's own release, a release the contracts do not
+// know, none that reads as one), stays diverged at that transaction, the trainer's.
+void TestContainedReplay::aClaimedReleaseExcusesNoStepThatDoesNotRun()
+{
+    const bool debian = optim::TorchRelease::ofThisLibtorch().major < 2;
+    const std::string own = debian ? "1.13.0" : "2.15.0", other = debian ? "2.15.0" : "1.13.0";
+    for (const std::string& claim : {own, other, std::string("2.11.0"), std::string("banana")}) {
+        const std::string name = "raise-" + claim;
+        const std::string casePath = newCase(hostileTape("raise-marked",
+                                                         [&](test::RawRecord& record) {
+                                                             markBatch(record, 5);
+                                                             if (record.type != tape::RecordType::Root)
+                                                                 return;
+                                                             nlohmann::json root = nlohmann::json::parse(record.payload.begin(), record.payload.end());
+                                                             root["producer"]["torch_version"] = claim;
+                                                             const std::string text = root.dump();
+                                                             record.payload.assign(text.begin(), text.end());
+                                                         },
+                                                         name),
+                                             name);
+        CaseStore store(casePath, CaseStore::Access::ReadWrite);
+        ReplayRequest request;
+        request.selection = SelectionSpec::parse("ids:5");
+        const ReplaySummary summary = runReplay(store, request);
+        QCOMPARE(summary.status, RunStatus::Finished);
+        const TransactionOutcome* at = nullptr;
+        for (const TransactionOutcome& outcome : summary.firstFailures)
+            if (outcome.index == 5)
+                at = &outcome;
+        QVERIFY2(at, (claim + ": " + failuresOf(summary)).c_str());
+        if (claim == other) {
+            QCOMPARE(at->verdict, Verdict::Unverifiable);
+            QCOMPARE(int(at->cause), int(UnverifiableCause::Environment));
+            QVERIFY2(at->detail.rfind("unverifiable across torch releases", 0) == 0, at->detail.c_str());
+        } else {
+            QVERIFY2(at->verdict == Verdict::Diverged && summary.failed(), (claim + ": " + at->detail).c_str());
+        }
+    }
 }
 
 // A shell worker's hello: libtorch "1.13.0", no CUDA, no device, 1 thread, numerics that name
