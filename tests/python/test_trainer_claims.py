@@ -103,7 +103,12 @@ def test_an_edit_no_step_could_make_is_diverged_whatever_the_tape_claims(tmp_pat
     status, verified = audit("verify", str(edited))
     assert status == 0 and verified["status"] == "sealed", verified
     status, replayed = replay_on_two_threads(tmp_path, edited, "ids:%d" % (STEPS - 1))
-    assert status == 1 and not replayed["passed"], replayed
+    assert status == 1 and not replayed["passed"] and replayed["failed"], replayed
+    if replayed["trainers_failures"]:
+        # A claim of the other proven release whose contract refuses this release's options
+        # (torch 1.13's Adam knows no decoupled_weight_decay): the trainer's own failure.
+        assert all(f["cause"] == "program-refused" for f in replayed["first_failures"]), replayed["first_failures"]
+        return
     assert replayed["verdicts"]["diverged"] >= 1, replayed
     last = [f for f in replayed["first_failures"] if f["index"] == STEPS - 1]
     assert last and last[0]["verdict"] == "diverged", replayed["first_failures"]
