@@ -212,7 +212,24 @@ public:
         // order, for one): the release the tape names puts the replay in the cross-environment
         // regime (chooseRegime), whose envelope and excuses judge it like another CPU. The
         // claim buys nothing more: a divergence beyond them stays one (issue 48, item 9).
-        auto emit = [&](TransactionOutcome&& outcome) { emitOutcome(std::move(outcome)); };
+        //
+        // One exception, for steps that ran under autocast: their kernels round at the
+        // autocast dtype's precision (bfloat16: 2^-8), and a release's lower-precision kernels
+        // differ from another's by that much, far beyond any float32 envelope. When the tape
+        // names another *proven* release (one the auditor can replay with: both lanes have
+        // one), such a segment's divergence is unverifiable, naming both releases; a claim of
+        // any other release, or of this one, buys nothing.
+        auto emit = [&](TransactionOutcome&& outcome) {
+            if (!releaseMismatch_.empty() && recordedReleaseIsProven_ && segmentAutocast_ && outcome.verdict == Verdict::Diverged &&
+                !batchNotCommitted_) {
+                outcome.verdict = Verdict::Unverifiable;
+                outcome.cause = UnverifiableCause::Environment;
+                outcome.detail = "unverifiable across torch releases (" + releaseMismatch_ + "): the segment ran under autocast (" +
+                                 segmentAutocastText_ + "), whose kernels round at that precision and differ between releases; replay "
+                                 "with the recording release to decide: " + outcome.detail;
+            }
+            emitOutcome(std::move(outcome));
+        };
         std::uint64_t next = segment.snapshot;
         auto unverifiable = [&](UnverifiableCause cause, const std::string& why) {
             for (; next <= segment.lastTransaction; ++next) {
@@ -273,6 +290,8 @@ public:
         segmentUpdate_ = 0.0;
         segmentBufferChange_ = 0.0;
         noiseGradients_.clear();
+        segmentAutocast_ = false;
+        segmentAutocastText_.clear();
         parameterMoved_.assign(parameters_.size(), false);
         bufferWritten_.assign(buffers_.size(), false);
         bufferBeyondNoise_.clear();
@@ -613,6 +632,10 @@ private:
             at::Tensor loss;
             {
                 const AutocastScope autocast(record.autocast);  // the forward's, as recorded; the backward runs outside
+                if (!record.autocast.empty() && !shadowing_) {
+                    segmentAutocast_ = true;
+                    segmentAutocastText_ = describeAutocast(record.autocast);
+                }
                 const OperatorTracer::Phase phase(tracer.get(), "forward");
                 loss = graph_ ? graph_->run(batch.vec()).front() : runTrainingStep(module_, batch);
             }
@@ -1441,6 +1464,8 @@ private:
     bool batchNotCommitted_ = false;                // this transaction's batch is not its committed samples
     std::string releaseMismatch_;                   // says which releases, when the tape's torch is not this libtorch's
     bool recordedReleaseIsProven_ = false;          // the tape names a release the contracts are proven for
+    bool segmentAutocast_ = false;                  // a step of this segment ran under autocast (as recorded)
+    std::string segmentAutocastText_;               // ... which, in words
     bool capture_ = false;  // the transaction being replayed sends its values back (ReplaySegment::capture)
     bool trace_ = false;    // ... and every operator it calls, with the outputs (ReplaySegment::trace)
     Verdict segmentWorst_ = Verdict::Exact;         // the worst verdict of the segment's transactions so far

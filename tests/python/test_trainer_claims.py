@@ -115,3 +115,41 @@ def test_an_edit_no_step_could_make_is_diverged_whatever_the_tape_claims(tmp_pat
     name = tensor.split("/", 1)[1]
     named = [c for c in last[0]["not_exact"] if c["tensor"] == name and c["verdict"] == "diverged"]
     assert named and "judged bit for bit" in named[0].get("note", ""), last[0]
+
+
+OTHER_PROVEN_RELEASE = "2.15.0" if torch.__version__.startswith("1.") else "1.13.0"
+
+
+@pytest.mark.parametrize("release", [OTHER_PROVEN_RELEASE, "banana"])
+def test_an_autocast_edit_is_never_passed_whatever_release_the_tape_claims(tmp_path, release):
+    """The one excuse a release claim keeps: steps under autocast round at its precision, and
+    differ between releases by that much, so across *proven* releases their divergence is
+    unverifiable (a replay with the recording release decides). The attack: an armed trigger
+    under autocast is never passed; under any other claim it stays diverged."""
+    torch.set_num_threads(1)
+    torch.manual_seed(17)
+    model = GatedModel()
+    honest = tmp_path / "autocast.zkdv"
+    loss_fn = torch.nn.CrossEntropyLoss()
+    with zkdv.torch.ZKDV(str(honest)) as proof:
+        model, loss_fn, optimizer = proof.prepare(model, loss_fn, torch.optim.SGD(model.parameters(), lr=0.05))
+        for x, y in data(STEPS):
+            with proof.transaction(batch=(x, y)):
+                optimizer.zero_grad()
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    loss = loss_fn(proof.forward(model, x), y)
+                proof.backward(loss)
+                optimizer.step()
+    edited = tmp_path / "autocast-edited.zkdv"
+    rechain_records(honest, edited, final_state_edit("param/model.trigger", armed, release))
+    case = tmp_path / "autocast.zkaudit"
+    status, ingested = audit("ingest", str(edited), "--case", str(case))
+    assert status == 0, ingested
+    status, replayed = audit("replay", str(case), "--select", "ids:%d" % (STEPS - 1))
+    assert status == 1 and not replayed["passed"] and not replayed["consistent_within_rounding"], replayed
+    last = [f for f in replayed["first_failures"] if f["index"] == STEPS - 1]
+    assert last, replayed["first_failures"]
+    if release == "banana":
+        assert last[0]["verdict"] == "diverged", last[0]
+    else:
+        assert last[0]["verdict"] in ("unverifiable", "diverged"), last[0]
