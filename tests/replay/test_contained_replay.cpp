@@ -118,40 +118,17 @@ std::string failuresOf(const ReplaySummary& summary)
     return text;
 }
 
-// Replay workers (and their fork server, whose command line forked workers share) still
-// running for the replay process `parent` (they are told its pid).
-// The replay workers (and fork server) `parent` started that are still there, each as its
-// pid, state and what it waits in, for a failure to say what did not end.
-QStringList workersOf(qint64 parent)
-{
-    QStringList found;
-    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
-    for (const QString& entry : entries) {
-        QFile file(QStringLiteral("/proc/") + entry + QStringLiteral("/cmdline"));
-        if (!file.open(QIODevice::ReadOnly))
-            continue;
-        const QList<QByteArray> arguments = file.readAll().split('\0');
-        const qsizetype flag = arguments.indexOf("--parent");
-        if (arguments.size() >= 5 && arguments[0].endsWith("zkdv-replay-worker") && flag > 0 && flag + 1 < arguments.size() &&
-            arguments[flag + 1] == QByteArray::number(parent)) {
-            QFile stat(QStringLiteral("/proc/") + entry + QStringLiteral("/stat"));
-            QFile wchan(QStringLiteral("/proc/") + entry + QStringLiteral("/wchan"));
-            const QByteArray statLine = stat.open(QIODevice::ReadOnly) ? stat.readAll().trimmed() : QByteArray("?");
-            const QByteArray waits = wchan.open(QIODevice::ReadOnly) ? wchan.readAll().trimmed() : QByteArray("?");
-            found << QStringLiteral("%1 [%2] (%3) in %4")
-                         .arg(entry, QString::fromLatin1(arguments.contains("--fork-server") ? "fork server" : "worker"),
-                              QString::fromLatin1(statLine.mid(statLine.lastIndexOf(')') + 2, 40)), QString::fromLatin1(waits));
-        }
-    }
-    return found;
-}
+// A replay process (worker or fork server) that `parent` started and that is still there: its
+// pid, command line (forked workers share the fork server's) and /proc/PID/stat line.
+struct ReplayProcess {
+    QString pid;
+    QList<QByteArray> arguments;
+    QByteArray stat;
+};
 
-// The pids of the replay workers `parent` started, not their fork server: a spawned worker
-// (its own command line), or one the fork server forked (the server's command line, but the
-// server, not `parent`, is its parent process).
-std::vector<pid_t> workerPidsOf(qint64 parent)
+std::vector<ReplayProcess> replayProcessesOf(qint64 parent)
 {
-    std::vector<pid_t> pids;
+    std::vector<ReplayProcess> found;
     const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     for (const QString& entry : entries) {
         QFile file(QStringLiteral("/proc/") + entry + QStringLiteral("/cmdline"));
@@ -163,11 +140,39 @@ std::vector<pid_t> workerPidsOf(qint64 parent)
             arguments[flag + 1] != QByteArray::number(parent))
             continue;
         QFile stat(QStringLiteral("/proc/") + entry + QStringLiteral("/stat"));
-        const QByteArray statLine = stat.open(QIODevice::ReadOnly) ? stat.readAll() : QByteArray();
-        const QList<QByteArray> fields = statLine.mid(statLine.lastIndexOf(')') + 2).split(' ');
+        found.push_back({entry, arguments, stat.open(QIODevice::ReadOnly) ? stat.readAll().trimmed() : QByteArray("?")});
+    }
+    return found;
+}
+
+// The replay workers (and fork server) `parent` started that are still there, each as its
+// pid, state and what it waits in, for a failure to say what did not end.
+QStringList workersOf(qint64 parent)
+{
+    QStringList found;
+    for (const ReplayProcess& process : replayProcessesOf(parent)) {
+        if (process.arguments.size() < 5)
+            continue;
+        QFile wchan(QStringLiteral("/proc/") + process.pid + QStringLiteral("/wchan"));
+        const QByteArray waits = wchan.open(QIODevice::ReadOnly) ? wchan.readAll().trimmed() : QByteArray("?");
+        found << QStringLiteral("%1 [%2] (%3) in %4")
+                     .arg(process.pid, QString::fromLatin1(process.arguments.contains("--fork-server") ? "fork server" : "worker"),
+                          QString::fromLatin1(process.stat.mid(process.stat.lastIndexOf(')') + 2, 40)), QString::fromLatin1(waits));
+    }
+    return found;
+}
+
+// The pids of the replay workers `parent` started, not their fork server: a spawned worker
+// (its own command line), or one the fork server forked (the server's command line, but the
+// server, not `parent`, is its parent process).
+std::vector<pid_t> workerPidsOf(qint64 parent)
+{
+    std::vector<pid_t> pids;
+    for (const ReplayProcess& process : replayProcessesOf(parent)) {
+        const QList<QByteArray> fields = process.stat.mid(process.stat.lastIndexOf(')') + 2).split(' ');
         const qint64 ppid = fields.size() > 1 ? fields[1].toLongLong() : 0;
-        if (!arguments.contains("--fork-server") || ppid != parent)
-            pids.push_back(static_cast<pid_t>(entry.toLongLong()));
+        if (!process.arguments.contains("--fork-server") || ppid != parent)
+            pids.push_back(static_cast<pid_t>(process.pid.toLongLong()));
     }
     return pids;
 }
