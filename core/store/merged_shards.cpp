@@ -1,5 +1,7 @@
 #include "zkdv/store/merged_shards.h"
 
+#include "run_row.h"
+
 #include <sqlite3.h>
 
 #include <exception>
@@ -85,37 +87,16 @@ void storeMergedShards(Database& db, std::int64_t runId, const std::vector<Merge
 
 std::int64_t insertMergedRun(Database& db, const MergedRunRow& row)
 {
-    const ReplayRunInfo& info = row.info;
-    Statement insert = db.prepare(
-        "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads, started_at,"
-        " finished_at, status, intra_op_threads, selected_count, environment, problem, seed_source, program_check, shard_count,"
-        " planned_audit_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'finished', ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
-    insert.bind(1, info.tapeId)
-        .bind(2, info.device)
-        .bind(3, info.libtorchVersion)
-        .bind(4, std::string(kVersion))
-        .bind(5, info.selection)
-        .bind(6, static_cast<std::int64_t>(info.seed))
-        .bind(7, info.tolerance)
-        .bind(8, static_cast<std::int64_t>(info.threads))
-        .bind(9, row.startedAt)
-        .bind(10, row.finishedAt)
-        .bind(11, info.intraOpThreads)
-        .bind(12, static_cast<std::int64_t>(info.selectedCount))
-        .bind(13, info.environmentJson);
-    if (row.problem.empty())
-        insert.bindNull(14);
-    else
-        insert.bind(14, row.problem);
-    insert.bind(15, std::string(seedSourceName(info.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)))
-        .bind(16, std::string(programCheckName(info.programCheck)))
-        .bind(17, static_cast<std::int64_t>(row.shardCount));
+    RunRowFacts facts;
+    facts.status = std::string(storedRunStatusName(RunStatus::Finished));
+    facts.startedAt = row.startedAt;
+    facts.finishedAt = row.finishedAt;
+    if (!row.problem.empty())
+        facts.problem = row.problem;
+    facts.shardCount = static_cast<std::int64_t>(row.shardCount);
     if (row.plannedAuditId != 0)
-        insert.bind(18, row.plannedAuditId);
-    else
-        insert.bindNull(18);
-    insert.run();
-    return db.lastInsertRowId();
+        facts.plannedAuditId = row.plannedAuditId;
+    return insertRunRow(db, row.info, facts);
 }
 
 void copyRunResults(Database& from, std::int64_t fromRun, Database& to, std::int64_t toRun)

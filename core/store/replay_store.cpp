@@ -1,5 +1,7 @@
 #include "zkdv/store/replay_store.h"
 
+#include "run_row.h"
+
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -192,35 +194,16 @@ std::int64_t ReplayStore::beginRun(const ReplayRunInfo& info)
 {
     BusyTimeout wait(db_, kLongWriteWaitMs);
     SqlTransaction transaction(db_);
-    Statement insert = db_.prepare(
-        "INSERT INTO replay_runs(tape_id, device, libtorch_version, zkdv_version, selection_spec, seed, tolerance, threads,"
-        " started_at, status, intra_op_threads, selected_count, environment, owner_host, owner_boot_id, owner_pid, owner_start_time,"
-        " seed_source, program_check, shard_index, shard_count)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
-    insert.bind(1, info.tapeId)
-        .bind(2, info.device)
-        .bind(3, info.libtorchVersion)
-        .bind(4, std::string(kVersion))
-        .bind(5, info.selection)
-        .bind(6, static_cast<std::int64_t>(info.seed))
-        .bind(7, info.tolerance)
-        .bind(8, static_cast<std::int64_t>(info.threads))
-        .bind(9, utcNow())
-        .bind(10, info.intraOpThreads)
-        .bind(11, static_cast<std::int64_t>(info.selectedCount))
-        .bind(12, info.environmentJson);
+    RunRowFacts facts;
+    facts.status = std::string(storedRunStatusName(RunStatus::Running));
+    facts.startedAt = utcNow();
     // The process that will store this run's results: while it lives the run is `running`.
-    const RunOwner owner = RunOwner::current();
-    insert.bind(13, owner.host).bind(14, owner.bootId).bind(15, owner.pid).bind(16, owner.startTime);
-    // A seed of unknown origin counts as the auditor's: only a drawn one is stored as drawn.
-    insert.bind(17, std::string(seedSourceName(info.seedSource == SeedSource::Drawn ? SeedSource::Drawn : SeedSource::Given)));
-    insert.bind(18, std::string(programCheckName(info.programCheck)));
-    if (info.shard)
-        insert.bind(19, static_cast<std::int64_t>(info.shard->index)).bind(20, static_cast<std::int64_t>(info.shard->count));
-    else
-        insert.bindNull(19).bindNull(20);
-    insert.run();
-    const std::int64_t id = db_.lastInsertRowId();
+    facts.owner = RunOwner::current();
+    if (info.shard) {
+        facts.shardIndex = static_cast<std::int64_t>(info.shard->index);
+        facts.shardCount = static_cast<std::int64_t>(info.shard->count);
+    }
+    const std::int64_t id = insertRunRow(db_, info, facts);
     transaction.commit();
     return id;
 }
