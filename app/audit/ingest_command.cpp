@@ -51,8 +51,11 @@ int runIngest(int argc, char** argv)
             nlohmann::json entry = {{"file", file.path}, {"result", std::string(fileIngestOutcomeName(file.outcome))}};
             if (file.kind)
                 entry["kind"] = file.isTape() ? "tape" : "program";
-            if (file.ok() && file.isTape())
+            if (file.ok() && file.isTape()) {
                 entry["tape_id"] = file.tapeId;
+                if (!file.sealText.empty())
+                    entry["seal"] = file.sealText;
+            }
             if (file.summary)
                 entry["tape"] = summaryJson(*file.summary);
             if (file.ok() && !file.isTape()) {

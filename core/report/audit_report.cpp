@@ -24,10 +24,12 @@
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/tape_seal.h"
 #include "zkdv/store/transaction_notes.h"
 #include "zkdv/tape/root_record.h"
 #include "zkdv/tape/shape_text.h"
 #include "zkdv/util/json_text.h"
+#include "zkdv/util/sha256.h"
 #include "zkdv/util/shell_word.h"
 #include "zkdv/util/utc_time.h"
 #include "zkdv/version.h"
@@ -247,6 +249,58 @@ void readLossSeries(Database& db, std::int64_t tapeId, ReportData& report)
     report.loss = std::move(series.losses);
 }
 
+// What the report prints from rows no seal this reader trusts covers (ReportData::unvouchedRows):
+// every tape's ingested rows, the notes, and the stored programs, whose bytes are checked
+// against their digest.
+void readUnvouchedRows(Database& db, ReportData& report)
+{
+    const std::optional<PublicKey> ownKey = AuditorKey::existingPublicKey();
+    const std::vector<TrustedKey> trusted = readTrustedKeys();
+    for (const TapeSealCheck& check : unvouchedTapes(db, ownKey, trusted))
+        report.unvouchedRows.push_back(check.explanation);
+    // Seals whose tape or run is gone: a row renumbered (a run moved off the report, or out of
+    // its seal's reach) reads as one never sealed unless its seal is missed.
+    Statement orphans = db.prepare("SELECT 'run ' || run_id FROM run_seals WHERE run_id NOT IN (SELECT id FROM replay_runs)"
+                                   " UNION ALL SELECT 'tape ' || tape_id FROM tape_seals WHERE tape_id NOT IN (SELECT id FROM tapes)");
+    while (orphans.step())
+        report.unvouchedRows.push_back("the case holds the seal of " + orphans.text(0) + ", which it no longer holds (renumbered or removed)");
+    // Every run of the case whose rows changed under its seal, whichever tape it names now: a run
+    // moved to another tape would leave this report's list of runs without a word.
+    std::vector<std::int64_t> runs;
+    Statement ids = db.prepare("SELECT id FROM replay_runs WHERE tape_id <> ?1 ORDER BY id");
+    ids.bind(1, report.tapeId);
+    while (ids.step())
+        runs.push_back(ids.int64(0));
+    for (std::int64_t run : runs)
+        if (checkRunSeal(db, run, ownKey, trusted).state == RunSealCheck::State::Altered)
+            report.unvouchedRows.push_back("run " + std::to_string(run) + " of the case was altered after it was sealed");
+    for (const TransactionNote& note : report.auditorNotes) {
+        const std::optional<std::string> trust = note.signer ? trustedSignerNote(*note.signer, ownKey, trusted) : std::nullopt;
+        report.auditorNoteSigners.push_back(note.signer ? keyFingerprint(*note.signer) + trust.value_or(" (not a key this reader trusts)")
+                                                        : std::string("unsigned"));
+    }
+    // Every signed note of the case, on whichever tape it is now: a note moved off this tape
+    // would leave the report without a word.
+    std::vector<std::int64_t> notedTapes;
+    Statement noted = db.prepare("SELECT DISTINCT tape_id FROM transaction_notes ORDER BY tape_id");
+    while (noted.step())
+        notedTapes.push_back(noted.int64(0));
+    for (std::int64_t tapeId : notedTapes)
+        for (const TransactionNote& note : TransactionNotes(db, tapeId).all())
+            if (note.signer && !note.signatureHolds)
+                report.unvouchedRows.push_back("the note on transaction " + std::to_string(note.index) + " of tape " + std::to_string(tapeId) +
+                                               " was changed after key " + keyFingerprint(*note.signer) + " signed it");
+    if (db.queryInt64("SELECT count(*) FROM transaction_notes WHERE tape_id NOT IN (SELECT id FROM tapes)").value_or(0) > 0)
+        report.unvouchedRows.push_back("the case holds notes on a tape it does not hold (renumbered or removed)");
+    // Every stored program, as a program's presence is read by its digest: bytes changed, or a
+    // digest changed, would make a program present absent or stand for another.
+    Statement programs = db.prepare("SELECT sha256, content FROM programs WHERE content IS NOT NULL ORDER BY sha256");
+    while (programs.step())
+        if (toHex(Sha256::of(programs.blob(1))) != programs.text(0))
+            report.unvouchedRows.push_back("the program the case stores under digest " + programs.text(0) +
+                                           " is not that program (its bytes or digest were changed after they were stored)");
+}
+
 void collectWorst(ReportData& report)
 {
     std::vector<ReportComparison> candidates;
@@ -301,6 +355,10 @@ void addSampling(ReportData& report)
     }
     if (!report.seal.vouched()) {
         report.samplingNote = "No statistical statement: the replay's results cannot be vouched for (" + report.seal.explanation + ").";
+        return;
+    }
+    if (!report.unvouchedRows.empty()) {
+        report.samplingNote = "No statistical statement: rows of the case cannot be vouched for (" + report.unvouchedRows.front() + ").";
         return;
     }
     if (report.runStatus != RunStatus::Finished) {
@@ -469,6 +527,7 @@ ReportData buildAuditReport(CaseStore& store, const ReportOptions& options)
         report.comparisonCount += t.comparisons.size();
     readLossSeries(store.database(), tape.id, report);
     report.auditorNotes = TransactionNotes(store.database(), tape.id).all();
+    readUnvouchedRows(store.database(), report);
     collectWorst(report);
     addSampling(report);
     report_detail::writeConclusion(report);

@@ -215,6 +215,22 @@ void writeConclusion(ReportData& report)
                                     "neither confirms nor refutes the tape; replay it again.";
         return;
     }
+    // Rows the report prints besides the run's (a tape's ingested rows, a note, a stored program)
+    // that no seal this reader trusts covers: an edit cannot be told from a fact, so nothing is
+    // concluded from them; a failure the run's own trusted seal records stays found.
+    if (!report.unvouchedRows.empty()) {
+        for (const std::string& row : report.unvouchedRows)
+            report.warnings.push_back("Rows of this case cannot be vouched for: " + row + ".");
+        if (!(report.seal.finding && report.seal.finding->failed())) {
+            warnSampling();
+            report.outcome = AuditOutcome::NotVouched;
+            report.headline = "NOT VOUCHED: " + report.unvouchedRows.front() +
+                              (report.unvouchedRows.size() > 1 ? " (and " + std::to_string(report.unvouchedRows.size() - 1) + " more)" : std::string()) +
+                              "; this report neither confirms nor refutes the tape while the case holds them. Ingest the tape into a new "
+                              "case and replay it again.";
+            return;
+        }
+    }
     const std::vector<std::uint64_t> diverged = indexesWith(report, Verdict::Diverged);
     const std::vector<std::uint64_t> unverifiable = indexesWith(report, Verdict::Unverifiable);
     const std::vector<const ReportTransaction*> trainers = unverifiableBlaming(report, true);

@@ -189,6 +189,7 @@ std::string renderReportJson(const ReportData& r)
     for (const ReportVanishedFailure& v : r.vanishedFailures)
         vanished.push_back({{"id", v.runId}, {"now", v.now}});
     out["vanished_failures"] = vanished;
+    out["unvouched_rows"] = r.unvouchedRows;
     if (r.sampling) {
         const SamplingStatement& s = *r.sampling;
         out["sampling"] = {{"population", s.population},
@@ -229,12 +230,15 @@ std::string renderReportJson(const ReportData& r)
     }
     out["transactions"] = transactions;
     json notes = json::array();
-    for (const TransactionNote& note : r.auditorNotes)
+    for (std::size_t i = 0; i < r.auditorNotes.size(); ++i) {
+        const TransactionNote& note = r.auditorNotes[i];
         notes.push_back({{"index", note.index},
                          {"flag", transactionFlagName(note.flag)},
                          {"note", note.note},
                          {"author", note.author},
-                         {"updated_at", note.updatedAt}});
+                         {"updated_at", note.updatedAt},
+                         {"signed_by", i < r.auditorNoteSigners.size() ? r.auditorNoteSigners[i] : std::string("unsigned")}});
+    }
     out["auditor_notes"] = notes;
     return toJsonText(out, 2) + "\n";
 }

@@ -445,6 +445,22 @@ CREATE TABLE planned_audits(
 CREATE INDEX planned_audits_by_tape ON planned_audits(tape_id);
 ALTER TABLE replay_runs ADD COLUMN planned_audit_id INTEGER;
 )sql"},
+    // Seals over what a report prints besides a run's results (zkdv/store/tape_seal.h): each
+    // tape's ingested rows, signed by the ingesting auditor's key (tape_seals), and each note,
+    // signed by its author's key (transaction_notes.public_key, signature). Tapes and notes stored
+    // before carry none: a report says their facts cannot be vouched for.
+    {18, R"sql(
+CREATE TABLE tape_seals(
+    tape_id INTEGER PRIMARY KEY REFERENCES tapes(id) ON DELETE CASCADE,
+    content_sha256 BLOB NOT NULL,
+    public_key BLOB NOT NULL,
+    signature BLOB NOT NULL,
+    sealed_at TEXT NOT NULL,
+    payload_version INTEGER NOT NULL
+);
+ALTER TABLE transaction_notes ADD COLUMN public_key BLOB;
+ALTER TABLE transaction_notes ADD COLUMN signature BLOB;
+)sql"},
 };
 
 // What the file says about itself, read before anything is written to it.

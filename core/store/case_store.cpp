@@ -22,6 +22,7 @@
 #include "zkdv/store/case_schema.h"
 #include "zkdv/store/database.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/tape_seal.h"
 #include "zkdv/store/tape_link.h"
 #include "zkdv/store/transaction_count.h"
 #include "zkdv/store/transaction_order.h"
@@ -655,6 +656,15 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
 {
     IngestResult result;
     std::optional<std::string> fileSha256;
+    // The ingest seals the rows it writes with this user's key (zkdv/store/tape_seal.h), read
+    // before the write lock is taken; a tape whose key cannot be had is stored unsealed.
+    std::optional<AuditorKey> key;
+    try {
+        key = AuditorKey::loadOrCreate();
+    } catch (const Error& error) {
+        result.sealProblem = error.what();
+    }
+    std::optional<Digest> fresh;
     {
         // The ingest writes in WAL mode, like every other writer: readers (info, report, the
         // workstation, a replay's workers) read the case throughout, and a replay storing
@@ -689,27 +699,25 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
             throw IngestError("tape " + tapePath + " has no readable root record", summary);
         if (summary.fileSha256)
             fileSha256 = toHex(*summary.fileSha256);
-
-        const std::string chainHead = toHex(summary.chainHead);
-        Statement existing = db_->prepare("SELECT id FROM tapes WHERE chain_head = ?1 AND size = ?2");
-        existing.bind(1, chainHead).bind(2, static_cast<std::int64_t>(summary.fileSize));
-        if (existing.step()) {
-            result.tapeId = existing.int64(0);
-            result.alreadyPresent = true;
-        } else {
+        // What the whole tape says, stored in its row (`tapeId`); with `caseTape`, the tape's row
+        // in the case, its identity and ingest time are left as they are and its file SHA-256 and
+        // ingest time taken from the case's row, so that the two rows compare.
+        auto storeSummary = [&](std::int64_t tapeId, std::optional<std::int64_t> caseTape) {
             Statement finish = db_->prepare(
-                "UPDATE tapes SET file_sha256 = ?1, chain_head = ?2, size = ?3, status = ?4, record_count = ?5,"
-                " transaction_count = ?6, snapshot_count = ?7, first_state_digest = ?9, final_state_digest = ?10,"
-                " transactions_before = ?11, last_schedule_epoch = ?12, last_grad_scaler = ?13, signer_key_id = ?14,"
-                " signer_algorithm = ?15, signer_public_key = ?16 WHERE id = ?8");
+                "UPDATE tapes SET file_sha256 = coalesce(?1, (SELECT c.file_sha256 FROM tapes c WHERE c.id = ?17)),"
+                " chain_head = CASE WHEN ?17 IS NULL THEN ?2 ELSE chain_head END, size = CASE WHEN ?17 IS NULL THEN ?3 ELSE size END,"
+                " status = ?4, record_count = ?5, transaction_count = ?6, snapshot_count = ?7, first_state_digest = ?9,"
+                " final_state_digest = ?10, transactions_before = ?11, last_schedule_epoch = ?12, last_grad_scaler = ?13,"
+                " signer_key_id = ?14, signer_algorithm = ?15, signer_public_key = ?16,"
+                " ingested_at = coalesce((SELECT c.ingested_at FROM tapes c WHERE c.id = ?17), ingested_at) WHERE id = ?8");
             finish.bind(1, fileSha256)
-                .bind(2, chainHead)
+                .bind(2, toHex(summary.chainHead))
                 .bind(3, static_cast<std::int64_t>(summary.fileSize))
                 .bind(4, tapeStatusName(summary.status))
                 .bind(5, static_cast<std::int64_t>(summary.recordCount))
                 .bind(6, static_cast<std::int64_t>(summary.transactionCount))
                 .bind(7, static_cast<std::int64_t>(summary.snapshotCount))
-                .bind(8, visitor.tapeId())
+                .bind(8, tapeId)
                 .bind(9, optionalHex(summary.firstStateDigest))
                 .bind(10, optionalHex(summary.finalStateDigest))
                 .bind(11, static_cast<std::int64_t>(summary.root->resumes ? summary.root->resumes->transactionsBefore : 0))
@@ -717,14 +725,35 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
                 .bind(13, summary.lastGradScalerStep ? std::optional<std::string>(gradScalerStepJson(*summary.lastGradScalerStep)) : std::nullopt)
                 .bind(14, summary.signer ? std::optional<std::string>(summary.signer->keyId) : std::nullopt)
                 .bind(15, summary.signer ? std::optional<std::string>(keyAlgorithmName(summary.signer->algorithm)) : std::nullopt)
-                .bind(16, summary.signer ? std::optional<std::string>(summary.signer->publicKeyPem) : std::nullopt);
+                .bind(16, summary.signer ? std::optional<std::string>(summary.signer->publicKeyPem) : std::nullopt)
+                .bind(17, caseTape);
             finish.run();
+        };
+
+        const std::string chainHead = toHex(summary.chainHead);
+        Statement existing = db_->prepare("SELECT id FROM tapes WHERE chain_head = ?1 AND size = ?2");
+        existing.bind(1, chainHead).bind(2, static_cast<std::int64_t>(summary.fileSize));
+        if (existing.step()) {
+            result.tapeId = existing.int64(0);
+            result.alreadyPresent = true;
+            if (key) {
+                // The rows this ingest derived from the tape, identity and ingest time aside, to
+                // compare with the case's before they roll back.
+                storeSummary(visitor.tapeId(), result.tapeId);
+                fresh = tapeContentDigest(*db_, visitor.tapeId());
+            }
+        } else {
+            storeSummary(visitor.tapeId(), std::nullopt);
             visitor.storeOrders();
+            if (key)
+                sealTape(*db_, visitor.tapeId(), *key);
             transaction.commit();
             result.tapeId = visitor.tapeId();
             return result;
         }
     }  // the same tape again: its rows roll back, the case stays exactly as it was
+    BusyTimeout wait(*db_, kWriterWaitMs);
+    SqlTransaction transaction(*db_);
     if (fileSha256) {
         // ...except that a whole-file SHA-256 asked for now completes a tape ingested without one.
         Statement complete = db_->prepare("UPDATE tapes SET file_sha256 = ?1 WHERE id = ?2 AND file_sha256 IS NULL");
@@ -744,6 +773,17 @@ IngestResult CaseStore::ingestTape(const std::string& tapePath, const IngestOpti
         .bind(6, result.summary.lastGradScalerStep ? std::optional<std::string>(gradScalerStepJson(*result.summary.lastGradScalerStep))
                                                    : std::nullopt);
     digests.run();
+    // ...and its seal, for a tape ingested before tape seals (schema 18) or by another auditor:
+    // the case's rows are sealed when they are exactly what this ingest derived from the tape.
+    if (fresh) {
+        if (tapeContentDigest(*db_, result.tapeId) == *fresh) {
+            sealTape(*db_, result.tapeId, *key);
+            result.resealed = true;
+        } else {
+            result.rowsDiffer = true;
+        }
+    }
+    transaction.commit();
     return result;
 }
 

@@ -110,11 +110,8 @@ std::string plannedAuditSealProblem(Database& db, const PlannedAudit& audit, con
     const std::string text = signedText(audit);
     if (!verifySignature(key, ByteSpan(std::string_view(text)), signature))
         return "altered: its fields changed after key " + keyFingerprint(key) + " signed them";
-    if (ownKey && *ownKey == key)
+    if (trustedSignerNote(key, ownKey, trusted))
         return "";
-    for (const TrustedKey& candidate : trusted)
-        if (candidate.key == key)
-            return "";
     return "signed by key " + keyFingerprint(key) + ", which is neither this user's nor in their trusted-keys file";
 }
 

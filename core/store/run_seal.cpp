@@ -1,6 +1,7 @@
 #include "zkdv/store/run_seal.h"
 
 #include "legacy_program_check.h"
+#include "row_digest.h"
 
 #include <sqlite3.h>
 
@@ -38,12 +39,15 @@ constexpr std::string_view kSealTagV5 = "zkdv replay run seal 5\n";
 // tape, selection, seed and its source, shard count, tolerance, calibration digest and program
 // check the auditor fixed when the job was planned, which the merge held every shard to.
 constexpr std::string_view kSealTagV6 = "zkdv replay run seal 6\n";
-constexpr int kLatestPayloadVersion = 6;
+// Version 7 signs the seal's own time (sealed_at) beside the rows, which reports print; the
+// rows covered are version 6's.
+constexpr std::string_view kSealTagV7 = "zkdv replay run seal 7\n";
+constexpr int kLatestPayloadVersion = 7;
 
 std::string_view sealTag(int version)
 {
     return version == 1 ? kSealTagV1 : version == 2 ? kSealTagV2 : version == 3 ? kSealTagV3 : version == 4 ? kSealTagV4
-         : version == 5 ? kSealTagV5 : kSealTagV6;
+         : version == 5 ? kSealTagV5 : version == 6 ? kSealTagV6 : kSealTagV7;
 }
 
 constexpr const char* kTapeQuery =
@@ -99,55 +103,6 @@ constexpr const char* kTransactionQuery =
     "SELECT x.idx, x.loss, x.lr, x.update_norm FROM replay_runs r JOIN transactions x ON x.tape_id = r.tape_id"
     " WHERE r.id = ?1 ORDER BY x.idx";
 
-void putU64(Sha256& hash, std::uint64_t value)
-{
-    std::uint8_t bytes[8];
-    for (int i = 0; i < 8; ++i)
-        bytes[i] = static_cast<std::uint8_t>(value >> (8 * i));
-    hash.update(ByteSpan(bytes, sizeof bytes));
-}
-
-// Every value as SQLite holds it: a type byte, then the value (integers and the bits of a
-// real as 8 little-endian bytes, text and blobs with their length first), so two different
-// rows never hash alike.
-void hashRows(Sha256& hash, Database& db, const char* sql, std::int64_t runId, char section)
-{
-    Statement rows = db.prepare(sql);
-    rows.bind(1, runId);
-    const int columns = rows.columnCount();
-    std::uint64_t count = 0;
-    hash.update(std::string_view(&section, 1));
-    while (rows.step()) {
-        ++count;
-        for (int c = 0; c < columns; ++c) {
-            sqlite3_stmt* stmt = rows.handle();
-            const int type = sqlite3_column_type(stmt, c);
-            const char tag = static_cast<char>('0' + type);
-            hash.update(std::string_view(&tag, 1));
-            switch (type) {
-            case SQLITE_INTEGER: putU64(hash, static_cast<std::uint64_t>(sqlite3_column_int64(stmt, c))); break;
-            case SQLITE_FLOAT: {
-                const double value = sqlite3_column_double(stmt, c);
-                std::uint64_t bits = 0;
-                std::memcpy(&bits, &value, sizeof bits);
-                putU64(hash, bits);
-                break;
-            }
-            case SQLITE_TEXT:
-            case SQLITE_BLOB: {
-                const void* data = type == SQLITE_TEXT ? static_cast<const void*>(sqlite3_column_text(stmt, c)) : sqlite3_column_blob(stmt, c);
-                const auto size = static_cast<std::size_t>(sqlite3_column_bytes(stmt, c));
-                putU64(hash, size);
-                hash.update(ByteSpan(data, size));
-                break;
-            }
-            default: break;  // NULL: the tag says it all
-            }
-        }
-    }
-    putU64(hash, count);
-}
-
 Digest runContentDigest(Database& db, std::int64_t runId, int version)
 {
     Sha256 hash;
@@ -180,17 +135,22 @@ Digest runContentDigest(Database& db, std::int64_t runId, int version)
     return hash.finish();
 }
 
-// Version 1 signs the tag and the content digest; version 2 the finding too, with its length.
-std::vector<std::uint8_t> signedMessage(int version, const Digest& content, std::string_view finding)
+// Version 1 signs the tag and the content digest; version 2 the finding too, with its length;
+// version 7 the time it was sealed too, with its length.
+std::vector<std::uint8_t> signedMessage(int version, const Digest& content, std::string_view finding, std::string_view sealedAt)
 {
     const std::string_view tag = sealTag(version);
     std::vector<std::uint8_t> message(tag.begin(), tag.end());
     message.insert(message.end(), content.begin(), content.end());
-    if (version >= 2) {
+    auto put = [&](std::string_view text) {
         for (int i = 0; i < 8; ++i)
-            message.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(finding.size()) >> (8 * i)));
-        message.insert(message.end(), finding.begin(), finding.end());
-    }
+            message.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(text.size()) >> (8 * i)));
+        message.insert(message.end(), text.begin(), text.end());
+    };
+    if (version >= 2)
+        put(finding);
+    if (version >= 7)
+        put(sealedAt);
     return message;
 }
 
@@ -283,7 +243,8 @@ void sealRun(Database& db, std::int64_t runId, const AuditorKey& key, const std:
     std::sort(finding.earlierFailedRuns.begin(), finding.earlierFailedRuns.end());
     const std::string found = findingText(finding);
     const Digest content = runContentDigest(db, runId, kLatestPayloadVersion);
-    const Signature signature = key.sign(ByteSpan(signedMessage(kLatestPayloadVersion, content, found)));
+    const std::string sealedAt = utcNow();
+    const Signature signature = key.sign(ByteSpan(signedMessage(kLatestPayloadVersion, content, found, sealedAt)));
     Statement insert = db.prepare(
         "INSERT OR REPLACE INTO run_seals(run_id, content_sha256, public_key, signature, sealed_at, payload_version, found)"
         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
@@ -291,7 +252,7 @@ void sealRun(Database& db, std::int64_t runId, const AuditorKey& key, const std:
         .bindBlob(2, ByteSpan(content.data(), content.size()))
         .bindBlob(3, ByteSpan(key.publicKey().data(), key.publicKey().size()))
         .bindBlob(4, ByteSpan(signature.data(), signature.size()))
-        .bind(5, utcNow())
+        .bind(5, sealedAt)
         .bind(6, static_cast<std::int64_t>(kLatestPayloadVersion))
         .bind(7, found)
         .run();
@@ -326,19 +287,12 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
         check.signer = keyFingerprint(key);
         check.payloadVersion = static_cast<int>(version);
     }
-    auto trustedName = [&]() -> std::optional<std::string> {
-        if (ownKey && *ownKey == key)
-            return std::string(" (this user's key)");
-        for (const TrustedKey& candidate : trusted)
-            if (candidate.key == key)
-                return candidate.name.empty() ? std::string(" (trusted)") : " (trusted: " + candidate.name + ")";
-        return std::nullopt;
-    };
+    const std::optional<std::string> trustedNote = wellFormed ? trustedSignerNote(key, ownKey, trusted) : std::nullopt;
     // The signature over what the seal row stores, whatever the rows say now: it tells a seal
     // row forged or damaged from rows changed under an intact seal, whose finding then stands.
-    const bool signatureHolds = wellFormed && verifySignature(key, ByteSpan(signedMessage(check.payloadVersion, stored, found)), signature);
+    const bool signatureHolds = wellFormed && verifySignature(key, ByteSpan(signedMessage(check.payloadVersion, stored, found, check.sealedAt)), signature);
     std::optional<RunFinding> signedFinding;
-    if (signatureHolds && check.payloadVersion >= 2 && trustedName())
+    if (signatureHolds && check.payloadVersion >= 2 && trustedNote)
         signedFinding = parseFinding(found);
     // A version 1 seal was made before causes were stored: a cause on its rows was added since.
     bool causeAdded = false;
@@ -386,19 +340,12 @@ RunSealCheck checkRunSeal(Database& db, std::int64_t runId, const std::optional<
         return check;
     }
     check.finding = signedFinding;
-    if (ownKey && *ownKey == key) {
+    if (trustedNote) {
         check.state = RunSealCheck::State::Vouched;
-        check.signer += " (this user's key)";
-        check.explanation = "sealed by this user's zkdv when the run ended, and unchanged since";
+        check.signer += *trustedNote;
+        check.explanation = ownKey && *ownKey == key ? "sealed by this user's zkdv when the run ended, and unchanged since"
+                                                     : "sealed by a trusted auditor's zkdv when the run ended, and unchanged since";
         return check;
-    }
-    for (const TrustedKey& candidate : trusted) {
-        if (candidate.key == key) {
-            check.state = RunSealCheck::State::Vouched;
-            check.signer += candidate.name.empty() ? " (trusted)" : " (trusted: " + candidate.name + ")";
-            check.explanation = "sealed by a trusted auditor's zkdv when the run ended, and unchanged since";
-            return check;
-        }
     }
     check.state = RunSealCheck::State::UntrustedSigner;
     check.explanation = "run " + std::to_string(runId) + " was sealed by key " + check.signer +

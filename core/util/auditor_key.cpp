@@ -210,6 +210,17 @@ Signature AuditorKey::sign(ByteSpan message) const
     return signature;
 }
 
+std::optional<std::string> trustedSignerNote(const PublicKey& key, const std::optional<PublicKey>& ownKey,
+                                             const std::vector<TrustedKey>& trusted)
+{
+    if (ownKey && *ownKey == key)
+        return std::string(" (this user's key)");
+    for (const TrustedKey& candidate : trusted)
+        if (candidate.key == key)
+            return candidate.name.empty() ? std::string(" (trusted)") : " (trusted: " + candidate.name + ")";
+    return std::nullopt;
+}
+
 std::vector<TrustedKey> readTrustedKeys(const fs::path& requested)
 {
     const fs::path file = requested.empty() ? configFolder() / "trusted-keys" : requested;

@@ -24,6 +24,13 @@ IngestedFile ingestTapeFile(CaseStore& store, const std::string& path, const Ing
         file.outcome = result.alreadyPresent ? FileIngestOutcome::AlreadyPresent : FileIngestOutcome::Ingested;
         file.tapeId = result.tapeId;
         file.summary = result.summary;
+        if (result.resealed)
+            file.sealText = "its rows in the case are exactly what the tape gives, and are sealed anew with this user's key";
+        else if (result.rowsDiffer)
+            file.sealText = "its rows in the case DIFFER from the tape (changed since they were ingested): left as they are, unsealed by "
+                            "this user; reports of this case read NOT VOUCHED; ingest the tape into a new case";
+        else if (!result.sealProblem.empty())
+            file.sealText = "its rows are stored unsealed (" + result.sealProblem + "): reports of this case read NOT VOUCHED";
         // A tape of a resumed run: whether it continues the tape it names (checked again
         // whenever the case is read, so a predecessor ingested later counts).
         if (result.summary.root && result.summary.root->resumes)
@@ -86,6 +93,8 @@ std::string IngestedFile::describe() const
     }
     if (!linkText.empty())
         line += "; " + linkText;
+    if (!sealText.empty())
+        line += "; " + sealText;
     return line;
 }
 

@@ -56,8 +56,8 @@ const std::vector<std::pair<std::string, int>> kTables = {
     {"case_info", 2},   {"tapes", 27},       {"tensors", 6},    {"optimizer_groups", 4},
     {"programs", 8},    {"transactions", 17}, {"snapshots", 6},  {"payloads", 3},
     {"replay_runs", 25}, {"verdicts", 12},    {"metrics", 16},  {"transaction_orders", 3},
-    {"run_seals", 7},   {"transaction_notes", 6}, {"provenance_checks", 8},
-    {"merged_shards", 12}, {"planned_audits", 12},
+    {"run_seals", 7},   {"transaction_notes", 8}, {"provenance_checks", 8},
+    {"merged_shards", 12}, {"planned_audits", 12}, {"tape_seals", 6},
 };
 
 // A case at the latest schema version, closed again.
@@ -296,7 +296,7 @@ void TestDatabase::upgradeCreatesEverySchemaObject()
     QCOMPARE(db.userVersion(), 0);
     CaseSchema::upgrade(db);
 
-    QCOMPARE(CaseSchema::latestVersion(), 17);
+    QCOMPARE(CaseSchema::latestVersion(), 18);
     QCOMPARE(db.userVersion(), CaseSchema::latestVersion());
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(CaseSchema::kApplicationId));
     QCOMPARE(count(db, "PRAGMA application_id"), std::int64_t(0x5A4B4456));

@@ -292,7 +292,9 @@ void TestRunSeal::runsOfSchema12GetTheProgramCheckTheirProblemSays()
         CaseStore store(casePath, CaseStore::Access::ReadOnly);
         QCOMPARE(ReplayStore(store.database()).runs().front().programCheck, std::optional<ProgramCheck>(ProgramCheck::NotReplayable));
     }
-    editByHand(casePath, "ALTER TABLE replay_runs DROP COLUMN planned_audit_id; DROP TABLE planned_audits;"
+    editByHand(casePath, "DROP TABLE tape_seals; ALTER TABLE transaction_notes DROP COLUMN public_key;"
+                         " ALTER TABLE transaction_notes DROP COLUMN signature;"
+                         " ALTER TABLE replay_runs DROP COLUMN planned_audit_id; DROP TABLE planned_audits;"
                          " DROP TABLE merged_shards; ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count;"
                          " DROP TABLE provenance_checks; ALTER TABLE tapes DROP COLUMN signer_key_id; ALTER TABLE tapes DROP COLUMN signer_algorithm;"
                          " ALTER TABLE tapes DROP COLUMN signer_public_key;"

@@ -161,6 +161,8 @@ void TestTransactionNotes::aVersion7CaseMigratesKeepingItsRows()
     const std::string path = newCase("v7.zkaudit");
     {
         Database db(path, Database::Mode::ReadWrite);
+        db.exec("DROP TABLE tape_seals; ALTER TABLE transaction_notes DROP COLUMN public_key;"
+                " ALTER TABLE transaction_notes DROP COLUMN signature");                                    // 18
         db.exec("ALTER TABLE replay_runs DROP COLUMN planned_audit_id; DROP TABLE planned_audits");         // 17
         db.exec("DROP TABLE merged_shards");                                                                // 16
         db.exec("ALTER TABLE replay_runs DROP COLUMN shard_index; ALTER TABLE replay_runs DROP COLUMN shard_count");  // 16

@@ -293,6 +293,7 @@ private slots:
         question.flag = TransactionFlag::Question;
         question.note = "why is the loss flat?";
         report.auditorNotes = {suspicious, question};
+        report.auditorNoteSigners = {"ed25519:0123456789abcdef (this user's key)", "unsigned"};
         const std::string path = dir.file("notes.html");
         std::string error;
         QVERIFY2(ui::renderReportDocument(report, "html", path, &error), error.c_str());
@@ -302,7 +303,10 @@ private slots:
         QVERIFY(html.find(">suspicious</td>") != std::string::npos);
         QVERIFY(html.find(">150</td>") != std::string::npos);
         QVERIFY(html.find("why is the loss flat?") != std::string::npos);
-        QVERIFY(html.find(">alice</td>") != std::string::npos);
+        // Who wrote each note, and whose key signed it.
+        QVERIFY(html.find(">alice<br>ed25519:0123456789abcdef (this user&#x27;s key)</td>") != std::string::npos ||
+                html.find(">alice<br>ed25519:0123456789abcdef (this user's key)</td>") != std::string::npos);
+        QVERIFY(html.find(">alice<br>unsigned</td>") != std::string::npos);
         // Before the replayed transactions' table: it is part of the summary (page one of the PDF).
         QVERIFY(html.find("Auditor notes") < html.find("Replayed transactions"));
         const std::string pdf = dir.file("notes.pdf");

@@ -200,7 +200,7 @@ void TestShardMerge::mergeJoinsEveryShardIntoOneSealedRun()
     }
     const RunSealCheck seal = checkRunSeal(store.database(), result.run.id);
     QVERIFY2(seal.vouched(), seal.explanation.c_str());
-    QCOMPARE(seal.payloadVersion, 6);
+    QCOMPARE(seal.payloadVersion, 7);
     // The run names the audit its shards were held to, under its seal.
     QCOMPARE(result.audit.id, planned_);
     const std::optional<PlannedAudit> audit = runPlannedAudit(store.database(), result.run.id);

@@ -356,11 +356,14 @@ QString ReportHtml::auditorNotes() const
     if (r.auditorNotes.empty())
         return html + QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("No transaction was flagged or annotated.")));
     QString rows;
-    for (const TransactionNote& note : r.auditorNotes)
+    for (std::size_t i = 0; i < r.auditorNotes.size(); ++i) {
+        const TransactionNote& note = r.auditorNotes[i];
+        const std::string signer = i < r.auditorNoteSigners.size() ? r.auditorNoteSigners[i] : std::string("unsigned");
         rows += QStringLiteral("<tr>%1%2%3%4%5</tr>")
                     .arg(tight(QString::number(note.index)), tight(esc(QString::fromUtf8(transactionFlagName(note.flag)))),
-                         cell(esc(note.note).replace(QLatin1Char('\n'), QStringLiteral("<br>"))), tight(esc(note.author)),
-                         tight(esc(note.updatedAt)));
+                         cell(esc(note.note).replace(QLatin1Char('\n'), QStringLiteral("<br>"))),
+                         tight(esc(note.author) + QStringLiteral("<br>") + esc(signer)), tight(esc(note.updatedAt)));
+    }
     html += QStringLiteral("<p>%1</p>").arg(esc(QObject::tr("The auditor's own flags and notes, as stored in the case: a judgement beside "
                                                             "the replay results, not one of them.")));
     return html + table(headerRow({QObject::tr("Transaction"), QObject::tr("Flag"), QObject::tr("Note"), QObject::tr("Author"),

@@ -230,6 +230,13 @@ struct ReportData {
     // Whether the run's rows carry a seal this reader trusts: the conclusion is drawn only
     // from vouched rows (docs/report.md, "Vouched results").
     RunSealCheck seal;
+    // The case's rows the report prints besides the run's own that no seal this reader trusts
+    // covers as they stand, one sentence each: a tape whose ingested rows are unsealed, altered
+    // or sealed by a key they do not trust (zkdv/store/tape_seal.h: the report reads every tape
+    // of the case, for the resume link and forks), a note altered since its author signed it,
+    // a stored program whose bytes are not its digest's. Any makes the report NOT VOUCHED
+    // (docs/report.md, "Vouched results").
+    std::vector<std::string> unvouchedRows;
 
     // The tape's other replay runs, newest first.
     std::vector<ReportOtherRun> otherRuns;
@@ -255,6 +262,9 @@ struct ReportData {
 
     // The auditor's flags and notes on the tape's transactions, ascending (replayed or not).
     std::vector<TransactionNote> auditorNotes;
+    // Who signed each of them, in their order: "ed25519:… (this user's key)" or "(trusted: …)",
+    // "ed25519:… (not a key this reader trusts)", or "unsigned".
+    std::vector<std::string> auditorNoteSigners;
 };
 
 struct ReportOptions {

@@ -43,6 +43,12 @@ struct IngestResult {
     // The same tape (same chain head and size) was ingested before: nothing changed, except
     // a file SHA-256 computed now is stored when the case had none for it.
     bool alreadyPresent = false;
+    // The tape's rows are sealed with this user's key when it is ingested (zkdv/store/tape_seal.h).
+    // Ingested again, rows that are exactly what the tape gives are sealed anew (resealed); rows
+    // that are not were changed since their ingest (rowsDiffer), and are left as they are.
+    bool resealed = false;
+    bool rowsDiffer = false;
+    std::string sealProblem;  // why the rows were stored unsealed: no signing key could be had
     TapeSummary summary;
 };
 

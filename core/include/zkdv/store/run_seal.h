@@ -16,7 +16,7 @@
 // identity, the run's row and its verdict and metric rows without causes, and no finding;
 // they keep verifying. Later versions add the run's seed source (3), program check (4), shard
 // and the shards a merged run was merged from (5), and the planned audit a merged run was
-// checked against (6). Audit-side: no torch.
+// checked against (6), and the time it was sealed (7). Audit-side: no torch.
 
 #include <cstdint>
 #include <optional>
@@ -51,7 +51,7 @@ struct RunSealCheck {
     std::string signer;       // the key's fingerprint, and its trusted name in parentheses
     std::string sealedAt;     // UTC, ISO 8601
     std::string explanation;  // a sentence saying what the state means for the results
-    int payloadVersion = 0;   // of the seal (1 to 6); 0 when unsigned
+    int payloadVersion = 0;   // of the seal (1 to 7); 0 when unsigned
     // What the run found when it was sealed, when a key this reader trusts signed it and the
     // signature still holds over it: also for an Altered run whose rows changed since (the
     // finding survives an edit of the rows), never for an untrusted signer or a v1 seal.

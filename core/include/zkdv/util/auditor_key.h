@@ -65,6 +65,11 @@ struct TrustedKey {
     std::string name;
 };
 
+// How a seal's signer reads to this reader, after its fingerprint: " (this user's key)",
+// " (trusted: NAME)" or " (trusted)"; nullopt for a key that is neither theirs nor trusted.
+std::optional<std::string> trustedSignerNote(const PublicKey& key, const std::optional<PublicKey>& ownKey,
+                                             const std::vector<TrustedKey>& trusted);
+
 // The keys listed in configFolder()/trusted-keys (none when the file does not exist).
 // Throws Error naming the file and line of an entry that is not a key.
 std::vector<TrustedKey> readTrustedKeys(const std::filesystem::path& file = {});

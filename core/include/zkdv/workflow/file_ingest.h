@@ -36,6 +36,9 @@ struct IngestedFile {
     std::int64_t tapeId = 0;            // a tape's id in the case, when ingested or present
     std::optional<TapeSummary> summary; // a tape's verified summary (also of a rejected one, when it got that far)
     std::string linkText;               // a tape of a resumed run: its link to the tape before (tape_link.h)
+    // What became of the seal over the tape's rows (zkdv/store/tape_seal.h), when not the usual
+    // (sealed at ingest, or already sealed): sealed anew, rows that differ from the tape, no key.
+    std::string sealText;
     std::string programSha256;          // a program's SHA-256
     std::vector<std::int64_t> programTapes;  // the tapes a program belongs to
 
