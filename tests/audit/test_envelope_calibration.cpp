@@ -549,7 +549,7 @@ void TestEnvelopeCalibration::poisonedCalibrationIsRefused()
     if (attack == "row") {
         // One row of fc.weight scaled by 1.8 in snapshot 12 of tape 1: the snapshot compared at
         // transaction 11 is 2.1e7 u x S apart, and every comparison of the segment it starts
-        // (transactions 12 to 23) 1e5 to 3e7 (tests/cli measured 1.2e5 to 3.0e7).
+        // (transactions 12 to 23) far beyond the ceiling (tests/cli measured 7.3e2 to 3.0e7).
         poison = [](std::size_t source, std::uint64_t t, const std::string& tensor, const std::string& slot, double ratio) {
             if (source != 1)
                 return ratio;
