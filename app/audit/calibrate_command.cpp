@@ -55,19 +55,52 @@ std::string quantileLine(const char* name, const SampleQuantiles& q)
     return text;
 }
 
-nlohmann::json calibrationSummaryJson(const EnvelopeCalibration& c, const std::string& out, const std::string& refusal)
+// Which calibration replay a comparison comes from, as the auditor named it.
+struct ReplayedCase {
+    std::string casePath;
+    std::string tapePath;  // the calibration tape's file, as ingested
+};
+
+// Outliers named on stderr: this many, the largest first (--json lists up to kMaxOutliersListed).
+constexpr std::size_t kOutliersPrinted = 20;
+constexpr std::size_t kMaxOutliersListed = 1000;
+
+nlohmann::json outlierJson(const CalibrationComparison& o, const std::vector<ReplayedCase>& cases, const std::vector<CalibrationSource>& sources)
+{
+    return {{"case", cases.at(o.source).casePath},
+            {"tape", cases.at(o.source).tapePath},
+            {"run", sources.at(o.source).runId},
+            {"transaction", o.transaction},
+            {"tensor", o.tensor},
+            {"slot", o.slot},
+            {"kind", calibrationKind(o.slot)},
+            {"ratio", o.ratio}};
+}
+
+nlohmann::json calibrationSummaryJson(const EnvelopeCalibration& c, const std::string& out, bool written, const std::string& refusal,
+                                      const std::vector<CalibrationComparison>& outliers, const std::vector<ReplayedCase>& cases)
 {
     nlohmann::json document = nlohmann::json::parse(c.toJson());
     document.erase("sources");
+    nlohmann::json listed = nlohmann::json::array();
+    for (std::size_t i = 0; i < outliers.size() && i < kMaxOutliersListed; ++i)
+        listed.push_back(outlierJson(outliers[i], cases, c.sources));
     return {{"json_version", 1},
             {"out", out},
+            {"written", written},
             {"usable", refusal.empty()},
             {"refusal", refusal.empty() ? nlohmann::json() : nlohmann::json(refusal)},
             {"samples", c.samples()},
             {"max_ratio", c.maxRatio()},
             {"safety_factor", kCalibrationSafetyFactor},
+            {"robust_ratio", document["robust_ratio"]},
+            {"outlier_factor", kCalibrationOutlierFactor},
+            {"ceiling", c.ceiling},
+            {"fence", c.fence()},
             {"envelope", c.envelope()},
             {"quantile_level", c.quantileLevel()},
+            {"outlier_count", outliers.size()},
+            {"outliers", listed},
             {"excluded", document["excluded"]},
             {"kinds", document["kinds"]},
             {"runs", [&] {
@@ -90,12 +123,18 @@ int runCalibrate(int argc, char** argv)
         "of the model's scale (u x S), and writes per kind of compared value the quantiles of\n"
         "max ULP, relative L2 and that ratio, keyed by the tapes' and this replay's environments.\n"
         "zkdv-audit replay --calibration FILE then judges a run between the same two environments\n"
-        "by the largest ratio times " +
-            std::to_string(int(kCalibrationSafetyFactor)) +
-            " (docs/replay.md, \"Calibration\"). Each case keeps its calibration replay as a run.\n"
-            "Exit 0 when the calibration is usable, 1 when it holds fewer than " +
-            std::to_string(kMinimumCalibrationSamples) + " comparisons (it is written all the same),\n" +
-            "2 on usage errors, unreadable cases, cases of different pairs or a replay in the recording's environment.");
+        "by the least of " +
+            std::to_string(int(kCalibrationSafetyFactor)) + " x the largest ratio, " + std::to_string(int(kCalibrationOutlierFactor)) +
+            " x the robust ratio (the p99 of the nonzero\n"
+            "ratios, never the largest) and the default envelope, the ceiling (docs/replay.md,\n"
+            "\"Calibration\"). Each case keeps its calibration replay as a run. A comparison above\n"
+            "the fence (" + std::to_string(int(kCalibrationOutlierFactor)) +
+            " x the robust ratio, at most the ceiling) is an outlier: each is named\n"
+            "and nothing is written.\n"
+            "Exit 0 when the calibration is usable; 1 when it holds an outlier (nothing written) or\n"
+            "fewer than " + std::to_string(kMinimumCalibrationSamples) + " comparisons (written all the same); " +
+            "2 on usage errors, unreadable cases,\n"
+            "cases of different pairs or a replay in the recording's environment.");
     parser.setPositionals("CASE", "audit cases of honest tapes (*.zkaudit), all recorded in one environment", 1, true);
     parser.addOption("out", "FILE", "the calibration file to write (required; refuses to replace one without --overwrite)");
     parser.addOption("select", "SPEC", "which transactions of each tape to replay (default all)");
@@ -128,8 +167,10 @@ int runCalibrate(int argc, char** argv)
         CalibrationSampler sampler;
         request.onOutcome = [&sampler](const TransactionOutcome& outcome) { sampler.add(outcome); };
         EnvelopeCalibration calibration;
+        std::vector<ReplayedCase> replayed;  // parallel to calibration.sources
         std::optional<EnvironmentPair> pair;
         for (const std::string& casePath : parser.positionals()) {
+            sampler.setSource(calibration.sources.size());
             CaseStore store(casePath, CaseStore::Access::ReadWrite);
             const ReplaySummary summary = runReplayInTerminal(store, request, parser.has("quiet"), casePath);
             if (summary.status != RunStatus::Finished)
@@ -147,11 +188,14 @@ int runCalibrate(int argc, char** argv)
             } else {
                 pair = summary.environmentPair;
             }
-            std::string chainHead;
+            std::string chainHead, tapePath;
             for (const CaseTape& tape : store.tapes())
-                if (tape.id == summary.tapeId)
+                if (tape.id == summary.tapeId) {
                     chainHead = tape.chainHead;
+                    tapePath = tape.path;
+                }
             calibration.sources.push_back({chainHead, summary.runId, summary.replayed});
+            replayed.push_back({casePath, tapePath});
             if (!parser.has("json"))
                 std::fprintf(stderr, "zkdv-audit calibrate: %s: run %lld, %llu transactions replayed (%llu exact, %llu within, %llu diverged, %llu unverifiable)\n",
                              casePath.c_str(), static_cast<long long>(summary.runId), static_cast<unsigned long long>(summary.replayed),
@@ -163,13 +207,42 @@ int runCalibrate(int argc, char** argv)
         calibration.noiseExcluded = sampler.noiseExcluded();
         calibration.unbounded = sampler.unbounded();
         calibration.unjudged = sampler.unjudged();
+        calibration.robust = sampler.robustRatio();
+        calibration.ceiling = Tolerance::defaults().envelope;
         calibration.createdAt = utcNow();
         calibration.zkdvVersion = kVersion;
-        writeWhole(out, calibration.toJson());
-        const std::string refusal = calibration.refusal();
+        // Issue 48, item 3: the calibration tapes are the trainer's. A comparison far above the
+        // bulk of the others, or beyond what the tolerance calls rounding, is no honest
+        // rounding: it is named, and a calibration holding it is not written (no override).
+        const std::vector<CalibrationComparison> outliers = sampler.beyond(calibration.fence());
+        std::string refusal;
+        if (!outliers.empty()) {
+            char text[400];
+            std::snprintf(text, sizeof text,
+                          "%zu comparison(s) lie beyond the fence %g (the least of %g x the robust ratio %g and the ceiling %g), the largest "
+                          "%.4g: the calibration tapes are not consistent with honest rounding; nothing was written",
+                          outliers.size(), calibration.fence(), kCalibrationOutlierFactor, calibration.robust.value, calibration.ceiling,
+                          outliers.front().ratio);
+            refusal = text;
+        } else {
+            writeWhole(out, calibration.toJson());
+            refusal = calibration.refusal();
+        }
+        const bool written = outliers.empty();
 
+        if (!outliers.empty()) {
+            std::fprintf(stderr, "zkdv-audit calibrate: check failed: %s\n", refusal.c_str());
+            for (std::size_t i = 0; i < outliers.size() && i < kOutliersPrinted; ++i) {
+                const CalibrationComparison& o = outliers[i];
+                std::fprintf(stderr, "  outlier: %s (tape %s), transaction %llu, %s %s: ratio %.4g\n", replayed.at(o.source).casePath.c_str(),
+                             replayed.at(o.source).tapePath.c_str(), static_cast<unsigned long long>(o.transaction), o.tensor.c_str(),
+                             o.slot.c_str(), o.ratio);
+            }
+            if (outliers.size() > kOutliersPrinted)
+                std::fprintf(stderr, "  … and %zu more (--json lists up to %zu)\n", outliers.size() - kOutliersPrinted, kMaxOutliersListed);
+        }
         if (parser.has("json")) {
-            std::printf("%s\n", toJsonText(calibrationSummaryJson(calibration, out, refusal), 2).c_str());
+            std::printf("%s\n", toJsonText(calibrationSummaryJson(calibration, out, written, refusal, outliers, replayed), 2).c_str());
         } else {
             std::printf("calibration %s: %llu honest comparisons between the recorded environment and this replay's (%s)\n", out.c_str(),
                         static_cast<unsigned long long>(calibration.samples()),
@@ -181,19 +254,23 @@ int runCalibrate(int argc, char** argv)
             std::printf("  left out: %llu values a noise gradient reaches, %llu over a zero scale, %llu no envelope judges\n",
                         static_cast<unsigned long long>(calibration.noiseExcluded), static_cast<unsigned long long>(calibration.unbounded),
                         static_cast<unsigned long long>(calibration.unjudged));
+            std::printf("  robust ratio %g (the p99 of %llu nonzero ratios, never the largest); fence %g; ceiling %g\n", calibration.robust.value,
+                        static_cast<unsigned long long>(calibration.robust.nonzero), calibration.fence(), calibration.ceiling);
             if (refusal.empty())
-                std::printf("  envelope for this pair: %g (largest ratio %g x safety factor %g; the largest of %llu bounds their %.4g quantile)\n",
-                            calibration.envelope(), calibration.maxRatio(), kCalibrationSafetyFactor,
-                            static_cast<unsigned long long>(calibration.samples()), calibration.quantileLevel());
+                std::printf("  envelope for this pair: %g (the least of largest ratio %g x %g, robust ratio %g x %g and the ceiling %g; "
+                            "the largest of %llu bounds their %.4g quantile)\n",
+                            calibration.envelope(), calibration.maxRatio(), kCalibrationSafetyFactor, calibration.robust.value,
+                            kCalibrationOutlierFactor, calibration.ceiling, static_cast<unsigned long long>(calibration.samples()),
+                            calibration.quantileLevel());
             else
                 std::printf("  not usable: %s\n", refusal.c_str());
         }
-        // Measured is not the same as small: say when the pair rounds beyond what the default admits.
-        if (refusal.empty() && calibration.envelope() > Tolerance::defaults().envelope)
-            std::fprintf(stderr, "zkdv-audit calibrate: warning: the envelope %g for this pair is above the default %g: across these "
-                                 "environments an alteration smaller than %g u x the model's scale (%.3g of it for F32) cannot be told "
-                                 "from rounding; replay in the recording environment where it matters\n",
-                         calibration.envelope(), Tolerance::defaults().envelope, calibration.envelope(), calibration.envelope() * 0x1.0p-24);
+        // Measured is not the same as small: say when the pair rounds up to what the default admits.
+        if (refusal.empty() && calibration.envelope() >= calibration.ceiling)
+            std::fprintf(stderr, "zkdv-audit calibrate: warning: the envelope for this pair is at its ceiling %g, the default: across these "
+                                 "environments a calibration narrows nothing, and an alteration smaller than %g u x the model's scale "
+                                 "(%.3g of it for F32) cannot be told from rounding; replay in the recording environment where it matters\n",
+                         calibration.ceiling, calibration.ceiling, calibration.ceiling * 0x1.0p-24);
         if (calibration.unjudged > 0)
             std::fprintf(stderr, "zkdv-audit calibrate: warning: %llu comparisons differ in ways no envelope judges (integers, NaN/Inf, dtype or shape); "
                                  "an honest tape should have none: are these tapes honest?\n",

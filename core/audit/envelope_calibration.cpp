@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -147,6 +148,23 @@ SampleQuantiles quantilesOf(std::vector<double> values)
     return q;
 }
 
+std::uint64_t robustRank(std::uint64_t nonzero) { return nonzero < 2 ? 0 : std::max<std::uint64_t>(2, nonzero / 100 + 1); }
+
+RobustRatio robustRatioOf(std::vector<double> ratios)
+{
+    ratios.erase(std::remove_if(ratios.begin(), ratios.end(), [](double r) { return !(r > 0); }), ratios.end());
+    RobustRatio robust;
+    robust.nonzero = ratios.size();
+    robust.rank = robustRank(robust.nonzero);
+    if (robust.rank == 0)
+        return robust;
+    // The rank-th largest: the (n − rank)-th element, 0-based, of the ascending order.
+    const auto at = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() - robust.rank);
+    std::nth_element(ratios.begin(), at, ratios.end());
+    robust.value = *at;
+    return robust;
+}
+
 std::string calibrationKind(const std::string& slot)
 {
     if (slot.rfind("total_norm/", 0) == 0)
@@ -188,9 +206,30 @@ void CalibrationSampler::add(const TransactionOutcome& outcome)
         s.maxUlp.push_back(std::isfinite(c.metrics.maxUlp) ? c.metrics.maxUlp : kMaxUlpValue);
         s.relativeL2.push_back(std::isfinite(c.metrics.relativeL2) ? std::min(c.metrics.relativeL2, kMaxRelativeL2) : kMaxRelativeL2);
         // A ratio a file could not hold (replay refuses a file claiming more): what calibrate
-        // writes, replay reads. Such a ratio is far above any envelope used (chooseEnvelope).
+        // writes, replay reads. Such a ratio is far above the ceiling: an outlier.
         s.ratio.push_back(std::min(ratio, kMaximumCalibrationRatio));
+        if (ratio > 0)
+            nonzero_.push_back({source_, outcome.index, c.tensor, c.slot, ratio});
     }
+}
+
+RobustRatio CalibrationSampler::robustRatio() const
+{
+    std::vector<double> ratios;
+    ratios.reserve(nonzero_.size());
+    for (const CalibrationComparison& c : nonzero_)
+        ratios.push_back(std::min(c.ratio, kMaximumCalibrationRatio));  // as the kinds hold it
+    return robustRatioOf(std::move(ratios));
+}
+
+std::vector<CalibrationComparison> CalibrationSampler::beyond(double fence) const
+{
+    std::vector<CalibrationComparison> out;
+    for (const CalibrationComparison& c : nonzero_)
+        if (std::min(c.ratio, kMaximumCalibrationRatio) > fence)
+            out.push_back(c);
+    std::stable_sort(out.begin(), out.end(), [](const CalibrationComparison& a, const CalibrationComparison& b) { return a.ratio > b.ratio; });
+    return out;
 }
 
 std::vector<KindCalibration> CalibrationSampler::kinds() const
@@ -279,7 +318,22 @@ double EnvelopeCalibration::maxRatio() const
     return most;
 }
 
-double EnvelopeCalibration::envelope() const { return std::max(kMinimumCalibratedEnvelope, maxRatio() * kCalibrationSafetyFactor); }
+double EnvelopeCalibration::fence() const
+{
+    if (version < 2)
+        return std::numeric_limits<double>::infinity();
+    return std::min(ceiling, std::max(kMinimumCalibratedEnvelope, kCalibrationOutlierFactor * robust.value));
+}
+
+double EnvelopeCalibration::envelope() const
+{
+    if (version < 2)
+        return std::max(kMinimumCalibratedEnvelope, maxRatio() * kCalibrationSafetyFactor);
+    // The largest ratio only narrows what the robust ratio allows: one comparison below the
+    // fence widens the envelope to at most kCalibrationOutlierFactor × a ratio it cannot move.
+    const double robustBound = std::min(maxRatio() * kCalibrationSafetyFactor, kCalibrationOutlierFactor * robust.value);
+    return std::min(ceiling, std::max(kMinimumCalibratedEnvelope, robustBound));
+}
 
 double EnvelopeCalibration::quantileLevel() const { return 1.0 - 1.0 / (static_cast<double>(samples()) + 1.0); }
 
@@ -303,7 +357,7 @@ std::string EnvelopeCalibration::toJson() const
     json sourceList = json::array();
     for (const CalibrationSource& s : sources)
         sourceList.push_back({{"tape_chain_head", s.tapeChainHead}, {"run", s.runId}, {"transactions", s.transactions}});
-    const json document = {{"zkdv_calibration", kVersion},
+    json document = {{"zkdv_calibration", version},
                            {"created_at", createdAt},
                            {"zkdv_version", zkdvVersion},
                            {"recorded",
@@ -323,6 +377,11 @@ std::string EnvelopeCalibration::toJson() const
                            {"excluded", {{"noise", noiseExcluded}, {"unbounded", unbounded}, {"unjudged", unjudged}}},
                            {"kinds", kindList},
                            {"sources", sourceList}};
+    if (version >= 2) {
+        document["robust_ratio"] = {{"nonzero", robust.nonzero}, {"rank", robust.rank}, {"value", robust.value}};
+        document["outlier_factor"] = kCalibrationOutlierFactor;
+        document["ceiling"] = ceiling;
+    }
     return toJsonText(document, 2) + "\n";
 }
 
@@ -334,8 +393,9 @@ EnvelopeCalibration EnvelopeCalibration::parse(std::string_view text, const std:
         in.fail("the document", std::string("must be an object, found ") + document.type_name());
     EnvelopeCalibration c;
     const json& version = in.member(document, "", "zkdv_calibration");
-    if (!version.is_number_unsigned() || version.get<std::uint64_t>() != static_cast<std::uint64_t>(kVersion))
-        in.fail("zkdv_calibration", "is " + version.dump().substr(0, 40) + "; this zkdv reads calibration files of version " + std::to_string(kVersion));
+    if (!version.is_number_unsigned() || version.get<std::uint64_t>() < 1 || version.get<std::uint64_t>() > static_cast<std::uint64_t>(kVersion))
+        in.fail("zkdv_calibration", "is " + version.dump().substr(0, 40) + "; this zkdv reads calibration files of versions 1 to " + std::to_string(kVersion));
+    c.version = static_cast<int>(version.get<std::uint64_t>());
     c.createdAt = in.text(document, "", "created_at", 64);
     c.zkdvVersion = in.text(document, "", "zkdv_version", 64);
     const json& recorded = in.object(document, "", "recorded");
@@ -393,9 +453,38 @@ EnvelopeCalibration EnvelopeCalibration::parse(std::string_view text, const std:
     const double factor = in.number(document, "", "safety_factor", 1e6);
     if (factor != kCalibrationSafetyFactor)
         in.fail("safety_factor", "is " + numberText(factor) + "; this zkdv derives envelopes with " + numberText(kCalibrationSafetyFactor));
+    if (c.version >= 2) {
+        // The robust ratio is one of the nonzero ratios counted, at the rank their number gives.
+        const json& robust = in.object(document, "", "robust_ratio");
+        c.robust.nonzero = in.count(robust, "robust_ratio", "nonzero");
+        if (c.robust.nonzero > c.samples())
+            in.fail("robust_ratio.nonzero", "is " + std::to_string(c.robust.nonzero) + ", more than the " + std::to_string(c.samples()) + " samples");
+        c.robust.rank = in.count(robust, "robust_ratio", "rank");
+        if (c.robust.rank != robustRank(c.robust.nonzero))
+            in.fail("robust_ratio.rank", "is " + std::to_string(c.robust.rank) + "; of " + std::to_string(c.robust.nonzero) + " nonzero ratios it is " +
+                                             std::to_string(robustRank(c.robust.nonzero)));
+        c.robust.value = in.number(robust, "robust_ratio", "value", kMaximumCalibrationRatio);
+        if ((c.robust.rank == 0) != (c.robust.value == 0) || c.robust.value > c.maxRatio())
+            in.fail("robust_ratio.value", "is " + numberText(c.robust.value) + ", not the rank-" + std::to_string(c.robust.rank) +
+                                              " largest of nonzero ratios at most max_ratio " + numberText(c.maxRatio()));
+        const double outlierFactor = in.number(document, "", "outlier_factor", 1e6);
+        if (outlierFactor != kCalibrationOutlierFactor)
+            in.fail("outlier_factor", "is " + numberText(outlierFactor) + "; this zkdv derives envelopes with " + numberText(kCalibrationOutlierFactor));
+        c.ceiling = in.number(document, "", "ceiling", kMaximumCalibrationRatio);
+        if (c.ceiling < kMinimumCalibratedEnvelope)
+            in.fail("ceiling", "is " + numberText(c.ceiling) + ", below the smallest envelope " + numberText(kMinimumCalibratedEnvelope));
+        // calibrate refuses to write a calibration holding an outlier: one that does was not
+        // written by it, whatever else it says.
+        if (c.maxRatio() > c.fence())
+            in.fail("max_ratio", "is " + numberText(c.maxRatio()) + ", beyond the fence " + numberText(c.fence()) +
+                                     " (min(ceiling, outlier_factor x robust_ratio.value)): calibrate refuses a calibration holding such an outlier");
+    }
     const double envelope = in.number(document, "", "envelope", kMaximumCalibrationRatio * kCalibrationSafetyFactor);
     if (std::fabs(envelope - c.envelope()) > 1e-9 * c.envelope())
-        in.fail("envelope", "is " + numberText(envelope) + ", but max_ratio x safety_factor gives " + numberText(c.envelope()));
+        in.fail("envelope", "is " + numberText(envelope) + ", but " +
+                                (c.version >= 2 ? "min(ceiling, max(1, min(max_ratio x safety_factor, outlier_factor x robust_ratio.value)))"
+                                                : "max_ratio x safety_factor") +
+                                " gives " + numberText(c.envelope()));
 
     const json& sources = in.member(document, "", "sources");
     if (!sources.is_array())
@@ -460,21 +549,30 @@ EnvelopeChoice chooseEnvelope(const std::optional<LoadedCalibration>& calibratio
     }
     // A calibration is measured on tapes the trainer may have recorded: it can narrow the
     // envelope, never widen it beyond the one the run would use without it (issue 48, item 3).
-    // A poisoned calibration tape (one row scaled) buys at most the envelope it replaces.
+    // calibrate writes none above its ceiling (the same envelope); a version-1 file may be.
     choice.envelope = std::min(c.envelope(), envelope);
     choice.source = "calibrated";
     choice.calibrationUsed = true;
-    char text[320];
-    std::snprintf(text, sizeof text,
-                  "calibrated: %g, the largest ratio %g of %llu honest comparisons (it bounds their %.4g quantile) times the safety factor %g, at least %g",
-                  choice.envelope, c.maxRatio(), static_cast<unsigned long long>(c.samples()), c.quantileLevel(), kCalibrationSafetyFactor,
-                  kMinimumCalibratedEnvelope);
+    char text[480];
+    if (c.version >= 2)
+        std::snprintf(text, sizeof text,
+                      "calibrated: %g, the least of %g x the largest ratio %g, %g x the robust ratio %g (the p99 of the %llu nonzero ratios of "
+                      "%llu honest comparisons, never the largest) and the ceiling %g, at least %g",
+                      choice.envelope, kCalibrationSafetyFactor, c.maxRatio(), kCalibrationOutlierFactor, c.robust.value,
+                      static_cast<unsigned long long>(c.robust.nonzero), static_cast<unsigned long long>(c.samples()), c.ceiling,
+                      kMinimumCalibratedEnvelope);
+    else
+        std::snprintf(text, sizeof text,
+                      "calibrated: %g, the largest ratio %g of %llu honest comparisons (it bounds their %.4g quantile) times the safety factor %g, "
+                      "at least %g (a version-1 calibration: the largest ratio alone, which one poisoned comparison sets; recalibrate)",
+                      choice.envelope, c.maxRatio(), static_cast<unsigned long long>(c.samples()), c.quantileLevel(), kCalibrationSafetyFactor,
+                      kMinimumCalibratedEnvelope);
     choice.note = std::string(text) + ", from " + named;
     if (c.envelope() > envelope) {
         char ceiling[200];
-        std::snprintf(ceiling, sizeof ceiling, "; capped at %g, the envelope without it: its largest ratio %g is beyond what rounding explains, "
-                                               "so a calibration tape holds an outlier (check it; it narrows nothing)",
-                      envelope, c.maxRatio());
+        std::snprintf(ceiling, sizeof ceiling, "; capped at %g, the envelope without it: its envelope %g is beyond what the tolerance calls rounding, "
+                                               "so it narrows nothing",
+                      envelope, c.envelope());
         choice.note += ceiling;
     }
     return choice;

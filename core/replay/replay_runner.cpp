@@ -256,7 +256,7 @@ std::string withEnvelope(const std::string& environmentJson, const EnvelopeChoic
                                       {"sha256", choice.calibration->sha256},
                                       {"used", choice.calibrationUsed},
                                       {"samples", c.samples()},
-                                      {"quantile", "max"},
+                                      {"quantile", c.version >= 2 ? "robust" : "max"},
                                       {"quantile_level", c.quantileLevel()},
                                       {"max_ratio", c.maxRatio()},
                                       {"safety_factor", kCalibrationSafetyFactor},

@@ -3,7 +3,9 @@
 // "Tolerances"). A calibration measured on one honest tape lets another honest tape (another
 // seed) replay with none diverged, while a tampered copy of it is diverged at the altered
 // transaction; a calibration for another pair is not used, naming what differs; a hostile
-// calibration file is an input error naming the file and the member.
+// calibration file is an input error naming the file and the member. Calibration tapes the
+// trainer poisoned (issue 48, item 3) are refused naming each outlier, or, poisoned under the
+// fence, widen the envelope no further than the ceiling, where the tampered tape stays diverged.
 
 #include <QtTest>
 
@@ -14,6 +16,7 @@
 #include <QProcess>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "dishonest_trainer.h"
@@ -73,7 +76,11 @@ private Q_SLOTS:
     void calibrationMeasuresThePair();
     void honestTapeIsNeverDivergedInTheCalibratedEnvelope();
     void tamperedTapeIsDivergedAtItsTransaction();
-    void poisonedCalibrationWidensNothing();
+    void poisonedCalibrationSetIsRefusedNamingItsOutliers();
+    void severalPoisonedRowsAreEachNamed();
+    void poisonJustAboveTheFenceIsRefused();
+    void poisonSpreadUnderTheFenceWidensNothingPastTheCeiling();
+    void versionOneCalibrationStillLoadsAndIsCapped();
     void longHonestTapeIsNeverDivergedAcrossThreads_data();
     void longHonestTapeIsNeverDivergedAcrossThreads();
     void amplifiedRoundingExcusesNoTampering();
@@ -88,6 +95,12 @@ private:
     // Records the CNN demo with 1 intra-op thread and ingests it into `name`.zkaudit.
     void recordDemo(const std::string& name, const QString& seed, const QString& steps = kSteps);
     Result replay(const QString& casePath, const QStringList& more);
+    // zkdv-audit calibrate CASES --out FILE --intra-op-threads 2 --json --quiet.
+    Result calibrate(const QStringList& cases, const QString& out);
+    // The tampered tape (b, transaction 5's fc.weight delta element scaled by 1.5) replayed
+    // with `calibration`: accepted (exit 1, not 2), with the envelope the file says, not capped,
+    // and diverged at transaction 5.
+    void tamperedStaysDivergedWith(const QString& calibration);
 
     test::TempDir dir_;
     QString calibration_;
@@ -107,6 +120,30 @@ Result TestCalibrateCli::replay(const QString& casePath, const QStringList& more
     return runAudit(QStringList{QStringLiteral("replay"), casePath, QStringLiteral("--select"), QStringLiteral("all"), QStringLiteral("--json"),
                                 QStringLiteral("--quiet")} +
                     more);
+}
+
+Result TestCalibrateCli::calibrate(const QStringList& cases, const QString& out)
+{
+    return runAudit(QStringList{QStringLiteral("calibrate")} + cases +
+                    QStringList{QStringLiteral("--out"), out, QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--json"),
+                                QStringLiteral("--quiet")});
+}
+
+void TestCalibrateCli::tamperedStaysDivergedWith(const QString& calibration)
+{
+    const double written = jsonFile(calibration).value(QStringLiteral("envelope")).toDouble();
+    const Result result = replay(path("tampered.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--calibration"), calibration});
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));  // accepted (not 2), and failed
+    const QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("envelope_source")).toString(), QStringLiteral("calibrated"));
+    QCOMPARE(json.value(QStringLiteral("envelope")).toDouble(), written);
+    QVERIFY2(!json.value(QStringLiteral("envelope_note")).toString().contains(QStringLiteral("capped")),
+             qPrintable(json.value(QStringLiteral("envelope_note")).toString()));
+    bool foundAtFive = false;
+    for (const QJsonValue& value : json.value(QStringLiteral("first_failures")).toArray())
+        foundAtFive = foundAtFive || (value.toObject().value(QStringLiteral("index")).toInt() == 5 &&
+                                      value.toObject().value(QStringLiteral("verdict")).toString() == QStringLiteral("diverged"));
+    QVERIFY2(foundAtFive, qPrintable(result.describe()));
 }
 
 void TestCalibrateCli::initTestCase()
@@ -136,7 +173,28 @@ void TestCalibrateCli::initTestCase()
             for (std::size_t element = 0; element < 16; ++element)
                 test::scaleElement(record, "param/fc.weight", element, 1.8f);
     });
-    for (const char* name : {"a", "b", "tampered", "long", "long-tampered", "longer", "poisoned"}) {
+    // Rows of fc.weight's delta scaled by 1.8 in transactions 3, 9 and 17: three comparisons
+    // (the replay goes on from its own state, so nothing else moves).
+    test::rewriteTape(dir_.file("a.zkdv"), dir_.file("poisoned-rows.zkdv"), [](test::RawRecord& record) {
+        if (test::isTransaction(record, 3) || test::isTransaction(record, 9) || test::isTransaction(record, 17))
+            for (std::size_t element = 0; element < 16; ++element)
+                test::scaleElement(record, "delta/fc.weight", element, 1.8f);
+    });
+    // The row of snapshot 12 scaled by 1.00003: fc.weight's snapshot compared at transaction 23
+    // lands just above the ceiling (1,178 u x S here), the segment's other comparisons below.
+    test::rewriteTape(dir_.file("a.zkdv"), dir_.file("poisoned-above.zkdv"), [](test::RawRecord& record) {
+        if (test::isSnapshot(record, 12))
+            for (std::size_t element = 0; element < 16; ++element)
+                test::scaleElement(record, "param/fc.weight", element, 1.00003f);
+    });
+    // By 1.000015: every comparison of the segment moves (25 to 588 u x S here), all under the
+    // fence, the robust ratio with them.
+    test::rewriteTape(dir_.file("a.zkdv"), dir_.file("poisoned-spread.zkdv"), [](test::RawRecord& record) {
+        if (test::isSnapshot(record, 12))
+            for (std::size_t element = 0; element < 16; ++element)
+                test::scaleElement(record, "param/fc.weight", element, 1.000015f);
+    });
+    for (const char* name : {"a", "b", "tampered", "long", "long-tampered", "longer", "poisoned", "poisoned-rows", "poisoned-above", "poisoned-spread"}) {
         const Result result = runAudit({QStringLiteral("ingest"), path(std::string(name) + ".zkdv"), QStringLiteral("--case"),
                                         path(std::string(name) + ".zkaudit"), QStringLiteral("--quiet")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
@@ -156,7 +214,16 @@ void TestCalibrateCli::calibrationMeasuresThePair()
     // conv1.bias's noise gradient reaches its update and the BatchNorm buffers: left out.
     QVERIFY2(json.value(QStringLiteral("excluded")).toObject().value(QStringLiteral("noise")).toDouble() > 0, qPrintable(result.out));
     const double maxRatio = json.value(QStringLiteral("max_ratio")).toDouble();
-    QCOMPARE(json.value(QStringLiteral("envelope")).toDouble(), std::max(1.0, 4.0 * maxRatio));
+    // The least of 4 x the largest, 16 x the robust ratio and the ceiling (the default), at least 1.
+    const double robust = json.value(QStringLiteral("robust_ratio")).toObject().value(QStringLiteral("value")).toDouble();
+    QVERIFY2(robust > 0 && robust <= maxRatio, qPrintable(result.out));
+    QCOMPARE(json.value(QStringLiteral("ceiling")).toDouble(), 1024.0);
+    QCOMPARE(json.value(QStringLiteral("envelope")).toDouble(), std::min(1024.0, std::max(1.0, std::min(4.0 * maxRatio, 16.0 * robust))));
+    QVERIFY2(json.value(QStringLiteral("envelope")).toDouble() >= maxRatio, qPrintable(result.out));
+    // Honest rounding: no outlier, and the file is written.
+    QCOMPARE(json.value(QStringLiteral("outlier_count")).toInt(), 0);
+    QVERIFY(json.value(QStringLiteral("written")).toBool());
+    QVERIFY2(json.value(QStringLiteral("fence")).toDouble() >= maxRatio, qPrintable(result.out));
     QCOMPARE(json.value(QStringLiteral("quantile_level")).toDouble(), 1.0 - 1.0 / (samples + 1.0));
     // Every kind holds ordered quantiles, and their counts add up to the samples.
     double counted = 0, largest = 0;
@@ -179,6 +246,8 @@ void TestCalibrateCli::calibrationMeasuresThePair()
              qPrintable(kinds.join(QLatin1Char(','))));
     // The file is keyed by the pair: the tape's environment (1 thread) and the workers' (2).
     const QJsonObject file = jsonFile(calibration_);
+    QCOMPARE(file.value(QStringLiteral("zkdv_calibration")).toInt(), 2);
+    QCOMPARE(file.value(QStringLiteral("envelope")).toDouble(), json.value(QStringLiteral("envelope")).toDouble());
     QCOMPARE(file.value(QStringLiteral("recorded")).toObject().value(QStringLiteral("numerics")).toObject().value(QStringLiteral("intra_op_threads")).toInt(), 1);
     QCOMPARE(file.value(QStringLiteral("replay")).toObject().value(QStringLiteral("numerics")).toObject().value(QStringLiteral("intra_op_threads")).toInt(), 2);
     QCOMPARE(file.value(QStringLiteral("replay")).toObject().value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
@@ -241,25 +310,129 @@ void TestCalibrateCli::honestTapeIsNeverDivergedInTheCalibratedEnvelope()
 }
 
 // Issue 48, item 3: the envelope was 4 x the largest ratio measured on the calibration tapes,
-// which the trainer records; one poisoned row made an envelope under which a x1.5 edit of the
-// audited tape passed. A calibration narrows the envelope and never widens it: what calibrate
-// writes from the poisoned tape, replay accepts, caps at the envelope it would use without it,
-// says so, and the tampered tape stays diverged at its transaction.
-void TestCalibrateCli::poisonedCalibrationWidensNothing()
+// which the trainer records. A calibration set of an honest tape and one with a row of
+// fc.weight scaled by 1.8 in snapshot 12: every comparison the poison reaches (the snapshot,
+// compared at transaction 11, and the segment replayed from it) is named, none of the honest
+// tape's, and nothing is written.
+void TestCalibrateCli::poisonedCalibrationSetIsRefusedNamingItsOutliers()
 {
-    const QString poisoned = path("poisoned.calibration.json");
-    const Result calibrated = runAudit({QStringLiteral("calibrate"), path("poisoned.zkaudit"), QStringLiteral("--out"), poisoned,
-                                        QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--json"), QStringLiteral("--quiet")});
-    QVERIFY2(!calibrated.crashed && calibrated.exitCode == 0, qPrintable(calibrated.describe()));
-    const double written = jsonObject(calibrated.out).value(QStringLiteral("envelope")).toDouble();
-    QVERIFY2(written > 1024.0, qPrintable(calibrated.describe()));  // the poison is in the file
-    const Result result = replay(path("tampered.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--calibration"), poisoned});
+    const QString out = path("poisoned.calibration.json");
+    const Result result = calibrate({path("a.zkaudit"), path("poisoned.zkaudit")}, out);
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
+    QVERIFY2(!QFile::exists(out), "a calibration holding outliers was written");
+    const QJsonObject json = jsonObject(result.out);
+    QVERIFY(!json.value(QStringLiteral("written")).toBool());
+    QVERIFY(!json.value(QStringLiteral("usable")).toBool());
+    QVERIFY2(json.value(QStringLiteral("refusal")).toString().contains(QStringLiteral("not consistent with honest rounding")), qPrintable(result.out));
+    const QJsonArray outliers = json.value(QStringLiteral("outliers")).toArray();
+    QVERIFY2(!outliers.isEmpty() && json.value(QStringLiteral("outlier_count")).toInt() == outliers.size(), qPrintable(result.out));
+    const double fence = json.value(QStringLiteral("fence")).toDouble();
+    QVERIFY2(fence <= 1024.0, qPrintable(result.out));
+    bool theSnapshot = false;
+    for (const QJsonValue& value : outliers) {
+        const QJsonObject o = value.toObject();
+        QCOMPARE(o.value(QStringLiteral("case")).toString(), path("poisoned.zkaudit"));
+        QCOMPARE(o.value(QStringLiteral("tape")).toString(), path("poisoned.zkdv"));
+        QVERIFY2(o.value(QStringLiteral("transaction")).toInt() >= 11, qPrintable(QJsonDocument(o).toJson()));
+        QVERIFY(o.value(QStringLiteral("ratio")).toDouble() > fence);
+        theSnapshot = theSnapshot || (o.value(QStringLiteral("transaction")).toInt() == 11 && o.value(QStringLiteral("tensor")).toString() == QStringLiteral("fc.weight") &&
+                                      o.value(QStringLiteral("slot")).toString() == QStringLiteral("snapshot/param"));
+    }
+    QVERIFY2(theSnapshot, qPrintable(result.out));
+    // stderr says so, naming the largest.
+    QVERIFY2(result.err.contains(QStringLiteral("check failed")) && result.err.contains(QStringLiteral("outlier: ") + path("poisoned.zkaudit")) &&
+                 result.err.contains(QStringLiteral("fc.weight snapshot/param")),
+             qPrintable(result.describe()));
+    qInfo("%d outliers named, the largest %g; fence %g", outliers.size(), outliers.first().toObject().value(QStringLiteral("ratio")).toDouble(), fence);
+}
+
+void TestCalibrateCli::severalPoisonedRowsAreEachNamed()
+{
+    const QString out = path("poisoned-rows.calibration.json");
+    const Result result = calibrate({path("poisoned-rows.zkaudit")}, out);
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
+    QVERIFY(!QFile::exists(out));
+    std::set<int> transactions;
+    for (const QJsonValue& value : jsonObject(result.out).value(QStringLiteral("outliers")).toArray()) {
+        const QJsonObject o = value.toObject();
+        QCOMPARE(o.value(QStringLiteral("tensor")).toString(), QStringLiteral("fc.weight"));
+        QCOMPARE(o.value(QStringLiteral("slot")).toString(), QStringLiteral("delta"));
+        QCOMPARE(o.value(QStringLiteral("kind")).toString(), QStringLiteral("delta"));
+        transactions.insert(o.value(QStringLiteral("transaction")).toInt());
+    }
+    QVERIFY2((transactions == std::set<int>{3, 9, 17}), qPrintable(result.describe()));
+    for (const char* line : {"transaction 3, fc.weight delta", "transaction 9, fc.weight delta", "transaction 17, fc.weight delta"})
+        QVERIFY2(result.err.contains(QLatin1String(line)), qPrintable(result.describe()));
+}
+
+// A poison sized to land just above the fence (here its ceiling, the default envelope): named
+// and refused like any other.
+void TestCalibrateCli::poisonJustAboveTheFenceIsRefused()
+{
+    const QString out = path("poisoned-above.calibration.json");
+    const Result result = calibrate({path("poisoned-above.zkaudit")}, out);
+    QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));
+    QVERIFY(!QFile::exists(out));
+    const QJsonObject json = jsonObject(result.out);
+    const double fence = json.value(QStringLiteral("fence")).toDouble();
+    const QJsonArray outliers = json.value(QStringLiteral("outliers")).toArray();
+    QVERIFY2(!outliers.isEmpty(), qPrintable(result.out));
+    const QJsonObject largest = outliers.first().toObject();
+    QCOMPARE(largest.value(QStringLiteral("tensor")).toString(), QStringLiteral("fc.weight"));
+    QCOMPARE(largest.value(QStringLiteral("slot")).toString(), QStringLiteral("snapshot/param"));
+    QVERIFY2(largest.value(QStringLiteral("ratio")).toDouble() > fence && largest.value(QStringLiteral("ratio")).toDouble() < 2 * fence, qPrintable(result.out));
+    qInfo("just above: %g against the fence %g", largest.value(QStringLiteral("ratio")).toDouble(), fence);
+}
+
+// A poison spread under the fence (every comparison of a segment moved, none far above the
+// others) is no outlier: the robust ratio follows it, and the ceiling bounds it. Written, the
+// run uses it as written (never refused, never capped), and the tampered tape's x1.5 edit
+// stays diverged under it; an honest tape replays under it as under the default.
+void TestCalibrateCli::poisonSpreadUnderTheFenceWidensNothingPastTheCeiling()
+{
+    const QString out = path("poisoned-spread.calibration.json");
+    const Result result = calibrate({path("poisoned-spread.zkaudit")}, out);
+    QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.describe()));
+    const QJsonObject json = jsonObject(result.out);
+    QCOMPARE(json.value(QStringLiteral("outlier_count")).toInt(), 0);
+    const double envelope = json.value(QStringLiteral("envelope")).toDouble();
+    QVERIFY2(envelope <= 1024.0 && envelope >= json.value(QStringLiteral("max_ratio")).toDouble(), qPrintable(result.out));
+    QCOMPARE(envelope, 1024.0);  // at the ceiling (588 x 4 and 16 x the robust ratio, 131 here, are above it)
+    QVERIFY2(result.err.contains(QStringLiteral("at its ceiling")), qPrintable(result.describe()));
+    tamperedStaysDivergedWith(out);
+    const Result honest = replay(path("b.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--calibration"), out});
+    QVERIFY2(!honest.crashed && honest.exitCode != 2, qPrintable(honest.describe()));
+    QCOMPARE(jsonObject(honest.out).value(QStringLiteral("envelope")).toDouble(), envelope);
+}
+
+// A calibration of version 1 (before outliers were refused: 4 x the largest ratio alone) still
+// loads; one a poison set is capped at the envelope the run would use without it, says so,
+// and the tampered tape stays diverged.
+void TestCalibrateCli::versionOneCalibrationStillLoadsAndIsCapped()
+{
+    QJsonObject document = jsonFile(calibration_);
+    QVERIFY2(!document.isEmpty(), "calibrationMeasuresThePair wrote no calibration");
+    document.insert(QStringLiteral("zkdv_calibration"), 1);
+    for (const char* member : {"robust_ratio", "outlier_factor", "ceiling"})
+        document.remove(QLatin1String(member));
+    QJsonArray kinds = document.value(QStringLiteral("kinds")).toArray();
+    QJsonObject kind = kinds.at(0).toObject();
+    QJsonObject ratio = kind.value(QStringLiteral("ratio")).toObject();
+    ratio.insert(QStringLiteral("max"), 2.1e7 / 2);  // what a row scaled by 1.8 puts there
+    kind.insert(QStringLiteral("ratio"), ratio);
+    kinds.replace(0, kind);
+    document.insert(QStringLiteral("kinds"), kinds);
+    document.insert(QStringLiteral("max_ratio"), 2.1e7 / 2);
+    document.insert(QStringLiteral("envelope"), 4 * 2.1e7 / 2);
+    const QString old = path("version1.calibration.json");
+    writeFile(old, QJsonDocument(document).toJson());
+    const Result result = replay(path("tampered.zkaudit"), {QStringLiteral("--intra-op-threads"), QStringLiteral("2"), QStringLiteral("--calibration"), old});
     QVERIFY2(!result.crashed && result.exitCode == 1, qPrintable(result.describe()));  // accepted (not 2), and failed
     const QJsonObject json = jsonObject(result.out);
     QCOMPARE(json.value(QStringLiteral("envelope_source")).toString(), QStringLiteral("calibrated"));
     QCOMPARE(json.value(QStringLiteral("envelope")).toDouble(), 1024.0);
-    QVERIFY2(json.value(QStringLiteral("envelope_note")).toString().contains(QStringLiteral("capped at 1024")),
-             qPrintable(json.value(QStringLiteral("envelope_note")).toString()));
+    const QString note = json.value(QStringLiteral("envelope_note")).toString();
+    QVERIFY2(note.contains(QStringLiteral("capped at 1024")) && note.contains(QStringLiteral("version-1")), qPrintable(note));
     bool foundAtFive = false;
     for (const QJsonValue& value : json.value(QStringLiteral("first_failures")).toArray())
         foundAtFive = foundAtFive || (value.toObject().value(QStringLiteral("index")).toInt() == 5 &&
