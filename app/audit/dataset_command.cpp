@@ -60,8 +60,9 @@ int runCommit(int argc, char** argv)
             const nlohmann::json result = datasetCommitmentJson(commitment, out);
             std::printf("%s\n", toJsonText(result, 2).c_str());
         } else {
-            std::printf("%s: %zu files, %llu bytes, root %s\n", out.c_str(), commitment.files.size(),
-                        static_cast<unsigned long long>(commitment.totalBytes()), toHex(commitment.root).c_str());
+            std::printf("%s: %zu files, %llu bytes, root %s (%s)\n", out.c_str(), commitment.files.size(),
+                        static_cast<unsigned long long>(commitment.totalBytes()), toHex(commitment.root).c_str(),
+                        std::string(merkleAlgorithmName(commitment.algorithm)).c_str());
         }
         return kExitOk;
     });
@@ -99,7 +100,10 @@ int runDatasetVerify(int argc, char** argv)
             std::printf("%s\n", toJsonText(result, 2).c_str());
             return ok ? kExitOk : kExitCheckFailed;
         }
-        std::printf("%s: %zu files, root %s\n", path.c_str(), commitment.files.size(), toHex(commitment.root).c_str());
+        std::printf("%s: %zu %s, root %s (%s%s)\n", path.c_str(), commitment.files.size(),
+                    commitment.unit == DatasetCommitment::kSampleUnit ? "samples" : "files", toHex(commitment.root).c_str(),
+                    std::string(merkleAlgorithmName(commitment.algorithm)).c_str(),
+                    commitment.algorithm == MerkleAlgorithm::V1 ? ": the root does not commit the count" : "");
         if (rootMatches)
             std::printf("  root: matches the leaves\n");
         else

@@ -41,10 +41,15 @@ nlohmann::json summaryJson(const TapeSummary& summary)
     // null when the scan did not reach a root, like sampling_guarantee
     out["final_state"] = summary.root ? json(summary.finalStateOnTape ? "snapshot" : "absent") : json();
     out["sampling_plausibility"] = samplingPlausibilityJson(summary.samplingPlausibility());
-    // Who signed the tape, the signature verified against it (spec 7.1); null when unsigned.
+    // The commitment of samples the batches are bound to (spec 5.7); whether its root commits the
+    // count (sha256-merkle-v2, 1.14) or the count is the tape's claim (v1, 1.12 and 1.13).
     out["dataset"] = summary.root && summary.root->dataset
-                         ? json{{"root", toHex(summary.root->dataset->root)}, {"leaf_count", summary.root->dataset->leafCount}}
+                         ? json{{"algorithm", std::string(merkleAlgorithmName(summary.root->dataset->algorithm))},
+                                {"root", toHex(summary.root->dataset->root)},
+                                {"leaf_count", summary.root->dataset->leafCount},
+                                {"count_committed", summary.root->dataset->countCommitted()}}
                          : json();
+    // Who signed the tape, the signature verified against it (spec 7.1); null when unsigned.
     out["signer"] = summary.signer ? json{{"key_id", summary.signer->keyId}, {"algorithm", keyAlgorithmName(summary.signer->algorithm)}} : json();
     if (summary.problem) {
         const TapeProblem& problem = *summary.problem;

@@ -125,9 +125,12 @@ int runVerify(int argc, char** argv)
             if (summary.root) {
                 std::printf("  sampling: %s\n", std::string(samplingGuaranteeText(samplingGuaranteeOf(summary.root->formatMinor))).c_str());
                 std::printf("  final state: %s\n", finalStateText(summary).c_str());
-                if (summary.root->dataset)
-                    std::printf("  batches bound to the commitment of %llu samples with root %s\n",
-                                static_cast<unsigned long long>(summary.root->dataset->leafCount), toHex(summary.root->dataset->root).c_str());
+                if (const std::optional<DatasetDeclaration>& dataset = summary.root->dataset)
+                    std::printf("  batches bound to the commitment of %llu samples with root %s (%s)\n",
+                                static_cast<unsigned long long>(dataset->leafCount), toHex(dataset->root).c_str(),
+                                dataset->countCommitted()
+                                    ? "sha256-merkle-v2: the root commits the count"
+                                    : "sha256-merkle-v1: the root does not commit the count, which is the tape's claim; compare it with the published one");
             }
             if (plausibility)
                 std::printf("%s", samplingPlausibilityLines(*plausibility).c_str());

@@ -102,7 +102,7 @@ std::string committedPathProblem(std::string_view path)
     return {};
 }
 
-Digest DatasetCommitment::computeRoot() const
+Digest DatasetCommitment::computeTreeRoot() const
 {
     std::vector<Digest> digests;
     digests.reserve(files.size());
@@ -110,6 +110,8 @@ Digest DatasetCommitment::computeRoot() const
         digests.push_back(file.sha256);
     return MerkleTree(digests).root();
 }
+
+Digest DatasetCommitment::computeRoot() const { return merklePublishedRoot(algorithm, computeTreeRoot(), files.size()); }
 
 std::uint64_t DatasetCommitment::totalBytes() const
 {
@@ -166,7 +168,7 @@ nlohmann::ordered_json DatasetCommitment::toJson() const
         leaves.push_back({{"path", file.path}, {"size", file.size}, {"sha256", toHex(file.sha256)}});
     return nlohmann::ordered_json{{"format", kFormat},
             {"version", kVersion},
-            {"algorithm", kAlgorithm},
+            {"algorithm", merkleAlgorithmName(algorithm)},
             {"unit", unit},
             {"leaf_count", files.size()},
             {"total_bytes", totalBytes()},
@@ -188,14 +190,17 @@ DatasetCommitment DatasetCommitment::parse(std::string_view text)
     if (version != json(kVersion))
         refuse("version", "this build reads version " + std::to_string(kVersion) + ", found " + shown(version));
     const std::string algorithm = stringMember(document, "algorithm", "the document");
-    if (algorithm != kAlgorithm)
-        refuse("algorithm", "expected \"" + std::string(kAlgorithm) + "\", found " + shown(json(algorithm)));
+    const std::optional<MerkleAlgorithm> known = merkleAlgorithmNamed(algorithm);
+    if (!known)
+        refuse("algorithm", "expected \"" + std::string(merkleAlgorithmName(MerkleAlgorithm::V2)) + "\" or \"" +
+                                std::string(merkleAlgorithmName(MerkleAlgorithm::V1)) + "\", found " + shown(json(algorithm)));
     const std::string unit = stringMember(document, "unit", "the document");
     if (unit != kUnit && unit != kSampleUnit)
         refuse("unit", "expected \"" + std::string(kUnit) + "\" or \"" + std::string(kSampleUnit) + "\", found " + shown(json(unit)));
     const std::uint64_t leafCount = unsignedMember(document, "leaf_count", "the document", kMaxLeaves);
     const std::uint64_t totalBytes = unsignedMember(document, "total_bytes", "the document", UINT64_MAX);
     DatasetCommitment commitment;
+    commitment.algorithm = *known;
     commitment.unit = unit;
     commitment.root = digestMember(document, "root", "the document");
     const json& leaves = member(document, "leaves", "the document");

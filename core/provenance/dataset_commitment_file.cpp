@@ -59,7 +59,9 @@ DatasetVerification verifyDataset(const std::string& path, const std::optional<s
 {
     DatasetVerification verification;
     verification.commitment = readDatasetCommitmentFile(path);
-    verification.computedRoot = verification.commitment.computeRoot();
+    verification.treeRoot = verification.commitment.computeTreeRoot();
+    verification.computedRoot =
+        merklePublishedRoot(verification.commitment.algorithm, verification.treeRoot, verification.commitment.files.size());
     if (folder && verification.commitment.unit != DatasetCommitment::kUnit)
         throw FormatError(path + " commits samples, not files: a tape's batches are checked against it (zkdv-audit replay), not a folder");
     if (folder)

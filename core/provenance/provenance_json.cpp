@@ -34,7 +34,11 @@ nlohmann::json comparisonJson(const WeightComparison& c)
 
 nlohmann::json datasetCommitmentJson(const DatasetCommitment& commitment, const std::string& output)
 {
-    return {{"output", output}, {"leaf_count", commitment.files.size()}, {"total_bytes", commitment.totalBytes()}, {"root", toHex(commitment.root)}};
+    return {{"output", output},
+            {"algorithm", merkleAlgorithmName(commitment.algorithm)},
+            {"leaf_count", commitment.files.size()},
+            {"total_bytes", commitment.totalBytes()},
+            {"root", toHex(commitment.root)}};
 }
 
 nlohmann::json datasetVerificationJson(const DatasetVerification& verification, const std::string& path, const std::string& folder)
@@ -48,6 +52,7 @@ nlohmann::json datasetVerificationJson(const DatasetVerification& verification, 
     const bool checkedFolder = verification.folder.has_value();
     return {{"commitment", path},
             {"ok", verification.ok()},
+            {"algorithm", merkleAlgorithmName(verification.commitment.algorithm)},
             {"leaf_count", verification.commitment.files.size()},
             {"stated_root", toHex(verification.commitment.root)},
             {"computed_root", toHex(verification.computedRoot)},

@@ -452,8 +452,11 @@ struct Recorder::Impl {
         root.maxInFlight = config.maxInFlight;
         root.overlap = "unchecked";
         root.metadataJson = config.metadataJson;
+        // Always sha256-merkle-v2 (spec 5.7, 1.14): a v1 document (made before 1.14) binds by the
+        // counted root of its root and count, which anyone holding those two recomputes.
         if (dataset)
-            root.dataset = DatasetDeclaration{dataset->root, static_cast<std::uint64_t>(dataset->files.size())};
+            root.dataset = DatasetDeclaration{MerkleAlgorithm::V2, datasetTree->publishedRoot(MerkleAlgorithm::V2),
+                                              static_cast<std::uint64_t>(dataset->files.size())};
         if (resumePoint) {
             const CanonicalState canonical = canonicalState();
             root.resumes = resumePoint->continueWith(root, canonical.names, canonical.tensors);
@@ -603,7 +606,7 @@ Recorder::Recorder(const std::string& path, RecorderOptions config)
         for (const CommittedFile& sample : dataset->files)
             digests.push_back(sample.sha256);
         datasetTree = std::make_shared<const MerkleTree>(digests);
-        if (datasetTree->root() != dataset->root)
+        if (datasetTree->publishedRoot(dataset->algorithm) != dataset->root)
             throw RecorderError(config.datasetCommitmentFile + ": its root is not the root of its leaves (the document was edited)");
     }
     impl_ = std::make_unique<Impl>(path, std::move(config));

@@ -29,15 +29,29 @@ std::uint64_t batchRows(const std::vector<const TensorView*>& batch)
     return static_cast<std::uint64_t>(rows);
 }
 
-std::optional<std::string> declarationMismatch(const DatasetDeclaration& declared, const Digest& root, std::uint64_t leafCount)
+std::optional<std::string> declarationMismatch(const DatasetDeclaration& declared, const Digest& treeRoot, std::uint64_t leafCount)
 {
     const auto samples = [](std::uint64_t count) { return std::to_string(count) + (count == 1 ? " sample" : " samples"); };
-    if (declared.root != root)
+    if (declared.countCommitted()) {
+        if (declared.root == merkleCountedRoot(treeRoot, leafCount)) {
+            if (declared.leafCount == leafCount)
+                return std::nullopt;
+            return "the tape names this commitment's root with a count of " + samples(declared.leafCount) + ", the commitment holds " +
+                   samples(leafCount) + ", which the root commits: the tape contradicts its own root";
+        }
+        if (declared.root == merkleCountedRoot(treeRoot, declared.leafCount))
+            return "the tape's batches are bound to this commitment's samples counted as " + samples(declared.leafCount) +
+                   ", the commitment holds " + samples(leafCount) + ": its root commits the other count, so it is not this commitment's";
+        return "the tape's batches are bound to another commitment (root " + toHex(declared.root).substr(0, 16) + "…, " +
+               samples(declared.leafCount) + "), not this one";
+    }
+    if (declared.root != treeRoot)
         return "the tape's batches are bound to another commitment (root " + toHex(declared.root).substr(0, 16) + "…, " +
                samples(declared.leafCount) + "), not this one";
     if (declared.leafCount != leafCount)
         return "the tape names this commitment's root with a count of " + samples(declared.leafCount) + ", the commitment holds " +
-               samples(leafCount) + ": a root does not commit its count, and with another count a proof can name a sample by another index";
+               samples(leafCount) + ": a sha256-merkle-v1 root (format 1.12, 1.13) does not commit its count, and with another count a proof can "
+               "name a sample by another index";
     return std::nullopt;
 }
 
@@ -95,7 +109,21 @@ std::string SampleMismatch::describe(std::size_t microBatches) const
     const std::string where = microBatches > 1 ? "micro-batch " + std::to_string(microBatch) + ", row " : std::string("row ");
     return where + std::to_string(row) + " is not committed sample " + std::to_string(sample) + " of " + std::to_string(leafCount) +
            ": its zkdv-sample-v1 digest " + toHex(rowDigest).substr(0, 16) + "… and recorded proof (" + std::to_string(siblings) +
-           (siblings == 1 ? " sibling" : " siblings") + ") do not lead to the dataset root " + toHex(root);
+           (siblings == 1 ? " sibling" : " siblings") + ") do not lead to the dataset root " + toHex(root) +
+           (countCommitted ? " with the count " + std::to_string(leafCount) + " (sha256-merkle-v2: the root commits its count)" : std::string());
+}
+
+bool BatchSampleCheck::leadsToRoot(const Digest& treeRoot, const DatasetDeclaration& declared)
+{
+    if (!declared.countCommitted())
+        return treeRoot == declared.root;
+    if (countedFor_ && countedFor_->root == declared.root && countedFor_->leafCount == declared.leafCount && countedTreeRoot_ == treeRoot)
+        return true;
+    if (merklePublishedRoot(MerkleAlgorithm::V2, treeRoot, declared.leafCount) != declared.root)
+        return false;
+    countedFor_ = declared;
+    countedTreeRoot_ = treeRoot;
+    return true;
 }
 
 std::optional<SampleMismatch> BatchSampleCheck::firstMismatch(const TransactionRecord& transaction, const RootRecord& root)
@@ -119,7 +147,8 @@ std::optional<SampleMismatch> BatchSampleCheck::firstMismatch(const TransactionR
                 sibling += tape::kDigestSize;
             }
             const Digest digest = digestRow(batch, rowShapes_, row, hasher_);
-            if (!verifyMerkleProof(root.dataset->root, digest, proof_, hasher_)) {
+            const std::optional<Digest> treeRoot = merkleProofRoot(digest, proof_, hasher_);
+            if (!treeRoot || !leadsToRoot(*treeRoot, *root.dataset)) {
                 SampleMismatch mismatch;
                 mismatch.microBatch = m;
                 mismatch.row = row;
@@ -128,6 +157,7 @@ std::optional<SampleMismatch> BatchSampleCheck::firstMismatch(const TransactionR
                 mismatch.siblings = proof_.siblings.size();
                 mismatch.rowDigest = digest;
                 mismatch.root = root.dataset->root;
+                mismatch.countCommitted = root.dataset->countCommitted();
                 return mismatch;
             }
         }

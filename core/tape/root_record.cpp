@@ -85,18 +85,26 @@ ResumedTape parseResumedTape(const json& resumes)
     return tape;
 }
 
-DatasetDeclaration parseDatasetDeclaration(const json& dataset)
+// The algorithm follows from the version: sha256-merkle-v1 in 1.12 and 1.13, sha256-merkle-v2
+// (the root commits the count) from 1.14 on; a 1.14 tape naming v1 would bind a count nobody
+// committed, and a 1.13 tape naming v2 is not one a 1.13 writer made.
+DatasetDeclaration parseDatasetDeclaration(const json& dataset, int formatMinor)
 {
     if (!dataset.is_object())
         fail("dataset must be an object, found " + dataset.dump());
     for (const auto& [key, value] : dataset.items())
         if (key != "algorithm" && key != "root" && key != "leaf_count" && key != "sample_digest")
             fail("dataset has an unknown member \"" + key + "\"");
-    if (stringMember(dataset, "algorithm", "dataset") != "sha256-merkle-v1")
-        fail("dataset.algorithm must be \"sha256-merkle-v1\"");
+    DatasetDeclaration declaration;
+    declaration.algorithm = formatMinor >= tape::kCountedDatasetMinor ? MerkleAlgorithm::V2 : MerkleAlgorithm::V1;
+    const std::string_view expected = merkleAlgorithmName(declaration.algorithm);
+    const std::string algorithm = stringMember(dataset, "algorithm", "dataset");
+    if (algorithm != expected)
+        fail("dataset.algorithm must be \"" + std::string(expected) + "\" in a tape of format 1." + std::to_string(formatMinor) + ", found \"" +
+             algorithm + "\"" +
+             (declaration.algorithm == MerkleAlgorithm::V2 ? " (its root would not commit the count of samples)" : std::string()));
     if (stringMember(dataset, "sample_digest", "dataset") != "zkdv-sample-v1")
         fail("dataset.sample_digest must be \"zkdv-sample-v1\"");
-    DatasetDeclaration declaration;
     declaration.root = digestMember(dataset, "root", "dataset");
     const std::int64_t leaves = integerMember(dataset, "leaf_count", "dataset", 1);
     if (leaves > kMaxCount)
@@ -258,7 +266,7 @@ std::string RootRecord::toJson() const
                            {"transactions", resumes->transactionsBefore},
                            {"state_digest", toHex(resumes->stateDigest)}};
     if (dataset)
-        root["dataset"] = {{"algorithm", "sha256-merkle-v1"},
+        root["dataset"] = {{"algorithm", std::string(merkleAlgorithmName(dataset->algorithm))},
                            {"root", toHex(dataset->root)},
                            {"leaf_count", dataset->leafCount},
                            {"sample_digest", "zkdv-sample-v1"}};
@@ -384,7 +392,7 @@ RootRecord RootRecord::parse(ByteSpan payload)
         record.resumes = parseResumedTape(*resumes);
     // Before 1.12 an unknown member, which readers ignore.
     if (auto dataset = root.find("dataset"); dataset != root.end() && record.formatMinor >= tape::kDatasetMinor)
-        record.dataset = parseDatasetDeclaration(*dataset);
+        record.dataset = parseDatasetDeclaration(*dataset, record.formatMinor);
     auto metadata = root.find("metadata");
     if (metadata != root.end()) {
         if (!metadata->is_object())

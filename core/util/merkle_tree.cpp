@@ -11,6 +11,11 @@ namespace {
 
 constexpr std::uint8_t kLeafPrefix = 0x00;
 constexpr std::uint8_t kNodePrefix = 0x01;
+// Before the count and the tree root in sha256-merkle-v2's root: a byte no leaf's or node's
+// message starts with, so a counted root is never the hash of a leaf or a node.
+constexpr std::uint8_t kCountedRootPrefix = 0x02;
+constexpr std::string_view kV1Name = "sha256-merkle-v1";
+constexpr std::string_view kV2Name = "sha256-merkle-v2";
 
 // Each hash in one update: a reader checking every batch row of a tape does little else.
 Digest leafHash(Sha256& hasher, const Digest& itemDigest)
@@ -30,7 +35,39 @@ Digest nodeHash(Sha256& hasher, const Digest& left, const Digest& right)
     return hasher.update(ByteSpan(message.data(), message.size())).finish();
 }
 
+Digest countedRoot(Sha256& hasher, const Digest& treeRoot, std::uint64_t leafCount)
+{
+    std::array<std::uint8_t, 1 + 8 + sizeof(Digest)> message;
+    message[0] = kCountedRootPrefix;
+    for (int byte = 0; byte < 8; ++byte)
+        message[1 + byte] = static_cast<std::uint8_t>(leafCount >> (8 * byte));
+    std::copy(treeRoot.begin(), treeRoot.end(), message.begin() + 9);
+    return hasher.update(ByteSpan(message.data(), message.size())).finish();
+}
+
 }  // namespace
+
+std::string_view merkleAlgorithmName(MerkleAlgorithm algorithm) { return algorithm == MerkleAlgorithm::V1 ? kV1Name : kV2Name; }
+
+std::optional<MerkleAlgorithm> merkleAlgorithmNamed(std::string_view name)
+{
+    if (name == kV1Name)
+        return MerkleAlgorithm::V1;
+    if (name == kV2Name)
+        return MerkleAlgorithm::V2;
+    return std::nullopt;
+}
+
+Digest merkleCountedRoot(const Digest& treeRoot, std::uint64_t leafCount)
+{
+    Sha256 hasher;
+    return countedRoot(hasher, treeRoot, leafCount);
+}
+
+Digest merklePublishedRoot(MerkleAlgorithm algorithm, const Digest& treeRoot, std::uint64_t leafCount)
+{
+    return algorithm == MerkleAlgorithm::V1 ? treeRoot : merkleCountedRoot(treeRoot, leafCount);
+}
 
 Digest merkleLeafHash(const Digest& itemDigest)
 {
@@ -101,8 +138,23 @@ bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const Merkl
 
 bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const MerkleProof& proof, Sha256& hasher)
 {
-    if (proof.leafCount == 0 || proof.leafIndex >= proof.leafCount)
+    const std::optional<Digest> reached = merkleProofRoot(itemDigest, proof, hasher);
+    return reached && *reached == root;
+}
+
+bool verifyMerkleProof(MerkleAlgorithm algorithm, const Digest& publishedRoot, const Digest& itemDigest, const MerkleProof& proof,
+                       Sha256& hasher)
+{
+    const std::optional<Digest> reached = merkleProofRoot(itemDigest, proof, hasher);
+    if (!reached)
         return false;
+    return (algorithm == MerkleAlgorithm::V1 ? *reached : countedRoot(hasher, *reached, proof.leafCount)) == publishedRoot;
+}
+
+std::optional<Digest> merkleProofRoot(const Digest& itemDigest, const MerkleProof& proof, Sha256& hasher)
+{
+    if (proof.leafCount == 0 || proof.leafIndex >= proof.leafCount)
+        return std::nullopt;
     Digest hash = leafHash(hasher, itemDigest);
     std::uint64_t index = proof.leafIndex;
     std::uint64_t width = proof.leafCount;
@@ -110,17 +162,19 @@ bool verifyMerkleProof(const Digest& root, const Digest& itemDigest, const Merkl
     while (width > 1) {
         if (index % 2 == 1) {
             if (used == proof.siblings.size())
-                return false;
+                return std::nullopt;
             hash = nodeHash(hasher, proof.siblings[used++], hash);
         } else if (index + 1 < width) {
             if (used == proof.siblings.size())
-                return false;
+                return std::nullopt;
             hash = nodeHash(hasher, hash, proof.siblings[used++]);
         }  // else: the last node of an odd level, promoted
         index /= 2;
         width = (width + 1) / 2;
     }
-    return used == proof.siblings.size() && hash == root;
+    if (used != proof.siblings.size())
+        return std::nullopt;
+    return hash;
 }
 
 }  // namespace zkdv

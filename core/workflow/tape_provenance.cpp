@@ -81,12 +81,15 @@ ProvenanceCheck checkTapeDataset(CaseStore& store, std::int64_t tapeId, const st
     const std::size_t files = verification.commitment.files.size();
     const bool samples = verification.commitment.unit == DatasetCommitment::kSampleUnit;
     const std::optional<std::string> mismatch =
-        bound && verification.rootMatches() ? declarationMismatch(*bound, verification.commitment.root, files) : std::nullopt;
+        bound && verification.rootMatches() ? declarationMismatch(*bound, verification.treeRoot, files) : std::nullopt;
     if (mismatch) {
         check.ok = false;
         check.detail = *mismatch;
     } else if (bound && verification.rootMatches()) {
-        check.detail = "the tape's batches are bound to its " + countText(files, "sample", "samples") + ", every row of which verify and ingest check";
+        check.detail = "the tape's batches are bound to its " + countText(files, "sample", "samples") + ", every row of which verify and ingest check" +
+                       (bound->countCommitted() ? std::string()
+                                                : std::string(" (a sha256-merkle-v1 binding, format 1.12 or 1.13: the tape's count is its "
+                                                              "claim, here equal to the document's)"));
     } else if (!verification.rootMatches()) {
         check.detail = "its root is not the one its " + countText(files, "file gives", "files give") + " (the commitment was edited)";
     } else if (!folder) {

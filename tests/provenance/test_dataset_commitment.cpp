@@ -51,6 +51,7 @@ class TestDatasetCommitment : public QObject {
 private Q_SLOTS:
     void orderIsByteByByte();
     void documentRoundTrips();
+    void aVersion1DocumentStillReads();
     void editedCommitmentIsCaught_data();
     void editedCommitmentIsCaught();
     void hostileDocumentIsRefused_data();
@@ -80,9 +81,13 @@ void TestDatasetCommitment::documentRoundTrips()
     std::vector<Digest> digests;
     for (const CommittedFile& file : commitment.files)
         digests.push_back(file.sha256);
-    QVERIFY(commitment.root == MerkleTree(digests).root());
+    // Written as sha256-merkle-v2: the root counts the tree's root with the leaves' number.
+    QVERIFY(commitment.algorithm == MerkleAlgorithm::V2);
+    QVERIFY(commitment.root == merkleCountedRoot(MerkleTree(digests).root(), 3));
+    QVERIFY(commitment.computeTreeRoot() == MerkleTree(digests).root());
     const nlohmann::ordered_json document = commitment.toJson();
     QCOMPARE(document["format"].get<std::string>(), std::string("zkdv-dataset-commitment"));
+    QCOMPARE(document["algorithm"].get<std::string>(), std::string("sha256-merkle-v2"));
     QCOMPARE(document["leaf_count"].get<int>(), 3);
     QCOMPARE(document["total_bytes"].get<int>(), 12);
     const DatasetCommitment back = DatasetCommitment::parse(toJsonText(document, 2));
@@ -91,6 +96,24 @@ void TestDatasetCommitment::documentRoundTrips()
     QCOMPARE(back.files.size(), std::size_t(3));
     QCOMPARE(back.files[0].path, std::string("labels.csv"));
     QVERIFY(back.files[2].sha256 == commitment.files[2].sha256);
+    QVERIFY(back.algorithm == MerkleAlgorithm::V2);
+}
+
+// A document of the first algorithm (written before tape format 1.14) still reads: its root is
+// the tree's, and it round-trips as v1.
+void TestDatasetCommitment::aVersion1DocumentStillReads()
+{
+    DatasetCommitment commitment = sample();
+    commitment.algorithm = MerkleAlgorithm::V1;
+    commitment.root = commitment.computeTreeRoot();
+    const nlohmann::ordered_json document = commitment.toJson();
+    QCOMPARE(document["algorithm"].get<std::string>(), std::string("sha256-merkle-v1"));
+    const DatasetCommitment back = DatasetCommitment::parse(toJsonText(document));
+    QVERIFY(back.algorithm == MerkleAlgorithm::V1);
+    QVERIFY(back.computeRoot() == back.root);
+    QVERIFY(back.root == back.computeTreeRoot());
+    // The same leaves under v2 state another root: the counted one.
+    QVERIFY(sample().root == merkleCountedRoot(back.root, 3));
 }
 
 // Edits that keep the document valid but change what its root commits to: caught by
@@ -102,6 +125,8 @@ void TestDatasetCommitment::editedCommitmentIsCaught_data()
     QTest::newRow("a leaf removed, counts fixed") << "remove";
     QTest::newRow("a leaf added, counts fixed") << "add";
     QTest::newRow("the root") << "root";
+    // A v2 document relabelled v1 (or the other way round) states a root its leaves do not give.
+    QTest::newRow("the algorithm") << "algorithm";
 }
 
 void TestDatasetCommitment::editedCommitmentIsCaught()
@@ -117,6 +142,8 @@ void TestDatasetCommitment::editedCommitmentIsCaught()
     } else if (edit == "add") {
         document["leaves"].push_back({{"path", "zzz"}, {"size", 0}, {"sha256", toHex(Sha256::of(ByteSpan()))}});
         document["leaf_count"] = 4;
+    } else if (edit == "algorithm") {
+        document["algorithm"] = "sha256-merkle-v1";
     } else {
         document["root"] = toHex(Sha256::of(ByteSpan(std::string_view("root"))));
     }
@@ -133,7 +160,7 @@ void TestDatasetCommitment::hostileDocumentIsRefused_data()
     QTest::newRow("deep nesting") << "deep" << "nest";
     QTest::newRow("another format") << "format" << "format: expected \"zkdv-dataset-commitment\"";
     QTest::newRow("version 2") << "version" << "version: this build reads version 1";
-    QTest::newRow("another algorithm") << "algorithm" << "algorithm: expected \"sha256-merkle-v1\"";
+    QTest::newRow("another algorithm") << "algorithm" << "algorithm: expected \"sha256-merkle-v2\" or \"sha256-merkle-v1\"";
     QTest::newRow("count as text") << "count-text" << "leaf_count: expected a non-negative integer";
     QTest::newRow("huge count") << "count-huge" << "leaf_count: 18446744073709551615 is more than the limit";
     QTest::newRow("count off by one") << "count-off" << "leaf_count: states 4 leaves, the document lists 3";

@@ -2,7 +2,9 @@
 // Tree Hash and audit path (split at the largest power of two below n, leaf prefix 0x00,
 // node prefix 0x01), which the promote-the-odd-node construction must equal, computed here
 // recursively with OpenSSL's one-shot SHA256() rather than zkdv's Sha256, and pinned values
-// from Python's hashlib (the script is quoted below).
+// from Python's hashlib (the script is quoted below). The same for sha256-merkle-v2's counted
+// root, SHA-256(0x02 || count, u64 little-endian || tree root), which commits the count that the
+// tree root does not (docs/dataset-commitment.md, "The root").
 
 #include <QtTest>
 
@@ -81,6 +83,16 @@ std::vector<Digest> referencePath(std::size_t m, const std::vector<Digest>& d, s
     return path;
 }
 
+// sha256-merkle-v2's root, built here byte by byte with OpenSSL.
+Digest referenceCountedRoot(const Digest& treeRoot, std::uint64_t count)
+{
+    std::vector<std::uint8_t> message{0x02};
+    for (int byte = 0; byte < 8; ++byte)
+        message.push_back(static_cast<std::uint8_t>(count >> (8 * byte)));
+    message.insert(message.end(), treeRoot.begin(), treeRoot.end());
+    return sha256(message);
+}
+
 }  // namespace
 
 class TestMerkleTree : public QObject {
@@ -96,6 +108,10 @@ private Q_SLOTS:
     void proofLengthFollowsFromIndexAndCount();
     void aProofPassesAsNoOtherIndexOfItsCount();
     void aRootDoesNotCommitItsCount();
+    void pinnedCountedRoots_data();
+    void pinnedCountedRoots();
+    void theCountedRootCommitsItsCount();
+    void algorithmsAreNamed();
 };
 
 // Pinned with Python 3's hashlib, independently of this implementation:
@@ -248,6 +264,87 @@ void TestMerkleTree::aRootDoesNotCommitItsCount()
     QVERIFY(!verifyMerkleProof(tree.root(), d[4], proof));
     proof.leafIndex = 5;
     QVERIFY(!verifyMerkleProof(tree.root(), d[4], proof));
+}
+
+// The same script, sha256-merkle-v2:
+//   H(b'\x02' + struct.pack('<Q', n) + mth(items[:n])).hex()
+void TestMerkleTree::pinnedCountedRoots_data()
+{
+    QTest::addColumn<int>("count");
+    QTest::addColumn<QString>("root");
+    QTest::newRow("1") << 1 << "ae5dd7b84f533eca94cc265b3a514a8dad6d38d8d87e965ce54d23ca25fb23a0";
+    QTest::newRow("2") << 2 << "e2a7f1f58093bc43fb4b3458f4f868d36db2e835946d98e0796a1ddb18c6c9a5";
+    QTest::newRow("5") << 5 << "dd83202f570aae4d8f09f9d477d9c204f41c77990d8e9c1d0c018c6677919ead";
+    QTest::newRow("7") << 7 << "2ac9737d997512593347b617cfcac739f2ec1a4e34c267638a00dcb3818d6363";
+}
+
+void TestMerkleTree::pinnedCountedRoots()
+{
+    QFETCH(int, count);
+    QFETCH(QString, root);
+    const MerkleTree tree(items(static_cast<std::size_t>(count)));
+    QCOMPARE(QString::fromStdString(toHex(tree.publishedRoot(MerkleAlgorithm::V2))), root);
+    QCOMPARE(QString::fromStdString(toHex(merkleCountedRoot(tree.root(), tree.leafCount()))), root);
+    QVERIFY(tree.publishedRoot(MerkleAlgorithm::V1) == tree.root());
+}
+
+// The attack aRootDoesNotCommitItsCount shows, closed: under sha256-merkle-v2 the path of leaf 4
+// of 5 reaches the same tree root as leaf 1 of 2, but the root counted with 2 is not the
+// published one (counted with 5). Over every tree up to 24 leaves, every leaf's proof passes as
+// no other (index, count) pair, counts up to 48, while under v1 some do (whenever the paths of
+// the two counts agree).
+void TestMerkleTree::theCountedRootCommitsItsCount()
+{
+    Sha256 hasher;
+    {
+        const std::vector<Digest> d = items(5);
+        const MerkleTree tree(d);
+        const Digest published = tree.publishedRoot(MerkleAlgorithm::V2);
+        QVERIFY(published == referenceCountedRoot(referenceRoot(d, 0, 5), 5));
+        MerkleProof proof = tree.proof(4);
+        QVERIFY(verifyMerkleProof(MerkleAlgorithm::V2, published, d[4], proof, hasher));
+        proof.leafIndex = 1;
+        proof.leafCount = 2;
+        QVERIFY(verifyMerkleProof(MerkleAlgorithm::V1, tree.root(), d[4], proof, hasher));   // the v1 limit
+        QVERIFY(!verifyMerkleProof(MerkleAlgorithm::V2, published, d[4], proof, hasher));   // closed
+        // What the proof reaches is still the tree root: only the count tells them apart.
+        QVERIFY(merkleProofRoot(d[4], proof, hasher) == tree.root());
+        // A forger who counts the root with the claim names another root than the published one.
+        QCOMPARE(toHex(merkleCountedRoot(tree.root(), 2)), std::string("459f268af357d303ba791e27dd4f0082203f2ab7a8a672c80825e87a970f3a1e"));
+        QVERIFY(verifyMerkleProof(MerkleAlgorithm::V2, merkleCountedRoot(tree.root(), 2), d[4], proof, hasher));
+        QVERIFY(merkleCountedRoot(tree.root(), 2) != published);
+    }
+    std::size_t v1Passes = 0;
+    for (std::size_t n = 1; n <= 24; ++n) {
+        const std::vector<Digest> d = items(n);
+        const MerkleTree tree(d);
+        const Digest published = tree.publishedRoot(MerkleAlgorithm::V2);
+        QVERIFY2(published == referenceCountedRoot(tree.root(), n), qPrintable(QStringLiteral("counted root of %1 leaves").arg(n)));
+        for (std::uint64_t i = 0; i < n; ++i) {
+            MerkleProof proof = tree.proof(i);
+            for (std::uint64_t count = 1; count <= 48; ++count)
+                for (std::uint64_t other = 0; other < count; ++other) {
+                    proof.leafIndex = other;
+                    proof.leafCount = count;
+                    const bool same = other == i && count == n;
+                    QVERIFY2(verifyMerkleProof(MerkleAlgorithm::V2, published, d[i], proof, hasher) == same,
+                             qPrintable(QStringLiteral("leaf %1 of %2 as leaf %3 of %4").arg(i).arg(n).arg(other).arg(count)));
+                    if (!same && verifyMerkleProof(MerkleAlgorithm::V1, tree.root(), d[i], proof, hasher))
+                        ++v1Passes;
+                }
+        }
+    }
+    QVERIFY(v1Passes > 0);
+}
+
+void TestMerkleTree::algorithmsAreNamed()
+{
+    QVERIFY(merkleAlgorithmName(MerkleAlgorithm::V1) == "sha256-merkle-v1");
+    QVERIFY(merkleAlgorithmName(MerkleAlgorithm::V2) == "sha256-merkle-v2");
+    QVERIFY(merkleAlgorithmNamed("sha256-merkle-v2") == MerkleAlgorithm::V2);
+    QVERIFY(merkleAlgorithmNamed("sha256-merkle-v1") == MerkleAlgorithm::V1);
+    QVERIFY(!merkleAlgorithmNamed("sha256-merkle-v3"));
+    QVERIFY(!merkleAlgorithmNamed("SHA256-MERKLE-V2"));
 }
 
 QTEST_APPLESS_MAIN(TestMerkleTree)

@@ -10,6 +10,7 @@ import torch
 
 import zkdv
 import zkdv.torch
+from zkdv import _native
 from conftest import AUDIT, assert_replays_exact, audit, fresh_mlp, train_with_zkdv
 
 import subprocess
@@ -35,7 +36,7 @@ def test_a_signed_tape_verifies_with_the_trainers_key_and_replays(tmp_path, algo
 
     status, verified = audit("verify", str(tape), "--trusted-key", str(key) + ".pub", "--require-trusted")
     assert status == 0, verified
-    assert verified["format"] == "1.13" and verified["signature_trust"] == "trusted", verified
+    assert verified["format"] == _native.TAPE_FORMAT and verified["signature_trust"] == "trusted", verified
     assert verified["signer"]["algorithm"] == ("ed25519" if algorithm == "ed25519" else "ecdsa-p256-sha256")
     # Another trainer's key does not vouch for it.
     other = keygen(tmp_path / "other.pem", algorithm)

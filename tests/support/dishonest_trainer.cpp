@@ -82,7 +82,13 @@ RewriteStatistics rewriteTape(const std::string& from, const std::string& to, co
     std::vector<RawRecord>& records = visitor.records;
     for (RawRecord& record : records)
         alter(record);
-    const RootRecord root = RootRecord::parse(ByteSpan(records.front().payload));
+    // The forger's view of the root: what the draws need (format, sampling), whatever it made of
+    // the member a reader may refuse (a dataset naming the other algorithm, spec 5.7).
+    nlohmann::json forgedRoot = nlohmann::json::parse(records.front().payload.begin(), records.front().payload.end());
+    if (forgedRoot.is_object())
+        forgedRoot.erase("dataset");
+    const std::string drawnRoot = forgedRoot.dump();
+    const RootRecord root = RootRecord::parse(ByteSpan(std::string_view(drawnRoot)));
     const bool regrind = draws == Draws::Regrind && samplingGuaranteeOf(root.formatMinor) == SamplingGuarantee::ChainBound;
 
     RewriteStatistics statistics;

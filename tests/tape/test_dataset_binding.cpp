@@ -3,7 +3,9 @@
 // by the replay of the transactions a selection picks. The forger re-chains and re-seals the
 // golden bound tape (regrinding the sampled checks' draws) with one transaction's row, sample
 // index or proof changed; the check needs no kernel, so the reader refuses the tape at that
-// transaction, naming the row and the sample. Torch-free: the forger only rewrites records.
+// transaction, naming the row and the sample. The count: a 1.12 tape's (sha256-merkle-v1) is
+// the writer's claim, a 1.14 tape's (sha256-merkle-v2) is committed by its root, so the claim
+// v1 lets pass is refused there. Torch-free: the forger only rewrites records.
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -29,13 +31,15 @@ using namespace zkdv;
 namespace {
 
 const std::string kGolden = ZKDV_TEST_DATA_DIR "/golden/mlp-bound-adam-1.12";
+// The same recording with the writers of format 1.14: its root is the counted root (v2).
+const std::string kGolden14 = ZKDV_TEST_DATA_DIR "/golden/mlp-bound-adam-1.14";
 // Transaction 9 of the golden tape names samples [16, 2, 14, 31] of 40, each proof 6 siblings;
 // the replay tests select others, and a forger's row in it must not wait for a replay.
 constexpr std::uint64_t kVictim = 9;
 constexpr std::uint64_t kRow = 1;  // sample 2
 constexpr std::uint64_t kCount = 40;
 
-DatasetCommitment goldenCommitment() { return readDatasetCommitmentFile(kGolden + ".samples.commit.json"); }
+DatasetCommitment goldenCommitment(const std::string& golden = kGolden) { return readDatasetCommitmentFile(golden + ".samples.commit.json"); }
 
 MerkleTree goldenTree()
 {
@@ -105,17 +109,23 @@ void forge(const std::string& to, bool poison, const SampleEdit& edit)
     });
 }
 
-// The golden tape with the root's dataset.leaf_count replaced.
-void forgeCount(const std::string& to, std::uint64_t count)
+// A golden tape with members of the root's dataset replaced (re-chained, re-sealed).
+void forgeDataset(const std::string& golden, const std::string& to, const nlohmann::json& members)
 {
-    test::rewriteTape(kGolden + ".zkdv", to, [&](test::RawRecord& record) {
+    test::rewriteTape(golden + ".zkdv", to, [&](test::RawRecord& record) {
         if (record.type != tape::RecordType::Root)
             return;
         nlohmann::json root = nlohmann::json::parse(record.payload.begin(), record.payload.end());
-        root["dataset"]["leaf_count"] = count;
+        root["dataset"].update(members);
         const std::string text = root.dump();
         record.payload.assign(text.begin(), text.end());
     });
+}
+
+// The golden tape with the root's dataset.leaf_count replaced.
+void forgeCount(const std::string& to, std::uint64_t count, const std::string& golden = kGolden)
+{
+    forgeDataset(golden, to, {{"leaf_count", count}});
 }
 
 QJsonObject jsonOf(const QString& text) { return QJsonDocument::fromJson(text.toUtf8()).object(); }
@@ -154,27 +164,52 @@ class TestDatasetBinding : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void theHonestGoldenTapeVerifiesAndIngests();
+    void theHonestGoldenTapesVerifyAndIngest_data();
+    void theHonestGoldenTapesVerifyAndIngest();
     void theReaderDigestsEachRowAsTheCommitmentDoes();
     void aForgedRowOrProofIsRefusedAtItsTransaction_data();
     void aForgedRowOrProofIsRefusedAtItsTransaction();
     void verifyAndIngestRefuseAPoisonedRowNoReplayWouldSelect();
     void aSmallerCountIsRefusedWhereItsPathsDiffer();
     void aCountTheCommitmentDoesNotStateIsNamedAgainstTheDocument();
+    void aClaimedCountIsRefusedUnderTheCountedRoot();
+    void aVersion1RootIsRefusedInA114Tape();
 
 private:
     test::TempDir dir_;
 };
 
-void TestDatasetBinding::theHonestGoldenTapeVerifiesAndIngests()
+void TestDatasetBinding::theHonestGoldenTapesVerifyAndIngest_data()
 {
-    const TapeSummary summary = scanTape(kGolden + ".zkdv");
+    QTest::addColumn<QString>("golden");
+    QTest::addColumn<bool>("countCommitted");
+    QTest::newRow("1.12, sha256-merkle-v1") << QString::fromStdString(kGolden) << false;
+    QTest::newRow("1.14, sha256-merkle-v2") << QString::fromStdString(kGolden14) << true;
+}
+
+void TestDatasetBinding::theHonestGoldenTapesVerifyAndIngest()
+{
+    QFETCH(QString, golden);
+    QFETCH(bool, countCommitted);
+    const std::string tape = golden.toStdString() + ".zkdv";
+    const TapeSummary summary = scanTape(tape);
     QVERIFY2(summary.complete(), summary.problem ? summary.problem->describe().c_str() : "");
     QCOMPARE(summary.transactionCount, std::uint64_t(14));
-    const test::AuditRun verified = test::runAuditCommand({QStringLiteral("verify"), QString::fromStdString(kGolden + ".zkdv"), QStringLiteral("--quiet")});
+    QCOMPARE(summary.root->dataset->countCommitted(), countCommitted);
+    // The document's root is the tape's: the tree root (v1) or its counted root (v2).
+    const DatasetCommitment commitment = goldenCommitment(golden.toStdString());
+    QVERIFY(commitment.algorithm == summary.root->dataset->algorithm);
+    QVERIFY(commitment.root == summary.root->dataset->root);
+    QVERIFY(commitment.computeRoot() == commitment.root);
+    QVERIFY(!declarationMismatch(*summary.root->dataset, commitment.computeTreeRoot(), commitment.files.size()));
+    const test::AuditRun verified = test::runAuditCommand({QStringLiteral("verify"), QString::fromStdString(tape), QStringLiteral("--json")});
     QVERIFY2(verified.exitCode == 0, qPrintable(verified.describe()));
-    const test::AuditRun ingested = test::runAuditCommand({QStringLiteral("ingest"), QString::fromStdString(kGolden + ".zkdv"), QStringLiteral("--case"),
-                                                           QString::fromStdString(dir_.file("honest.zkaudit")), QStringLiteral("--quiet")});
+    const QJsonObject dataset = jsonOf(verified.out).value(QStringLiteral("dataset")).toObject();
+    QCOMPARE(dataset.value(QStringLiteral("count_committed")).toBool(), countCommitted);
+    QCOMPARE(dataset.value(QStringLiteral("algorithm")).toString(),
+             countCommitted ? QStringLiteral("sha256-merkle-v2") : QStringLiteral("sha256-merkle-v1"));
+    const test::AuditRun ingested = test::runAuditCommand({QStringLiteral("ingest"), QString::fromStdString(tape), QStringLiteral("--case"),
+                                                           QString::fromStdString(freshName(dir_, "honest") + ".zkaudit"), QStringLiteral("--quiet")});
     QVERIFY2(ingested.exitCode == 0, qPrintable(ingested.describe()));
 }
 
@@ -305,7 +340,10 @@ void TestDatasetBinding::aCountTheCommitmentDoesNotStateIsNamedAgainstTheDocumen
     QVERIFY2(summary.complete(), summary.problem ? summary.problem->describe().c_str() : "");
     QCOMPARE(summary.root->dataset->leafCount, std::uint64_t(39));
 
+    QVERIFY(!summary.root->dataset->countCommitted());
+
     const DatasetCommitment commitment = goldenCommitment();
+    QVERIFY(commitment.algorithm == MerkleAlgorithm::V1);
     const std::optional<std::string> claimed = declarationMismatch(*summary.root->dataset, commitment.root, commitment.files.size());
     QVERIFY(claimed);
     QVERIFY2(claimed->find("a count of 39 samples, the commitment holds 40 samples") != std::string::npos, claimed->c_str());
@@ -315,6 +353,77 @@ void TestDatasetBinding::aCountTheCommitmentDoesNotStateIsNamedAgainstTheDocumen
     other.root[0] ^= 1;
     const std::optional<std::string> elsewhere = declarationMismatch(other, commitment.root, commitment.files.size());
     QVERIFY(elsewhere && elsewhere->find("bound to another commitment") != std::string::npos);
+    // verify's text labels the count of a v1 binding as the tape's claim.
+    const test::AuditRun verified = test::runAuditCommand({QStringLiteral("verify"), QString::fromStdString(forged)});
+    QVERIFY2(verified.exitCode == 0 && verified.out.contains(QStringLiteral("the root does not commit the count, which is the tape's claim")),
+             qPrintable(verified.describe()));
+}
+
+// The same claim on the 1.14 golden tape (sha256-merkle-v2): every row's proof still reaches the
+// tree root, but counted with 39 it is not the tape's root, so the reader refuses the tape at
+// transaction 0, naming the row and the sample, and so do verify and ingest. A forger who counts
+// the root with the claim gets a tape that reads, but whose root is not the commitment's, and
+// the document names the count the root commits.
+void TestDatasetBinding::aClaimedCountIsRefusedUnderTheCountedRoot()
+{
+    const std::string forged = freshName(dir_, "count39-v2");
+    forgeCount(forged, 39, kGolden14);
+    const TapeSummary summary = scanTape(forged);
+    QCOMPARE(summary.status, TapeStatus::Corrupt);
+    const std::string problem = summary.problem->describe();
+    QVERIFY2(summary.problem->transactionIndex == std::uint64_t(0), problem.c_str());
+    QVERIFY2(problem.find("row 0 is not committed sample") != std::string::npos && problem.find(" of 39: ") != std::string::npos &&
+                 problem.find("with the count 39 (sha256-merkle-v2") != std::string::npos,
+             problem.c_str());
+
+    const test::AuditRun verified = test::runAuditCommand({QStringLiteral("verify"), QString::fromStdString(forged), QStringLiteral("--json")});
+    QVERIFY2(verified.exitCode == 1, qPrintable(verified.describe()));
+    const QJsonObject found = jsonOf(verified.out).value(QStringLiteral("problem")).toObject();
+    QCOMPARE(found.value(QStringLiteral("transaction")).toInteger(), qint64(0));
+    QVERIFY2(found.value(QStringLiteral("message")).toString().contains(QStringLiteral("row 0 is not committed sample")), qPrintable(verified.describe()));
+    const test::AuditRun ingested =
+        test::runAuditCommand({QStringLiteral("ingest"), QString::fromStdString(forged), QStringLiteral("--case"),
+                               QString::fromStdString(dir_.file("count39-v2.zkaudit")), QStringLiteral("--json")});
+    QVERIFY2(ingested.exitCode == 1, qPrintable(ingested.describe()));
+    const QJsonObject file = jsonOf(ingested.out).value(QStringLiteral("files")).toArray().at(0).toObject();
+    QCOMPARE(file.value(QStringLiteral("result")).toString(), QStringLiteral("rejected"));
+    const QString error = file.value(QStringLiteral("error")).toString();
+    QVERIFY2(error.contains(QStringLiteral("transaction 0")) && error.contains(QStringLiteral("row 0 is not committed sample")), qPrintable(error));
+
+    // Recounted: the root counts 39, the tape reads, and it is not the commitment's.
+    const DatasetCommitment commitment = goldenCommitment(kGolden14);
+    const Digest treeRoot = commitment.computeTreeRoot();
+    const std::string recounted = freshName(dir_, "recounted39-v2");
+    forgeDataset(kGolden14, recounted, {{"leaf_count", 39}, {"root", toHex(merkleCountedRoot(treeRoot, 39))}});
+    const TapeSummary read = scanTape(recounted);
+    QVERIFY2(read.complete(), read.problem ? read.problem->describe().c_str() : "");
+    QVERIFY(read.root->dataset->root != commitment.root);
+    const std::optional<std::string> named = declarationMismatch(*read.root->dataset, treeRoot, commitment.files.size());
+    QVERIFY(named);
+    QVERIFY2(named->find("counted as 39 samples, the commitment holds 40 samples") != std::string::npos, named->c_str());
+    // The published v1 pair (tree root, count) binds a v2 tape as well: its counted root.
+    QVERIFY(!declarationMismatch(*scanTape(kGolden14 + ".zkdv").root->dataset, treeRoot, commitment.files.size()));
+}
+
+// The algorithm follows the version (spec 5.7): a 1.14 root naming the first algorithm (with the
+// tree root, whose count would be a claim again) is refused at the root, and so is a 1.12 root
+// naming the counted one.
+void TestDatasetBinding::aVersion1RootIsRefusedInA114Tape()
+{
+    const std::string weaker = freshName(dir_, "v1-in-1.14");
+    forgeDataset(kGolden14, weaker, {{"algorithm", "sha256-merkle-v1"}, {"root", toHex(goldenCommitment(kGolden14).computeTreeRoot())}});
+    TapeSummary summary = scanTape(weaker);
+    QCOMPARE(summary.status, TapeStatus::Corrupt);
+    std::string problem = summary.problem->describe();
+    QVERIFY2(summary.problem->recordIndex == 0, problem.c_str());
+    QVERIFY2(problem.find("dataset.algorithm must be \"sha256-merkle-v2\" in a tape of format 1.14") != std::string::npos, problem.c_str());
+
+    const std::string stronger = freshName(dir_, "v2-in-1.12");
+    forgeDataset(kGolden, stronger, {{"algorithm", "sha256-merkle-v2"}});
+    summary = scanTape(stronger);
+    QCOMPARE(summary.status, TapeStatus::Corrupt);
+    problem = summary.problem->describe();
+    QVERIFY2(problem.find("dataset.algorithm must be \"sha256-merkle-v1\" in a tape of format 1.12") != std::string::npos, problem.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestDatasetBinding)

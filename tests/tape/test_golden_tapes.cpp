@@ -112,7 +112,8 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
     // f46a2e6), 1.1 (the CNN demo, the synthetic demo and the Python producer of 9a9376a),
     // 1.2 (before 2026-12-01), 1.3, 1.4 (exported graphs), 1.5 (the final snapshot), 1.6 (scheduled options), 1.7
     // (clipping, accumulation, autocast), 1.8 (GradScaler), 1.9 (ReduceLROnPlateau's metrics), 1.10 (resumed runs)
-    // 1.11 (signed tapes), 1.12 (dataset-bound batches) and 1.13 (the determinism profile).
+    // 1.11 (signed tapes), 1.12 (dataset-bound batches), 1.13 (the determinism profile) and 1.14
+    // (the dataset's counted root).
     // A new format version must add its golden tapes.
     QSet<QString> versions;
     const QStringList expected = QDir(kGoldenDir).entryList({QStringLiteral("*.expected.json")}, QDir::Files);
@@ -121,7 +122,7 @@ void TestGoldenTapes::everyFormatVersionIsPresent()
         QVERIFY(file.open(QIODevice::ReadOnly));
         versions.insert(parseObject(file.readAll(), qPrintable(name)).value(QStringLiteral("format")).toString());
     }
-    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12", "1.13"})
+    for (const char* version : {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12", "1.13", "1.14"})
         QVERIFY2(versions.contains(QLatin1String(version)), qPrintable(QStringLiteral("no golden tape of format ") + version));
 }
 

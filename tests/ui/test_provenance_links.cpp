@@ -280,8 +280,8 @@ void TestProvenanceLinks::theDialogsRememberWhereFilesWerePicked()
     }
 }
 
-// A tape of format 1.12 binds its batches to a commitment of samples (tape format 5.7): that
-// commitment is the dataset link; another valid commitment is other data, and a commitment
+// A tape of format 1.12 or 1.14 binds its batches to a commitment of samples (tape format 5.7):
+// that commitment is the dataset link; another valid commitment is other data, and a commitment
 // checked against itself alone is "intact", never a match.
 void TestProvenanceLinks::aTapeBoundToADatasetLinksToItsOwnCommitmentOnly()
 {
@@ -291,7 +291,23 @@ void TestProvenanceLinks::aTapeBoundToADatasetLinksToItsOwnCommitmentOnly()
     const ProvenanceCheck own = checkTapeDataset(store, tape, golden + ".samples.commit.json", std::nullopt, nullptr);
     QVERIFY2(own.ok, own.detail.c_str());
     QVERIFY2(own.detail.find("bound to its 40 samples") != std::string::npos, own.detail.c_str());
+    // A 1.12 tape's count (sha256-merkle-v1) is its claim, which the match says it compared.
+    QVERIFY2(own.detail.find("the tape's count is its claim, here equal to the document's") != std::string::npos, own.detail.c_str());
     QVERIFY(provenanceCheckText(own).rfind("Dataset matches mlp-bound-adam-1.12.samples.commit.json", 0) == 0);
+
+    // Format 1.14 (sha256-merkle-v2): its root counts the samples. Its own document matches, and
+    // so does the v1 document of the same samples (its root and count give the same counted
+    // root); the v1 tape matches the v2 document by its tree root and count.
+    const std::string golden14 = ZKDV_TEST_DATA_DIR "/golden/mlp-bound-adam-1.14";
+    const std::int64_t counted = store.ingestTape(golden14 + ".zkdv").tapeId;
+    for (const std::string& document : {golden14 + ".samples.commit.json", golden + ".samples.commit.json"}) {
+        const ProvenanceCheck check = checkTapeDataset(store, counted, document, std::nullopt, nullptr);
+        QVERIFY2(check.ok, check.detail.c_str());
+        QVERIFY2(check.detail.find("bound to its 40 samples") != std::string::npos && check.detail.find("claim") == std::string::npos,
+                 check.detail.c_str());
+    }
+    const ProvenanceCheck crossed = checkTapeDataset(store, tape, golden14 + ".samples.commit.json", std::nullopt, nullptr);
+    QVERIFY2(crossed.ok && crossed.detail.find("its claim") != std::string::npos, crossed.detail.c_str());
 
     const ProvenanceCheck other = checkTapeDataset(store, tape, dir_.file("data.commit.json"), std::nullopt, nullptr);
     QVERIFY2(!other.ok, other.detail.c_str());

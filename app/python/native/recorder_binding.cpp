@@ -27,6 +27,7 @@
 #include "zkdv/recorder/recorder.h"
 #include "zkdv/report/report_file.h"
 #include "zkdv/tape/dataset_samples.h"
+#include "zkdv/tape/tape_format.h"
 #include "zkdv/tensor/torch_tensors.h"
 #include "zkdv/schedule/schedule_contract.h"
 #include "zkdv/util/error.h"
@@ -498,6 +499,8 @@ PYBIND11_MODULE(_native, m)
     // The defaults of zkdv.torch.ZKDV's keywords, so that Python and C++ default alike.
     m.attr("DEFAULT_MAX_IN_FLIGHT") = zkdv::RecorderOptions{}.maxInFlight;
     m.attr("DEFAULT_SNAPSHOT_INTERVAL") = zkdv::RecorderOptions{}.replaySnapshotInterval;
+    // The tape format this build writes ("1.14"), for tests that follow it rather than a number.
+    m.attr("TAPE_FORMAT") = std::to_string(zkdv::tape::kMajorVersion) + "." + std::to_string(zkdv::tape::kMinorVersion);
     py::class_<NativeRecorder>(m, "Recorder")
         .def(py::init<const std::string&, double, double, std::uint64_t, const std::string&, bool, int, int, const std::string&, const std::string&, bool, const std::string&, bool>(),
              py::arg("path"), py::arg("state_check_probability"), py::arg("update_check_probability"), py::arg("seed"),

@@ -41,6 +41,7 @@ class DatasetCommitment:
     leaf_count: int
     total_bytes: int
     root: str  # hex
+    algorithm: str = "sha256-merkle-v2"  # the root commits the count (docs/dataset-commitment.md)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class DatasetVerification:
     folder: Optional[str]
     files_hashed: Optional[int]
     differences: List[DatasetDifference] = field(default_factory=list)  # empty without a folder
+    algorithm: str = "sha256-merkle-v2"  # or "sha256-merkle-v1", whose root does not commit the count
 
 
 @dataclass(frozen=True)

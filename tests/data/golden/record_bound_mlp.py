@@ -1,7 +1,9 @@
 """Writes the golden tape of batches bound to a dataset (README.md; tape format 1.12, section
 5.7): the MLP of tests/python/conftest.py through zkdv.torch with Adam, trained on batches of 4
 samples drawn from a 40-sample dataset whose commitment of samples (zkdv.dataset.commit_samples)
-is written beside the tape, each transaction naming its samples. Run once, in the tree root:
+is written beside the tape, each transaction naming its samples. Run once per format, in the tree
+root (mlp-bound-adam-1.12 by the writers of 1.12, sha256-merkle-v1; mlp-bound-adam-1.14 by those of
+1.14, sha256-merkle-v2, whose root commits the count):
 PYTHONPATH=build/python /usr/bin/python3 tests/data/golden/record_bound_mlp.py OUT.zkdv OUT.samples.commit.json"""
 
 import sys

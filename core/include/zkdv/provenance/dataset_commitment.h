@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zkdv/util/merkle_tree.h"
 #include "zkdv/util/sha256.h"
 
 namespace zkdv {
@@ -30,7 +31,9 @@ std::string committedPathProblem(std::string_view path);
 struct DatasetCommitment {
     static constexpr std::string_view kFormat = "zkdv-dataset-commitment";
     static constexpr int kVersion = 1;
-    static constexpr std::string_view kAlgorithm = "sha256-merkle-v1";
+    // What this build writes: sha256-merkle-v2, whose root commits the leaf count. It reads v1
+    // documents too (made before tape format 1.14), whose root is the tree's alone.
+    static constexpr MerkleAlgorithm kAlgorithm = MerkleAlgorithm::V2;
     static constexpr std::string_view kUnit = "file";
     // Each leaf one training sample as the step receives it, its digest zkdv-sample-v1 (tape
     // format 5.7), its path "sample/<index, 12 digits>": what a tape's batches are bound to.
@@ -39,11 +42,16 @@ struct DatasetCommitment {
     static constexpr std::uint64_t kMaxLeaves = 100'000'000;
     static constexpr std::uint64_t kMaxDocumentBytes = 4ull << 30;
 
+    MerkleAlgorithm algorithm = kAlgorithm;
     std::string unit = std::string(kUnit);  // kUnit or kSampleUnit
     std::vector<CommittedFile> files;  // in commitment order
     Digest root{};                     // as the document states it (computeRoot() recomputes it)
 
-    // The Merkle root (merkle_tree.h) over the files' digests in their order.
+    // The tree's root (merkle_tree.h, RFC 6962) over the files' digests in their order: the root
+    // of a v1 document, the one a v2 document's root counts.
+    Digest computeTreeRoot() const;
+    // The root the document's algorithm publishes for its leaves: the tree root (v1), or its
+    // counted root SHA-256(0x02 || leaf count || tree root) (v2).
     Digest computeRoot() const;
     std::uint64_t totalBytes() const;
 
@@ -60,7 +68,7 @@ struct DatasetCommitment {
     nlohmann::ordered_json toJson() const;
     // Parses a document from someone else. Throws FormatError naming the member at fault
     // (`leaves[3].sha256`) and what was expected and found: invalid JSON (with its byte
-    // offset), another format or version or algorithm, a wrong type, a count that is not the
+    // offset), another format or version, an algorithm other than sha256-merkle-v1 and -v2, a wrong type, a count that is not the
     // number of leaves, bad hex, a path out of order, repeated or not a valid committed path.
     // The stated root is kept as stated; comparing it with computeRoot() is the caller's check.
     static DatasetCommitment parse(std::string_view text);

@@ -28,7 +28,8 @@ DatasetCommitment commitDataset(const std::vector<std::string>& inputs, const st
 // A commitment checked against itself and, when given, against its folder.
 struct DatasetVerification {
     DatasetCommitment commitment;
-    Digest computedRoot{};
+    Digest treeRoot{};      // the leaves' tree root (RFC 6962), what a v2 root counts
+    Digest computedRoot{};  // the root the document's algorithm gives its leaves
     std::optional<DatasetFolderCheck> folder;
 
     bool rootMatches() const { return computedRoot == commitment.root; }

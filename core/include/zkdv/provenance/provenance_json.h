@@ -11,9 +11,9 @@
 
 namespace zkdv {
 
-// {"output", "leaf_count", "total_bytes", "root"}.
+// {"output", "algorithm", "leaf_count", "total_bytes", "root"}.
 nlohmann::json datasetCommitmentJson(const DatasetCommitment& commitment, const std::string& output);
-// {"commitment", "ok", "leaf_count", "stated_root", "computed_root", "root_matches", "folder",
+// {"commitment", "ok", "algorithm", "leaf_count", "stated_root", "computed_root", "root_matches", "folder",
 // "files_hashed", "differences": [{"path", "finding", "detail"}] or null without a folder}.
 nlohmann::json datasetVerificationJson(const DatasetVerification& verification, const std::string& path, const std::string& folder);
 // {"tape", "model", "model_files", "equal", …, "tensors": [{"tape_name", "finding", …}]}.

@@ -70,7 +70,8 @@ struct RecorderOptions {
     bool detachedSignature = false;
     // A dataset commitment of samples (docs/dataset-commitment.md, unit "sample"; Python's
     // zkdv.dataset.commit_samples writes one) the batches are drawn from (tape format 1.12,
-    // section 5.7): the root declares it, and every transaction must name the committed sample
+    // section 5.7): the root declares it (sha256-merkle-v2, whose root commits the count, also
+    // for a v1 document: its counted root), and every transaction must name the committed sample
     // behind each row of its batch (samples()), which is checked before the step and recorded
     // with its Merkle proof. Read when the recorder is made. Empty: batches are not bound.
     std::string datasetCommitmentFile;

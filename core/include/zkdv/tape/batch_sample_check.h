@@ -24,10 +24,11 @@ struct SampleMismatch {
     std::size_t siblings = 0;      // the proof's length, which the index and count fix
     Digest rowDigest{};            // zkdv-sample-v1 of the row as recorded
     Digest root{};                 // the root the proof does not lead to
+    bool countCommitted = false;   // whether that root commits the count (sha256-merkle-v2)
 
     // "micro-batch 1, row 3 is not committed sample 17 of 40: its zkdv-sample-v1 digest 3fa2…
-    // and recorded proof (6 siblings) do not lead to the dataset root 9c1e…" ("row 3 …" when
-    // `microBatches` is 1).
+    // and recorded proof (6 siblings) do not lead to the dataset root 9c1e… with the count 40"
+    // ("row 3 …" when `microBatches` is 1; "with the count" where the root commits it).
     std::string describe(std::size_t microBatches) const;
 };
 
@@ -41,8 +42,9 @@ struct SampleRowShape {
 // Checks every batch row of a transaction against the root's commitment of samples (spec 5.7):
 // each row's zkdv-sample-v1 digest, recomputed from the batch bytes as the record holds them,
 // must lead through its proof (exactly the siblings RFC 6962 gives its index and the root's
-// count) to the root. Needs no kernel and no torch. One per reader: it keeps its hashing
-// context and buffers from one transaction to the next.
+// count) to the tree root, and that tree root, under sha256-merkle-v2 counted with the root's
+// count, must be the root (under v1 the tree root is the root). Needs no kernel and no torch.
+// One per reader: it keeps its hashing context and buffers from one transaction to the next.
 class BatchSampleCheck {
 public:
     // The first row (micro-batch, then row order) that is not the sample it names; nullopt
@@ -52,15 +54,24 @@ public:
     std::optional<SampleMismatch> firstMismatch(const TransactionRecord& transaction, const RootRecord& root);
 
 private:
+    // Whether `treeRoot`, which a row's proof reached, is the declaration's: itself under v1,
+    // counted under v2 (the counted root of the last tree root found so is kept, so a tape's
+    // rows cost one more hash, not one each).
+    bool leadsToRoot(const Digest& treeRoot, const DatasetDeclaration& declared);
+
     Sha256 hasher_;
     MerkleProof proof_;
     std::vector<SampleRowShape> rowShapes_;
+    std::optional<DatasetDeclaration> countedFor_;  // the v2 declaration whose tree root is countedTreeRoot_
+    Digest countedTreeRoot_{};
 };
 
-// Why the commitment with `root` over `leafCount` samples (a commitment document the auditor
-// holds) is not the one `declared` names, or nullopt when it is. The count is compared with
-// the root: a root does not commit its count (merkle_tree.h), and a tape claiming another
-// count could name a committed sample by another index.
-std::optional<std::string> declarationMismatch(const DatasetDeclaration& declared, const Digest& root, std::uint64_t leafCount);
+// Why the commitment whose tree has root `treeRoot` (RFC 6962's root, which a v1 document
+// states and a v2 document's leaves give) over `leafCount` samples, a document the auditor
+// holds, is not the one `declared` names, or nullopt when it is. Under sha256-merkle-v2 the
+// declared root must be the counted root of those two; under v1 the root must be the tree root
+// and the count is compared with it: a v1 root does not commit its count (merkle_tree.h), and a
+// tape claiming another count could name a committed sample by another index.
+std::optional<std::string> declarationMismatch(const DatasetDeclaration& declared, const Digest& treeRoot, std::uint64_t leafCount);
 
 }  // namespace zkdv

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zkdv/tape/safetensors.h"
+#include "zkdv/util/merkle_tree.h"
 #include "zkdv/util/sha256.h"
 
 namespace zkdv {
@@ -20,8 +21,14 @@ struct TransactionRecord;
 
 // Root member `dataset`: the commitment the batches are drawn from.
 struct DatasetDeclaration {
-    Digest root{};               // the commitment's Merkle root (sha256-merkle-v1)
+    // sha256-merkle-v2 from format 1.14 on, whose root commits the count; sha256-merkle-v1 in
+    // 1.12 and 1.13 tapes, whose count is the writer's claim (spec 5.7).
+    MerkleAlgorithm algorithm = MerkleAlgorithm::V2;
+    Digest root{};                // the commitment's published root under `algorithm`
     std::uint64_t leafCount = 0;  // how many samples it commits
+
+    // Whether the root commits the count (v2), so that a tape cannot claim another count.
+    bool countCommitted() const { return algorithm == MerkleAlgorithm::V2; }
 };
 
 // The most rows one micro-batch may bind (a bound on a hostile tape's work, not on training).

@@ -8,7 +8,7 @@ namespace zkdv::tape {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'D', 'V', 'T', 'A', 'P', 'E'};
 inline constexpr std::uint16_t kMajorVersion = 1;
-inline constexpr std::uint16_t kMinorVersion = 13;
+inline constexpr std::uint16_t kMinorVersion = 14;
 // From this minor version on, sampled checks are drawn keyed by the chain (spec 5.2).
 inline constexpr std::uint16_t kChainBoundSamplingMinor = 3;
 // From this minor version on, a sealed tape ends with the snapshot of its final state (spec 2.4).
@@ -37,6 +37,9 @@ inline constexpr std::uint16_t kSignatureMinor = 11;
 inline constexpr std::uint16_t kDatasetMinor = 12;
 // From this minor version on, a root may record the determinism profile of its device (spec 3.5).
 inline constexpr std::uint16_t kDeterminismMinor = 13;
+// From this minor version on, the root's dataset commitment is sha256-merkle-v2, whose root
+// commits the number of samples (spec 5.7); before, sha256-merkle-v1, whose count is a claim.
+inline constexpr std::uint16_t kCountedDatasetMinor = 14;
 // The most numbers a scheduler's own state (schedule/state) holds.
 inline constexpr std::size_t kMaxSchedulerStateValues = 16;
 inline constexpr std::size_t kFileHeaderSize = 16;
