@@ -16,6 +16,7 @@
 #include "zkdv/store/database.h"
 #include "zkdv/store/provenance_checks.h"
 #include "zkdv/store/replay_store.h"
+#include "zkdv/store/tape_seal.h"
 #include "zkdv/tape/gradient_transform_summary.h"
 #include "zkdv/tape/shape_text.h"
 #include "zkdv/tape/schedule_statement.h"
@@ -133,11 +134,17 @@ int caseInfo(const std::string& path, bool json, const TrainerKeyring& keyring)
     const std::int64_t deltas = checks.withDeltas;
     const std::int64_t digests = checks.withStateDigest;
     ReplayStore replays(store.database());
+    // Whether each tape's rows are what its ingest sealed (zkdv/store/tape_seal.h): what follows
+    // about a tape is a fact only then.
+    const std::optional<PublicKey> ownKey = AuditorKey::existingPublicKey();
+    const std::vector<TrustedKey> trusted = readTrustedKeys();
     if (json) {
         nlohmann::json out = {{"json_version", kCliJsonVersion}, {"kind", "case"}, {"path", path}, {"tapes", nlohmann::json::array()},
                               {"transactions_with_deltas", deltas}, {"transactions_with_state_digest", digests}};
         for (const CaseTape& tape : tapes) {
             nlohmann::json entry = caseTapeJson(tape);
+            const TapeSealCheck rows = checkTapeSeal(store.database(), tape.id, ownKey, trusted);
+            entry["rows"] = {{"state", runSealStateName(rows.state)}, {"signer", rows.signer}, {"explanation", rows.explanation}};
             entry["signature_trust"] = signatureTrustName(signerTrust(keyring, signerOf(tape), path + ", tape " + std::to_string(tape.id)));
             entry["sampling_plausibility"] = samplingPlausibilityJson(tapeSamplingPlausibility(store.database(), tape));
             entry["provenance"] = provenanceJson(store.database(), tape.id);
@@ -167,6 +174,12 @@ int caseInfo(const std::string& path, bool json, const TrainerKeyring& keyring)
                 runs.size() == 1 ? "" : "s");
     for (const CaseTape& tape : tapes) {
         std::printf("tape %lld  %s\n", static_cast<long long>(tape.id), tape.path.c_str());
+        const TapeSealCheck rows = checkTapeSeal(store.database(), tape.id, ownKey, trusted);
+        if (rows.vouched())
+            std::printf("  rows sealed at ingest by %s\n", rows.signer.c_str());
+        else
+            std::printf("  rows NOT VOUCHED (%s): %s; nothing below about this tape is vouched for\n", runSealStateName(rows.state),
+                        rows.explanation.c_str());
         const SignatureTrust trust = signerTrust(keyring, signerOf(tape), path + ", tape " + std::to_string(tape.id));
         std::printf("  %s%s\n", signatureText(trust, tape.signerKeyId).c_str(),
                     tape.isSigned() ? (" (" + tape.signerAlgorithm + " key " + tape.signerKeyId + ")").c_str() : "");

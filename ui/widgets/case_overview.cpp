@@ -15,6 +15,7 @@
 
 #include "zkdv/store/case_store.h"
 #include "zkdv/store/provenance_checks.h"
+#include "zkdv/store/tape_seal.h"
 #include "zkdv/workflow/tape_provenance.h"
 #include "zkdv/util/trainer_keyring.h"
 #include "zkdv/tape/root_record.h"
@@ -139,9 +140,16 @@ bool CaseOverview::showCase(const QString& casePath)
     std::vector<CaseTape> tapes;
     // Per tape, the newest check of each kind (provenanceKinds() order).
     std::map<qint64, std::vector<std::optional<ProvenanceCheck>>> checks;
+    // Per tape, whether its rows are what its ingest sealed (zkdv/store/tape_seal.h): what the
+    // overview shows of a tape is a fact only then.
+    std::map<qint64, TapeSealCheck> seals;
     try {
         CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
         tapes = store.tapes();
+        const std::optional<PublicKey> ownKey = AuditorKey::existingPublicKey();
+        const std::vector<TrustedKey> trusted = readTrustedKeys();
+        for (const CaseTape& tape : tapes)
+            seals[tape.id] = checkTapeSeal(store.database(), tape.id, ownKey, trusted);
         for (const CaseTape& tape : tapes) {
             ProvenanceChecks stored(store.database(), tape.id);
             for (ProvenanceKind kind : provenanceKinds())
@@ -166,6 +174,12 @@ bool CaseOverview::showCase(const QString& casePath)
                                    .arg(tape.transactionCount)
                                    .arg(tape.snapshotCount));
         add(top, tr("Chain head"), QString::fromStdString(tape.chainHead));
+        if (const auto seal = seals.find(tape.id); seal != seals.end()) {
+            QStandardItem* rows = add(top, tr("Case rows"),
+                                      seal->second.vouched() ? tr("sealed at ingest by %1, unchanged").arg(QString::fromStdString(seal->second.signer))
+                                                             : tr("NOT VOUCHED: %1").arg(QString::fromStdString(seal->second.explanation)));
+            rows->setForeground(seal->second.vouched() ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
+        }
         if (tape.link.status != TapeLinkStatus::StartsRun) {
             // A run resumed from checkpoints spans tapes: where this one stands in it.
             const quint64 first = tape.transactionsBefore, last = first + std::max<quint64>(tape.transactionCount, 1) - 1;

@@ -6,6 +6,7 @@
 #include <QLabel>
 
 #include "zkdv/store/case_store.h"
+#include "zkdv/store/tape_seal.h"
 #include "zkdv/util/trainer_keyring.h"
 #include "zkdv/workflow/tape_summary_text.h"
 
@@ -34,9 +35,12 @@ void TapeHeader::showTape(const QString& casePath, qint64 tapeId)
     signature_->clear();
     signature_->setToolTip(QString());
     std::optional<CaseTape> tape;
+    std::optional<TapeSealCheck> seal;
     if (!casePath.isEmpty() && tapeId != 0) {
         try {
-            tape = CaseStore(casePath.toStdString(), CaseStore::Access::ReadOnly).tape(tapeId);
+            CaseStore store(casePath.toStdString(), CaseStore::Access::ReadOnly);
+            tape = store.tape(tapeId);
+            seal = checkTapeSeal(store.database(), tapeId, AuditorKey::existingPublicKey(), readTrustedKeys());
         } catch (const std::exception& error) {
             Q_EMIT problem(QString::fromStdString(error.what()));
         }
@@ -72,6 +76,12 @@ void TapeHeader::showTape(const QString& casePath, qint64 tapeId)
                                                              .arg(QString::fromStdString(TrainerKeyring::userFolder().string()))
                                                        : QString()) +
                                                   keyringProblem);
+    // A signer read from rows no seal this auditor trusts covers is no fact (zkdv/store/tape_seal.h).
+    if (seal && !seal->vouched()) {
+        signature_->setText(tr("signer not vouched for"));
+        signature_->setStyleSheet(QStringLiteral("color: #b00020"));
+        signature_->setToolTip(QString::fromStdString(seal->explanation));
+    }
     elideTitle();
 }
 
