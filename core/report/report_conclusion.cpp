@@ -226,8 +226,8 @@ void writeConclusion(ReportData& report)
             report.outcome = AuditOutcome::NotVouched;
             report.headline = "NOT VOUCHED: " + report.unvouchedRows.front() +
                               (report.unvouchedRows.size() > 1 ? " (and " + std::to_string(report.unvouchedRows.size() - 1) + " more)" : std::string()) +
-                              "; this report neither confirms nor refutes the tape while the case holds them. Ingest the tape into a new "
-                              "case and replay it again.";
+                              "; this report neither confirms nor refutes the tape while the case holds them. Ingest the tape again (which "
+                              "seals rows that are exactly what it gives), or into a new case, and replay it.";
             return;
         }
     }

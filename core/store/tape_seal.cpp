@@ -87,7 +87,8 @@ TapeSealCheck checkTapeSeal(Database& db, std::int64_t tapeId, const std::option
     row.bind(1, tapeId);
     if (!row.step()) {
         check.explanation = tape + "'s rows in the case carry no seal (it was ingested by a zkdv older than case schema 18, or with no "
-                                   "signing key), so nothing the case says about it can be vouched for; ingest the tape into a new case";
+                                   "signing key), so nothing the case says about it can be vouched for; ingest the tape again (zkdv-audit ingest TAPE "
+                                   "--case CASE seals rows that are exactly what the tape gives)";
         return check;
     }
     const ByteSpan storedContent = row.blob(0), storedKey = row.blob(1), storedSignature = row.blob(2);
